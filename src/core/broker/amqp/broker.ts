@@ -1,0 +1,319 @@
+import {EventEmitter} from 'node:events';
+import amqp from 'amqplib';
+import type {Channel, ChannelModel, ConfirmChannel, ConsumeMessage, Options} from 'amqplib';
+import {AxError, errorMessage} from '../../errors.js';
+import {redactUrl} from '../../config/config.js';
+import type {Logger} from '../../log.js';
+import {type Clock, type Random, sleep} from '../../time.js';
+import {POOLS, type PoolName} from '../../task/model.js';
+import {type Broker, type BrokerEvent, type Delivery, type Subscription, type TaskMessage, encodeMessage} from '../types.js';
+import {type Topology, topology} from './topology.js';
+
+export interface AmqpBrokerOptions {
+  url: string;
+  prefix: string;
+  cell: string;
+  queueType: 'quorum' | 'classic';
+  confirmTimeoutMs: number;
+  clock: Clock;
+  random: Random;
+  logger: Logger;
+  /** Reconnect with jittered backoff after a lost connection (services), or stay down (one-shot CLI). */
+  reconnect: boolean;
+}
+
+interface RawPublish {
+  exchange: string;
+  routingKey: string;
+  content: Buffer;
+  options: Options.Publish;
+}
+
+class Consumer {
+  ch: Channel | undefined;
+  cancelled = false;
+  constructor(
+    readonly pool: PoolName,
+    readonly prefetch: number,
+    readonly onDelivery: (d: Delivery) => void,
+  ) {}
+}
+
+/**
+ * The Broker on RabbitMQ (amqplib). One connection; a confirm channel for publishing and one
+ * channel per consumer. Any unexpected channel or connection close resets the whole connection,
+ * and (with `reconnect`) a loop reconnects, re-declares the topology and re-subscribes.
+ */
+export class AmqpBroker implements Broker {
+  readonly names: Topology;
+  private conn: ChannelModel | undefined;
+  private pub: ConfirmChannel | undefined;
+  private ready: Promise<void> | undefined;
+  private closing = false;
+  private chain: Promise<unknown> = Promise.resolve();
+  private returned: Set<string> | undefined;
+  private readonly consumers = new Set<Consumer>();
+  private readonly events = new EventEmitter();
+
+  constructor(private readonly opts: AmqpBrokerOptions) {
+    this.names = topology(opts.prefix, opts.cell, opts.queueType);
+  }
+
+  on(event: BrokerEvent, listener: (info?: unknown) => void): void {
+    this.events.on(event, listener);
+  }
+
+  async start(): Promise<void> {
+    if (this.closing) throw new AxError('closed', 'broker is closed');
+    this.ready ??= this.connect();
+    try {
+      await this.ready;
+    } catch (e) {
+      this.ready = undefined;
+      throw e;
+    }
+  }
+
+  private async connect(): Promise<void> {
+    let conn: ChannelModel | undefined;
+    try {
+      conn = await amqp.connect(this.opts.url, {noDelay: true, timeout: 10_000, clientProperties: {connection_name: `ax ${process.pid}`}});
+      const c = conn;
+      c.on('error', (e: Error) => this.opts.logger.warn('amqp connection error', {error: e.message}));
+      c.on('blocked', (reason: string) => {
+        this.opts.logger.warn('amqp connection blocked by the broker (resource alarm)', {reason});
+        this.events.emit('blocked', reason);
+      });
+      c.on('unblocked', () => this.events.emit('unblocked'));
+      const pub = await c.createConfirmChannel();
+      pub.on('error', (e: Error) => this.opts.logger.warn('amqp publish channel error', {error: e.message}));
+      pub.on('return', (msg: ConsumeMessage) => this.returned?.add(String(msg.properties.messageId)));
+      await this.declare(pub);
+      pub.on('close', () => this.reset(c, pub));
+      c.on('close', (e?: Error) => this.lost(c, e));
+      this.conn = c;
+      this.pub = pub;
+      for (const k of this.consumers) if (!k.cancelled) await this.open(c, k);
+      this.events.emit('connected');
+    } catch (e) {
+      await conn?.close().catch(() => undefined);
+      if (e instanceof AxError) throw e;
+      throw new AxError('unavailable', `RabbitMQ at ${redactUrl(this.opts.url)} is unavailable: ${errorMessage(e)}`, {cause: e});
+    }
+  }
+
+  private async declare(ch: Channel): Promise<void> {
+    const n = this.names;
+    try {
+      await ch.assertExchange(n.exchange, 'direct', {durable: true});
+      for (const pool of POOLS) {
+        await ch.assertQueue(n.queue(pool), {durable: true, arguments: n.queueArgs});
+        await ch.bindQueue(n.queue(pool), n.exchange, n.routingKey(pool));
+      }
+      await ch.assertQueue(n.poisonQueue, {durable: true, arguments: n.queueArgs});
+    } catch (e) {
+      if ((e as {code?: number}).code === 406) {
+        throw new AxError('invalid_input', `RabbitMQ refused ax's topology (${errorMessage(e)}): a queue exists with other settings, e.g. another queue type; delete it or set AX_QUEUE_TYPE to match`, {cause: e});
+      }
+      throw e;
+    }
+  }
+
+  private async open(conn: ChannelModel, k: Consumer): Promise<void> {
+    const ch = await conn.createChannel();
+    k.ch = ch;
+    let open = true;
+    ch.on('error', (e: Error) => this.opts.logger.warn('amqp consumer channel error', {pool: k.pool, error: e.message}));
+    ch.on('close', () => {
+      open = false;
+      if (!k.cancelled && k.ch === ch) this.reset(conn, ch);
+    });
+    await ch.prefetch(k.prefetch);
+    await ch.consume(
+      this.names.queue(k.pool),
+      (msg) => {
+        if (msg === null) {
+          // The server cancelled the consumer (queue deleted): start over to re-declare and re-subscribe.
+          this.reset(conn, ch);
+          return;
+        }
+        let acked = false;
+        k.onDelivery({
+          body: msg.content,
+          redelivered: msg.fields.redelivered,
+          ack: () => {
+            if (acked || !open || k.ch !== ch) return;
+            acked = true;
+            try {
+              ch.ack(msg);
+            } catch {
+              // Channel closed under us: the broker will redeliver; the row's CAS absorbs it.
+            }
+          },
+        });
+      },
+      {noAck: false},
+    );
+  }
+
+  /** Closes `conn` after an unexpected channel close; `lost` then takes over. */
+  private reset(conn: ChannelModel, _ch: Channel): void {
+    if (this.closing || this.conn !== conn) return;
+    conn.close().catch(() => undefined);
+  }
+
+  private lost(conn: ChannelModel, e?: Error): void {
+    if (this.conn !== conn) return;
+    this.conn = undefined;
+    this.pub = undefined;
+    if (this.closing) return;
+    this.opts.logger.warn('amqp connection lost', {error: e?.message});
+    this.events.emit('disconnected', e);
+    this.ready = this.opts.reconnect ? this.reconnectLoop() : Promise.reject(new AxError('unavailable', 'RabbitMQ connection lost'));
+    this.ready.catch(() => undefined);
+  }
+
+  private async reconnectLoop(): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      if (this.closing) throw new AxError('closed', 'broker is closed');
+      try {
+        await this.connect();
+        this.opts.logger.info('amqp reconnected', {attempt});
+        return;
+      } catch (e) {
+        const delay = Math.min(30_000, 200 * 2 ** Math.min(attempt, 8)) * (0.5 + this.opts.random());
+        this.opts.logger.warn('amqp reconnect failed', {attempt, retryInMs: Math.round(delay), error: errorMessage(e)});
+        await sleep(this.opts.clock, delay);
+      }
+    }
+  }
+
+  /** Waits (bounded by the confirm timeout) for a usable connection. */
+  private async channel(): Promise<ConfirmChannel> {
+    if (this.closing) throw new AxError('closed', 'broker is closed');
+    if (!this.ready) throw new AxError('internal', 'broker not started');
+    await this.withTimeout(this.ready, 'waiting for the RabbitMQ connection');
+    if (!this.pub) throw new AxError('unavailable', 'RabbitMQ connection is down');
+    return this.pub;
+  }
+
+  private withTimeout<T>(p: Promise<T>, what: string): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const t = this.opts.clock.setTimeout(() => reject(new AxError('timeout', `timed out after ${this.opts.confirmTimeoutMs}ms ${what}`)), this.opts.confirmTimeoutMs);
+      p.then(
+        (v) => {
+          this.opts.clock.clearTimeout(t);
+          resolve(v);
+        },
+        (e: unknown) => {
+          this.opts.clock.clearTimeout(t);
+          reject(e instanceof AxError ? e : new AxError('unavailable', `RabbitMQ: ${errorMessage(e)}`, {cause: e}));
+        },
+      );
+    });
+  }
+
+  private publishRaw(items: RawPublish[]): Promise<void> {
+    const run = async (): Promise<void> => {
+      const ch = await this.channel();
+      const returned = new Set<string>();
+      this.returned = returned;
+      const confirms: Array<Promise<void>> = [];
+      let closed = false;
+      const onClose = (): void => {
+        closed = true;
+      };
+      ch.once('close', onClose);
+      try {
+        for (const it of items) {
+          if (closed) break;
+          let ok = true;
+          confirms.push(
+            new Promise<void>((resolve, reject) => {
+              ok = ch.publish(it.exchange, it.routingKey, it.content, it.options, (err) => (err ? reject(new AxError('unavailable', `RabbitMQ did not confirm a message: ${errorMessage(err)}`)) : resolve()));
+            }),
+          );
+          if (!ok) await this.withTimeout(new Promise<void>((r) => ch.once('drain', () => r())), 'waiting for the publish buffer to drain');
+        }
+        if (closed) throw new AxError('unavailable', 'RabbitMQ channel closed while publishing');
+        await this.withTimeout(Promise.all(confirms), 'waiting for publisher confirms');
+        if (returned.size > 0) throw new AxError('unavailable', `RabbitMQ could not route ${returned.size} message(s): is the topology declared?`);
+      } finally {
+        ch.removeListener('close', onClose);
+        if (this.returned === returned) this.returned = undefined;
+        for (const c of confirms) c.catch(() => undefined);
+      }
+    };
+    const p = this.chain.then(run, run);
+    this.chain = p.catch(() => undefined);
+    return p;
+  }
+
+  publish(messages: TaskMessage[]): Promise<void> {
+    if (messages.length === 0) return Promise.resolve();
+    return this.publishRaw(
+      messages.map((m) => ({
+        exchange: this.names.exchange,
+        routingKey: this.names.routingKey(m.pool),
+        content: encodeMessage(m),
+        options: {persistent: true, mandatory: true, messageId: m.id, type: m.type, contentType: 'application/json'},
+      })),
+    );
+  }
+
+  async consume(pool: PoolName, prefetch: number, onDelivery: (d: Delivery) => void): Promise<Subscription> {
+    if (!Number.isInteger(prefetch) || prefetch < 1 || prefetch > 65_535) throw new AxError('invalid_input', 'prefetch must be 1..65535');
+    const k = new Consumer(pool, prefetch, onDelivery);
+    this.consumers.add(k);
+    if (this.conn) await this.open(this.conn, k);
+    return {
+      cancel: async () => {
+        if (k.cancelled) return;
+        k.cancelled = true;
+        this.consumers.delete(k);
+        const ch = k.ch;
+        // Closing the channel (rather than basic.cancel) returns its unacked, unclaimed deliveries
+        // to the queue at once; deliveries already acked stay acked.
+        if (ch) await ch.close().catch(() => undefined);
+      },
+    };
+  }
+
+  async poison(d: Delivery, reason: string): Promise<void> {
+    await this.publishRaw([
+      {
+        exchange: '',
+        routingKey: this.names.poisonQueue,
+        content: d.body,
+        options: {persistent: true, mandatory: true, messageId: `poison-${this.opts.clock.now()}`, headers: {'x-ax-reason': reason.slice(0, 500)}},
+      },
+    ]);
+    d.ack();
+  }
+
+  async queueDepths(): Promise<Record<string, number>> {
+    if (!this.conn) await this.channel();
+    const conn = this.conn;
+    if (!conn) throw new AxError('unavailable', 'RabbitMQ connection is down');
+    const ch = await conn.createChannel();
+    ch.on('error', () => undefined);
+    try {
+      const out: Record<string, number> = {};
+      for (const q of this.names.allQueues()) out[q] = (await ch.checkQueue(q)).messageCount;
+      return out;
+    } finally {
+      await ch.close().catch(() => undefined);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closing) return;
+    this.closing = true;
+    for (const k of this.consumers) k.cancelled = true;
+    await Promise.race([this.chain, sleep(this.opts.clock, this.opts.confirmTimeoutMs)]).catch(() => undefined);
+    const conn = this.conn;
+    this.conn = undefined;
+    this.pub = undefined;
+    await conn?.close().catch(() => undefined);
+  }
+}

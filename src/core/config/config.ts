@@ -1,0 +1,229 @@
+import {readFileSync, existsSync} from 'node:fs';
+import {availableParallelism} from 'node:os';
+import {resolve} from 'node:path';
+import {invalid} from '../errors.js';
+import {parseDuration} from '../duration.js';
+
+/** Every setting of ax. README "Configuration" lists the same keys, env variables and defaults. */
+export interface AxConfig {
+  /** MySQL/MariaDB URL of ax's own database (secret: env or file only). */
+  mysqlUrl: string;
+  /** RabbitMQ URL (secret: env or file only). */
+  amqpUrl: string;
+  /** Create the database named in mysqlUrl when it is missing and the user may. */
+  createDatabase: boolean;
+  /** Resource-isolation cell; queues and rows are scoped by it. */
+  cell: string;
+  /** Prefix of the exchange and queue names. */
+  amqpPrefix: string;
+  /** `quorum` or `classic` RabbitMQ queues. */
+  queueType: 'quorum' | 'classic';
+  maxRetries: number;
+  retryBaseMs: number;
+  retryMaxMs: number;
+  taskTimeoutMs: number;
+  payloadLimitBytes: number;
+  submitBatchSize: number;
+  submitFlushMs: number;
+  submitBufferLimit: number;
+  poolQueueCapacity: number;
+  /** IO pool concurrency; 0 = derive from cores × 2 × (1 + ioWaitRatio). */
+  ioConcurrency: number;
+  /** Expected wait/compute ratio of IO handlers, used to size the IO pool. */
+  ioWaitRatio: number;
+  /** CPU pool threads; 0 = cores + 1. */
+  cpuThreads: number;
+  leaseMs: number;
+  shutdownGraceMs: number;
+  /** A published-but-unclaimed due task is rung again after this long. */
+  republishAfterMs: number;
+  /** At most this many tasks re-published per reconcile run. */
+  reconcileLimit: number;
+  /** Re-publish rate cap of the reconciler, tasks per second. */
+  reconcileRate: number;
+  queryTimeoutMs: number;
+  confirmTimeoutMs: number;
+  logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
+}
+
+type Kind = 'string' | 'bool' | 'int' | 'duration' | 'bytes';
+interface Setting {
+  env: string;
+  kind: Kind;
+  default: unknown;
+  secret?: boolean;
+  min?: number;
+  choices?: readonly string[];
+  doc: string;
+}
+
+/** The settings table: key → env variable, kind, default and a one-line description. */
+export const SETTINGS: Record<keyof AxConfig, Setting> = {
+  mysqlUrl: {env: 'AX_MYSQL_URL', kind: 'string', default: 'mysql://root@127.0.0.1:3306/ax', secret: true, doc: "ax's MySQL/MariaDB database"},
+  amqpUrl: {env: 'AX_AMQP_URL', kind: 'string', default: 'amqp://guest:guest@127.0.0.1:5672', secret: true, doc: 'RabbitMQ server'},
+  createDatabase: {env: 'AX_CREATE_DATABASE', kind: 'bool', default: true, doc: 'create the database if it is missing'},
+  cell: {env: 'AX_CELL', kind: 'string', default: 'default', doc: 'cell (resource-isolation unit) of rows and queues'},
+  amqpPrefix: {env: 'AX_AMQP_PREFIX', kind: 'string', default: 'ax', doc: 'prefix of exchange and queue names'},
+  queueType: {env: 'AX_QUEUE_TYPE', kind: 'string', default: 'quorum', choices: ['quorum', 'classic'], doc: 'RabbitMQ queue type'},
+  maxRetries: {env: 'AX_MAX_RETRIES', kind: 'int', default: 5, min: 0, doc: 'retries after the first attempt before dead'},
+  retryBaseMs: {env: 'AX_RETRY_BASE', kind: 'duration', default: 1000, min: 1, doc: 'delay before the first retry (doubles each retry)'},
+  retryMaxMs: {env: 'AX_RETRY_MAX', kind: 'duration', default: 3_600_000, min: 1, doc: 'cap of the retry delay before jitter'},
+  taskTimeoutMs: {env: 'AX_TASK_TIMEOUT', kind: 'duration', default: 600_000, min: 1, doc: 'default per-attempt timeout'},
+  payloadLimitBytes: {env: 'AX_PAYLOAD_LIMIT', kind: 'bytes', default: 65_536, min: 2, doc: 'largest payload (JSON bytes)'},
+  submitBatchSize: {env: 'AX_SUBMIT_BATCH', kind: 'int', default: 500, min: 1, doc: 'tasks per producer write'},
+  submitFlushMs: {env: 'AX_SUBMIT_FLUSH', kind: 'duration', default: 1000, min: 1, doc: 'producer flush interval'},
+  submitBufferLimit: {env: 'AX_SUBMIT_BUFFER', kind: 'int', default: 10_000, min: 1, doc: 'buffered tasks before submit() waits'},
+  poolQueueCapacity: {env: 'AX_POOL_QUEUE', kind: 'int', default: 2000, min: 1, doc: 'local queue of each worker pool'},
+  ioConcurrency: {env: 'AX_IO_CONCURRENCY', kind: 'int', default: 0, min: 0, doc: 'IO pool size (0: cores × 2 × (1 + ioWaitRatio))'},
+  ioWaitRatio: {env: 'AX_IO_WAIT_RATIO', kind: 'int', default: 15, min: 0, doc: 'wait/compute ratio for IO pool sizing'},
+  cpuThreads: {env: 'AX_CPU_THREADS', kind: 'int', default: 0, min: 0, doc: 'CPU pool threads (0: cores + 1)'},
+  leaseMs: {env: 'AX_LEASE', kind: 'duration', default: 30_000, min: 100, doc: 'claim lease, renewed while a task runs'},
+  shutdownGraceMs: {env: 'AX_SHUTDOWN_GRACE', kind: 'duration', default: 30_000, min: 0, doc: 'time in-flight work gets on SIGTERM'},
+  republishAfterMs: {env: 'AX_REPUBLISH_AFTER', kind: 'duration', default: 300_000, min: 1000, doc: 'ring again for due tasks published this long ago'},
+  reconcileLimit: {env: 'AX_RECONCILE_LIMIT', kind: 'int', default: 10_000, min: 1, doc: 'most tasks one reconcile re-publishes'},
+  reconcileRate: {env: 'AX_RECONCILE_RATE', kind: 'int', default: 5000, min: 1, doc: 're-publish rate cap (tasks/s)'},
+  queryTimeoutMs: {env: 'AX_QUERY_TIMEOUT', kind: 'duration', default: 30_000, min: 100, doc: 'MySQL per-query timeout'},
+  confirmTimeoutMs: {env: 'AX_CONFIRM_TIMEOUT', kind: 'duration', default: 15_000, min: 100, doc: 'RabbitMQ publisher-confirm timeout'},
+  logLevel: {env: 'AX_LOG_LEVEL', kind: 'string', default: 'info', choices: ['debug', 'info', 'warn', 'error', 'silent'], doc: 'log level (logs go to stderr)'},
+};
+
+export const DEFAULT_CONFIG_FILE = 'ax.config.json';
+
+function coerce(key: string, s: Setting, raw: unknown, from: string): unknown {
+  const where = `${key} (${from})`;
+  switch (s.kind) {
+    case 'string': {
+      if (typeof raw !== 'string' || raw.length === 0) throw invalid(`${where} must be a non-empty string`);
+      if (s.choices && !s.choices.includes(raw)) throw invalid(`${where} must be one of ${s.choices.join(', ')}`);
+      return raw;
+    }
+    case 'bool': {
+      if (typeof raw === 'boolean') return raw;
+      if (raw === 'true' || raw === '1') return true;
+      if (raw === 'false' || raw === '0') return false;
+      throw invalid(`${where} must be true or false`);
+    }
+    case 'int':
+    case 'bytes': {
+      let n = typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : raw;
+      if (s.kind === 'bytes' && typeof raw === 'string') {
+        const m = /^(\d+)\s*(b|kib|kb|k|mib|mb|m)?$/i.exec(raw.trim());
+        if (m) n = Number(m[1]) * ({'': 1, b: 1, k: 1024, kb: 1024, kib: 1024, m: 1 << 20, mb: 1 << 20, mib: 1 << 20}[(m[2] ?? '').toLowerCase()] ?? 1);
+      }
+      if (typeof n !== 'number' || !Number.isInteger(n) || n < (s.min ?? 0)) {
+        throw invalid(`${where} must be a whole number ≥ ${s.min ?? 0}, got ${JSON.stringify(raw)}`);
+      }
+      return n;
+    }
+    case 'duration': {
+      const n = parseDuration(raw, where);
+      if (n < (s.min ?? 0)) throw invalid(`${where} must be at least ${s.min}ms`);
+      return n;
+    }
+  }
+}
+
+export interface LoadConfigOptions {
+  /** Config file; default `$AX_CONFIG` or `./ax.config.json` if it exists. */
+  file?: string;
+  env?: NodeJS.ProcessEnv;
+  /** Highest precedence (CLI flags for non-secret settings, SDK options). */
+  overrides?: Partial<AxConfig>;
+  cwd?: string;
+}
+
+/**
+ * Loads the configuration: defaults < config file < environment < overrides. Throws invalid_input
+ * naming the key and its source for unknown keys in the file, bad values, or a missing named file.
+ */
+export function loadConfig(opts: LoadConfigOptions = {}): AxConfig {
+  const env = opts.env ?? process.env;
+  const cwd = opts.cwd ?? process.cwd();
+  const out: Record<string, unknown> = {};
+  for (const [k, s] of Object.entries(SETTINGS)) out[k] = s.default;
+
+  const named = opts.file ?? env.AX_CONFIG;
+  const file = named ? resolve(cwd, named) : resolve(cwd, DEFAULT_CONFIG_FILE);
+  if (named && !existsSync(file)) throw invalid(`config file ${file} does not exist`);
+  if (existsSync(file)) {
+    let data: unknown;
+    try {
+      data = JSON.parse(readFileSync(file, 'utf8'));
+    } catch (e) {
+      throw invalid(`config file ${file} is not valid JSON: ${(e as Error).message}`);
+    }
+    if (data === null || typeof data !== 'object' || Array.isArray(data)) throw invalid(`config file ${file} must hold a JSON object`);
+    for (const [k, v] of Object.entries(data)) {
+      if (k === '$schema') continue;
+      const s = SETTINGS[k as keyof AxConfig];
+      if (!s) throw invalid(`config file ${file}: unknown setting "${k}"`);
+      out[k] = coerce(k, s, v, file);
+    }
+  }
+  for (const [k, s] of Object.entries(SETTINGS)) {
+    const v = env[s.env];
+    if (v !== undefined && v !== '') out[k] = coerce(k, s, v, `env ${s.env}`);
+  }
+  for (const [k, v] of Object.entries(opts.overrides ?? {})) {
+    const s = SETTINGS[k as keyof AxConfig];
+    if (!s) throw invalid(`unknown setting "${k}"`);
+    if (v !== undefined) out[k] = coerce(k, s, v, 'option');
+  }
+  const cfg = out as unknown as AxConfig;
+  if (!/^[a-z0-9][a-z0-9_-]{0,31}$/.test(cfg.cell)) throw invalid('cell must be 1-32 characters of a-z, 0-9, _ and -');
+  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(cfg.amqpPrefix)) throw invalid('amqpPrefix must be 1-64 characters of A-Z, a-z, 0-9, _, . and -');
+  parseMysqlUrl(cfg.mysqlUrl);
+  if (!/^amqps?:\/\//.test(cfg.amqpUrl)) throw invalid('amqpUrl must start with amqp:// or amqps://');
+  return cfg;
+}
+
+/** IO pool size from the design's formula: cores × 2 × (1 + wait/compute). */
+export function ioPoolSize(cfg: Pick<AxConfig, 'ioConcurrency' | 'ioWaitRatio'>, cores = availableParallelism()): number {
+  return cfg.ioConcurrency > 0 ? cfg.ioConcurrency : cores * 2 * (1 + cfg.ioWaitRatio);
+}
+
+/** CPU pool size: cores + 1 unless configured. */
+export function cpuPoolSize(cfg: Pick<AxConfig, 'cpuThreads'>, cores = availableParallelism()): number {
+  return cfg.cpuThreads > 0 ? cfg.cpuThreads : cores + 1;
+}
+
+export interface MysqlTarget {
+  host: string;
+  port: number;
+  user: string;
+  password: string;
+  database: string;
+  ssl: boolean;
+}
+
+/** Splits a mysql:// URL; throws invalid_input when it is not one or names no database. */
+export function parseMysqlUrl(url: string): MysqlTarget {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw invalid('mysqlUrl is not a URL (expected mysql://user:password@host:3306/database)');
+  }
+  if (u.protocol !== 'mysql:' && u.protocol !== 'mariadb:') throw invalid('mysqlUrl must start with mysql://');
+  const database = decodeURIComponent(u.pathname.replace(/^\//, ''));
+  if (!/^[A-Za-z0-9_]{1,64}$/.test(database)) throw invalid('mysqlUrl must name a database of letters, digits and _');
+  return {
+    host: u.hostname || '127.0.0.1',
+    port: u.port ? Number(u.port) : 3306,
+    user: decodeURIComponent(u.username || 'root'),
+    password: decodeURIComponent(u.password),
+    database,
+    ssl: u.searchParams.get('ssl') === 'true',
+  };
+}
+
+/** A URL with its password replaced by `***`, for logs and error messages. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '<invalid url>';
+  }
+}

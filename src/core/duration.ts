@@ -1,0 +1,70 @@
+import {invalid} from './errors.js';
+
+const UNITS: Record<string, number> = {
+  ms: 1,
+  s: 1000,
+  sec: 1000,
+  m: 60_000,
+  min: 60_000,
+  h: 3_600_000,
+  d: 86_400_000,
+};
+
+/** The longest delay or duration ax accepts anywhere: 366 days. */
+export const MAX_DURATION_MS = 366 * 86_400_000;
+
+/**
+ * Parses a duration: a non-negative integer of milliseconds, or a string such as `250ms`, `5s`,
+ * `30m`, `1h30m`, `2d`. Throws invalid_input (naming `what`) for anything else, for negative, NaN or
+ * fractional milliseconds, and for values above MAX_DURATION_MS.
+ */
+export function parseDuration(input: unknown, what = 'duration'): number {
+  let ms: number;
+  if (typeof input === 'number') {
+    ms = input;
+  } else if (typeof input === 'string' && /^\d+$/.test(input.trim())) {
+    ms = Number(input.trim());
+  } else if (typeof input === 'string') {
+    const s = input.trim().toLowerCase();
+    const re = /(\d+(?:\.\d+)?)(ms|sec|min|s|m|h|d)/gy;
+    ms = 0;
+    let matched = 0;
+    let m: RegExpExecArray | null;
+    while ((m = re.exec(s)) !== null) {
+      ms += Number(m[1]) * (UNITS[m[2] as string] as number);
+      matched = re.lastIndex;
+    }
+    if (s.length === 0 || matched !== s.length) {
+      throw invalid(`${what} "${input}" is not a duration: use milliseconds or e.g. 500ms, 5s, 30m, 1h30m, 2d`);
+    }
+    ms = Math.round(ms);
+  } else {
+    throw invalid(`${what} must be a number of milliseconds or a string such as 5s`);
+  }
+  if (!Number.isFinite(ms) || !Number.isInteger(ms) || ms < 0) {
+    throw invalid(`${what} must be a non-negative whole number of milliseconds, got ${String(input)}`);
+  }
+  if (ms > MAX_DURATION_MS) {
+    throw invalid(`${what} ${String(input)} is too large: the maximum is 366d`);
+  }
+  return ms;
+}
+
+/** Formats milliseconds for humans: 1500 → "1.5s", 90000 → "1m30s". */
+export function formatDuration(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)}ms`;
+  if (ms < 60_000) return `${Number((ms / 1000).toFixed(1))}s`;
+  const parts: string[] = [];
+  let rest = Math.round(ms / 1000);
+  for (const [unit, size] of [
+    ['d', 86_400],
+    ['h', 3600],
+    ['m', 60],
+    ['s', 1],
+  ] as const) {
+    const n = Math.floor(rest / size);
+    if (n > 0) parts.push(`${n}${unit}`);
+    rest -= n * size;
+  }
+  return parts.join('');
+}

@@ -1,0 +1,204 @@
+import {AxError, errorMessage, isAxError} from '../errors.js';
+import type {Logger} from '../log.js';
+import type {Broker} from '../broker/types.js';
+import type {InsertResult, TaskStore} from '../store/types.js';
+import {createIdGenerator} from '../task/id.js';
+import type {NewTask, TaskSpec} from '../task/model.js';
+import {type TaskDefaults, validateTaskSpec} from '../task/validate.js';
+import {type Clock, type Random, type TimerHandle, sleep} from '../time.js';
+
+export interface ProducerOptions {
+  store: TaskStore;
+  broker: Broker;
+  clock: Clock;
+  random: Random;
+  logger: Logger;
+  defaults: TaskDefaults;
+  /** Tasks per write (default 500). */
+  batchSize: number;
+  /** Longest time a task waits in the buffer (default 1000 ms). */
+  flushMs: number;
+  /** Buffered tasks beyond which submit() waits (default 10,000). */
+  bufferLimit: number;
+  /** Recorded in history as who submitted (host:pid). */
+  actor: string;
+  /** Batches written concurrently (default 2: one inserting while the previous publishes). */
+  maxConcurrentBatches?: number;
+}
+
+/** What one flush() covered. */
+export interface FlushReport {
+  inserted: number;
+  existing: number;
+  /** Written but whose doorbell was not confirmed; the reconciler rings for them later. */
+  unpublished: number;
+  conflicts: InsertResult['conflicts'];
+}
+
+interface Queued {
+  seq: number;
+  task: NewTask;
+}
+
+interface Batch {
+  lo: number;
+  hi: number;
+  done: Promise<void>;
+}
+
+/**
+ * The buffered, batched producer. `submit()` validates at once (throwing invalid_input), buffers
+ * and resolves with the task id; a batch is written when 500 tasks are buffered or 1 s after the
+ * oldest one, as one transaction (tasks + history), then the due ones are published with confirms
+ * and marked published. A write that fails because MySQL is unavailable is retried with backoff
+ * and keeps its tasks buffered, so a full buffer makes submit() wait: nothing is dropped.
+ * `flush()` resolves when everything submitted before it is durable.
+ */
+export class Producer {
+  private readonly buffer: Queued[] = [];
+  private readonly active: Batch[] = [];
+  private seq = 0;
+  private flushUpTo = 0;
+  private timer: TimerHandle | undefined;
+  private timerFired = false;
+  private closed = false;
+  private spaceWaiters: Array<() => void> = [];
+  private batchWaiters: Array<() => void> = [];
+  private report: FlushReport = {inserted: 0, existing: 0, unpublished: 0, conflicts: []};
+  private failures: Array<{ids: string[]; error: string}> = [];
+  private readonly newId: () => string;
+
+  constructor(private readonly o: ProducerOptions) {
+    this.newId = createIdGenerator(() => o.clock.now(), o.random);
+  }
+
+  /** Tasks buffered and not yet durable. */
+  get pending(): number {
+    return this.buffer.length + this.active.reduce((n, b) => n + (b.hi - b.lo + 1), 0);
+  }
+
+  /**
+   * Validates and buffers one task; resolves with its id (at once unless the buffer is full).
+   * Rejects with invalid_input (nothing buffered) or closed.
+   */
+  async submit(spec: TaskSpec): Promise<string> {
+    if (this.closed) throw new AxError('closed', 'producer is closed');
+    const task = validateTaskSpec(spec, this.o.defaults, this.o.clock.now(), this.newId);
+    while (this.buffer.length >= this.o.bufferLimit) {
+      await new Promise<void>((r) => this.spaceWaiters.push(r));
+      if (this.closed) throw new AxError('closed', 'producer is closed');
+    }
+    this.buffer.push({seq: ++this.seq, task});
+    if (this.buffer.length === 1 && !this.timer) {
+      this.timer = this.o.clock.setTimeout(() => {
+        this.timer = undefined;
+        this.timerFired = true;
+        this.pump();
+      }, this.o.flushMs);
+    }
+    if (this.buffer.length >= this.o.batchSize) this.pump();
+    return task.id;
+  }
+
+  /**
+   * Resolves when every task submitted before the call is durable, with a report of what happened
+   * since the previous flush. Rejects with AxError('conflict') listing tasks refused because their id
+   * or dedup key exists with other content, or AxError('internal') for batches that could not be
+   * written for a non-transient reason; every other task of those batches is still written.
+   */
+  async flush(): Promise<FlushReport> {
+    const target = this.seq;
+    this.flushUpTo = Math.max(this.flushUpTo, target);
+    this.pump();
+    for (;;) {
+      const waiting = this.active.filter((b) => b.lo <= target).map((b) => b.done);
+      const buffered = this.buffer.length > 0 && (this.buffer[0] as Queued).seq <= target;
+      if (waiting.length > 0) await Promise.all(waiting);
+      else if (buffered) await new Promise<void>((r) => this.batchWaiters.push(r));
+      else break;
+    }
+    const report = this.report;
+    const failures = this.failures;
+    this.report = {inserted: 0, existing: 0, unpublished: 0, conflicts: []};
+    this.failures = [];
+    if (failures.length > 0) {
+      throw new AxError('internal', `${failures.reduce((n, f) => n + f.ids.length, 0)} task(s) could not be written: ${failures[0]?.error}`, {details: {failures, report}});
+    }
+    if (report.conflicts.length > 0) {
+      throw new AxError('conflict', `${report.conflicts.length} task(s) refused: ${report.conflicts[0]?.reason}`, {details: {conflicts: report.conflicts, report}});
+    }
+    return report;
+  }
+
+  /** Flushes, then refuses further submits. Idempotent. */
+  async close(): Promise<FlushReport> {
+    try {
+      return await this.flush();
+    } finally {
+      this.closed = true;
+      if (this.timer) this.o.clock.clearTimeout(this.timer);
+      this.timer = undefined;
+      for (const w of this.spaceWaiters.splice(0)) w();
+    }
+  }
+
+  private pump(): void {
+    const max = this.o.maxConcurrentBatches ?? 2;
+    while (this.active.length < max && this.buffer.length > 0) {
+      const head = this.buffer[0] as Queued;
+      const full = this.buffer.length >= this.o.batchSize;
+      if (!full && !this.timerFired && head.seq > this.flushUpTo) break;
+      const items = this.buffer.splice(0, this.o.batchSize);
+      const batch: Batch = {lo: (items[0] as Queued).seq, hi: (items[items.length - 1] as Queued).seq, done: Promise.resolve()};
+      batch.done = this.write(items.map((q) => q.task)).finally(() => {
+        this.active.splice(this.active.indexOf(batch), 1);
+        for (const w of this.batchWaiters.splice(0)) w();
+        this.pump();
+      });
+      this.active.push(batch);
+      for (const w of this.spaceWaiters.splice(0)) w();
+    }
+    if (this.buffer.length === 0) this.timerFired = false;
+    else if (!this.timer && this.buffer.length > 0 && this.active.length < max) {
+      this.timer = this.o.clock.setTimeout(() => {
+        this.timer = undefined;
+        this.timerFired = true;
+        this.pump();
+      }, this.o.flushMs);
+    }
+  }
+
+  /** Writes one batch, retrying while MySQL is unavailable; never rejects. */
+  private async write(tasks: NewTask[]): Promise<void> {
+    let result: InsertResult | undefined;
+    for (let attempt = 1; !result; attempt++) {
+      try {
+        result = await this.o.store.insertTasks(tasks, this.o.actor);
+      } catch (e) {
+        if (!isAxError(e, 'unavailable') && !isAxError(e, 'timeout')) {
+          this.o.logger.error('submit batch failed', {tasks: tasks.length, error: errorMessage(e)});
+          this.failures.push({ids: tasks.map((t) => t.id), error: errorMessage(e)});
+          return;
+        }
+        const delay = Math.min(10_000, 100 * 2 ** Math.min(attempt, 7)) * (0.5 + this.o.random());
+        this.o.logger.warn('submit batch: MySQL unavailable, retrying', {tasks: tasks.length, attempt, retryInMs: Math.round(delay), error: errorMessage(e)});
+        await sleep(this.o.clock, delay);
+      }
+    }
+    this.report.inserted += result.inserted.length;
+    this.report.existing += result.existing.length;
+    this.report.conflicts.push(...result.conflicts);
+    const inserted = new Set(result.inserted);
+    const nowMs = this.o.clock.now();
+    const due = tasks.filter((t) => inserted.has(t.id) && (t.runAtMs === null ? t.submittedAtMs + t.delayMs <= nowMs : t.runAtMs <= nowMs));
+    if (due.length === 0) return;
+    try {
+      await this.o.broker.publish(due.map((t) => ({id: t.id, type: t.type, pool: t.pool})));
+      await this.o.store.markPublished(due.map((t) => t.id));
+    } catch (e) {
+      // The tasks are durable; the reconciler rings for unpublished due tasks.
+      this.report.unpublished += due.length;
+      this.o.logger.warn('tasks written but not published; the reconciler will ring for them', {tasks: due.length, error: errorMessage(e)});
+    }
+  }
+}

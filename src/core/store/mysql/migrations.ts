@@ -1,0 +1,74 @@
+/**
+ * Numbered, forward-only migrations of ax's own database. Never edit a released entry: add a new
+ * one. Each statement runs on its own (MySQL DDL commits implicitly), so every statement must be
+ * safe to re-run after a crash half-way (IF NOT EXISTS everywhere).
+ */
+export interface Migration {
+  version: number;
+  name: string;
+  statements: string[];
+}
+
+export const MIGRATIONS: Migration[] = [
+  {
+    version: 1,
+    name: 'tasks, history, workers',
+    statements: [
+      `CREATE TABLE IF NOT EXISTS tasks (
+        id            CHAR(36) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        cell          VARCHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT 'default',
+        type          VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        pool          ENUM('io','cpu') NOT NULL DEFAULT 'io',
+        state         ENUM('submitted','running','succeeded','failed','dead','cancelled') NOT NULL,
+        attempt       SMALLINT UNSIGNED NOT NULL DEFAULT 0,
+        max_retries   SMALLINT UNSIGNED NOT NULL,
+        run_at        DATETIME(3) NOT NULL,
+        timeout_ms    INT UNSIGNED NULL,
+        lease_until   DATETIME(3) NULL,
+        fence         INT UNSIGNED NOT NULL DEFAULT 0,
+        worker        VARCHAR(128) NULL,
+        dedup_key     VARCHAR(191) NULL,
+        content_hash  CHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        last_error    TEXT NULL,
+        published_at  DATETIME(3) NULL,
+        created_at    DATETIME(3) NOT NULL,
+        updated_at    DATETIME(3) NOT NULL,
+        finished_at   DATETIME(3) NULL,
+        payload       MEDIUMTEXT NOT NULL,
+        PRIMARY KEY (id),
+        UNIQUE KEY uq_tasks_dedup (cell, dedup_key),
+        KEY idx_tasks_due (cell, state, run_at),
+        KEY idx_tasks_lease (cell, state, lease_until),
+        KEY idx_tasks_created (cell, created_at),
+        KEY idx_tasks_type_state (cell, type, state)
+      ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+      `CREATE TABLE IF NOT EXISTS task_history (
+        seq        BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+        task_id    CHAR(36) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        from_state ENUM('submitted','running','succeeded','failed','dead','cancelled') NULL,
+        to_state   ENUM('submitted','running','succeeded','failed','dead','cancelled') NOT NULL,
+        attempt    SMALLINT UNSIGNED NOT NULL,
+        worker     VARCHAR(128) NULL,
+        at         DATETIME(3) NOT NULL,
+        error      TEXT NULL,
+        PRIMARY KEY (seq),
+        KEY idx_history_task (task_id, seq)
+      ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+      `CREATE TABLE IF NOT EXISTS workers (
+        id           VARCHAR(128) NOT NULL,
+        cell         VARCHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        host         VARCHAR(255) NOT NULL,
+        pid          INT UNSIGNED NOT NULL,
+        pools        VARCHAR(255) NOT NULL,
+        in_flight    INT UNSIGNED NOT NULL DEFAULT 0,
+        started_at   DATETIME(3) NOT NULL,
+        heartbeat_at DATETIME(3) NOT NULL,
+        stopped_at   DATETIME(3) NULL,
+        PRIMARY KEY (id),
+        KEY idx_workers_cell (cell, heartbeat_at)
+      ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+    ],
+  },
+];
+
+export const LATEST_VERSION = MIGRATIONS.reduce((m, x) => Math.max(m, x.version), 0);

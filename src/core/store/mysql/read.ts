@@ -1,0 +1,110 @@
+import type {HistoryEntry, TaskRecord} from '../../task/model.js';
+import type {DispatchRef, ExpiredLease, ListFilter, StatsRow, WorkerInfo, WorkerRow} from '../types.js';
+import type {TaskState} from '../../task/state.js';
+import {type Db, exec, select} from './db.js';
+import {TASK_COLUMNS, toHistoryEntry, toTaskRecord} from './rows.js';
+
+/** One task by id (primary key). */
+export async function getTask(db: Db, cell: string, id: string): Promise<TaskRecord | null> {
+  const rows = await select(db, db.pool, `SELECT ${TASK_COLUMNS} FROM tasks WHERE id = ? AND cell = ?`, [id, cell]);
+  return rows[0] ? toTaskRecord(rows[0]) : null;
+}
+
+/** A task's history, oldest first (idx_history_task). */
+export async function history(db: Db, id: string): Promise<HistoryEntry[]> {
+  const rows = await select(db, db.pool, 'SELECT task_id, from_state, to_state, attempt, worker, at, error FROM task_history WHERE task_id = ? ORDER BY seq', [id]);
+  return rows.map(toHistoryEntry);
+}
+
+/**
+ * Newest tasks first, filtered by state/type/creation time (idx_tasks_created, or
+ * idx_tasks_type_state when a type is given). All filter values are bound parameters.
+ */
+export async function listTasks(db: Db, cell: string, f: ListFilter): Promise<TaskRecord[]> {
+  const where = ['cell = ?'];
+  const params: unknown[] = [cell];
+  if (f.state) {
+    where.push('state = ?');
+    params.push(f.state);
+  }
+  if (f.type) {
+    where.push('type = ?');
+    params.push(f.type);
+  }
+  if (f.since) {
+    where.push('created_at >= ?');
+    params.push(f.since);
+  }
+  params.push(f.limit);
+  const rows = await select(db, db.pool, `SELECT ${TASK_COLUMNS} FROM tasks WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT ?`, params);
+  return rows.map(toTaskRecord);
+}
+
+/** Counts per type × state (a covering scan of idx_tasks_type_state). */
+export async function stats(db: Db, cell: string): Promise<StatsRow[]> {
+  const rows = await select(db, db.pool, 'SELECT type, state, COUNT(*) AS n FROM tasks WHERE cell = ? GROUP BY type, state ORDER BY type, state', [cell]);
+  return rows.map((r) => ({type: r.type as string, state: r.state as TaskState, count: Number(r.n)}));
+}
+
+/** Running rows whose lease is before NOW(3), oldest lease first (idx_tasks_lease). */
+export async function findExpiredLeases(db: Db, cell: string, limit: number): Promise<ExpiredLease[]> {
+  const rows = await select(
+    db,
+    db.pool,
+    `SELECT id, fence, attempt, max_retries, worker FROM tasks
+      WHERE cell = ? AND state = 'running' AND lease_until < NOW(3) ORDER BY lease_until LIMIT ?`,
+    [cell, limit],
+  );
+  return rows.map((r) => ({id: r.id as string, fence: Number(r.fence), attempt: Number(r.attempt), maxRetries: Number(r.max_retries), worker: (r.worker as string | null) ?? null}));
+}
+
+/**
+ * Due submitted/failed rows never rung since they became due, or rung `republishAfterMs` ago and
+ * still unclaimed; one range scan of idx_tasks_due per state, oldest due first.
+ */
+export async function findUndispatched(db: Db, cell: string, limit: number, republishAfterMs: number): Promise<DispatchRef[]> {
+  const rows = await select(
+    db,
+    db.pool,
+    `SELECT id, type, pool, run_at FROM tasks
+      WHERE cell = ? AND state IN ('submitted', 'failed') AND run_at <= NOW(3)
+        AND (published_at IS NULL OR published_at < NOW(3) - INTERVAL ? MICROSECOND)
+      ORDER BY run_at LIMIT ?`,
+    [cell, republishAfterMs * 1000, limit],
+  );
+  return rows.map((r) => ({id: r.id as string, type: r.type as string, pool: r.pool as DispatchRef['pool']}));
+}
+
+export async function upsertWorker(db: Db, cell: string, w: WorkerInfo, inFlight: number): Promise<void> {
+  await exec(
+    db,
+    db.pool,
+    `INSERT INTO workers (id, cell, host, pid, pools, in_flight, started_at, heartbeat_at, stopped_at)
+     VALUES (?, ?, ?, ?, ?, ?, NOW(3), NOW(3), NULL)
+     ON DUPLICATE KEY UPDATE in_flight = VALUES(in_flight), heartbeat_at = NOW(3), stopped_at = NULL`,
+    [w.id, cell, w.host, w.pid, JSON.stringify(w.pools), inFlight],
+  );
+}
+
+export async function stopWorker(db: Db, id: string): Promise<void> {
+  await exec(db, db.pool, 'UPDATE workers SET stopped_at = NOW(3), in_flight = 0 WHERE id = ?', [id]);
+}
+
+export async function listWorkers(db: Db, cell: string): Promise<WorkerRow[]> {
+  const rows = await select(db, db.pool, 'SELECT id, host, pid, pools, in_flight, started_at, heartbeat_at, stopped_at FROM workers WHERE cell = ? ORDER BY heartbeat_at DESC', [cell]);
+  return rows.map((r) => ({
+    id: r.id as string,
+    host: r.host as string,
+    pid: Number(r.pid),
+    pools: JSON.parse(r.pools as string) as Record<string, number>,
+    inFlight: Number(r.in_flight),
+    startedAt: r.started_at as Date,
+    heartbeatAt: r.heartbeat_at as Date,
+    stoppedAt: (r.stopped_at as Date | null) ?? null,
+  }));
+}
+
+export async function dbNow(db: Db): Promise<Date> {
+  const rows = await select(db, db.pool, 'SELECT NOW(3) AS now');
+  return rows[0]?.now as Date;
+}

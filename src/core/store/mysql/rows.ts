@@ -1,0 +1,83 @@
+import type {HistoryEntry, JsonObject, PoolName, TaskRecord} from '../../task/model.js';
+import type {TaskState} from '../../task/state.js';
+import type {Row} from './db.js';
+
+/** Columns of `tasks` read into a TaskRecord (payload last: it may be large). */
+export const TASK_COLUMNS =
+  'id, cell, type, pool, state, attempt, max_retries, run_at, timeout_ms, lease_until, fence, worker, dedup_key, last_error, published_at, created_at, updated_at, finished_at, payload';
+
+function parsePayload(text: string): JsonObject {
+  try {
+    return JSON.parse(text) as JsonObject;
+  } catch {
+    return {};
+  }
+}
+
+export function toTaskRecord(r: Row): TaskRecord {
+  return {
+    id: r.id as string,
+    cell: r.cell as string,
+    type: r.type as string,
+    pool: r.pool as PoolName,
+    state: r.state as TaskState,
+    attempt: Number(r.attempt),
+    maxRetries: Number(r.max_retries),
+    runAt: r.run_at as Date,
+    timeoutMs: r.timeout_ms === null ? null : Number(r.timeout_ms),
+    leaseUntil: (r.lease_until as Date | null) ?? null,
+    fence: Number(r.fence),
+    worker: (r.worker as string | null) ?? null,
+    dedupKey: (r.dedup_key as string | null) ?? null,
+    lastError: (r.last_error as string | null) ?? null,
+    publishedAt: (r.published_at as Date | null) ?? null,
+    createdAt: r.created_at as Date,
+    updatedAt: r.updated_at as Date,
+    finishedAt: (r.finished_at as Date | null) ?? null,
+    payload: parsePayload(r.payload as string),
+  };
+}
+
+export function toHistoryEntry(r: Row): HistoryEntry {
+  return {
+    taskId: r.task_id as string,
+    from: (r.from_state as TaskState | null) ?? null,
+    to: r.to_state as TaskState,
+    attempt: Number(r.attempt),
+    worker: (r.worker as string | null) ?? null,
+    at: r.at as Date,
+    error: (r.error as string | null) ?? null,
+  };
+}
+
+/** A history row to append: (task_id, from_state, to_state, attempt, worker, error). */
+export type HistoryRow = [string, TaskState | null, TaskState, number, string | null, string | null];
+
+export const MAX_ERROR_LENGTH = 4000;
+
+export function clipError(e: string | null | undefined): string | null {
+  if (e === null || e === undefined) return null;
+  return e.length > MAX_ERROR_LENGTH ? `${e.slice(0, MAX_ERROR_LENGTH - 1)}…` : e;
+}
+
+/** `INSERT INTO task_history …` for many rows at once, stamped with the database clock. */
+export function historyInsert(rows: HistoryRow[]): {sql: string; params: unknown[]} {
+  const params: unknown[] = [];
+  const values: string[] = [];
+  for (const r of rows) {
+    values.push('(?, ?, ?, ?, ?, NOW(3), ?)');
+    params.push(...r);
+  }
+  return {sql: `INSERT INTO task_history (task_id, from_state, to_state, attempt, worker, at, error) VALUES ${values.join(', ')}`, params};
+}
+
+/** `CASE id WHEN ? THEN ? … ELSE <otherwise> END` with its parameters. */
+export function caseById(pairs: Array<[string, unknown]>, otherwise: string): {sql: string; params: unknown[]} {
+  const params: unknown[] = [];
+  let sql = 'CASE id';
+  for (const [id, v] of pairs) {
+    sql += ' WHEN ? THEN ?';
+    params.push(id, v);
+  }
+  return {sql: `${sql} ELSE ${otherwise} END`, params};
+}

@@ -1,0 +1,264 @@
+import type {NewTask} from '../../task/model.js';
+import {sourcesOf, type TaskState} from '../../task/state.js';
+import type {ClaimResult, ClaimedTask, InsertResult, Outcome, OutcomeResult} from '../types.js';
+import {type Db, type PoolConnection, exec, marks, select, tx} from './db.js';
+import {caseById, clipError, historyInsert, type HistoryRow} from './rows.js';
+
+const inList = (states: readonly TaskState[]): string => states.map((s) => `'${s}'`).join(', ');
+const MAX_DUP_RETRIES = 3;
+
+/**
+ * Writes new tasks and their `submitted` history in one transaction (see TaskStore.insertTasks).
+ * `localNowMs` is the producer's clock now: a buffered task's remaining delay is
+ * `submittedAt + delay − localNow`, added to the database's NOW(3).
+ * Params: up to a few thousand tasks. Returns which were inserted, already there, or in conflict.
+ */
+export async function insertTasks(db: Db, cell: string, tasks: NewTask[], actor: string, localNowMs: number): Promise<InsertResult> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await tx(db, (c) => insertOnce(db, c, cell, tasks, actor, localNowMs));
+    } catch (e) {
+      // A concurrent producer inserted one of our ids/keys between our SELECT and INSERT: re-read.
+      if ((e as {code?: string}).code === 'ER_DUP_ENTRY' && attempt < MAX_DUP_RETRIES) continue;
+      throw e;
+    }
+  }
+}
+
+async function insertOnce(db: Db, c: PoolConnection, cell: string, tasks: NewTask[], actor: string, localNowMs: number): Promise<InsertResult> {
+  const result: InsertResult = {inserted: [], existing: [], conflicts: []};
+  if (tasks.length === 0) return result;
+  const byId = new Map<string, {hash: string; state: TaskState; dedupKey: string | null}>();
+  const byKey = new Map<string, {id: string; hash: string; state: TaskState}>();
+  const ids = [...new Set(tasks.map((t) => t.id))];
+  for (const r of await select(db, c, `SELECT id, dedup_key, content_hash, state FROM tasks WHERE id IN (${marks(ids.length)})`, ids)) {
+    byId.set(r.id as string, {hash: r.content_hash as string, state: r.state as TaskState, dedupKey: r.dedup_key as string | null});
+  }
+  const keys = [...new Set(tasks.flatMap((t) => (t.dedupKey === null ? [] : [t.dedupKey])))];
+  if (keys.length > 0) {
+    const rows = await select(db, c, `SELECT id, dedup_key, content_hash, state FROM tasks WHERE cell = ? AND dedup_key IN (${marks(keys.length)})`, [cell, ...keys]);
+    for (const r of rows) byKey.set(r.dedup_key as string, {id: r.id as string, hash: r.content_hash as string, state: r.state as TaskState});
+  }
+
+  const fresh: NewTask[] = [];
+  for (const t of tasks) {
+    const sameId = byId.get(t.id);
+    const sameKey = t.dedupKey === null ? undefined : byKey.get(t.dedupKey);
+    const found = sameId ? {id: t.id, hash: sameId.hash, state: sameId.state} : sameKey;
+    if (found) {
+      if (found.hash === t.contentHash && (!sameKey || sameKey.id === found.id)) {
+        result.existing.push({id: t.id, existingId: found.id, state: found.state});
+      } else {
+        const what = sameId ? `id ${t.id}` : `dedup key "${t.dedupKey}"`;
+        result.conflicts.push({id: t.id, existingId: found.id, reason: `${what} already exists with different content`});
+      }
+      continue;
+    }
+    // Later duplicates inside the same batch resolve against the first one.
+    byId.set(t.id, {hash: t.contentHash, state: 'submitted', dedupKey: t.dedupKey});
+    if (t.dedupKey !== null) byKey.set(t.dedupKey, {id: t.id, hash: t.contentHash, state: 'submitted'});
+    fresh.push(t);
+    result.inserted.push(t.id);
+  }
+  if (fresh.length === 0) return result;
+
+  const values: string[] = [];
+  const params: unknown[] = [];
+  for (const t of fresh) {
+    // run_at: an absolute time as given, or the remaining delay added to the database clock.
+    let runAtSql = 'NOW(3)';
+    const runAtParams: unknown[] = [];
+    if (t.runAtMs !== null) {
+      runAtSql = '?';
+      runAtParams.push(new Date(t.runAtMs));
+    } else {
+      const remaining = Math.max(0, t.submittedAtMs + t.delayMs - localNowMs);
+      if (remaining > 0) {
+        runAtSql = 'NOW(3) + INTERVAL ? MICROSECOND';
+        runAtParams.push(remaining * 1000);
+      }
+    }
+    values.push(`(?, ?, ?, ?, 'submitted', 0, ?, ${runAtSql}, ?, 0, ?, ?, NOW(3), NOW(3), ?)`);
+    params.push(t.id, cell, t.type, t.pool, t.maxRetries, ...runAtParams, t.timeoutMs, t.dedupKey, t.contentHash, t.payload);
+  }
+  await exec(
+    db,
+    c,
+    `INSERT INTO tasks (id, cell, type, pool, state, attempt, max_retries, run_at, timeout_ms, fence, dedup_key, content_hash, created_at, updated_at, payload) VALUES ${values.join(', ')}`,
+    params,
+  );
+  const h = historyInsert(fresh.map((t): HistoryRow => [t.id, null, 'submitted', 0, actor, null]));
+  await exec(db, c, h.sql, h.params);
+  return result;
+}
+
+/** Sets published_at = NOW(3) for still-unclaimed tasks. One statement. */
+export async function markPublished(db: Db, ids: string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await exec(db, db.pool, `UPDATE tasks SET published_at = NOW(3) WHERE id IN (${marks(ids.length)}) AND state IN ('submitted', 'failed')`, ids);
+}
+
+/**
+ * Claims due submitted/failed tasks among `ids` (see TaskStore.claim). One transaction: a locking
+ * SELECT (rows in primary-key order, so concurrent claimers cannot deadlock on each other), one
+ * UPDATE, one history INSERT.
+ */
+export async function claim(db: Db, cell: string, ids: string[], worker: string, leaseMs: number): Promise<ClaimResult> {
+  const unique = [...new Set(ids)].sort();
+  if (unique.length === 0) return {claimed: [], skipped: []};
+  return tx(db, async (c) => {
+    const rows = await select(
+      db,
+      c,
+      `SELECT id, type, pool, state, attempt, max_retries, fence, timeout_ms, payload, run_at <= NOW(3) AS due
+         FROM tasks WHERE id IN (${marks(unique.length)}) AND cell = ? FOR UPDATE`,
+      [...unique, cell],
+    );
+    const found = new Map(rows.map((r) => [r.id as string, r]));
+    const claimable = sourcesOf('claim');
+    const claimed: ClaimedTask[] = [];
+    const history: HistoryRow[] = [];
+    const skipped: ClaimResult['skipped'] = [];
+    for (const id of unique) {
+      const r = found.get(id);
+      if (!r) {
+        skipped.push({id, state: null});
+        continue;
+      }
+      const state = r.state as TaskState;
+      if (!claimable.includes(state) || Number(r.due) !== 1) {
+        skipped.push(claimable.includes(state) ? {id, state, notDue: true} : {id, state});
+        continue;
+      }
+      const attempt = Number(r.attempt) + 1;
+      claimed.push({
+        id,
+        type: r.type as string,
+        pool: r.pool as ClaimedTask['pool'],
+        payload: r.payload as string,
+        attempt,
+        maxRetries: Number(r.max_retries),
+        fence: Number(r.fence) + 1,
+        timeoutMs: r.timeout_ms === null ? null : Number(r.timeout_ms),
+      });
+      history.push([id, state, 'running', attempt, worker, null]);
+    }
+    if (claimed.length > 0) {
+      const claimedIds = claimed.map((t) => t.id);
+      await exec(
+        db,
+        c,
+        `UPDATE tasks SET state = 'running', attempt = attempt + 1, fence = fence + 1, worker = ?,
+                lease_until = NOW(3) + INTERVAL ? MICROSECOND, updated_at = NOW(3)
+          WHERE id IN (${marks(claimedIds.length)}) AND state IN (${inList(claimable)})`,
+        [worker, leaseMs * 1000, ...claimedIds],
+      );
+      const h = historyInsert(history);
+      await exec(db, c, h.sql, h.params);
+    }
+    return {claimed, skipped};
+  });
+}
+
+/** Extends leases of rows still running with the given fences. Returns the ids renewed. */
+export async function renewLeases(db: Db, held: Array<{id: string; fence: number}>, leaseMs: number): Promise<string[]> {
+  if (held.length === 0) return [];
+  const fence = caseById(held.map((h) => [h.id, h.fence]), 'NULL');
+  const ids = held.map((h) => h.id);
+  return tx(db, async (c) => {
+    await exec(
+      db,
+      c,
+      `UPDATE tasks SET lease_until = NOW(3) + INTERVAL ? MICROSECOND
+        WHERE id IN (${marks(ids.length)}) AND state = 'running' AND fence = ${fence.sql}`,
+      [leaseMs * 1000, ...ids, ...fence.params],
+    );
+    const rows = await select(db, c, `SELECT id FROM tasks WHERE id IN (${marks(ids.length)}) AND state = 'running' AND fence = ${fence.sql}`, [...ids, ...fence.params]);
+    return rows.map((r) => r.id as string);
+  });
+}
+
+/**
+ * Applies outcomes guarded by state = running and fence (and an expired lease when asked), with
+ * one UPDATE per target state and one history INSERT, in one transaction.
+ */
+export async function applyOutcomes(db: Db, outcomes: Outcome[], actor: string): Promise<OutcomeResult> {
+  if (outcomes.length === 0) return {applied: [], stale: []};
+  const byId = new Map(outcomes.map((o) => [o.id, o]));
+  const ids = [...byId.keys()].sort();
+  return tx(db, async (c) => {
+    const rows = await select(db, c, `SELECT id, state, fence, attempt, lease_until < NOW(3) AS expired FROM tasks WHERE id IN (${marks(ids.length)}) FOR UPDATE`, ids);
+    const current = new Map(rows.map((r) => [r.id as string, r]));
+    const applied: Outcome[] = [];
+    const stale: string[] = [];
+    const history: HistoryRow[] = [];
+    for (const id of ids) {
+      const o = byId.get(id) as Outcome;
+      const r = current.get(id);
+      const ok = r && r.state === 'running' && Number(r.fence) === o.fence && (!o.onlyIfLeaseExpired || Number(r.expired) === 1);
+      if (!ok) {
+        stale.push(id);
+        continue;
+      }
+      applied.push(o);
+      const attempt = Number(r.attempt) - (o.release ? 1 : 0);
+      history.push([id, 'running', o.to, attempt, actor, clipError(o.error)]);
+    }
+    const group = (pred: (o: Outcome) => boolean): Outcome[] => applied.filter(pred);
+    const succeeded = group((o) => o.to === 'succeeded');
+    if (succeeded.length > 0) {
+      await exec(
+        db,
+        c,
+        `UPDATE tasks SET state = 'succeeded', lease_until = NULL, finished_at = NOW(3), updated_at = NOW(3), last_error = NULL
+          WHERE id IN (${marks(succeeded.length)})`,
+        succeeded.map((o) => o.id),
+      );
+    }
+    const failed = group((o) => o.to === 'failed');
+    if (failed.length > 0) {
+      const delay = caseById(failed.map((o) => [o.id, Math.max(0, Math.round(o.retryDelayMs ?? 0)) * 1000]), '0');
+      const err = caseById(failed.filter((o) => !o.release).map((o) => [o.id, clipError(o.error)]), 'last_error');
+      const back = caseById(failed.filter((o) => o.release).map((o) => [o.id, 1]), '0');
+      await exec(
+        db,
+        c,
+        `UPDATE tasks SET state = 'failed', lease_until = NULL, published_at = NULL, updated_at = NOW(3),
+                run_at = NOW(3) + INTERVAL ${delay.sql} MICROSECOND, last_error = ${err.sql}, attempt = attempt - ${back.sql}
+          WHERE id IN (${marks(failed.length)})`,
+        [...delay.params, ...err.params, ...back.params, ...failed.map((o) => o.id)],
+      );
+    }
+    const dead = group((o) => o.to === 'dead');
+    if (dead.length > 0) {
+      const err = caseById(dead.map((o) => [o.id, clipError(o.error)]), 'last_error');
+      await exec(
+        db,
+        c,
+        `UPDATE tasks SET state = 'dead', lease_until = NULL, finished_at = NOW(3), updated_at = NOW(3), last_error = ${err.sql}
+          WHERE id IN (${marks(dead.length)})`,
+        [...err.params, ...dead.map((o) => o.id)],
+      );
+    }
+    if (history.length > 0) {
+      const h = historyInsert(history);
+      await exec(db, c, h.sql, h.params);
+    }
+    return {applied: applied.map((o) => o.id), stale};
+  });
+}
+
+/** Cancels a submitted/failed task with history. Returns its previous state (null: unknown id). */
+export async function cancel(db: Db, cell: string, id: string, actor: string, reason: string | null): Promise<{from: TaskState | null; cancelled: boolean}> {
+  return tx(db, async (c) => {
+    const rows = await select(db, c, 'SELECT state, attempt FROM tasks WHERE id = ? AND cell = ? FOR UPDATE', [id, cell]);
+    const r = rows[0];
+    if (!r) return {from: null, cancelled: false};
+    const from = r.state as TaskState;
+    if (!sourcesOf('cancel').includes(from)) return {from, cancelled: false};
+    await exec(db, c, "UPDATE tasks SET state = 'cancelled', finished_at = NOW(3), updated_at = NOW(3), lease_until = NULL WHERE id = ?", [id]);
+    const h = historyInsert([[id, from, 'cancelled', Number(r.attempt), actor, clipError(reason)]]);
+    await exec(db, c, h.sql, h.params);
+    return {from, cancelled: true};
+  });
+}

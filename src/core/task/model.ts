@@ -1,0 +1,83 @@
+import type {TaskState} from './state.js';
+
+export const POOLS = ['io', 'cpu'] as const;
+export type PoolName = (typeof POOLS)[number];
+
+/** A JSON object: the only payload shape ax accepts. */
+export type JsonObject = {[key: string]: JsonValue};
+export type JsonValue = null | boolean | number | string | JsonValue[] | JsonObject;
+
+/** What a producer asks for. Everything but `type` is optional. */
+export interface TaskSpec {
+  /** `domain_action`: lower-case words joined by `_`, at least two. */
+  type: string;
+  /** A JSON object, at most `payloadLimitBytes` when serialised. Default `{}`. */
+  payload?: JsonObject;
+  /** Run after this delay (ms or a string like `5s`). Exclusive with `runAt`. */
+  delay?: number | string;
+  /** Run at this time (Date or ISO-8601 with an offset). Exclusive with `delay`. */
+  runAt?: Date | string;
+  /** Queue/pool to dispatch to. Default `io`. */
+  pool?: PoolName;
+  /** Retries after the first attempt before the task is dead. Default from config (5). */
+  maxRetries?: number;
+  /** Per-attempt timeout (ms or `30s`); default: the handler's, else config (10m). */
+  timeout?: number | string;
+  /** A business key unique per cell: submitting it again returns the existing task. */
+  dedupKey?: string;
+  /** A caller-chosen id (UUID); lets a producer retry a submit blindly. */
+  id?: string;
+}
+
+/** A validated task, ready to be written. `delayMs` is relative to the moment it is written. */
+export interface NewTask {
+  id: string;
+  type: string;
+  payload: string; // canonical JSON text
+  pool: PoolName;
+  maxRetries: number;
+  timeoutMs: number | null;
+  dedupKey: string | null;
+  /** Absolute due time (epoch ms) when the producer gave one. */
+  runAtMs: number | null;
+  /** Due time as an offset from the submit call (producer clock); used when runAtMs is null. */
+  delayMs: number;
+  /** Wall-clock ms of the submit call, so buffered delays are not stretched by the flush interval. */
+  submittedAtMs: number;
+  /** sha256 of type + payload, hex, 32 chars: "same content" for idempotent re-submits. */
+  contentHash: string;
+}
+
+/** A task row as stored. */
+export interface TaskRecord {
+  id: string;
+  cell: string;
+  type: string;
+  pool: PoolName;
+  state: TaskState;
+  attempt: number;
+  maxRetries: number;
+  runAt: Date;
+  timeoutMs: number | null;
+  leaseUntil: Date | null;
+  fence: number;
+  worker: string | null;
+  dedupKey: string | null;
+  lastError: string | null;
+  publishedAt: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+  finishedAt: Date | null;
+  payload: JsonObject;
+}
+
+/** One appended row of a task's history. */
+export interface HistoryEntry {
+  taskId: string;
+  from: TaskState | null;
+  to: TaskState;
+  attempt: number;
+  worker: string | null;
+  at: Date;
+  error: string | null;
+}

@@ -1,0 +1,158 @@
+import {createHash} from 'node:crypto';
+import {invalid} from '../errors.js';
+import {parseDuration, MAX_DURATION_MS} from '../duration.js';
+import {isTaskId, idFromDedupKey} from './id.js';
+import {POOLS, type JsonObject, type NewTask, type PoolName, type TaskSpec} from './model.js';
+
+export const TYPE_NAME_RE = /^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$/;
+export const MAX_TYPE_LENGTH = 64;
+export const MAX_DEDUP_KEY_LENGTH = 191;
+export const MAX_PAYLOAD_DEPTH = 32;
+export const MAX_RETRIES_LIMIT = 100;
+
+/** Throws invalid_input unless `type` is `domain_action` (lower-case words joined by `_`, ≥ 2). */
+export function validateTypeName(type: unknown): string {
+  if (typeof type !== 'string' || type.length === 0) throw invalid('task type is required');
+  if (type.length > MAX_TYPE_LENGTH) throw invalid(`task type is longer than ${MAX_TYPE_LENGTH} characters`);
+  if (!TYPE_NAME_RE.test(type)) {
+    throw invalid(
+      `task type "${type}" is not domain_action: use lower-case words joined by "_", at least two (e.g. order_notify)`,
+    );
+  }
+  return type;
+}
+
+function checkJson(value: unknown, depth: number, path: string): void {
+  if (depth > MAX_PAYLOAD_DEPTH) throw invalid(`payload is nested deeper than ${MAX_PAYLOAD_DEPTH} levels at ${path}`);
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return;
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw invalid(`payload has a non-finite number at ${path}`);
+    return;
+  }
+  if (Array.isArray(value)) {
+    value.forEach((v, i) => checkJson(v, depth + 1, `${path}[${i}]`));
+    return;
+  }
+  if (typeof value === 'object') {
+    const proto = Object.getPrototypeOf(value) as unknown;
+    if (proto !== Object.prototype && proto !== null) throw invalid(`payload has a non-plain object at ${path}`);
+    for (const key of Object.keys(value)) {
+      if (key === '__proto__' || key === 'constructor' || key === 'prototype') {
+        throw invalid(`payload has a forbidden key "${key}" at ${path}`);
+      }
+      checkJson((value as Record<string, unknown>)[key], depth + 1, `${path}.${key}`);
+    }
+    return;
+  }
+  throw invalid(`payload has a value of type ${typeof value} at ${path}, which JSON cannot hold`);
+}
+
+/**
+ * Validates a payload and returns its JSON text. Throws invalid_input when it is not a plain JSON
+ * object, holds `__proto__`/`constructor` keys, non-finite numbers, is nested deeper than 32 levels,
+ * or serialises to more than `limitBytes` bytes.
+ */
+export function validatePayload(payload: unknown, limitBytes: number): string {
+  if (payload === undefined) return '{}';
+  if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) {
+    throw invalid('payload must be a JSON object');
+  }
+  checkJson(payload, 0, '$');
+  const text = JSON.stringify(payload);
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes > limitBytes) throw invalid(`payload is ${bytes} bytes, over the limit of ${limitBytes} bytes`);
+  return text;
+}
+
+/**
+ * Parses payload text given on a command line or in a file/stream: it must be a JSON object.
+ * `__proto__` keys are refused (JSON.parse would otherwise create them as own properties).
+ */
+export function parsePayloadText(text: string, limitBytes: number, what = 'payload'): JsonObject {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    throw invalid(`${what} is not valid JSON: ${(e as Error).message}`);
+  }
+  validatePayload(value, limitBytes);
+  return value as JsonObject;
+}
+
+export function contentHash(type: string, payloadText: string): string {
+  return createHash('sha256').update(type).update('\0').update(payloadText).digest('hex').slice(0, 32);
+}
+
+function validateRunAt(runAt: unknown, nowMs: number): number {
+  let ms: number;
+  if (runAt instanceof Date) ms = runAt.getTime();
+  else if (typeof runAt === 'string') {
+    if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/i.test(runAt.trim())) {
+      throw invalid(`runAt "${runAt}" is not an ISO-8601 time with a zone, e.g. 2026-12-01T02:00:00+08:00`);
+    }
+    ms = Date.parse(runAt.trim());
+  } else throw invalid('runAt must be a Date or an ISO-8601 string');
+  if (!Number.isFinite(ms)) throw invalid(`runAt "${String(runAt)}" is not a valid time`);
+  if (ms - nowMs > MAX_DURATION_MS) throw invalid('runAt is more than 366 days away');
+  return ms;
+}
+
+export interface TaskDefaults {
+  maxRetries: number;
+  payloadLimitBytes: number;
+  cell: string;
+}
+
+/**
+ * Turns a producer's TaskSpec into a NewTask or throws invalid_input naming the bad field.
+ * Unknown fields are refused so that typos (`dealy`) do not pass silently.
+ */
+export function validateTaskSpec(spec: unknown, defaults: TaskDefaults, nowMs: number, newId: () => string): NewTask {
+  if (spec === null || typeof spec !== 'object' || Array.isArray(spec)) throw invalid('a task must be an object');
+  const s = spec as TaskSpec & Record<string, unknown>;
+  const known = new Set(['type', 'payload', 'delay', 'runAt', 'pool', 'maxRetries', 'timeout', 'dedupKey', 'id']);
+  for (const k of Object.keys(s)) if (!known.has(k)) throw invalid(`unknown task field "${k}"`);
+  const type = validateTypeName(s.type);
+  const payload = validatePayload(s.payload, defaults.payloadLimitBytes);
+
+  if (s.delay !== undefined && s.runAt !== undefined) throw invalid('give either delay or runAt, not both');
+  const delayMs = s.delay === undefined ? 0 : parseDuration(s.delay, 'delay');
+  const runAtMs = s.runAt === undefined ? null : validateRunAt(s.runAt, nowMs);
+
+  const pool: PoolName = s.pool ?? 'io';
+  if (!(POOLS as readonly string[]).includes(pool)) throw invalid(`pool must be one of ${POOLS.join(', ')}`);
+
+  const maxRetries = s.maxRetries ?? defaults.maxRetries;
+  if (!Number.isInteger(maxRetries) || maxRetries < 0 || maxRetries > MAX_RETRIES_LIMIT) {
+    throw invalid(`maxRetries must be a whole number from 0 to ${MAX_RETRIES_LIMIT}`);
+  }
+  const timeoutMs = s.timeout === undefined ? null : parseDuration(s.timeout, 'timeout');
+  if (timeoutMs !== null && timeoutMs < 1) throw invalid('timeout must be at least 1ms');
+
+  let dedupKey: string | null = null;
+  if (s.dedupKey !== undefined) {
+    if (typeof s.dedupKey !== 'string' || s.dedupKey.length === 0 || s.dedupKey.length > MAX_DEDUP_KEY_LENGTH) {
+      throw invalid(`dedupKey must be a string of 1 to ${MAX_DEDUP_KEY_LENGTH} characters`);
+    }
+    dedupKey = s.dedupKey;
+  }
+  let id: string;
+  if (s.id !== undefined) {
+    if (!isTaskId(s.id)) throw invalid(`id "${String(s.id)}" is not a lower-case UUID`);
+    id = s.id;
+  } else id = dedupKey !== null ? idFromDedupKey(defaults.cell, dedupKey) : newId();
+
+  return {
+    id,
+    type,
+    payload,
+    pool,
+    maxRetries,
+    timeoutMs,
+    dedupKey,
+    runAtMs,
+    delayMs,
+    submittedAtMs: nowMs,
+    contentHash: contentHash(type, payload),
+  };
+}

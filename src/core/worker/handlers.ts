@@ -1,0 +1,125 @@
+import {invalid} from '../errors.js';
+import {parseDuration} from '../duration.js';
+import type {Logger} from '../log.js';
+import {POOLS, type JsonObject, type PoolName} from '../task/model.js';
+import {validateTypeName} from '../task/validate.js';
+
+/** What a handler returns: success, a retryable failure, or an unrecoverable one (dead at once). */
+export type TaskOutcome = {ok: true} | {ok: false; message: string; unrecoverable: boolean};
+
+export const TaskResult = {
+  success: (): TaskOutcome => ({ok: true}),
+  /** A failure: retried with backoff, dead after the last retry. */
+  fail: (message: string, opts?: {unrecoverable?: boolean}): TaskOutcome => ({ok: false, message: String(message), unrecoverable: opts?.unrecoverable === true}),
+  /** A failure no retry can fix (bad payload, deleted entity): the task is dead at once. */
+  unrecoverable: (message: string): TaskOutcome => ({ok: false, message: String(message), unrecoverable: true}),
+};
+
+/** Throw this from a handler to dead-letter the task at once. */
+export class UnrecoverableError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UnrecoverableError';
+  }
+}
+
+/** What a handler gets for one attempt. */
+export interface TaskContext {
+  taskId: string;
+  type: string;
+  /** 1 for the first run, 2 for the first retry, … */
+  attempt: number;
+  payload: JsonObject;
+  /** Aborted on timeout, lost lease, or shutdown past the grace period. */
+  signal: AbortSignal;
+  logger: Logger;
+}
+
+export interface HandlerDefinition {
+  /** Which pool runs it: `io` (event loop, p-limit) or `cpu` (worker_threads). Default `io`. */
+  pool?: PoolName;
+  /** Per-attempt timeout (ms or `30s`); a task's own timeout wins. Default: config (10m). */
+  timeout?: number | string;
+  /** Runs one attempt. Return TaskResult.*, or return nothing for success; throw to fail. */
+  execute(ctx: TaskContext): Promise<TaskOutcome | void> | TaskOutcome | void;
+}
+
+export interface ResolvedHandler {
+  type: string;
+  pool: PoolName;
+  timeoutMs: number | null;
+  execute: HandlerDefinition['execute'];
+}
+
+/** A validated handler table, keyed by task type. */
+export interface HandlerMap {
+  readonly __axHandlers: true;
+  readonly byType: ReadonlyMap<string, ResolvedHandler>;
+}
+
+/**
+ * Validates a table of handlers (`{order_notify: {pool: 'io', timeout: '30s', execute}}`) and
+ * returns it in the form `ax worker --handlers` loads (export it as the module's default export or
+ * as `handlers`). Throws invalid_input for bad type names, pools, timeouts or a missing execute.
+ */
+export function defineHandlers(table: Record<string, HandlerDefinition>): HandlerMap {
+  if (table === null || typeof table !== 'object') throw invalid('defineHandlers expects an object of handlers');
+  const byType = new Map<string, ResolvedHandler>();
+  for (const [type, def] of Object.entries(table)) {
+    validateTypeName(type);
+    if (def === null || typeof def !== 'object' || typeof def.execute !== 'function') throw invalid(`handler ${type} must have an execute(ctx) function`);
+    const pool = def.pool ?? 'io';
+    if (!(POOLS as readonly string[]).includes(pool)) throw invalid(`handler ${type}: pool must be one of ${POOLS.join(', ')}`);
+    const timeoutMs = def.timeout === undefined ? null : parseDuration(def.timeout, `handler ${type} timeout`);
+    if (timeoutMs !== null && timeoutMs < 1) throw invalid(`handler ${type}: timeout must be at least 1ms`);
+    byType.set(type, {type, pool, timeoutMs, execute: def.execute.bind(def)});
+  }
+  if (byType.size === 0) throw invalid('defineHandlers: no handlers given');
+  return {__axHandlers: true, byType};
+}
+
+export function isHandlerMap(x: unknown): x is HandlerMap {
+  return typeof x === 'object' && x !== null && (x as HandlerMap).__axHandlers === true && (x as HandlerMap).byType instanceof Map;
+}
+
+/**
+ * Loads a handlers module (path or file URL) and returns its HandlerMap, from the default export
+ * or a `handlers` export. Throws invalid_input when the module cannot be loaded or exports none.
+ */
+export async function loadHandlers(moduleUrl: string): Promise<HandlerMap> {
+  let mod: Record<string, unknown>;
+  try {
+    mod = (await import(moduleUrl)) as Record<string, unknown>;
+  } catch (e) {
+    throw invalid(`cannot load handlers module ${moduleUrl}: ${(e as Error).message}`);
+  }
+  const found = [mod.default, mod.handlers].find(isHandlerMap);
+  if (!found) throw invalid(`handlers module ${moduleUrl} must export defineHandlers({...}) as default or as "handlers"`);
+  return found;
+}
+
+/**
+ * Runs one attempt of a handler and normalises whatever it does into a TaskOutcome: a returned
+ * TaskResult, undefined (success), a thrown Error, a thrown non-Error, an UnrecoverableError.
+ */
+export async function runHandler(h: Pick<ResolvedHandler, 'execute'>, ctx: TaskContext): Promise<TaskOutcome> {
+  try {
+    const r = await h.execute(ctx);
+    if (r === undefined || r === null) return {ok: true};
+    if (typeof r === 'object' && 'ok' in r) {
+      if (r.ok === true) return {ok: true};
+      if (r.ok === false) return {ok: false, message: String(r.message ?? 'failed'), unrecoverable: r.unrecoverable === true};
+    }
+    return {ok: false, message: 'handler returned something that is not a TaskResult', unrecoverable: false};
+  } catch (e) {
+    if (e instanceof UnrecoverableError) return {ok: false, message: e.message, unrecoverable: true};
+    if (e instanceof Error) return {ok: false, message: `${e.name}: ${e.message}`, unrecoverable: false};
+    let text: string;
+    try {
+      text = JSON.stringify(e) ?? String(e);
+    } catch {
+      text = String(e);
+    }
+    return {ok: false, message: `handler threw a non-Error: ${text}`, unrecoverable: false};
+  }
+}
