@@ -112,7 +112,8 @@ export async function runHandler(h: Pick<ResolvedHandler, 'execute'>, ctx: TaskC
     }
     return {ok: false, message: 'handler returned something that is not a TaskResult', unrecoverable: false};
   } catch (e) {
-    if (e instanceof UnrecoverableError) return {ok: false, message: e.message, unrecoverable: true};
+    // By name as well: a handlers module may load its own copy of ax.
+    if (e instanceof UnrecoverableError || (e instanceof Error && e.name === 'UnrecoverableError')) return {ok: false, message: e.message, unrecoverable: true};
     if (e instanceof Error) return {ok: false, message: `${e.name}: ${e.message}`, unrecoverable: false};
     let text: string;
     try {

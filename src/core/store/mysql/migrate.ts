@@ -1,5 +1,5 @@
 import {AxError} from '../../errors.js';
-import {type Db, exec, select} from './db.js';
+import {type Db, type Row, exec, select} from './db.js';
 import {MIGRATIONS, LATEST_VERSION, type Migration} from './migrations.js';
 
 export interface MigrationStatus {
@@ -50,7 +50,7 @@ export async function migrationStatus(db: Db): Promise<MigrationStatus[]> {
 export async function migrate(db: Db, migrations: Migration[] = MIGRATIONS): Promise<MigrateReport> {
   const conn = await db.pool.getConnection();
   try {
-    const [lockRows] = await conn.query<import('./db.js').Row[]>('SELECT GET_LOCK(?, ?) AS ok', [LOCK_NAME, LOCK_WAIT_S]);
+    const [lockRows] = await conn.query<Row[]>('SELECT GET_LOCK(?, ?) AS ok', [LOCK_NAME, LOCK_WAIT_S]);
     if (Number(lockRows[0]?.ok) !== 1) throw new AxError('timeout', `another migration holds the lock ${LOCK_NAME}`);
     try {
       await ensureLedger(db);

@@ -73,6 +73,7 @@ export function historyInsert(rows: HistoryRow[]): {sql: string; params: unknown
 
 /** `CASE id WHEN ? THEN ? … ELSE <otherwise> END` with its parameters. */
 export function caseById(pairs: Array<[string, unknown]>, otherwise: string): {sql: string; params: unknown[]} {
+  if (pairs.length === 0) return {sql: otherwise, params: []};
   const params: unknown[] = [];
   let sql = 'CASE id';
   for (const [id, v] of pairs) {

@@ -1,0 +1,77 @@
+// ESLint (flat config) with typescript-eslint. Beyond the recommended rules, this file enforces the
+// dependency rules of the architecture (shared/design/architecture.md, "Layout"):
+// - src/core never imports commands, cli, ui, sidecar, oclif, ink or react;
+// - services see only the TaskStore and Broker interfaces, not the MySQL/AMQP adapters;
+// - each driver package is imported in one place;
+// - core code takes time and randomness injected (no Date.now, Math.random, setTimeout);
+// - no focused or skipped tests.
+import tseslint from 'typescript-eslint';
+
+const DRIVERS = {
+  mysql2: 'src/core/store/mysql/db.ts',
+  amqplib: 'src/core/broker/amqp/broker.ts',
+  'p-limit': 'src/core/worker/io-pool.ts',
+  'cron-parser': 'src/core/cron/parse.ts',
+};
+const driverPattern = (name) => ({group: [name, `${name}/*`], message: `${name} is imported only in ${DRIVERS[name]}`});
+const CORE_FORBIDDEN = [
+  {group: ['**/commands/*', '**/cli/*', '**/ui/*', '**/sidecar/*'], message: 'src/core must not depend on commands, cli, ui or sidecar'},
+  {group: ['@oclif/*', 'ink', 'ink-*', 'react', 'react/*'], message: 'src/core knows nothing of oclif, Ink or React'},
+];
+const ADAPTERS = {group: ['**/store/mysql/*', '**/broker/amqp/*'], message: 'services see only the TaskStore and Broker interfaces; adapters are created in src/cli/runtime.ts or sidecar/'};
+
+/** no-restricted-imports for a file: core rules (if in core), adapter rule (if a service), drivers except its own. */
+function imports({core = false, service = false, allowDriver} = {}) {
+  const patterns = [...(core ? CORE_FORBIDDEN : []), ...(service ? [ADAPTERS] : [])];
+  for (const name of Object.keys(DRIVERS)) if (name !== allowDriver) patterns.push(driverPattern(name));
+  return ['error', {patterns}];
+}
+
+export default tseslint.config(
+  {ignores: ['dist/**', 'node_modules/**', 'bench/results/**', 'coverage/**']},
+  ...tseslint.configs.recommended,
+  {
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', {argsIgnorePattern: '^_', varsIgnorePattern: '^_'}],
+      '@typescript-eslint/consistent-type-imports': ['error', {fixStyle: 'inline-type-imports'}],
+      'no-restricted-imports': imports(),
+    },
+  },
+  {files: ['src/core/**/*.ts'], rules: {'no-restricted-imports': imports({core: true})}},
+  {
+    files: ['src/core/{producer,worker,reconcile,inspect,scheduler,outbox,dlq,metrics}/**/*.ts', 'src/core/client.ts'],
+    rules: {'no-restricted-imports': imports({core: true, service: true})},
+  },
+  ...Object.entries(DRIVERS).map(([name, file]) => ({
+    files: [file],
+    rules: {'no-restricted-imports': imports({core: file.startsWith('src/core/'), allowDriver: name})},
+  })),
+  {
+    files: ['src/core/**/*.ts'],
+    ignores: ['src/core/time.ts', 'src/core/worker/cpu-thread.ts'],
+    rules: {
+      'no-restricted-properties': [
+        'error',
+        {object: 'Date', property: 'now', message: 'inject a Clock (src/core/time.ts)'},
+        {object: 'Math', property: 'random', message: 'inject a Random (src/core/time.ts)'},
+      ],
+      'no-restricted-globals': [
+        'error',
+        {name: 'setTimeout', message: 'use clock.setTimeout'},
+        {name: 'setInterval', message: 'use clock.setTimeout'},
+      ],
+    },
+  },
+  {
+    files: ['test/**/*.ts', 'test/**/*.js'],
+    rules: {
+      '@typescript-eslint/no-non-null-assertion': 'off',
+      'no-restricted-imports': 'off',
+      'no-restricted-syntax': [
+        'error',
+        {selector: "CallExpression[callee.object.name=/^(it|test|describe)$/][callee.property.name=/^(only|skip|todo)$/]", message: 'no focused or skipped tests'},
+      ],
+    },
+  },
+  {files: ['**/*.js', 'scripts/**', 'bench/**', 'examples/**', 'bin/**'], rules: {'no-restricted-imports': 'off', '@typescript-eslint/no-unused-vars': 'off'}},
+);

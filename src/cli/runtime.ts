@@ -1,0 +1,92 @@
+/**
+ * The composition root: the one place that creates the MySQL store and the AMQP broker from a
+ * configuration. Commands, the SDK's connect() and the demo get their services from here.
+ */
+import {hostname} from 'node:os';
+import {AmqpBroker} from '../core/broker/amqp/broker.js';
+import type {Broker} from '../core/broker/types.js';
+import {createClient, type AxClient} from '../core/client.js';
+import {type AxConfig, type LoadConfigOptions, loadConfig} from '../core/config/config.js';
+import {createLogger, type Logger} from '../core/log.js';
+import {MysqlTaskStore} from '../core/store/mysql/store.js';
+import {type Db, openDb} from '../core/store/mysql/db.js';
+import {type Clock, type Random, systemClock, systemRandom} from '../core/time.js';
+
+export interface Runtime {
+  config: AxConfig;
+  clock: Clock;
+  random: Random;
+  logger: Logger;
+  /** host:pid, recorded in history. */
+  actor: string;
+}
+
+export function createRuntime(config: AxConfig, logger?: Logger): Runtime {
+  const actor = `${hostname()}:${process.pid}`;
+  return {config, clock: systemClock, random: systemRandom, logger: logger ?? createLogger(config.logLevel, {pid: process.pid}), actor};
+}
+
+/** Opens the task store (checks the schema unless `requireSchema` is false). */
+export function openStore(rt: Runtime, opts: {requireSchema?: boolean; connectionLimit?: number} = {}): Promise<MysqlTaskStore> {
+  return MysqlTaskStore.open({
+    url: rt.config.mysqlUrl,
+    createDatabase: rt.config.createDatabase,
+    queryTimeoutMs: rt.config.queryTimeoutMs,
+    cell: rt.config.cell,
+    now: () => rt.clock.now(),
+    ...(opts.requireSchema === undefined ? {} : {requireSchema: opts.requireSchema}),
+    ...(opts.connectionLimit === undefined ? {} : {connectionLimit: opts.connectionLimit}),
+  });
+}
+
+/** Opens a raw database handle (migrations). */
+export function openDatabase(rt: Runtime): Promise<Db> {
+  return openDb({url: rt.config.mysqlUrl, createDatabase: rt.config.createDatabase, queryTimeoutMs: rt.config.queryTimeoutMs, connectionLimit: 2});
+}
+
+/** Connects to RabbitMQ and declares the topology. `reconnect` for long-running services. */
+export async function openBroker(rt: Runtime, opts: {reconnect: boolean}): Promise<AmqpBroker> {
+  const b = new AmqpBroker({
+    url: rt.config.amqpUrl,
+    prefix: rt.config.amqpPrefix,
+    cell: rt.config.cell,
+    queueType: rt.config.queueType,
+    confirmTimeoutMs: rt.config.confirmTimeoutMs,
+    clock: rt.clock,
+    random: rt.random,
+    logger: rt.logger,
+    reconnect: opts.reconnect,
+  });
+  await b.start();
+  return b;
+}
+
+export interface ConnectOptions extends LoadConfigOptions {
+  logger?: Logger;
+}
+
+/**
+ * The SDK entry point: loads the configuration (file, env, `overrides`), connects to MySQL and
+ * RabbitMQ and returns a producer client. Throws AxError('invalid_input') for bad configuration and
+ * AxError('unavailable') when a server cannot be reached or the schema is not migrated.
+ */
+export async function connect(opts: ConnectOptions = {}): Promise<AxClient> {
+  const rt = createRuntime(loadConfig(opts), opts.logger);
+  const store = await openStore(rt);
+  let broker: Broker;
+  try {
+    broker = await openBroker(rt, {reconnect: true});
+  } catch (e) {
+    await store.close().catch(() => undefined);
+    throw e;
+  }
+  return createClient({
+    ...rt,
+    store,
+    broker,
+    release: async () => {
+      await broker.close().catch(() => undefined);
+      await store.close().catch(() => undefined);
+    },
+  });
+}

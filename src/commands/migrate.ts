@@ -1,0 +1,40 @@
+import {Flags} from '@oclif/core';
+import {AxCommand} from '../cli/base.js';
+import {openDatabase} from '../cli/runtime.js';
+import {migrate, migrationStatus} from '../core/store/mysql/migrate.js';
+
+export default class Migrate extends AxCommand {
+  static override summary = "Create or upgrade ax's tables in MySQL/MariaDB.";
+  static override description = `Applies the numbered, forward-only migrations that are not yet applied, in order, under the
+named lock "ax_migrate": concurrent runs are safe (the second waits, then finds nothing to do).
+The database named in AX_MYSQL_URL is created when missing and the user may create it.`;
+  static override examples = ['<%= config.bin %> migrate', '<%= config.bin %> migrate --status', '<%= config.bin %> migrate --status --json'];
+  static override flags = {
+    status: Flags.boolean({description: 'only show which migrations are applied'}),
+  };
+
+  async run(): Promise<unknown> {
+    const {flags} = await this.parse(Migrate);
+    const rt = this.runtime(flags.config);
+    const db = await openDatabase(rt);
+    try {
+      if (flags.status) {
+        const status = await migrationStatus(db);
+        const pending = status.filter((s) => s.appliedAt === null).length;
+        if (!this.jsonEnabled()) {
+          for (const s of status) this.log(`${String(s.version).padStart(4, '0')}  ${s.appliedAt ? s.appliedAt.toISOString() : 'pending                 '}  ${s.name}`);
+          this.log(pending === 0 ? `database ${db.database} is up to date` : `${pending} migration(s) pending: run \`ax migrate\``);
+        }
+        return {database: db.database, migrations: status, pending};
+      }
+      const report = await migrate(db);
+      if (!this.jsonEnabled()) {
+        for (const a of report.applied) this.log(`applied ${String(a.version).padStart(4, '0')} ${a.name}`);
+        this.log(`database ${report.database} is at schema version ${report.current}`);
+      }
+      return report;
+    } finally {
+      await db.pool.end().catch(() => undefined);
+    }
+  }
+}

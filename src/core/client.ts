@@ -1,0 +1,66 @@
+import type {AxConfig} from './config/config.js';
+import type {Broker} from './broker/types.js';
+import type {Logger} from './log.js';
+import {type FlushReport, Producer} from './producer/producer.js';
+import {cancelTask, showTask, type TaskDetail} from './inspect/inspect.js';
+import type {TaskStore} from './store/types.js';
+import type {TaskSpec} from './task/model.js';
+import type {Clock, Random} from './time.js';
+
+/** The producer-side SDK handle returned by `connect()`. */
+export interface AxClient {
+  /** Validates, buffers and resolves with the task id (waits only when the buffer is full). */
+  submit(task: TaskSpec): Promise<string>;
+  /** Resolves when everything submitted so far is durable (see Producer.flush). */
+  flush(): Promise<FlushReport>;
+  /** Cancels a submitted or failed task. */
+  cancel(id: string, reason?: string): Promise<void>;
+  /** A task and its history; throws not_found. */
+  getTask(id: string): Promise<TaskDetail>;
+  /** Flushes, then closes the connections. */
+  close(): Promise<FlushReport>;
+}
+
+export interface ClientParts {
+  config: AxConfig;
+  store: TaskStore;
+  broker: Broker;
+  clock: Clock;
+  random: Random;
+  logger: Logger;
+  actor: string;
+  /** Closes the store and broker. */
+  release: () => Promise<void>;
+}
+
+export function createClient(p: ClientParts): AxClient {
+  const producer = new Producer({
+    store: p.store,
+    broker: p.broker,
+    clock: p.clock,
+    random: p.random,
+    logger: p.logger,
+    defaults: {maxRetries: p.config.maxRetries, payloadLimitBytes: p.config.payloadLimitBytes, cell: p.config.cell},
+    batchSize: p.config.submitBatchSize,
+    flushMs: p.config.submitFlushMs,
+    bufferLimit: p.config.submitBufferLimit,
+    actor: p.actor,
+  });
+  let closing: Promise<FlushReport> | undefined;
+  return {
+    submit: (t) => producer.submit(t),
+    flush: () => producer.flush(),
+    cancel: async (id, reason) => {
+      await cancelTask(p.store, id, p.actor, reason ?? null);
+    },
+    getTask: (id) => showTask(p.store, id),
+    close: () =>
+      (closing ??= (async () => {
+        try {
+          return await producer.close();
+        } finally {
+          await p.release();
+        }
+      })()),
+  };
+}

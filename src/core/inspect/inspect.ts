@@ -1,0 +1,80 @@
+import {AxError, invalid} from '../errors.js';
+import {parseDuration} from '../duration.js';
+import type {ListFilter, StatsRow, TaskStore} from '../store/types.js';
+import {isTaskId} from '../task/id.js';
+import type {HistoryEntry, TaskRecord} from '../task/model.js';
+import {TASK_STATES, type TaskState, isTaskState} from '../task/state.js';
+import {validateTypeName} from '../task/validate.js';
+
+export const MAX_LIST_LIMIT = 1000;
+
+export interface ListInput {
+  state?: string;
+  type?: string;
+  /** A duration back from now (`15m`, `2d`) or an ISO-8601 time. */
+  since?: string;
+  limit?: number;
+}
+
+/** Validates list filters: known state, domain_action type, since as duration or ISO time, 1..1000. */
+export function parseListFilter(input: ListInput, nowMs: number): ListFilter {
+  const f: ListFilter = {limit: input.limit ?? 50};
+  if (!Number.isInteger(f.limit) || f.limit < 1 || f.limit > MAX_LIST_LIMIT) throw invalid(`limit must be a whole number from 1 to ${MAX_LIST_LIMIT}`);
+  if (input.state !== undefined) {
+    if (!isTaskState(input.state)) throw invalid(`state "${input.state}" is not one of ${TASK_STATES.join(', ')}`);
+    f.state = input.state;
+  }
+  if (input.type !== undefined) f.type = validateTypeName(input.type);
+  if (input.since !== undefined) {
+    const s = input.since.trim();
+    if (/^\d{4}-\d{2}-\d{2}/.test(s)) {
+      const ms = Date.parse(s);
+      if (!Number.isFinite(ms)) throw invalid(`since "${input.since}" is not a valid time`);
+      f.since = new Date(ms);
+    } else f.since = new Date(nowMs - parseDuration(s, 'since'));
+  }
+  return f;
+}
+
+export function listTasks(store: TaskStore, filter: ListFilter): Promise<TaskRecord[]> {
+  return store.listTasks(filter);
+}
+
+export interface TaskDetail {
+  task: TaskRecord;
+  history: HistoryEntry[];
+}
+
+/** A task and its timeline. Throws invalid_input for a malformed id, not_found for an unknown one. */
+export async function showTask(store: TaskStore, id: string): Promise<TaskDetail> {
+  if (!isTaskId(id)) throw invalid(`"${id}" is not a task id (a lower-case UUID)`);
+  const task = await store.getTask(id);
+  if (!task) throw new AxError('not_found', `task ${id} does not exist`);
+  return {task, history: await store.history(id)};
+}
+
+export interface StatsReport {
+  rows: StatsRow[];
+  byState: Record<TaskState, number>;
+  total: number;
+}
+
+/** Counts per type × state, plus totals per state. */
+export async function taskStats(store: TaskStore): Promise<StatsReport> {
+  const rows = await store.stats();
+  const byState = Object.fromEntries(TASK_STATES.map((s) => [s, 0])) as Record<TaskState, number>;
+  for (const r of rows) byState[r.state] += r.count;
+  return {rows, byState, total: rows.reduce((n, r) => n + r.count, 0)};
+}
+
+/**
+ * Cancels a submitted or failed task; a cancelled task never runs (a worker's claim refuses it).
+ * Throws not_found for an unknown id and conflict when the task is running or finished.
+ */
+export async function cancelTask(store: TaskStore, id: string, actor: string, reason: string | null): Promise<{id: string; from: TaskState}> {
+  if (!isTaskId(id)) throw invalid(`"${id}" is not a task id (a lower-case UUID)`);
+  const r = await store.cancel(id, actor, reason);
+  if (r.from === null) throw new AxError('not_found', `task ${id} does not exist`);
+  if (!r.cancelled) throw new AxError('conflict', `task ${id} is ${r.from}: only submitted or failed tasks can be cancelled`);
+  return {id, from: r.from};
+}

@@ -1,0 +1,105 @@
+import {errorMessage} from '../errors.js';
+import type {Logger} from '../log.js';
+import type {Broker} from '../broker/types.js';
+import {type BackoffOptions, nextAfterFailure, retryDelayMs} from '../retry/backoff.js';
+import type {Outcome, TaskStore} from '../store/types.js';
+import {type Clock, type Random, sleep} from '../time.js';
+
+export interface ReconcileOptions {
+  store: TaskStore;
+  broker: Broker;
+  clock: Clock;
+  random: Random;
+  logger: Logger;
+  backoff: BackoffOptions;
+  /** Most tasks handled per kind in one run (default 10,000). */
+  limit: number;
+  /** Re-publish rate cap, tasks per second. */
+  rate: number;
+  /** Ring again for due tasks whose last doorbell is older than this. */
+  republishAfterMs: number;
+  /** Report only; change nothing. */
+  dryRun: boolean;
+  actor: string;
+}
+
+export interface ReconcileReport {
+  dryRun: boolean;
+  expiredLeases: {found: number; failed: number; dead: number; stale: number; ids: string[]};
+  undispatched: {found: number; republished: number; ids: string[]};
+  /** True when a limit was reached: run again to handle the rest. */
+  truncated: boolean;
+  durationMs: number;
+}
+
+const CHUNK = 500;
+const SAMPLE = 20;
+
+/**
+ * One reconcile pass. Running tasks whose lease expired (their worker died) become failed with
+ * backoff, or dead when out of retries — guarded by fence and by the lease still being expired,
+ * so a worker that renewed in between wins. Then due submitted/failed tasks never rung (or rung
+ * longer than `republishAfterMs` ago) are published again, at most `limit` of them at `rate`/s,
+ * so a merely long backlog is not doubled. Throws AxError('unavailable') when a server is down.
+ */
+export async function reconcile(o: ReconcileOptions): Promise<ReconcileReport> {
+  const started = o.clock.monotonic();
+  const report: ReconcileReport = {
+    dryRun: o.dryRun,
+    expiredLeases: {found: 0, failed: 0, dead: 0, stale: 0, ids: []},
+    undispatched: {found: 0, republished: 0, ids: []},
+    truncated: false,
+    durationMs: 0,
+  };
+
+  const expired = await o.store.findExpiredLeases(o.limit);
+  report.expiredLeases.found = expired.length;
+  report.expiredLeases.ids = expired.slice(0, SAMPLE).map((e) => e.id);
+  if (!o.dryRun) {
+    for (let i = 0; i < expired.length; i += CHUNK) {
+      const outcomes: Outcome[] = expired.slice(i, i + CHUNK).map((e) => {
+        const to = nextAfterFailure(e.attempt, e.maxRetries, false);
+        const error = `lease expired: worker ${e.worker ?? '?'} stopped renewing it (attempt ${e.attempt})`;
+        return to === 'dead'
+          ? {id: e.id, fence: e.fence, to, error, onlyIfLeaseExpired: true}
+          : {id: e.id, fence: e.fence, to, error, retryDelayMs: retryDelayMs(e.attempt, o.backoff, o.random), onlyIfLeaseExpired: true};
+      });
+      const res = await o.store.applyOutcomes(outcomes, o.actor);
+      const applied = new Set(res.applied);
+      for (const out of outcomes) if (applied.has(out.id)) report.expiredLeases[out.to === 'dead' ? 'dead' : 'failed']++;
+      report.expiredLeases.stale += res.stale.length;
+    }
+  }
+
+  const due = await o.store.findUndispatched(o.limit, o.republishAfterMs);
+  report.undispatched.found = due.length;
+  report.undispatched.ids = due.slice(0, SAMPLE).map((d) => d.id);
+  if (!o.dryRun) {
+    for (let i = 0; i < due.length; i += CHUNK) {
+      const chunk = due.slice(i, i + CHUNK);
+      const t0 = o.clock.monotonic();
+      try {
+        await o.broker.publish(chunk);
+        await o.store.markPublished(chunk.map((d) => d.id));
+        report.undispatched.republished += chunk.length;
+      } catch (e) {
+        o.logger.warn('reconcile: re-publish failed', {tasks: chunk.length, error: errorMessage(e)});
+        throw e;
+      }
+      const minMs = (chunk.length / o.rate) * 1000;
+      const spent = o.clock.monotonic() - t0;
+      if (i + CHUNK < due.length && spent < minMs) await sleep(o.clock, minMs - spent);
+    }
+  }
+  report.truncated = expired.length >= o.limit || due.length >= o.limit;
+  report.durationMs = Math.round(o.clock.monotonic() - started);
+  o.logger.info('reconcile done', {
+    dryRun: o.dryRun,
+    expired: report.expiredLeases.found,
+    rescuedFailed: report.expiredLeases.failed,
+    rescuedDead: report.expiredLeases.dead,
+    undispatched: report.undispatched.found,
+    republished: report.undispatched.republished,
+  });
+  return report;
+}

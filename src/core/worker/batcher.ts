@@ -1,0 +1,76 @@
+import type {Clock, TimerHandle} from '../time.js';
+
+export interface MicroBatcherOptions<T> {
+  /** Run a batch once this many items are waiting. */
+  maxSize: number;
+  /** …or this long after the first item of a batch arrived. */
+  maxWaitMs: number;
+  /** Batches run at the same time (2 = one in the database while the next fills). */
+  concurrency: number;
+  clock: Clock;
+  /** Processes one batch. Must not reject (handle and retry its own errors). */
+  run: (items: T[]) => Promise<void>;
+}
+
+/**
+ * Groups items pushed one at a time into batches, so hot paths (claims, outcomes) cost one
+ * statement per batch instead of one per item.
+ */
+export class MicroBatcher<T> {
+  private items: T[] = [];
+  private timer: TimerHandle | undefined;
+  private running = 0;
+  private readonly idle: Array<() => void> = [];
+
+  constructor(private readonly o: MicroBatcherOptions<T>) {}
+
+  get waiting(): number {
+    return this.items.length;
+  }
+
+  get busy(): boolean {
+    return this.running > 0 || this.items.length > 0;
+  }
+
+  push(item: T): void {
+    this.items.push(item);
+    if (this.items.length >= this.o.maxSize) this.kick(false);
+    else this.timer ??= this.o.clock.setTimeout(() => {
+      this.timer = undefined;
+      this.kick(true);
+    }, this.o.maxWaitMs);
+  }
+
+  /** Runs everything waiting now and resolves when no batch is running. */
+  async flush(): Promise<void> {
+    while (this.busy) {
+      this.kick(true);
+      if (this.running === 0) continue;
+      await new Promise<void>((r) => this.idle.push(r));
+    }
+  }
+
+  /** Drops waiting items (returned to the caller) without running them. */
+  takeWaiting(): T[] {
+    if (this.timer) this.o.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+    return this.items.splice(0);
+  }
+
+  private kick(partial: boolean): void {
+    while (this.running < this.o.concurrency && this.items.length > 0 && (partial || this.items.length >= this.o.maxSize)) {
+      const batch = this.items.splice(0, this.o.maxSize);
+      this.running++;
+      void this.o.run(batch).finally(() => {
+        this.running--;
+        this.kick(this.items.length > 0 && this.timer === undefined);
+        // flush() re-checks and re-kicks after every batch.
+        for (const r of this.idle.splice(0)) r();
+      });
+    }
+    if (this.items.length === 0 && this.timer) {
+      this.o.clock.clearTimeout(this.timer);
+      this.timer = undefined;
+    }
+  }
+}

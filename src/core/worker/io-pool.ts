@@ -1,0 +1,159 @@
+import pLimit from 'p-limit';
+import {errorMessage, invalid} from '../errors.js';
+import type {Logger} from '../log.js';
+import type {Clock, TimerHandle} from '../time.js';
+import {runHandler, type HandlerMap, type TaskContext} from './handlers.js';
+import {abortReason, NOT_STARTED, outcomeToResult, type ExecutionPool, type JobResult, type PoolJob} from './pool.js';
+
+export interface IoPoolOptions {
+  size: number;
+  capacity: number;
+  handlers: HandlerMap;
+  clock: Clock;
+  logger: Logger;
+}
+
+interface Entry {
+  job: PoolJob;
+  state: 'queued' | 'running' | 'done';
+  controller: AbortController;
+  resolve: (r: JobResult) => void;
+  /** Frees the p-limit slot (set when the job starts). */
+  release: () => void;
+  timer: TimerHandle | null;
+}
+
+const noop = (): void => {};
+
+/**
+ * Creates the IO pool: handlers run on the event loop, at most `size` at once (p-limit), with up to
+ * `capacity` more waiting. Each attempt gets its own AbortSignal; on timeout (or abort/drain) the
+ * signal is aborted and the job resolves at once, freeing its slot whether or not the handler
+ * stops (a handler that settles later is logged as having ignored its abort). Throws invalid_input
+ * for a size < 1 or a negative capacity.
+ */
+export function createIoPool(opts: IoPoolOptions): ExecutionPool {
+  const {size, capacity, handlers, clock, logger} = opts;
+  if (!Number.isInteger(size) || size < 1) throw invalid(`io pool size must be an integer >= 1, got ${size}`);
+  if (!Number.isInteger(capacity) || capacity < 0) throw invalid(`io pool capacity must be an integer >= 0, got ${capacity}`);
+  const limit = pLimit(size);
+  const entries = new Set<Entry>();
+  let running = 0;
+  let queued = 0;
+  let draining = false;
+  let drained: Promise<{notStarted: string[]}> | null = null;
+  let onIdle: (() => void) | null = null;
+
+  /** Ends a job once; returns false if it had already ended. */
+  const finish = (e: Entry, r: JobResult): boolean => {
+    if (e.state === 'done') return false;
+    if (e.state === 'running') running--;
+    else queued--;
+    e.state = 'done';
+    if (e.timer) clock.clearTimeout(e.timer);
+    entries.delete(e);
+    e.release();
+    e.resolve(r);
+    if (entries.size === 0) onIdle?.();
+    return true;
+  };
+
+  const start = (e: Entry): Promise<void> => {
+    if (e.state !== 'queued') return Promise.resolve(); // aborted while it waited
+    const {job} = e;
+    const handler = handlers.byType.get(job.type);
+    const slot = new Promise<void>((r) => (e.release = r));
+    queued--;
+    running++;
+    e.state = 'running';
+    if (!handler) {
+      finish(e, {kind: 'fail', unrecoverable: true, message: 'unknown task type'});
+      return slot;
+    }
+    const startedAt = clock.monotonic();
+    const fields = {taskId: job.taskId, type: job.type, attempt: job.attempt};
+    e.timer = clock.setTimeout(() => {
+      const message = `timed out after ${job.timeoutMs}ms`;
+      e.controller.abort(abortReason(message, 'TimeoutError'));
+      finish(e, {kind: 'timeout', message});
+    }, job.timeoutMs);
+    const ctx: TaskContext = {...fields, payload: job.payload, signal: e.controller.signal, logger: logger.child(fields)};
+    runHandler(handler, ctx).then(
+      (outcome) => {
+        if (!finish(e, outcomeToResult(outcome))) {
+          logger.warn('handler settled after its attempt ended: it ignored its abort signal', {
+            ...fields,
+            elapsedMs: Math.round(clock.monotonic() - startedAt),
+          });
+        }
+      },
+      (err: unknown) => finish(e, {kind: 'fail', unrecoverable: false, message: `handler failed: ${errorMessage(err)}`}),
+    );
+    return slot;
+  };
+
+  const expire = (graceMs: number): string[] => {
+    const notStarted: string[] = [];
+    // Synchronous: p-limit starts the next job only after a microtask, so none slips in here.
+    for (const e of [...entries]) {
+      if (e.state === 'queued') {
+        notStarted.push(e.job.taskId);
+        finish(e, {kind: 'aborted', message: NOT_STARTED});
+      } else {
+        const message = `aborted: shutdown grace period of ${graceMs}ms expired`;
+        e.controller.abort(abortReason(message, 'AbortError'));
+        finish(e, {kind: 'aborted', message});
+      }
+    }
+    limit.clearQueue();
+    return notStarted;
+  };
+
+  return {
+    name: 'io',
+    size,
+    capacity,
+    get running() {
+      return running;
+    },
+    get queued() {
+      return queued;
+    },
+    tryRun(job) {
+      if (draining || running + queued >= size + capacity) return null;
+      return new Promise<JobResult>((resolve) => {
+        const e: Entry = {job, state: 'queued', controller: new AbortController(), resolve, release: noop, timer: null};
+        entries.add(e);
+        queued++;
+        limit(start, e).catch((err: unknown) => {
+          logger.error('io pool: job could not start', {taskId: job.taskId, error: errorMessage(err)});
+          finish(e, {kind: 'fail', unrecoverable: false, message: `could not start: ${errorMessage(err)}`});
+        });
+      });
+    },
+    drain(graceMs) {
+      draining = true;
+      drained ??= new Promise((resolve) => {
+        if (entries.size === 0) return resolve({notStarted: []});
+        const timer = clock.setTimeout(() => {
+          onIdle = null;
+          logger.warn('io pool: shutdown grace period expired', {graceMs, running, queued});
+          resolve({notStarted: expire(graceMs)});
+        }, graceMs);
+        onIdle = () => {
+          onIdle = null;
+          clock.clearTimeout(timer);
+          resolve({notStarted: []});
+        };
+      });
+      return drained;
+    },
+    abort(taskId, reason) {
+      for (const e of [...entries]) {
+        if (e.job.taskId !== taskId) continue;
+        if (e.state === 'running') e.controller.abort(abortReason(reason, 'AbortError'));
+        finish(e, {kind: 'aborted', message: reason});
+      }
+    },
+  };
+}

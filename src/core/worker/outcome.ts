@@ -1,0 +1,37 @@
+import {type BackoffOptions, nextAfterFailure, retryDelayMs} from '../retry/backoff.js';
+import type {Outcome} from '../store/types.js';
+import type {Random} from '../time.js';
+import type {JobResult} from './pool.js';
+
+/** What the worker knows about a task it holds. */
+export interface Held {
+  id: string;
+  fence: number;
+  attempt: number;
+  maxRetries: number;
+}
+
+/**
+ * Turns the result of one attempt into the outcome to write: success → succeeded; failure or
+ * timeout → failed with jittered backoff, or dead once attempts exceed maxRetries or the handler
+ * said unrecoverable; `notStarted` → released (no attempt used, due again now).
+ */
+export function decideOutcome(t: Held, r: JobResult | {kind: 'notStarted'; message: string}, backoff: BackoffOptions, random: Random): Outcome {
+  switch (r.kind) {
+    case 'success':
+      return {id: t.id, fence: t.fence, to: 'succeeded'};
+    case 'notStarted':
+      return {id: t.id, fence: t.fence, to: 'failed', release: true, retryDelayMs: 0, error: `released: ${r.message}`};
+    case 'fail':
+    case 'timeout':
+    case 'aborted': {
+      const unrecoverable = r.kind === 'fail' && r.unrecoverable;
+      const to = nextAfterFailure(t.attempt, t.maxRetries, unrecoverable);
+      const prefix = r.kind === 'fail' ? '' : `${r.kind}: `;
+      const why = to === 'dead' && !unrecoverable ? ` (attempt ${t.attempt} of ${t.maxRetries + 1}, no retries left)` : '';
+      return to === 'dead'
+        ? {id: t.id, fence: t.fence, to, error: `${prefix}${r.message}${why}`}
+        : {id: t.id, fence: t.fence, to, error: `${prefix}${r.message}`, retryDelayMs: retryDelayMs(t.attempt, backoff, random)};
+    }
+  }
+}

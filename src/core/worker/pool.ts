@@ -1,0 +1,57 @@
+import type {JsonObject, PoolName} from '../task/model.js';
+import type {TaskOutcome} from './handlers.js';
+
+/** The `aborted` message of a job that never started before drain's deadline (see ExecutionPool.drain). */
+export const NOT_STARTED = 'not started';
+
+/** One attempt of one task, as handed to a pool. */
+export interface PoolJob {
+  taskId: string;
+  type: string;
+  attempt: number;
+  payload: JsonObject;
+  /** Per-attempt timeout, measured from the moment the handler starts (not from queueing). */
+  timeoutMs: number;
+}
+
+/** How an attempt ended, from the pool's point of view. */
+export type JobResult =
+  | {kind: 'success'}
+  | {kind: 'fail'; message: string; unrecoverable: boolean}
+  | {kind: 'timeout'; message: string}
+  | {kind: 'aborted'; message: string};
+
+/** A bounded executor of handler attempts (IO: event loop + p-limit; CPU: worker_threads). */
+export interface ExecutionPool {
+  readonly name: PoolName;
+  /** Max concurrently running jobs. */
+  readonly size: number;
+  /** Max jobs waiting in the local queue. */
+  readonly capacity: number;
+  readonly running: number;
+  readonly queued: number;
+  /**
+   * Accepts a job if running+queued < size+capacity and the pool is not draining; returns null
+   * otherwise (the caller hands the task back to storage). The promise never rejects.
+   */
+  tryRun(job: PoolJob): Promise<JobResult> | null;
+  /**
+   * Stops accepting; lets running AND queued jobs finish for up to graceMs; then aborts what still
+   * runs (resolved as `aborted`). Jobs never started by the deadline resolve as
+   * `{kind: 'aborted', message: 'not started'}` and their taskIds are returned in `notStarted` so
+   * the caller can release them without using an attempt. Calling it again returns the same promise.
+   */
+  drain(graceMs: number): Promise<{notStarted: string[]}>;
+  /** Aborts one running or queued job (e.g. its lease was lost); it resolves as `aborted` at once. */
+  abort(taskId: string, reason: string): void;
+}
+
+/** Maps a handler's TaskOutcome to a JobResult. */
+export function outcomeToResult(o: TaskOutcome): JobResult {
+  return o.ok ? {kind: 'success'} : {kind: 'fail', message: o.message, unrecoverable: o.unrecoverable};
+}
+
+/** The reason put on an AbortSignal: a DOMException named like the platform's own aborts. */
+export function abortReason(message: string, name: 'TimeoutError' | 'AbortError'): DOMException {
+  return new DOMException(message, name);
+}

@@ -1,0 +1,305 @@
+import {hostname} from 'node:os';
+import {errorMessage} from '../errors.js';
+import type {Logger} from '../log.js';
+import {type Broker, type Delivery, type Subscription, decodeMessage} from '../broker/types.js';
+import type {BackoffOptions} from '../retry/backoff.js';
+import type {ClaimedTask, Outcome, TaskStore} from '../store/types.js';
+import type {JsonObject, PoolName} from '../task/model.js';
+import {type Clock, type Random, type TimerHandle, sleep} from '../time.js';
+import {MicroBatcher} from './batcher.js';
+import type {HandlerMap} from './handlers.js';
+import {decideOutcome, type Held} from './outcome.js';
+import {type ExecutionPool, type JobResult, NOT_STARTED} from './pool.js';
+
+export interface WorkerOptions {
+  store: TaskStore;
+  broker: Broker;
+  clock: Clock;
+  random: Random;
+  logger: Logger;
+  handlers: HandlerMap;
+  /** The pools this worker runs; it consumes the queue of each. */
+  pools: Partial<Record<PoolName, ExecutionPool>>;
+  /** Unique per process; recorded on claimed rows and in history (default host:pid). */
+  workerId?: string;
+  leaseMs: number;
+  defaultTimeoutMs: number;
+  backoff: BackoffOptions;
+  /** Claims/outcomes per statement (default 500). */
+  batchSize?: number;
+  /** Longest a delivery waits to be claimed with others (default 2 ms). */
+  claimWaitMs?: number;
+  /** Longest an outcome waits to be written with others (default 5 ms). */
+  outcomeWaitMs?: number;
+  heartbeatMs?: number;
+}
+
+/** Counters of one worker process, for logs, tests and metrics. */
+export interface WorkerStats {
+  claimed: number;
+  succeeded: number;
+  failed: number;
+  dead: number;
+  released: number;
+  staleOutcomes: number;
+  staleDeliveries: number;
+  poisoned: number;
+  leasesLost: number;
+}
+
+interface Pending {
+  id: string;
+  type: string;
+  d: Delivery;
+}
+
+/**
+ * A worker: consumes its pools' queues, claims deliveries in batches with one guarded UPDATE,
+ * acks them once the claim commits, runs each in its handler's pool, renews leases while they run
+ * and writes outcomes in batches guarded by the fence. Messages it cannot use are poisoned, never
+ * requeued. `stop()` stops consuming, lets in-flight work finish within the grace period and hands
+ * the rest back to storage without using an attempt.
+ */
+export class Worker {
+  readonly id: string;
+  readonly stats: WorkerStats = {claimed: 0, succeeded: 0, failed: 0, dead: 0, released: 0, staleOutcomes: 0, staleDeliveries: 0, poisoned: 0, leasesLost: 0};
+  private readonly held = new Map<string, Held & {pool: PoolName}>();
+  private readonly subs: Subscription[] = [];
+  private readonly claims: MicroBatcher<Pending>;
+  private readonly outcomes: MicroBatcher<Outcome>;
+  private readonly log: Logger;
+  private renewTimer: TimerHandle | undefined;
+  private beatTimer: TimerHandle | undefined;
+  private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
+  private readonly settled = new Set<Promise<unknown>>();
+  private readonly listeners = new Set<(o: Outcome) => void>();
+
+  constructor(private readonly o: WorkerOptions) {
+    this.id = o.workerId ?? `${hostname()}:${process.pid}`;
+    this.log = o.logger.child({worker: this.id});
+    const size = o.batchSize ?? 500;
+    this.claims = new MicroBatcher<Pending>({maxSize: size, maxWaitMs: o.claimWaitMs ?? 2, concurrency: 2, clock: o.clock, run: (b) => this.claimBatch(b)});
+    this.outcomes = new MicroBatcher<Outcome>({maxSize: size, maxWaitMs: o.outcomeWaitMs ?? 5, concurrency: 2, clock: o.clock, run: (b) => this.writeOutcomes(b)});
+  }
+
+  /** Tasks claimed and not yet written back. */
+  get inFlight(): number {
+    return this.held.size;
+  }
+
+  /** Calls `fn` with every outcome once it is durable (tests, metrics). */
+  onOutcome(fn: (o: Outcome) => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  /** Registers the worker, subscribes to each pool's queue and starts lease renewal. Idempotent. */
+  async start(): Promise<void> {
+    if (this.state !== 'new') return;
+    this.state = 'running';
+    await this.o.store.upsertWorker(this.info(), 0);
+    for (const [name, pool] of Object.entries(this.o.pools) as Array<[PoolName, ExecutionPool]>) {
+      const prefetch = Math.min(65_535, pool.size + pool.capacity);
+      this.subs.push(await this.o.broker.consume(name, prefetch, (d) => this.onDelivery(d)));
+    }
+    this.scheduleRenew();
+    this.scheduleBeat();
+    this.log.info('worker started', {pools: this.info().pools, leaseMs: this.o.leaseMs});
+  }
+
+  private info(): {id: string; host: string; pid: number; pools: Record<string, number>} {
+    const pools: Record<string, number> = {};
+    for (const [n, p] of Object.entries(this.o.pools)) pools[n] = (p as ExecutionPool).size;
+    return {id: this.id, host: hostname(), pid: process.pid, pools};
+  }
+
+  private onDelivery(d: Delivery): void {
+    const m = decodeMessage(d.body);
+    if (!m) {
+      this.track(this.poison(d, 'malformed message: not a JSON object with string id and type'));
+      return;
+    }
+    if (this.state !== 'running') return; // not acked: the channel close requeues it
+    this.claims.push({id: m.id, type: m.type, d});
+  }
+
+  private async poison(d: Delivery, reason: string): Promise<void> {
+    this.stats.poisoned++;
+    this.log.warn('poison message', {reason, bytes: d.body.length});
+    try {
+      await this.o.broker.poison(d, reason);
+    } catch (e) {
+      this.log.error('could not move a poison message; it stays unacked until the channel closes', {error: errorMessage(e)});
+    }
+  }
+
+  private async claimBatch(batch: Pending[]): Promise<void> {
+    const byId = new Map<string, Pending[]>();
+    for (const p of batch) byId.set(p.id, [...(byId.get(p.id) ?? []), p]);
+    let result;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        result = await this.o.store.claim([...byId.keys()], this.id, this.o.leaseMs);
+        break;
+      } catch (e) {
+        if (this.state !== 'running') return; // unacked deliveries go back to the queue with the channel
+        const delay = Math.min(5000, 50 * 2 ** Math.min(attempt, 7));
+        this.log.warn('claim failed, retrying', {tasks: byId.size, attempt, error: errorMessage(e)});
+        await sleep(this.o.clock, delay);
+      }
+    }
+    for (const s of result.skipped) {
+      for (const p of byId.get(s.id) ?? []) {
+        if (s.state === null) this.track(this.poison(p.d, `unknown task id ${s.id}`));
+        else {
+          this.stats.staleDeliveries++;
+          p.d.ack(); // already running/finished, or not due yet: the row decides, the bell is dropped
+        }
+      }
+    }
+    for (const t of result.claimed) {
+      this.stats.claimed++;
+      for (const p of byId.get(t.id) ?? []) p.d.ack();
+      this.dispatch(t);
+    }
+  }
+
+  private dispatch(t: ClaimedTask): void {
+    const h = this.o.handlers.byType.get(t.type);
+    const heldTask = {id: t.id, fence: t.fence, attempt: t.attempt, maxRetries: t.maxRetries, pool: h?.pool ?? t.pool};
+    this.held.set(t.id, heldTask);
+    if (!h) {
+      this.finish(heldTask, {kind: 'fail', unrecoverable: true, message: `unknown task type "${t.type}": no handler at worker ${this.id}`});
+      return;
+    }
+    const pool = this.o.pools[h.pool];
+    let payload: JsonObject;
+    try {
+      payload = JSON.parse(t.payload) as JsonObject;
+    } catch {
+      this.finish(heldTask, {kind: 'fail', unrecoverable: true, message: 'stored payload is not valid JSON'});
+      return;
+    }
+    const run = pool?.tryRun({taskId: t.id, type: t.type, attempt: t.attempt, payload, timeoutMs: t.timeoutMs ?? h.timeoutMs ?? this.o.defaultTimeoutMs});
+    if (!run) {
+      this.finish(heldTask, {kind: 'notStarted', message: pool ? `${h.pool} pool queue full` : `this worker does not run the ${h.pool} pool`});
+      return;
+    }
+    this.track(
+      run.then((r: JobResult) =>
+        // A job the pool never started (shutdown) goes back to storage without using an attempt.
+        this.finish(heldTask, r.kind === 'aborted' && r.message === NOT_STARTED ? {kind: 'notStarted', message: 'worker shut down before it started'} : r),
+      ),
+    );
+  }
+
+  private finish(t: Held, r: JobResult | {kind: 'notStarted'; message: string}): void {
+    this.outcomes.push(decideOutcome(t, r, this.o.backoff, this.o.random));
+  }
+
+  private async writeOutcomes(batch: Outcome[]): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const res = await this.o.store.applyOutcomes(batch, this.id);
+        const applied = new Set(res.applied);
+        this.stats.staleOutcomes += res.stale.length;
+        const released: Outcome[] = [];
+        for (const o of batch) {
+          this.held.delete(o.id);
+          if (!applied.has(o.id)) continue;
+          if (o.release) {
+            this.stats.released++;
+            released.push(o);
+          } else this.stats[o.to === 'succeeded' ? 'succeeded' : o.to === 'failed' ? 'failed' : 'dead']++;
+          for (const l of this.listeners) l(o);
+        }
+        if (released.length > 0) await this.ringAgain(released.map((o) => o.id));
+        return;
+      } catch (e) {
+        // Keep the leases alive meanwhile; if we never get through, the rescuer takes over.
+        const delay = Math.min(5000, 50 * 2 ** Math.min(attempt, 7));
+        this.log.warn('writing outcomes failed, retrying', {outcomes: batch.length, attempt, error: errorMessage(e)});
+        if (this.state === 'stopped') return;
+        await sleep(this.o.clock, delay);
+      }
+    }
+  }
+
+  /** Released tasks are due at once: ring for them so another worker takes them. */
+  private async ringAgain(ids: string[]): Promise<void> {
+    try {
+      const tasks = await Promise.all(ids.map((id) => this.o.store.getTask(id)));
+      const refs = tasks.flatMap((t) => (t && t.state === 'failed' ? [{id: t.id, type: t.type, pool: t.pool}] : []));
+      await this.o.broker.publish(refs);
+      await this.o.store.markPublished(refs.map((r) => r.id));
+    } catch (e) {
+      this.log.warn('could not ring for released tasks; the reconciler will', {tasks: ids.length, error: errorMessage(e)});
+    }
+  }
+
+  private scheduleRenew(): void {
+    this.renewTimer = this.o.clock.setTimeout(() => {
+      this.track(this.renew().finally(() => {
+        if (this.state === 'running' || this.state === 'stopping') this.scheduleRenew();
+      }));
+    }, Math.max(50, Math.floor(this.o.leaseMs / 3)));
+  }
+
+  private async renew(): Promise<void> {
+    const held = [...this.held.values()].map((h) => ({id: h.id, fence: h.fence}));
+    if (held.length === 0) return;
+    try {
+      const renewed = new Set<string>();
+      for (let i = 0; i < held.length; i += 1000) for (const id of await this.o.store.renewLeases(held.slice(i, i + 1000), this.o.leaseMs)) renewed.add(id);
+      for (const h of held) {
+        if (renewed.has(h.id) || !this.held.has(h.id)) continue;
+        // Another process took the task over (our lease had expired): stop working on it.
+        this.stats.leasesLost++;
+        const pool = this.o.pools[this.held.get(h.id)?.pool ?? 'io'];
+        pool?.abort(h.id, 'lease lost');
+      }
+    } catch (e) {
+      this.log.warn('lease renewal failed', {tasks: held.length, error: errorMessage(e)});
+    }
+  }
+
+  private scheduleBeat(): void {
+    this.beatTimer = this.o.clock.setTimeout(() => {
+      this.track(
+        this.o.store
+          .upsertWorker(this.info(), this.held.size)
+          .catch((e: unknown) => this.log.warn('heartbeat failed', {error: errorMessage(e)}))
+          .finally(() => {
+            if (this.state === 'running') this.scheduleBeat();
+          }),
+      );
+    }, this.o.heartbeatMs ?? 5000);
+  }
+
+  private track(p: Promise<unknown>): void {
+    this.settled.add(p);
+    void p.finally(() => this.settled.delete(p));
+  }
+
+  /**
+   * Graceful stop: stop consuming (unclaimed deliveries return to the queue), let claimed work
+   * finish for up to `graceMs`, hand back what never started (no attempt used), fail what was
+   * aborted, write every outcome and mark the worker stopped. Idempotent.
+   */
+  async stop(graceMs: number): Promise<void> {
+    if (this.state === 'stopped' || this.state === 'stopping') return;
+    const wasRunning = this.state === 'running';
+    this.state = 'stopping';
+    await Promise.all(this.subs.map((s) => s.cancel()));
+    this.claims.takeWaiting();
+    await this.claims.flush();
+    await Promise.all(Object.values(this.o.pools).map((p) => (p as ExecutionPool).drain(graceMs)));
+    while (this.settled.size > 0) await Promise.allSettled([...this.settled]);
+    await this.outcomes.flush();
+    if (this.renewTimer) this.o.clock.clearTimeout(this.renewTimer);
+    if (this.beatTimer) this.o.clock.clearTimeout(this.beatTimer);
+    this.state = 'stopped';
+    if (wasRunning) await this.o.store.stopWorker(this.id).catch(() => undefined);
+    this.log.info('worker stopped', {...this.stats});
+  }
+}

@@ -1,0 +1,12 @@
+/**
+ * The ax SDK. Producers: `connect()` then `submit()`. Workers: export `defineHandlers({...})` from a
+ * module and run `ax worker --handlers <module>`.
+ */
+export {connect, type ConnectOptions} from './cli/runtime.js';
+export type {AxClient} from './core/client.js';
+export {defineHandlers, TaskResult, UnrecoverableError, type HandlerDefinition, type TaskContext, type TaskOutcome, type HandlerMap} from './core/worker/handlers.js';
+export {AxError, type AxErrorCode} from './core/errors.js';
+export {loadConfig, type AxConfig} from './core/config/config.js';
+export type {FlushReport} from './core/producer/producer.js';
+export type {TaskSpec, TaskRecord, HistoryEntry, JsonObject, PoolName} from './core/task/model.js';
+export type {TaskState} from './core/task/state.js';

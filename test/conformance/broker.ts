@@ -1,0 +1,139 @@
+/**
+ * The Broker conformance suite: what every Broker implementation must do. Run by
+ * test/integration/broker.test.ts against RabbitMQ.
+ */
+import {afterAll, beforeAll, describe, expect, it} from 'vitest';
+import type {Broker, Delivery} from '../../src/core/broker/types.js';
+import {decodeMessage} from '../../src/core/broker/types.js';
+import {createIdGenerator} from '../../src/core/task/id.js';
+
+export interface BrokerHarness {
+  broker: Broker;
+  /** A second broker on the same topology (another process's view). */
+  other: Broker;
+  /** Messages now waiting in the poison queue (drained by the call), with their reason header. */
+  takePoison(): Promise<Array<{body: string; reason: string}>>;
+  /** Publishes raw bytes straight into a pool queue, bypassing the Broker (a foreign producer). */
+  publishRaw(pool: 'io' | 'cpu', body: Buffer): Promise<void>;
+  /** Forces the broker's connections closed from the server side. */
+  killConnections(): Promise<void>;
+  dispose(): Promise<void>;
+}
+
+const newId = createIdGenerator(() => Date.now(), Math.random);
+
+/** Collects deliveries and lets a test await the n-th one. */
+function collector() {
+  const got: Delivery[] = [];
+  const waiters: Array<{n: number; resolve: () => void}> = [];
+  return {
+    got,
+    push(d: Delivery) {
+      got.push(d);
+      for (const w of waiters.filter((w) => got.length >= w.n)) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve();
+      }
+    },
+    until(n: number, timeoutMs = 10_000): Promise<void> {
+      if (got.length >= n) return Promise.resolve();
+      return new Promise((resolve, reject) => {
+        const t = setTimeout(() => reject(new Error(`only ${got.length} of ${n} deliveries arrived`)), timeoutMs);
+        waiters.push({n, resolve: () => (clearTimeout(t), resolve())});
+      });
+    },
+  };
+}
+
+export function brokerConformance(name: string, make: () => Promise<BrokerHarness>): void {
+  describe(`Broker conformance: ${name}`, () => {
+    let h: BrokerHarness;
+    beforeAll(async () => {
+      h = await make();
+    });
+    afterAll(async () => h?.dispose());
+
+    it('delivers confirmed messages to the pool queue they were published for', async () => {
+      const io = collector();
+      const cpu = collector();
+      const s1 = await h.broker.consume('io', 10, (d) => io.push(d));
+      const s2 = await h.broker.consume('cpu', 10, (d) => cpu.push(d));
+      const a = {id: newId(), type: 'order_notify', pool: 'io' as const};
+      const b = {id: newId(), type: 'report_build', pool: 'cpu' as const};
+      await h.other.publish([a, b]);
+      await io.until(1);
+      await cpu.until(1);
+      expect(decodeMessage(io.got[0]!.body)).toEqual({id: a.id, type: a.type});
+      expect(decodeMessage(cpu.got[0]!.body)).toEqual({id: b.id, type: b.type});
+      io.got[0]!.ack();
+      cpu.got[0]!.ack();
+      await s1.cancel();
+      await s2.cancel();
+    });
+
+    it('never has more unacked deliveries than the prefetch, and redelivers unacked ones after cancel', async () => {
+      const msgs = Array.from({length: 5}, () => ({id: newId(), type: 'order_notify', pool: 'io' as const}));
+      await h.broker.publish(msgs);
+      const c = collector();
+      const sub = await h.broker.consume('io', 2, (d) => c.push(d));
+      await c.until(2);
+      // Two are held; a third only comes after an ack.
+      c.got[0]!.ack();
+      await c.until(3);
+      expect(c.got.length).toBe(3);
+      await sub.cancel();
+      const rest = collector();
+      const sub2 = await h.other.consume('io', 10, (d) => rest.push(d));
+      await rest.until(4);
+      for (const d of rest.got) d.ack();
+      const ids = new Set(rest.got.map((d) => decodeMessage(d.body)?.id));
+      expect(ids.size).toBe(4);
+      expect(rest.got.filter((d) => d.redelivered).length).toBe(2);
+      await sub2.cancel();
+    });
+
+    it('moves a delivery to the poison queue with its reason, and acks it', async () => {
+      await h.publishRaw('io', Buffer.from('not json'));
+      const c = collector();
+      const sub = await h.broker.consume('io', 10, (d) => c.push(d));
+      await c.until(1);
+      await h.broker.poison(c.got[0]!, 'malformed');
+      await sub.cancel();
+      expect(await h.takePoison()).toEqual([{body: 'not json', reason: 'malformed'}]);
+      const depths = await h.broker.queueDepths();
+      expect(Object.entries(depths).find(([q]) => q.endsWith('.poison'))?.[1]).toBe(0);
+    });
+
+    it('acking twice, or after the channel closed, is harmless', async () => {
+      await h.broker.publish([{id: newId(), type: 'order_notify', pool: 'io'}]);
+      const c = collector();
+      const sub = await h.broker.consume('io', 10, (d) => c.push(d));
+      await c.until(1);
+      await sub.cancel();
+      expect(() => c.got[0]!.ack()).not.toThrow();
+      const again = collector();
+      const sub2 = await h.broker.consume('io', 10, (d) => again.push(d));
+      await again.until(1);
+      again.got[0]!.ack();
+      again.got[0]!.ack();
+      await sub2.cancel();
+      const depths = await h.broker.queueDepths();
+      expect(Object.entries(depths).find(([q]) => q.endsWith('.io'))?.[1]).toBe(0);
+    });
+
+    it('reconnects and re-subscribes after the server closes its connections', async () => {
+      const c = collector();
+      const sub = await h.broker.consume('io', 10, (d) => c.push(d));
+      const reconnected = new Promise<void>((r) => h.broker.on('connected', () => r()));
+      await h.killConnections();
+      await reconnected;
+      await h.other.publish([{id: newId(), type: 'order_notify', pool: 'io'}]).catch(async () => {
+        // `other` may have been cut too; it reconnects on its own
+        await h.other.publish([{id: newId(), type: 'order_notify', pool: 'io'}]);
+      });
+      await c.until(1, 20_000);
+      c.got[0]!.ack();
+      await sub.cancel();
+    });
+  });
+}

@@ -1,0 +1,99 @@
+/**
+ * Test environments on the real MariaDB and RabbitMQ: each call makes a fresh database and a fresh
+ * AMQP prefix, so test files never see each other's rows or queues, and `dispose()` drops both.
+ */
+import {randomBytes} from 'node:crypto';
+import amqp from 'amqplib';
+import mysql from 'mysql2/promise';
+import {loadConfig, type AxConfig} from '../../src/core/config/config.js';
+import {createRuntime, openBroker, openDatabase, openStore, type Runtime} from '../../src/cli/runtime.js';
+import {migrate} from '../../src/core/store/mysql/migrate.js';
+import {createLogger} from '../../src/core/log.js';
+import type {MysqlTaskStore} from '../../src/core/store/mysql/store.js';
+import type {AmqpBroker} from '../../src/core/broker/amqp/broker.js';
+import {topology} from '../../src/core/broker/amqp/topology.js';
+
+export const MYSQL_ROOT = process.env.AX_TEST_MYSQL_ROOT ?? 'mysql://root@127.0.0.1:3306';
+export const AMQP_URL = process.env.AX_TEST_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
+
+export interface TestEnv {
+  config: AxConfig;
+  /** Environment variables that point a spawned `bin/run.js` at this environment. */
+  env: Record<string, string>;
+  rt: Runtime;
+  /** Raw SQL on the test database, for assertions. */
+  sql<T = Record<string, unknown>>(query: string, params?: unknown[]): Promise<T[]>;
+  store(): Promise<MysqlTaskStore>;
+  broker(opts?: {reconnect?: boolean}): Promise<AmqpBroker>;
+  dispose(): Promise<void>;
+}
+
+/** Creates a migrated database `axt_<random>` and prefix `axt_<random>`; `overrides` tune the config. */
+export async function createTestEnv(overrides: Partial<AxConfig> = {}): Promise<TestEnv> {
+  const tag = `axt_${randomBytes(4).toString('hex')}`;
+  const env: Record<string, string> = {
+    AX_MYSQL_URL: `${MYSQL_ROOT}/${tag}`,
+    AX_AMQP_URL: AMQP_URL,
+    AX_AMQP_PREFIX: tag,
+    AX_LOG_LEVEL: process.env.AX_TEST_LOG_LEVEL ?? 'warn',
+  };
+  const config = loadConfig({env, overrides, cwd: '/nonexistent'});
+  const rt = createRuntime(config, createLogger(config.logLevel, {test: tag}));
+  const db = await openDatabase(rt);
+  await migrate(db);
+  const closers: Array<() => Promise<unknown>> = [];
+  return {
+    config,
+    env,
+    rt,
+    async sql<T>(query: string, params: unknown[] = []) {
+      const [rows] = await db.pool.query(query, params);
+      return rows as T[];
+    },
+    async store() {
+      const s = await openStore(rt);
+      closers.push(() => s.close());
+      return s;
+    },
+    async broker(opts = {}) {
+      const b = await openBroker(rt, {reconnect: opts.reconnect ?? false});
+      closers.push(() => b.close());
+      return b;
+    },
+    async dispose() {
+      for (const c of closers.reverse()) await c().catch(() => undefined);
+      await db.pool.query(`DROP DATABASE IF EXISTS \`${tag}\``).catch(() => undefined);
+      await db.pool.end().catch(() => undefined);
+      await deleteQueues(topology(tag, config.cell, config.queueType).allQueues(), tag);
+    },
+  };
+}
+
+async function deleteQueues(queues: string[], exchange: string): Promise<void> {
+  const conn = await amqp.connect(AMQP_URL);
+  try {
+    const ch = await conn.createChannel();
+    for (const q of queues) await ch.deleteQueue(q).catch(() => undefined);
+    await ch.deleteExchange(exchange).catch(() => undefined);
+  } finally {
+    await conn.close().catch(() => undefined);
+  }
+}
+
+/** Polls `check` until it returns a truthy value or `timeoutMs` passes (waiting on real servers). */
+export async function eventually<T>(check: () => Promise<T | undefined | null | false>, timeoutMs = 20_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await check();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs}ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+export {mysql};

@@ -1,0 +1,216 @@
+/**
+ * The core pipeline against the real MariaDB and RabbitMQ: SDK submit → MySQL + RabbitMQ → an
+ * in-process worker → outcome, including retries, dead-lettering, duplicates and poison messages.
+ */
+import {randomUUID} from 'node:crypto';
+import {afterAll, beforeAll, describe, expect, it} from 'vitest';
+import amqp from 'amqplib';
+import {createClient, type AxClient} from '../../src/core/client.js';
+import {reconcile} from '../../src/core/reconcile/reconcile.js';
+import {createWorkerService} from '../../src/core/worker/service.js';
+import type {Worker} from '../../src/core/worker/worker.js';
+import type {Outcome} from '../../src/core/store/types.js';
+import {AMQP_URL, createTestEnv, eventually, type TestEnv} from '../helpers/env.js';
+import {retryDelayBounds} from '../../src/core/retry/backoff.js';
+
+const HANDLERS = new URL('../fixtures/handlers.js', import.meta.url).href;
+
+describe('core pipeline', () => {
+  let env: TestEnv;
+  let client: AxClient;
+  let workers: Worker[] = [];
+
+  /** Resolves with the outcome of `id` once a worker has made it durable. */
+  const outcomeOf = (id: string, timeoutMs = 15_000): Promise<Outcome> =>
+    new Promise((resolve, reject) => {
+      const offs: Array<() => void> = [];
+      const t = setTimeout(() => (offs.forEach((f) => f()), reject(new Error(`no outcome for ${id}`))), timeoutMs);
+      for (const w of workers)
+        offs.push(
+          w.onOutcome((o) => {
+            if (o.id !== id) return;
+            clearTimeout(t);
+            offs.forEach((f) => f());
+            resolve(o);
+          }),
+        );
+    });
+
+  const startWorker = async (): Promise<Worker> => {
+    const store = await env.store();
+    const broker = await env.broker({reconnect: true});
+    const w = await createWorkerService({...env.rt, config: env.config, store, broker, handlersModule: HANDLERS, pools: ['io'], workerId: `test-${workers.length}`});
+    await w.start();
+    workers.push(w);
+    return w;
+  };
+
+  const runReconcile = async () =>
+    reconcile({
+      ...env.rt,
+      store: await env.store(),
+      broker: await env.broker(),
+      backoff: {baseMs: env.config.retryBaseMs, maxMs: env.config.retryMaxMs},
+      limit: 1000,
+      rate: 10_000,
+      republishAfterMs: 60_000,
+      dryRun: false,
+    });
+
+  beforeAll(async () => {
+    env = await createTestEnv({retryBaseMs: 200, leaseMs: 2000, submitFlushMs: 20});
+    const store = await env.store();
+    const broker = await env.broker({reconnect: true});
+    client = createClient({...env.rt, store, broker, release: async () => undefined});
+    await startWorker();
+    await startWorker();
+  });
+
+  afterAll(async () => {
+    for (const w of workers) await w.stop(1000);
+    await client?.close();
+    await env?.dispose();
+  });
+
+  it('submit → succeeded, with history submitted → running → succeeded by one worker', async () => {
+    const id = await client.submit({type: 'test_noop', payload: {n: 1}});
+    const done = outcomeOf(id);
+    await client.flush();
+    expect((await done).to).toBe('succeeded');
+    const {task, history} = await client.getTask(id);
+    expect(task).toMatchObject({state: 'succeeded', attempt: 1, publishedAt: expect.any(Date)});
+    expect(history.map((h) => `${h.from ?? ''}>${h.to}`)).toEqual(['>submitted', 'submitted>running', 'running>succeeded']);
+    expect(history[1]?.worker).toMatch(/^test-\d$/);
+  });
+
+  it('a failure → failed with run_at inside the backoff bounds, then retried to success', async () => {
+    const id = await client.submit({type: 'test_flaky', payload: {succeedOn: 2}});
+    const first = outcomeOf(id);
+    await client.flush();
+    expect((await first).to).toBe('failed');
+    const [row] = await env.sql<{run_at: Date; state: string; last_error: string}>('SELECT run_at, state, last_error FROM tasks WHERE id = ?', [id]);
+    const [failedAt] = await env.sql<{at: Date}>("SELECT at FROM task_history WHERE task_id = ? AND to_state = 'failed'", [id]);
+    const gap = row!.run_at.getTime() - failedAt!.at.getTime();
+    const [lo, hi] = retryDelayBounds(1, {baseMs: 200, maxMs: 3_600_000});
+    expect(gap).toBeGreaterThanOrEqual(lo - 1);
+    expect(gap).toBeLessThanOrEqual(hi + 1);
+    expect(row!.last_error).toContain('flaky failure on attempt 1');
+    const second = outcomeOf(id);
+    await eventually(async () => {
+      const r = await runReconcile();
+      return r.undispatched.ids.includes(id);
+    }, 10_000, 'the retry to be rung');
+    expect((await second).to).toBe('succeeded');
+    expect((await client.getTask(id)).task.attempt).toBe(2);
+  });
+
+  it('exhausting the retries → dead with the reason, gaps inside the backoff bounds', async () => {
+    const id = await client.submit({type: 'test_fail', payload: {}, maxRetries: 2});
+    await client.flush();
+    const task = await eventually(
+      async () => {
+        await runReconcile();
+        const t = (await client.getTask(id)).task;
+        return t.state === 'dead' ? t : undefined;
+      },
+      20_000,
+      'the task to die',
+    );
+    expect(task.attempt).toBe(3);
+    expect(task.lastError).toMatch(/always fails \(attempt 3\).*no retries left/);
+    const rows = await env.sql<{to_state: string; at: Date; attempt: number}>('SELECT to_state, at, attempt FROM task_history WHERE task_id = ? ORDER BY seq', [id]);
+    expect(rows.map((r) => r.to_state)).toEqual(['submitted', 'running', 'failed', 'running', 'failed', 'running', 'dead']);
+    const runAts = await env.sql<{n: number}>("SELECT COUNT(*) AS n FROM task_history WHERE task_id = ? AND to_state = 'running'", [id]);
+    expect(Number(runAts[0]!.n)).toBe(3);
+    // Each retry started no earlier than its backoff allowed.
+    for (const [i, attempt] of [[2, 1], [4, 2]] as const) {
+      const gap = rows[i + 1]!.at.getTime() - rows[i]!.at.getTime();
+      expect(gap).toBeGreaterThanOrEqual(retryDelayBounds(attempt, {baseMs: 200, maxMs: 3_600_000})[0] - 1);
+    }
+  });
+
+  it('unrecoverable failures and thrown non-Errors', async () => {
+    const u = await client.submit({type: 'test_unrecoverable', payload: {}});
+    const s = await client.submit({type: 'test_throw_string', payload: {}, maxRetries: 0});
+    const [ou, os] = [outcomeOf(u), outcomeOf(s)];
+    await client.flush();
+    expect(await ou).toMatchObject({to: 'dead', error: 'cannot ever work'});
+    expect(await os).toMatchObject({to: 'dead'});
+    expect((await client.getTask(s)).task.lastError).toContain('a string, not an Error');
+  });
+
+  it('an unknown type at the worker → dead with a clear reason', async () => {
+    const id = await client.submit({type: 'nobody_handles', payload: {}});
+    const o = outcomeOf(id);
+    await client.flush();
+    expect(await o).toMatchObject({to: 'dead'});
+    expect((await client.getTask(id)).task.lastError).toMatch(/unknown task type "nobody_handles"/);
+  });
+
+  it('a handler that never resolves times out and is failed', async () => {
+    const id = await client.submit({type: 'test_timeout', payload: {}, maxRetries: 0});
+    const o = outcomeOf(id);
+    await client.flush();
+    expect(await o).toMatchObject({to: 'dead'});
+    expect((await client.getTask(id)).task.lastError).toMatch(/timed out/);
+  });
+
+  it('the same task delivered many times to several workers runs once and succeeds once', async () => {
+    const before = (globalThis as {__axExecutions?: number}).__axExecutions ?? 0;
+    const id = await client.submit({type: 'test_noop', payload: {dup: true}});
+    const broker = await env.broker();
+    const done = outcomeOf(id);
+    await client.flush();
+    // 30 more doorbells for the same task on top of the producer's own, racing across two workers.
+    await broker.publish(Array.from({length: 30}, () => ({id, type: 'test_noop', pool: 'io' as const})));
+    await done;
+    // Let every duplicate be claimed (and refused) before counting.
+    await eventually(async () => {
+      const depths = await broker.queueDepths();
+      const busy = workers.some((w) => w.inFlight > 0);
+      return Object.values(depths).every((n) => n === 0) && !busy;
+    });
+    const rows = await env.sql<{n: number}>("SELECT COUNT(*) AS n FROM task_history WHERE task_id = ? AND to_state = 'succeeded'", [id]);
+    expect(Number(rows[0]!.n)).toBe(1);
+    expect(((globalThis as {__axExecutions?: number}).__axExecutions ?? 0) - before).toBe(1);
+    expect(workers.reduce((n, w) => n + w.stats.staleDeliveries, 0)).toBeGreaterThanOrEqual(30);
+  });
+
+  it('malformed messages and unknown ids go to the poison queue, acked and never requeued', async () => {
+    const conn = await amqp.connect(AMQP_URL);
+    try {
+      const ch = await conn.createConfirmChannel();
+      const names = (await env.broker()).names;
+      const bodies = [Buffer.from('not json'), Buffer.alloc(0), Buffer.from('{"id": 5}'), Buffer.from(JSON.stringify({v: 1, id: randomUUID(), type: 'test_noop'}))];
+      for (const b of bodies) ch.publish(names.exchange, names.routingKey('io'), b, {persistent: true});
+      await ch.waitForConfirms();
+      const poisoned = await eventually(async () => {
+        const q = await ch.checkQueue(names.poisonQueue);
+        return q.messageCount >= 4 ? q.messageCount : undefined;
+      });
+      expect(poisoned).toBe(4);
+      const io = await ch.checkQueue(names.queue('io'));
+      expect(io.messageCount).toBe(0);
+      const reasons: string[] = [];
+      for (let m = await ch.get(names.poisonQueue); m; m = await ch.get(names.poisonQueue)) {
+        reasons.push(String(m.properties.headers?.['x-ax-reason']));
+        ch.ack(m);
+      }
+      expect(reasons.filter((r) => r.startsWith('malformed')).length).toBe(3);
+      expect(reasons.filter((r) => r.startsWith('unknown task id')).length).toBe(1);
+    } finally {
+      await conn.close();
+    }
+  });
+
+  it('a cancelled task never runs even when its doorbell rings', async () => {
+    const id = await client.submit({type: 'test_noop', payload: {c: 1}, delay: '1h'});
+    await client.flush();
+    await client.cancel(id, 'test');
+    const broker = await env.broker();
+    const before = workers.reduce((n, w) => n + w.stats.staleDeliveries, 0);
+    await broker.publish([{id, type: 'test_noop', pool: 'io'}]);
+    await eventually(async () => workers.reduce((n, w) => n + w.stats.staleDeliveries, 0) > before);
+    expect((await client.getTask(id)).task.state).toBe('cancelled');
+  });
+});

@@ -1,0 +1,21 @@
+import {storeConformance} from '../conformance/store.js';
+import {createTestEnv} from '../helpers/env.js';
+
+storeConformance('MySQL', async () => {
+  const env = await createTestEnv();
+  const store = await env.store();
+  const other = await env.store();
+  return {
+    store,
+    other,
+    async waitDbMs(ms) {
+      const until = (await store.now()).getTime() + ms;
+      while ((await store.now()).getTime() <= until) await new Promise((r) => setTimeout(r, 10));
+    },
+    async historyEdges() {
+      const rows = await env.sql<{from_state: string | null; to_state: string}>('SELECT DISTINCT from_state, to_state FROM task_history');
+      return rows.map((r) => [r.from_state, r.to_state]);
+    },
+    dispose: () => env.dispose(),
+  };
+});
