@@ -119,7 +119,7 @@ describe('io pool', () => {
   it('times out: aborts the signal, resolves at once, frees the slot, warns if the handler settles later', async () => {
     const {pool, clock, lines, gate, start, run} = setup(1, 1);
     const slow = run('slow', 'test_gate', 50);
-    const next = run('next', 'test_gate');
+    const next = run('next', 'test_gate', 5000);
     const ctx = await start('slow').promise;
     clock.advance(49);
     expect(ctx.signal.aborted).toBe(false);
@@ -129,11 +129,24 @@ describe('io pool', () => {
     expect((ctx.signal.reason as DOMException).name).toBe('TimeoutError');
     await start('next').promise; // started although `slow` is still stuck in its handler
     expect(pool.running).toBe(1);
+    clock.advance(1001); // settling more than a second after the abort means the handler ignored it
     gate('slow').resolve();
     gate('next').resolve();
     expect(await next).toEqual({kind: 'success'});
     await Promise.resolve();
     expect(lines.some((l) => l.includes('ignored its abort signal') && l.includes('"taskId":"slow"'))).toBe(true);
+  });
+
+  it('does not warn when an aborted handler stops promptly', async () => {
+    const {clock, lines, gate, start, run} = setup(1, 1);
+    const slow = run('prompt', 'test_gate', 50);
+    await start('prompt').promise;
+    clock.advance(50);
+    expect(await slow).toEqual({kind: 'timeout', message: 'timed out after 50ms'});
+    gate('prompt').resolve();
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(lines.some((l) => l.includes('ignored its abort signal'))).toBe(false);
   });
 
   it('aborts a running or a queued job', async () => {

@@ -21,7 +21,12 @@ interface Entry {
   /** Frees the p-limit slot (set when the job starts). */
   release: () => void;
   timer: TimerHandle | null;
+  /** When the signal was aborted (monotonic ms), to tell a prompt stop from an ignored abort. */
+  abortedAt?: number;
 }
+
+/** A handler that settles within this long after its abort is taken to have honoured it. */
+const ABORT_HONOURED_MS = 1000;
 
 const noop = (): void => {};
 
@@ -77,10 +82,12 @@ export function createIoPool(opts: IoPoolOptions): ExecutionPool {
       e.controller.abort(abortReason(message, 'TimeoutError'));
       finish(e, {kind: 'timeout', message});
     }, job.timeoutMs);
+    e.controller.signal.addEventListener('abort', () => (e.abortedAt = clock.monotonic()), {once: true});
     const ctx: TaskContext = {...fields, payload: job.payload, signal: e.controller.signal, logger: logger.child(fields)};
     runHandler(handler, ctx).then(
       (outcome) => {
-        if (!finish(e, outcomeToResult(outcome))) {
+        const ignored = e.abortedAt === undefined || clock.monotonic() - e.abortedAt > ABORT_HONOURED_MS;
+        if (!finish(e, outcomeToResult(outcome)) && ignored) {
           logger.warn('handler settled after its attempt ended: it ignored its abort signal', {
             ...fields,
             elapsedMs: Math.round(clock.monotonic() - startedAt),

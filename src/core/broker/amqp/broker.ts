@@ -310,7 +310,8 @@ export class AmqpBroker implements Broker {
     if (this.closing) return;
     this.closing = true;
     for (const k of this.consumers) k.cancelled = true;
-    await Promise.race([this.chain, sleep(this.opts.clock, this.opts.confirmTimeoutMs)]).catch(() => undefined);
+    // Let the batch being confirmed finish, but no longer than a confirm may take.
+    await this.withTimeout(this.chain, 'closing').catch(() => undefined);
     const conn = this.conn;
     this.conn = undefined;
     this.pub = undefined;

@@ -1,0 +1,141 @@
+/**
+ * Worker processes under faults: kill -9 in the middle of a handler, and SIGTERM with work in
+ * flight. The worker runs as `bin/run.js worker`, exactly as in production.
+ */
+import {mkdtempSync, readFileSync, existsSync} from 'node:fs';
+import {tmpdir} from 'node:os';
+import {join} from 'node:path';
+import {afterAll, beforeAll, describe, expect, it} from 'vitest';
+import {createClient, type AxClient} from '../../src/core/client.js';
+import {reconcile} from '../../src/core/reconcile/reconcile.js';
+import {createTestEnv, eventually, type TestEnv} from '../helpers/env.js';
+import {spawnAx, type Spawned} from '../helpers/spawn.js';
+
+const lines = (file: string): string[] => (existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean) : []);
+
+describe('worker processes', () => {
+  let env: TestEnv;
+  let client: AxClient;
+  let dir: string;
+  const procs: Spawned[] = [];
+
+  const worker = (extra: Record<string, string> = {}, args: string[] = []): Spawned => {
+    const p = spawnAx(['worker', '--handlers', 'test/fixtures/handlers.js', '--pools', 'io', ...args], {
+      ...env.env,
+      AX_LEASE: '1s',
+      AX_RETRY_BASE: '100ms',
+      AX_TEST_EXEC_LOG: join(dir, 'exec.log'),
+      AX_TEST_STARTED_LOG: join(dir, 'started.log'),
+      ...extra,
+    });
+    procs.push(p);
+    return p;
+  };
+
+  const reconcileOnce = async () =>
+    reconcile({
+      ...env.rt,
+      store: await env.store(),
+      broker: await env.broker(),
+      backoff: {baseMs: 100, maxMs: 60_000},
+      limit: 1000,
+      rate: 10_000,
+      republishAfterMs: 60_000,
+      dryRun: false,
+    });
+
+  beforeAll(async () => {
+    env = await createTestEnv({submitFlushMs: 20});
+    dir = mkdtempSync(join(tmpdir(), 'ax-worker-'));
+    client = createClient({...env.rt, store: await env.store(), broker: await env.broker({reconnect: true}), release: async () => undefined});
+  });
+
+  afterAll(async () => {
+    for (const p of procs) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
+    await client?.close();
+    await env?.dispose();
+  });
+
+  it('kill -9 mid-handler: the lease expires, reconcile retries it, it succeeds once, nothing lost', async () => {
+    const first = worker();
+    const id = await client.submit({type: 'test_sleep', payload: {ms: 60_000, sleepAttempts: 1}});
+    await client.flush();
+    await eventually(async () => lines(join(dir, 'started.log')).some((l) => l.startsWith(`${id} 1 `)), 20_000, 'the handler to start');
+    first.child.kill('SIGKILL');
+    await first.exited;
+    expect((await client.getTask(id)).task.state).toBe('running');
+
+    const second = worker();
+    // The rescuer's part: once the 1 s lease has expired, the task goes back to failed (attempt used)…
+    await eventually(async () => (await reconcileOnce()).expiredLeases.failed === 1, 10_000, 'the expired lease to be rescued');
+    // …and once its backoff is over it is rung again and the second worker runs it.
+    const task = await eventually(async () => {
+      await reconcileOnce();
+      const t = (await client.getTask(id)).task;
+      return t.state === 'succeeded' ? t : undefined;
+    }, 20_000, 'the retry to succeed');
+    expect(task.attempt).toBe(2);
+    const {history} = await client.getTask(id);
+    expect(history.map((h) => h.to)).toEqual(['submitted', 'running', 'failed', 'running', 'succeeded']);
+    expect(history[2]?.error).toMatch(/lease expired/);
+    const execs = lines(join(dir, 'exec.log')).filter((l) => l.startsWith(id));
+    expect(execs.map((l) => l.split(' ')[1])).toEqual(['1', '2']);
+    expect(new Set(execs.map((l) => l.split(' ')[2])).size).toBe(2);
+    second.child.kill('SIGTERM');
+    expect((await second.exited).code).toBe(0);
+  });
+
+  it('SIGTERM: running work gets the grace period, queued work is handed back without using an attempt', async () => {
+    const w = worker({AX_SHUTDOWN_GRACE: '1500ms'}, ['--io-concurrency', '1']);
+    const quick = await client.submit({type: 'test_sleep', payload: {ms: 300}});
+    const queued = [await client.submit({type: 'test_sleep', payload: {ms: 300}}), await client.submit({type: 'test_sleep', payload: {ms: 300}})];
+    await client.flush();
+    await eventually(async () => lines(join(dir, 'started.log')).some((l) => l.startsWith(`${quick} `)), 20_000, 'the first task to start');
+    w.child.kill('SIGTERM');
+    expect((await w.exited).code).toBe(0);
+    const states = await env.sql<{id: string; state: string; attempt: number}>('SELECT id, state, attempt FROM tasks WHERE id IN (?, ?, ?)', [quick, ...queued]);
+    const byId = new Map(states.map((r) => [r.id, r]));
+    expect(byId.get(quick)).toMatchObject({state: 'succeeded', attempt: 1});
+    // With one slot, 300 ms each and 1.5 s of grace, the queued ones either finished or were handed back unused.
+    for (const id of queued) {
+      const r = byId.get(id)!;
+      expect(['succeeded', 'failed']).toContain(r.state);
+      if (r.state === 'failed') expect(r.attempt).toBe(0);
+    }
+    const [row] = await env.sql<{stopped_at: Date | null}>('SELECT stopped_at FROM workers ORDER BY started_at DESC LIMIT 1');
+    expect(row?.stopped_at).toBeInstanceOf(Date);
+  });
+
+  it('SIGTERM with a short grace period releases queued tasks (attempt 0) and rings for them', async () => {
+    const w = worker({AX_SHUTDOWN_GRACE: '100ms'}, ['--io-concurrency', '1']);
+    const long = await client.submit({type: 'test_sleep', payload: {ms: 30_000}});
+    const queued = [await client.submit({type: 'test_sleep', payload: {ms: 10}}), await client.submit({type: 'test_sleep', payload: {ms: 10}})];
+    await client.flush();
+    await eventually(async () => lines(join(dir, 'started.log')).some((l) => l.startsWith(`${long} `)), 20_000, 'the long task to start');
+    await eventually(async () => {
+      const r = await env.sql<{n: number}>("SELECT COUNT(*) AS n FROM tasks WHERE id IN (?, ?, ?) AND state = 'running'", [long, ...queued]);
+      return Number(r[0]!.n) === 3;
+    }, 20_000, 'all three to be claimed');
+    w.child.kill('SIGTERM');
+    expect((await w.exited).code).toBe(0);
+    const rows = await env.sql<{id: string; state: string; attempt: number; published_at: Date | null}>('SELECT id, state, attempt, published_at FROM tasks WHERE id IN (?, ?, ?)', [long, ...queued]);
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    // The running one was aborted at the end of the grace period: a used attempt, retried later.
+    expect(byId.get(long)).toMatchObject({state: 'failed', attempt: 1});
+    for (const id of queued) {
+      expect(byId.get(id)).toMatchObject({state: 'failed', attempt: 0});
+      expect(byId.get(id)?.published_at).toBeInstanceOf(Date);
+      const hist = (await client.getTask(id)).history;
+      expect(hist.at(-1)).toMatchObject({from: 'running', to: 'failed', attempt: 0});
+      expect(hist.at(-1)?.error).toMatch(/released/);
+    }
+    // Another worker picks the released ones up straight from their doorbell.
+    const next = worker();
+    await eventually(async () => {
+      const r = await env.sql<{n: number}>("SELECT COUNT(*) AS n FROM tasks WHERE id IN (?, ?) AND state = 'succeeded'", queued);
+      return Number(r[0]!.n) === 2;
+    }, 20_000, 'the released tasks to run elsewhere');
+    next.child.kill('SIGTERM');
+    await next.exited;
+  });
+});
