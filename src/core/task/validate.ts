@@ -9,6 +9,8 @@ export const MAX_TYPE_LENGTH = 64;
 export const MAX_DEDUP_KEY_LENGTH = 191;
 export const MAX_PAYLOAD_DEPTH = 32;
 export const MAX_RETRIES_LIMIT = 100;
+/** A runAt this far in the past is still accepted (clock skew between producers). */
+export const RUN_AT_PAST_TOLERANCE_MS = 5000;
 
 /** Throws invalid_input unless `type` is `domain_action` (lower-case words joined by `_`, ≥ 2). */
 export function validateTypeName(type: unknown): string {
@@ -93,6 +95,7 @@ function validateRunAt(runAt: unknown, nowMs: number): number {
     ms = Date.parse(runAt.trim());
   } else throw invalid('runAt must be a Date or an ISO-8601 string');
   if (!Number.isFinite(ms)) throw invalid(`runAt "${String(runAt)}" is not a valid time`);
+  if (ms < nowMs - RUN_AT_PAST_TOLERANCE_MS) throw invalid(`runAt ${new Date(ms).toISOString()} is in the past: use a future time, or no runAt to run now`);
   if (ms - nowMs > MAX_DURATION_MS) throw invalid('runAt is more than 366 days away');
   return ms;
 }

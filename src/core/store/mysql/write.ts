@@ -49,7 +49,7 @@ async function insertOnce(db: Db, c: PoolConnection, cell: string, tasks: NewTas
       if (found.hash === t.contentHash && (!sameKey || sameKey.id === found.id)) {
         result.existing.push({id: t.id, existingId: found.id, state: found.state});
       } else {
-        const what = sameId ? `id ${t.id}` : `dedup key "${t.dedupKey}"`;
+        const what = t.dedupKey !== null && (!sameId || sameId.dedupKey === t.dedupKey) ? `dedup key "${t.dedupKey}"` : `id ${t.id}`;
         result.conflicts.push({id: t.id, existingId: found.id, reason: `${what} already exists with different content`});
       }
       continue;

@@ -1,0 +1,137 @@
+/**
+ * The buffered producer on the real MySQL store and RabbitMQ. Some tests wrap the real store or
+ * broker to count or hold calls (the data still goes to the real servers).
+ */
+import {afterAll, beforeAll, describe, expect, it} from 'vitest';
+import {Producer, type ProducerOptions} from '../../src/core/producer/producer.js';
+import {AxError, isAxError} from '../../src/core/errors.js';
+import {reconcile} from '../../src/core/reconcile/reconcile.js';
+import type {Broker} from '../../src/core/broker/types.js';
+import type {TaskStore} from '../../src/core/store/types.js';
+import {createTestEnv, type TestEnv} from '../helpers/env.js';
+
+describe('producer', () => {
+  let env: TestEnv;
+  let store: TaskStore;
+  let broker: Broker;
+
+  const producer = (o: Partial<ProducerOptions> = {}): Producer =>
+    new Producer({
+      store,
+      broker,
+      clock: env.rt.clock,
+      random: env.rt.random,
+      logger: env.rt.logger,
+      defaults: {maxRetries: 5, payloadLimitBytes: 65_536, cell: 'default'},
+      batchSize: 500,
+      flushMs: 1000,
+      bufferLimit: 10_000,
+      actor: 'test:producer',
+      ...o,
+    });
+
+  const count = async (where = '1=1', params: unknown[] = []) => Number((await env.sql<{n: number}>(`SELECT COUNT(*) AS n FROM tasks WHERE ${where}`, params))[0]!.n);
+
+  beforeAll(async () => {
+    env = await createTestEnv();
+    store = await env.store();
+    broker = await env.broker();
+  });
+  afterAll(async () => env?.dispose());
+
+  it('writes 500-task batches, publishes the due ones and marks them published', async () => {
+    const sizes: number[] = [];
+    const counting: TaskStore = Object.create(store, {insertTasks: {value: (t: Parameters<TaskStore['insertTasks']>[0], a: string) => (sizes.push(t.length), store.insertTasks(t, a))}});
+    const p = producer({store: counting});
+    const ids = await Promise.all(Array.from({length: 1200}, (_, i) => p.submit({type: 'order_notify', payload: {i}})));
+    const report = await p.flush();
+    expect(report).toMatchObject({inserted: 1200, existing: 0, unpublished: 0, conflicts: []});
+    expect(sizes).toEqual([500, 500, 200]);
+    expect(await count('id IN (?) AND published_at IS NOT NULL', [ids])).toBe(1200);
+    const depths = await broker.queueDepths();
+    expect(depths[`${env.env.AX_AMQP_PREFIX}.default.io`]).toBe(1200);
+  });
+
+  it('flushes a lone task after the flush interval without flush()', async () => {
+    let written!: () => void;
+    const done = new Promise<void>((r) => (written = r));
+    const watching: TaskStore = Object.create(store, {insertTasks: {value: async (t: Parameters<TaskStore['insertTasks']>[0], a: string) => {
+      const r = await store.insertTasks(t, a);
+      written();
+      return r;
+    }}});
+    const p = producer({store: watching, flushMs: 30});
+    const id = await p.submit({type: 'order_notify', payload: {lone: true}});
+    await done;
+    expect(await count('id = ?', [id])).toBe(1);
+    await p.close();
+  });
+
+  it('applies backpressure when the buffer is full instead of dropping, then writes everything', async () => {
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    const held: TaskStore = Object.create(store, {insertTasks: {value: async (t: Parameters<TaskStore['insertTasks']>[0], a: string) => (await gate, store.insertTasks(t, a))}});
+    const p = producer({store: held, batchSize: 5, bufferLimit: 10});
+    let resolved = 0;
+    const subs = Array.from({length: 40}, (_, i) => p.submit({type: 'order_notify', payload: {bp: i}}).then((id) => (resolved++, id)));
+    await new Promise((r) => setImmediate(r));
+    // 2 batches of 5 are being written (held), 10 wait in the buffer: the other 20 submits wait.
+    expect(resolved).toBe(20);
+    expect(p.pending).toBe(20);
+    open();
+    const ids = await Promise.all(subs);
+    await p.flush();
+    expect(await count('id IN (?)', [ids])).toBe(40);
+  });
+
+  it('retries a batch while MySQL is unavailable and loses nothing', async () => {
+    let failures = 2;
+    const flaky: TaskStore = Object.create(store, {insertTasks: {value: (t: Parameters<TaskStore['insertTasks']>[0], a: string) => failures-- > 0 ? Promise.reject(new AxError('unavailable', 'MySQL down (test)')) : store.insertTasks(t, a)}});
+    const p = producer({store: flaky});
+    const ids = await Promise.all(Array.from({length: 20}, (_, i) => p.submit({type: 'order_notify', payload: {flaky: i}})));
+    expect((await p.flush()).inserted).toBe(20);
+    expect(failures).toBe(-1);
+    expect(await count('id IN (?)', [ids])).toBe(20);
+  });
+
+  it('returns the existing task for the same content and reports a conflict for other content', async () => {
+    const p = producer();
+    const id = await p.submit({type: 'order_notify', payload: {v: 1}, dedupKey: 'order-42'});
+    await p.flush();
+    expect(await p.submit({type: 'order_notify', payload: {v: 1}, dedupKey: 'order-42'})).toBe(id);
+    expect(await p.flush()).toMatchObject({inserted: 0, existing: 1});
+    await p.submit({type: 'order_notify', payload: {v: 2}, dedupKey: 'order-42'});
+    const ok = await p.submit({type: 'order_notify', payload: {v: 3}});
+    const err = await p.flush().catch((e: unknown) => e);
+    expect(isAxError(err, 'conflict')).toBe(true);
+    expect((err as AxError).message).toMatch(/dedup key "order-42" already exists with different content/);
+    expect((await store.getTask(id))?.payload).toEqual({v: 1});
+    expect(await count('id = ?', [ok])).toBe(1);
+  });
+
+  it('keeps tasks whose doorbell failed; the reconciler rings for them', async () => {
+    const down: Broker = Object.create(broker, {publish: {value: () => Promise.reject(new AxError('unavailable', 'RabbitMQ down (test)'))}});
+    const p = producer({broker: down});
+    const ids = await Promise.all(Array.from({length: 7}, (_, i) => p.submit({type: 'report_build', payload: {i}, pool: 'cpu'})));
+    expect((await p.flush()).unpublished).toBe(7);
+    expect(await count('id IN (?) AND published_at IS NULL', [ids])).toBe(7);
+    const opts = {...env.rt, store, broker, backoff: {baseMs: 1000, maxMs: 60_000}, limit: 100, rate: 1000, republishAfterMs: 60_000, actor: 'test'};
+    const dry = await reconcile({...opts, dryRun: true});
+    expect(dry.undispatched.ids).toEqual(expect.arrayContaining(ids));
+    expect(await count('id IN (?) AND published_at IS NULL', [ids])).toBe(7);
+    const real = await reconcile({...opts, dryRun: false});
+    expect(real.undispatched.republished).toBeGreaterThanOrEqual(7);
+    expect(await count('id IN (?) AND published_at IS NOT NULL', [ids])).toBe(7);
+    expect((await broker.queueDepths())[`${env.env.AX_AMQP_PREFIX}.default.cpu`]).toBe(7);
+  });
+
+  it('refuses bad input at once and buffers nothing; refuses submits after close', async () => {
+    const p = producer();
+    await expect(p.submit({type: 'Bad-Type'})).rejects.toMatchObject({code: 'invalid_input'});
+    await expect(p.submit({type: 'order_notify', payload: [] as never})).rejects.toMatchObject({code: 'invalid_input'});
+    await expect(p.submit({type: 'order_notify', delay: -5})).rejects.toMatchObject({code: 'invalid_input'});
+    expect(p.pending).toBe(0);
+    await p.close();
+    await expect(p.submit({type: 'order_notify'})).rejects.toMatchObject({code: 'closed'});
+  });
+});

@@ -1,0 +1,181 @@
+import {describe, expect, it} from 'vitest';
+import {TASK_STATES, TRANSITIONS, allowedEdges, canApply, isTerminal} from '../../src/core/task/state.js';
+import {retryDelayBounds, retryDelayMs, nextAfterFailure} from '../../src/core/retry/backoff.js';
+import {parseDuration, formatDuration} from '../../src/core/duration.js';
+import {validateTaskSpec, validateTypeName, parsePayloadText} from '../../src/core/task/validate.js';
+import {createIdGenerator, idFromDedupKey, isTaskId} from '../../src/core/task/id.js';
+import {cpuPoolSize, ioPoolSize, loadConfig, redactUrl} from '../../src/core/config/config.js';
+import {decodeMessage, encodeMessage} from '../../src/core/broker/types.js';
+import {decideOutcome} from '../../src/core/worker/outcome.js';
+import {isAxError} from '../../src/core/errors.js';
+
+const defaults = {maxRetries: 5, payloadLimitBytes: 1024, cell: 'default'};
+let n = 0;
+const newId = () => `00000000-0000-7000-8000-${String(++n).padStart(12, '0')}`;
+const spec = (s: Record<string, unknown>) => validateTaskSpec(s, defaults, 1_700_000_000_000, newId);
+const invalid = (fn: () => unknown, re: RegExp) => {
+  try {
+    fn();
+  } catch (e) {
+    expect(isAxError(e, 'invalid_input'), String(e)).toBe(true);
+    expect((e as Error).message).toMatch(re);
+    return;
+  }
+  throw new Error('expected invalid_input');
+};
+
+describe('state machine', () => {
+  it('has exactly the six states and the designed edges', () => {
+    expect(TASK_STATES).toEqual(['submitted', 'running', 'succeeded', 'failed', 'dead', 'cancelled']);
+    const edges = allowedEdges().map(([f, t]) => `${f}>${t}`).sort();
+    expect(edges).toEqual(
+      ['submitted>running', 'failed>running', 'running>succeeded', 'running>failed', 'running>dead', 'submitted>cancelled', 'failed>cancelled', 'dead>submitted'].sort(),
+    );
+  });
+  it('never leaves a terminal state except by replay from dead', () => {
+    for (const [name, t] of Object.entries(TRANSITIONS)) {
+      for (const from of t.from) if (isTerminal(from)) expect([name, from]).toEqual(['replay', 'dead']);
+    }
+    expect(canApply('claim', 'running')).toBe(false);
+    expect(canApply('claim', 'failed')).toBe(true);
+    expect(canApply('cancel', 'running')).toBe(false);
+  });
+});
+
+describe('backoff', () => {
+  const opts = {baseMs: 1000, maxMs: 3_600_000};
+  it('doubles from 1 s with jitter in [0, 0.5]', () => {
+    expect([1, 2, 3, 4, 5, 6].map((a) => retryDelayMs(a, opts, () => 0))).toEqual([1000, 2000, 4000, 8000, 16000, 32000]);
+    expect([1, 2, 3, 4, 5, 6].map((a) => retryDelayMs(a, opts, () => 0.999999))).toEqual([1500, 3000, 6000, 12000, 24000, 48000]);
+    expect(retryDelayMs(3, opts, () => 0.5)).toBe(5000);
+  });
+  it('stays within its bounds for any random value and is capped', () => {
+    for (let a = 1; a <= 30; a++) {
+      const [lo, hi] = retryDelayBounds(a, opts);
+      for (const r of [0, 0.1, 0.5, 0.9, 0.999]) {
+        const d = retryDelayMs(a, opts, () => r);
+        expect(d).toBeGreaterThanOrEqual(lo);
+        expect(d).toBeLessThanOrEqual(hi);
+      }
+    }
+    expect(retryDelayBounds(30, opts)).toEqual([3_600_000, 5_400_000]);
+  });
+  it('dead after the last retry or when unrecoverable', () => {
+    expect(nextAfterFailure(5, 5, false)).toBe('failed');
+    expect(nextAfterFailure(6, 5, false)).toBe('dead');
+    expect(nextAfterFailure(1, 5, true)).toBe('dead');
+    expect(nextAfterFailure(1, 0, false)).toBe('dead');
+  });
+  it('decides outcomes: success, retry with backoff, dead, release', () => {
+    const held = {id: 'x', fence: 3, attempt: 2, maxRetries: 2};
+    expect(decideOutcome(held, {kind: 'success'}, opts, () => 0)).toEqual({id: 'x', fence: 3, to: 'succeeded'});
+    expect(decideOutcome(held, {kind: 'fail', message: 'm', unrecoverable: false}, opts, () => 0)).toEqual({id: 'x', fence: 3, to: 'failed', error: 'm', retryDelayMs: 2000});
+    expect(decideOutcome({...held, attempt: 3}, {kind: 'timeout', message: 't'}, opts, () => 0)).toMatchObject({to: 'dead', error: expect.stringMatching(/^timeout: t .*no retries left/)});
+    expect(decideOutcome(held, {kind: 'fail', message: 'm', unrecoverable: true}, opts, () => 0)).toEqual({id: 'x', fence: 3, to: 'dead', error: 'm'});
+    expect(decideOutcome(held, {kind: 'notStarted', message: 'queue full'}, opts, () => 0)).toMatchObject({to: 'failed', release: true, retryDelayMs: 0});
+  });
+});
+
+describe('durations', () => {
+  it('parses milliseconds and unit strings', () => {
+    expect(parseDuration(250)).toBe(250);
+    expect(parseDuration('250')).toBe(250);
+    expect(parseDuration('5s')).toBe(5000);
+    expect(parseDuration('1h30m')).toBe(5_400_000);
+    expect(parseDuration('1.5s')).toBe(1500);
+    expect(parseDuration('2d')).toBe(172_800_000);
+    expect(formatDuration(90_000)).toBe('1m30s');
+  });
+  it('refuses negative, NaN, malformed and huge values', () => {
+    for (const bad of [-1, NaN, Infinity, 1.5, '-5s', '5 parsecs', '', 's', '5s5', '367d', {}, null]) invalid(() => parseDuration(bad, 'delay'), /delay/);
+  });
+});
+
+describe('task validation', () => {
+  it('accepts domain_action type names only', () => {
+    for (const ok of ['order_notify', 'user_register_credit', 'a1_b2']) expect(validateTypeName(ok)).toBe(ok);
+    for (const bad of ['order', 'Order_notify', 'order-notify', '_order_notify', 'order__notify', 'order_', "a_b' OR 1=1 --", '', 'x'.repeat(65) + '_y']) {
+      invalid(() => validateTypeName(bad), /task type/);
+    }
+  });
+  it('accepts JSON objects within the size limit and refuses the rest', () => {
+    expect(spec({type: 'order_notify', payload: {a: [1, 'x', null, {b: true}]}}).payload).toBe('{"a":[1,"x",null,{"b":true}]}');
+    expect(spec({type: 'order_notify'}).payload).toBe('{}');
+    invalid(() => spec({type: 'order_notify', payload: [1]}), /JSON object/);
+    invalid(() => spec({type: 'order_notify', payload: 'x'}), /JSON object/);
+    invalid(() => spec({type: 'order_notify', payload: {big: 'x'.repeat(2000)}}), /over the limit of 1024 bytes/);
+    invalid(() => spec({type: 'order_notify', payload: JSON.parse('{"__proto__": {"polluted": 1}}')}), /forbidden key "__proto__"/);
+    invalid(() => spec({type: 'order_notify', payload: {n: NaN}}), /non-finite/);
+    invalid(() => spec({type: 'order_notify', payload: {d: new Date()}}), /non-plain object/);
+    let deep: Record<string, unknown> = {};
+    const root = deep;
+    for (let i = 0; i < 40; i++) deep = (deep.x = {}) as Record<string, unknown>;
+    invalid(() => spec({type: 'order_notify', payload: root}), /nested deeper/);
+    invalid(() => parsePayloadText('{not json', 1024), /not valid JSON/);
+    invalid(() => parsePayloadText('{"__proto__": 1}', 1024), /__proto__/);
+  });
+  it('validates delays, run times, pools, retries, timeouts, dedup keys and ids', () => {
+    const t = spec({type: 'order_notify', delay: '5s', pool: 'cpu', maxRetries: 0, timeout: '30s', dedupKey: 'k'});
+    expect(t).toMatchObject({delayMs: 5000, pool: 'cpu', maxRetries: 0, timeoutMs: 30_000, dedupKey: 'k', id: idFromDedupKey('default', 'k')});
+    expect(spec({type: 'order_notify', runAt: '2023-11-15T08:00:00+08:00'}).runAtMs).toBe(Date.parse('2023-11-15T00:00:00Z'));
+    invalid(() => spec({type: 'order_notify', delay: '5s', runAt: '2030-01-01T00:00:00Z'}), /either delay or runAt/);
+    invalid(() => spec({type: 'order_notify', runAt: '2030-01-01 00:00'}), /ISO-8601/);
+    invalid(() => spec({type: 'order_notify', runAt: '2023-11-14T00:00:00Z'}), /in the past/);
+    invalid(() => spec({type: 'order_notify', runAt: '2099-01-01T00:00:00Z'}), /366 days/);
+    invalid(() => spec({type: 'order_notify', delay: -1}), /delay/);
+    invalid(() => spec({type: 'order_notify', pool: 'gpu'}), /pool/);
+    invalid(() => spec({type: 'order_notify', maxRetries: -1}), /maxRetries/);
+    invalid(() => spec({type: 'order_notify', maxRetries: 1.5}), /maxRetries/);
+    invalid(() => spec({type: 'order_notify', timeout: 0}), /timeout/);
+    invalid(() => spec({type: 'order_notify', dedupKey: ''}), /dedupKey/);
+    invalid(() => spec({type: 'order_notify', id: 'NOT-A-UUID'}), /lower-case UUID/);
+    invalid(() => spec({type: 'order_notify', dealy: '5s'}), /unknown task field "dealy"/);
+  });
+});
+
+describe('ids', () => {
+  it('makes time-ordered, unique UUIDv7 ids', () => {
+    let t = 1_700_000_000_000;
+    const gen = createIdGenerator(() => t, Math.random);
+    const a = gen();
+    t += 1;
+    const b = gen();
+    expect(isTaskId(a) && isTaskId(b)).toBe(true);
+    expect(a[14]).toBe('7');
+    expect(a < b).toBe(true);
+    expect(new Set(Array.from({length: 10_000}, gen)).size).toBe(10_000);
+    expect(idFromDedupKey('default', 'k')).toBe(idFromDedupKey('default', 'k'));
+    expect(idFromDedupKey('default', 'k')).not.toBe(idFromDedupKey('other', 'k'));
+  });
+});
+
+describe('configuration', () => {
+  it('has the design defaults', () => {
+    const c = loadConfig({env: {}, cwd: '/nonexistent'});
+    expect(c).toMatchObject({maxRetries: 5, retryBaseMs: 1000, submitBatchSize: 500, submitFlushMs: 1000, taskTimeoutMs: 600_000, poolQueueCapacity: 2000, payloadLimitBytes: 65_536, cell: 'default'});
+    expect(c.mysqlUrl).toBe('mysql://root@127.0.0.1:3306/ax');
+  });
+  it('takes env over defaults and overrides over env, and names bad values', () => {
+    const c = loadConfig({env: {AX_MAX_RETRIES: '3', AX_RETRY_BASE: '250ms', AX_PAYLOAD_LIMIT: '128KiB'}, overrides: {maxRetries: 7}, cwd: '/nonexistent'});
+    expect(c).toMatchObject({maxRetries: 7, retryBaseMs: 250, payloadLimitBytes: 131_072});
+    invalid(() => loadConfig({env: {AX_MAX_RETRIES: 'many'}, cwd: '/nonexistent'}), /maxRetries \(env AX_MAX_RETRIES\)/);
+    invalid(() => loadConfig({env: {AX_MYSQL_URL: 'postgres://x/y'}, cwd: '/nonexistent'}), /mysql:\/\//);
+    invalid(() => loadConfig({env: {AX_CONFIG: '/nonexistent/ax.json'}}), /does not exist/);
+  });
+  it('sizes the pools from the design formulas', () => {
+    expect(ioPoolSize({ioConcurrency: 0, ioWaitRatio: 15}, 8)).toBe(256);
+    expect(ioPoolSize({ioConcurrency: 40, ioWaitRatio: 15}, 8)).toBe(40);
+    expect(cpuPoolSize({cpuThreads: 0}, 8)).toBe(9);
+    expect(cpuPoolSize({cpuThreads: 2}, 8)).toBe(2);
+  });
+  it('redacts passwords in URLs', () => {
+    expect(redactUrl('amqp://user:secret@host:5672')).toBe('amqp://user:***@host:5672');
+  });
+});
+
+describe('doorbell messages', () => {
+  it('round-trips and refuses malformed bodies', () => {
+    expect(decodeMessage(encodeMessage({id: 'a', type: 'order_notify', pool: 'io'}))).toEqual({id: 'a', type: 'order_notify'});
+    for (const bad of ['', 'x', '[]', 'null', '{"id":1,"type":"t"}', '{"id":"a"}', 'x'.repeat(5000)]) expect(decodeMessage(Buffer.from(bad))).toBeNull();
+  });
+});
