@@ -4,6 +4,25 @@ import type {TaskState} from '../../task/state.js';
 import {type Db, exec, select} from './db.js';
 import {TASK_COLUMNS, toHistoryEntry, toTaskRecord} from './rows.js';
 
+/**
+ * The statements that run all the time on a big table, with the index each must use
+ * (test/integration/explain.test.ts checks the plans; docs/queries.md shows them).
+ */
+export const HOT_SQL = {
+  /** Params: cell, limit. Index: idx_tasks_lease (cell, state, lease_until). */
+  expiredLeases: `SELECT id, fence, attempt, max_retries, worker FROM tasks
+      WHERE cell = ? AND state = 'running' AND lease_until < NOW(3) ORDER BY lease_until LIMIT ?`,
+  /** Params: cell, republishAfter µs, limit. Index: idx_tasks_due (cell, state, run_at). */
+  undispatched: `SELECT id, type, pool, run_at FROM tasks
+      WHERE cell = ? AND state IN ('submitted', 'failed') AND run_at <= NOW(3)
+        AND (published_at IS NULL OR published_at < NOW(3) - INTERVAL ? MICROSECOND)
+      ORDER BY run_at LIMIT ?`,
+  /** Params: cell. Index: idx_tasks_type_state, covering. */
+  stats: 'SELECT type, state, COUNT(*) AS n FROM tasks WHERE cell = ? GROUP BY type, state ORDER BY type, state',
+  /** Params: task id. Index: idx_history_task. */
+  history: 'SELECT task_id, from_state, to_state, attempt, worker, at, error FROM task_history WHERE task_id = ? ORDER BY seq',
+};
+
 /** One task by id (primary key). */
 export async function getTask(db: Db, cell: string, id: string): Promise<TaskRecord | null> {
   const rows = await select(db, db.pool, `SELECT ${TASK_COLUMNS} FROM tasks WHERE id = ? AND cell = ?`, [id, cell]);
@@ -12,7 +31,7 @@ export async function getTask(db: Db, cell: string, id: string): Promise<TaskRec
 
 /** A task's history, oldest first (idx_history_task). */
 export async function history(db: Db, id: string): Promise<HistoryEntry[]> {
-  const rows = await select(db, db.pool, 'SELECT task_id, from_state, to_state, attempt, worker, at, error FROM task_history WHERE task_id = ? ORDER BY seq', [id]);
+  const rows = await select(db, db.pool, HOT_SQL.history, [id]);
   return rows.map(toHistoryEntry);
 }
 
@@ -42,7 +61,7 @@ export async function listTasks(db: Db, cell: string, f: ListFilter): Promise<Ta
 
 /** Counts per type × state (a covering scan of idx_tasks_type_state). */
 export async function stats(db: Db, cell: string): Promise<StatsRow[]> {
-  const rows = await select(db, db.pool, 'SELECT type, state, COUNT(*) AS n FROM tasks WHERE cell = ? GROUP BY type, state ORDER BY type, state', [cell]);
+  const rows = await select(db, db.pool, HOT_SQL.stats, [cell]);
   return rows.map((r) => ({type: r.type as string, state: r.state as TaskState, count: Number(r.n)}));
 }
 
@@ -51,8 +70,7 @@ export async function findExpiredLeases(db: Db, cell: string, limit: number): Pr
   const rows = await select(
     db,
     db.pool,
-    `SELECT id, fence, attempt, max_retries, worker FROM tasks
-      WHERE cell = ? AND state = 'running' AND lease_until < NOW(3) ORDER BY lease_until LIMIT ?`,
+    HOT_SQL.expiredLeases,
     [cell, limit],
   );
   return rows.map((r) => ({id: r.id as string, fence: Number(r.fence), attempt: Number(r.attempt), maxRetries: Number(r.max_retries), worker: (r.worker as string | null) ?? null}));
@@ -66,10 +84,7 @@ export async function findUndispatched(db: Db, cell: string, limit: number, repu
   const rows = await select(
     db,
     db.pool,
-    `SELECT id, type, pool, run_at FROM tasks
-      WHERE cell = ? AND state IN ('submitted', 'failed') AND run_at <= NOW(3)
-        AND (published_at IS NULL OR published_at < NOW(3) - INTERVAL ? MICROSECOND)
-      ORDER BY run_at LIMIT ?`,
+    HOT_SQL.undispatched,
     [cell, republishAfterMs * 1000, limit],
   );
   return rows.map((r) => ({id: r.id as string, type: r.type as string, pool: r.pool as DispatchRef['pool']}));

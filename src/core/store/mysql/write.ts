@@ -98,6 +98,11 @@ export async function markPublished(db: Db, ids: string[]): Promise<void> {
   await exec(db, db.pool, `UPDATE tasks SET published_at = NOW(3) WHERE id IN (${marks(ids.length)}) AND state IN ('submitted', 'failed')`, ids);
 }
 
+/** The claim's locking read. Params: n ids, cell. Index: PRIMARY (a range of n points). */
+export const claimSelectSql = (n: number): string =>
+  `SELECT id, type, pool, state, attempt, max_retries, fence, timeout_ms, payload, run_at <= NOW(3) AS due
+     FROM tasks WHERE id IN (${marks(n)}) AND cell = ? FOR UPDATE`;
+
 /**
  * Claims due submitted/failed tasks among `ids` (see TaskStore.claim). One transaction: a locking
  * SELECT (rows in primary-key order, so concurrent claimers cannot deadlock on each other), one
@@ -107,13 +112,7 @@ export async function claim(db: Db, cell: string, ids: string[], worker: string,
   const unique = [...new Set(ids)].sort();
   if (unique.length === 0) return {claimed: [], skipped: []};
   return tx(db, async (c) => {
-    const rows = await select(
-      db,
-      c,
-      `SELECT id, type, pool, state, attempt, max_retries, fence, timeout_ms, payload, run_at <= NOW(3) AS due
-         FROM tasks WHERE id IN (${marks(unique.length)}) AND cell = ? FOR UPDATE`,
-      [...unique, cell],
-    );
+    const rows = await select(db, c, claimSelectSql(unique.length), [...unique, cell]);
     const found = new Map(rows.map((r) => [r.id as string, r]));
     const claimable = sourcesOf('claim');
     const claimed: ClaimedTask[] = [];

@@ -1,0 +1,56 @@
+/**
+ * The hot statements use the indexes they were designed for, on a table big enough for the
+ * optimizer to care (20k rows in mixed states). docs/queries.md shows the same plans.
+ */
+import {afterAll, beforeAll, describe, expect, it} from 'vitest';
+import {HOT_SQL} from '../../src/core/store/mysql/read.js';
+import {claimSelectSql} from '../../src/core/store/mysql/write.js';
+import {createTestEnv, type TestEnv} from '../helpers/env.js';
+
+interface Plan {
+  key: string | null;
+  type: string;
+  Extra: string | null;
+}
+
+describe('query plans of the hot statements', () => {
+  let env: TestEnv;
+  const explain = async (sql: string, params: unknown[]): Promise<Plan> => (await env.sql<Plan>(`EXPLAIN ${sql}`, params))[0]!;
+
+  beforeAll(async () => {
+    env = await createTestEnv();
+    // 20k rows: most finished, some due, some running — roughly what a busy day leaves behind.
+    await env.sql(`INSERT INTO tasks (id, cell, type, pool, state, attempt, max_retries, run_at, lease_until, fence, content_hash, created_at, updated_at, payload)
+      SELECT CONCAT(LPAD(HEX(seq), 8, '0'), '-0000-7000-8000-000000000000'), 'default', ELT(1 + seq % 4, 'order_notify', 'user_register_credit', 'report_build', 'payment_capture'), 'io',
+             ELT(1 + seq % 20, 'submitted', 'running', 'failed', 'succeeded', 'succeeded', 'succeeded', 'succeeded', 'succeeded', 'succeeded', 'succeeded', 'succeeded', 'succeeded', 'succeeded', 'succeeded', 'succeeded', 'succeeded', 'succeeded', 'dead', 'succeeded', 'cancelled'),
+             1, 5, NOW(3) - INTERVAL seq SECOND, IF(seq % 20 = 1, NOW(3) + INTERVAL 30 SECOND, NULL), 1, 'x', NOW(3) - INTERVAL seq SECOND, NOW(3), '{}'
+        FROM seq_1_to_20000`);
+    await env.sql('ANALYZE TABLE tasks');
+  });
+  afterAll(async () => env?.dispose());
+
+  it('claim: primary-key lookups only', async () => {
+    const ids = ['00000001-0000-7000-8000-000000000000', '00000002-0000-7000-8000-000000000000'];
+    const p = await explain(claimSelectSql(2), [...ids, 'default']);
+    expect(p.key).toBe('PRIMARY');
+    expect(p.type).toBe('range');
+  });
+
+  it('rescuer: expired leases through idx_tasks_lease', async () => {
+    expect((await explain(HOT_SQL.expiredLeases, ['default', 1000])).key).toBe('idx_tasks_lease');
+  });
+
+  it('reconciler: due undispatched tasks through idx_tasks_due', async () => {
+    expect((await explain(HOT_SQL.undispatched, ['default', 300_000_000, 1000])).key).toBe('idx_tasks_due');
+  });
+
+  it('stats: a covering scan of idx_tasks_type_state', async () => {
+    const p = await explain(HOT_SQL.stats, ['default']);
+    expect(p.key).toBe('idx_tasks_type_state');
+    expect(p.Extra).toContain('Using index');
+  });
+
+  it('history: idx_history_task', async () => {
+    expect((await explain(HOT_SQL.history, ['00000001-0000-7000-8000-000000000000'])).key).toBe('idx_history_task');
+  });
+});
