@@ -18,7 +18,10 @@ const CORE_FORBIDDEN = [
   {group: ['**/commands/*', '**/cli/*', '**/ui/*', '**/sidecar/*'], message: 'src/core must not depend on commands, cli, ui or sidecar'},
   {group: ['@oclif/*', 'ink', 'ink-*', 'react', 'react/*'], message: 'src/core knows nothing of oclif, Ink or React'},
 ];
-const ADAPTERS = {group: ['**/store/mysql/*', '**/broker/amqp/*'], message: 'services see only the TaskStore and Broker interfaces; adapters are created in src/cli/runtime.ts or sidecar/'};
+const ADAPTERS = {
+  group: ['**/store/mysql/*', '**/broker/amqp/*'],
+  message: 'services see only the TaskStore and Broker interfaces; adapters are created in src/cli/runtime.ts or sidecar/',
+};
 
 /** no-restricted-imports for a file: core rules (if in core), adapter rule (if a service), drivers except its own. */
 function imports({core = false, service = false, allowDriver} = {}) {
@@ -69,9 +72,15 @@ export default tseslint.config(
       'no-restricted-imports': 'off',
       'no-restricted-syntax': [
         'error',
-        {selector: "CallExpression[callee.object.name=/^(it|test|describe)$/][callee.property.name=/^(only|skip|todo)$/]", message: 'no focused or skipped tests'},
+        {
+          selector: 'CallExpression[callee.object.name=/^(it|test|describe)$/][callee.property.name=/^(only|skip|todo)$/]',
+          message: 'no focused or skipped tests',
+        },
       ],
     },
   },
-  {files: ['**/*.js', 'scripts/**', 'bench/**', 'examples/**', 'bin/**'], rules: {'no-restricted-imports': 'off', '@typescript-eslint/no-unused-vars': 'off'}},
+  {
+    files: ['**/*.js', 'scripts/**', 'bench/**', 'examples/**', 'bin/**'],
+    rules: {'no-restricted-imports': 'off', '@typescript-eslint/no-unused-vars': 'off'},
+  },
 );

@@ -16,7 +16,11 @@ Object.assign(process.env, env);
 const config = loadConfig();
 const rt = createRuntime(config);
 
-const worker = spawn(process.execPath, ['bin/run.js', 'worker', '--handlers', 'examples/handlers.js'], {cwd: root, env: {...env, NODE_ENV: 'production'}, stdio: ['ignore', 'inherit', 'inherit']});
+const worker = spawn(process.execPath, ['bin/run.js', 'worker', '--handlers', 'examples/handlers.js'], {
+  cwd: root,
+  env: {...env, NODE_ENV: 'production'},
+  stdio: ['ignore', 'inherit', 'inherit'],
+});
 const workerExited = new Promise((r) => worker.on('exit', (code, signal) => r({code, signal})));
 
 const ax = await connect();
@@ -24,7 +28,8 @@ const ids = {};
 const track = (type, id) => (ids[type] ??= []).push(id);
 console.log('submitting tasks…');
 for (let i = 0; i < 200; i++) track('order_notify', await ax.submit({type: 'order_notify', payload: {orderId: i}}));
-for (let i = 0; i < 60; i++) track('user_register_credit', await ax.submit({type: 'user_register_credit', payload: {userId: i, failTimes: i % 3}}));
+for (let i = 0; i < 60; i++)
+  track('user_register_credit', await ax.submit({type: 'user_register_credit', payload: {userId: i, failTimes: i % 3}}));
 for (let i = 0; i < 30; i++) track('report_build', await ax.submit({type: 'report_build', payload: {seed: i, rounds: 20000}, pool: 'cpu'}));
 for (let i = 0; i < 20; i++) track('order_notify', await ax.submit({type: 'order_notify', payload: {orderId: 1000 + i}, delay: '2s'}));
 track('payment_capture', await ax.submit({type: 'payment_capture', payload: {orderId: 42}, maxRetries: 3}));
@@ -38,7 +43,10 @@ const started = Date.now();
 const allIds = Object.values(ids).flat();
 /** Counts per type × state of this run's tasks only (the database may hold earlier runs). */
 async function runStats() {
-  const [rows] = await store.db.pool.query('SELECT type, state, COUNT(*) AS n, SUM(attempt > 1) AS retried FROM tasks WHERE id IN (?) GROUP BY type, state ORDER BY type, state', [allIds]);
+  const [rows] = await store.db.pool.query(
+    'SELECT type, state, COUNT(*) AS n, SUM(attempt > 1) AS retried FROM tasks WHERE id IN (?) GROUP BY type, state ORDER BY type, state',
+    [allIds],
+  );
   const byState = {submitted: 0, running: 0, succeeded: 0, failed: 0, dead: 0, cancelled: 0};
   for (const r of rows) byState[r.state] += Number(r.n);
   return {rows, byState, total: allIds.length, retried: rows.reduce((n, r) => n + (r.state === 'succeeded' ? Number(r.retried) : 0), 0)};
@@ -46,10 +54,24 @@ async function runStats() {
 let stats;
 for (;;) {
   // The scheduler (a later release) rings for due retries and delayed tasks; here the reconciler does.
-  await reconcile({...rt, store, broker, backoff: {baseMs: config.retryBaseMs, maxMs: config.retryMaxMs}, limit: 10_000, rate: 10_000, republishAfterMs: 5_000, dryRun: false, actor: rt.actor});
+  await reconcile({
+    ...rt,
+    store,
+    broker,
+    backoff: {baseMs: config.retryBaseMs, maxMs: config.retryMaxMs},
+    limit: 10_000,
+    rate: 10_000,
+    republishAfterMs: 5_000,
+    dryRun: false,
+    actor: rt.actor,
+  });
   stats = await runStats();
   const open = stats.byState.submitted + stats.byState.running + stats.byState.failed;
-  process.stdout.write(`\r${Object.entries(stats.byState).map(([s, n]) => `${s} ${n}`).join('  ')}   `);
+  process.stdout.write(
+    `\r${Object.entries(stats.byState)
+      .map(([s, n]) => `${s} ${n}`)
+      .join('  ')}   `,
+  );
   if (open === 0) break;
   if (Date.now() - started > 120_000) {
     console.error('\ndemo did not finish within 120 s');
@@ -63,9 +85,12 @@ console.log('type                   state       count');
 for (const r of stats.rows) console.log(`${r.type.padEnd(22)} ${r.state.padEnd(11)} ${String(r.n).padStart(5)}`);
 console.log(`\n${stats.retried} tasks succeeded after one or more retries`);
 
-const dead = (await ax.getTask(ids.payment_capture[0]));
+const dead = await ax.getTask(ids.payment_capture[0]);
 console.log(`\ndead-lettered task ${dead.task.id} (${dead.task.type}), its history:`);
-for (const h of dead.history) console.log(`  ${h.at.toISOString()}  ${(h.from ?? '-').padEnd(9)} → ${h.to.padEnd(9)} attempt ${h.attempt}${h.error ? `  ${h.error}` : ''}`);
+for (const h of dead.history)
+  console.log(
+    `  ${h.at.toISOString()}  ${(h.from ?? '-').padEnd(9)} → ${h.to.padEnd(9)} attempt ${h.attempt}${h.error ? `  ${h.error}` : ''}`,
+  );
 const bad = await ax.getTask(ids.invoice_render[0]);
 console.log(`\nunrecoverable task ${bad.task.id}: ${bad.task.state} after ${bad.task.attempt} attempt: ${bad.task.lastError}`);
 

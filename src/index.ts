@@ -4,7 +4,15 @@
  */
 export {connect, type ConnectOptions} from './cli/runtime.js';
 export type {AxClient} from './core/client.js';
-export {defineHandlers, TaskResult, UnrecoverableError, type HandlerDefinition, type TaskContext, type TaskOutcome, type HandlerMap} from './core/worker/handlers.js';
+export {
+  defineHandlers,
+  TaskResult,
+  UnrecoverableError,
+  type HandlerDefinition,
+  type TaskContext,
+  type TaskOutcome,
+  type HandlerMap,
+} from './core/worker/handlers.js';
 export {AxError, type AxErrorCode} from './core/errors.js';
 export {loadConfig, type AxConfig} from './core/config/config.js';
 export type {FlushReport} from './core/producer/producer.js';

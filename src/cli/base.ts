@@ -45,6 +45,8 @@ export abstract class AxCommand extends Command {
   }
 
   protected override async catch(err: Errors.CLIError & {exitCode?: number}): Promise<unknown> {
+    // oclif's own catch reads exitCode, but parse errors carry their code (2) in `oclif.exit`.
+    if (this.jsonEnabled() && !(err instanceof AxError)) process.exitCode = err.oclif?.exit ?? err.exitCode ?? 1;
     if (err instanceof AxError) {
       const exit = EXIT_CODES[err.code];
       if (this.jsonEnabled()) {

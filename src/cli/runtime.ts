@@ -41,7 +41,12 @@ export function openStore(rt: Runtime, opts: {requireSchema?: boolean; connectio
 
 /** Opens a raw database handle (migrations). */
 export function openDatabase(rt: Runtime): Promise<Db> {
-  return openDb({url: rt.config.mysqlUrl, createDatabase: rt.config.createDatabase, queryTimeoutMs: rt.config.queryTimeoutMs, connectionLimit: 2});
+  return openDb({
+    url: rt.config.mysqlUrl,
+    createDatabase: rt.config.createDatabase,
+    queryTimeoutMs: rt.config.queryTimeoutMs,
+    connectionLimit: 2,
+  });
 }
 
 /** Connects to RabbitMQ and declares the topology. `reconnect` for long-running services. */

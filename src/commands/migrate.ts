@@ -8,7 +8,11 @@ export default class Migrate extends AxCommand {
   static override description = `Applies the numbered, forward-only migrations that are not yet applied, in order, under the
 named lock "ax_migrate": concurrent runs are safe (the second waits, then finds nothing to do).
 The database named in AX_MYSQL_URL is created when missing and the user may create it.`;
-  static override examples = ['<%= config.bin %> migrate', '<%= config.bin %> migrate --status', '<%= config.bin %> migrate --status --json'];
+  static override examples = [
+    '<%= config.bin %> migrate',
+    '<%= config.bin %> migrate --status',
+    '<%= config.bin %> migrate --status --json',
+  ];
   static override flags = {
     status: Flags.boolean({description: 'only show which migrations are applied'}),
   };
@@ -22,7 +26,10 @@ The database named in AX_MYSQL_URL is created when missing and the user may crea
         const status = await migrationStatus(db);
         const pending = status.filter((s) => s.appliedAt === null).length;
         if (!this.jsonEnabled()) {
-          for (const s of status) this.log(`${String(s.version).padStart(4, '0')}  ${s.appliedAt ? s.appliedAt.toISOString() : 'pending                 '}  ${s.name}`);
+          for (const s of status)
+            this.log(
+              `${String(s.version).padStart(4, '0')}  ${s.appliedAt ? s.appliedAt.toISOString() : 'pending                 '}  ${s.name}`,
+            );
           this.log(pending === 0 ? `database ${db.database} is up to date` : `${pending} migration(s) pending: run \`ax migrate\``);
         }
         return {database: db.database, migrations: status, pending};

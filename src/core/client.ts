@@ -31,6 +31,8 @@ export interface ClientParts {
   actor: string;
   /** Closes the store and broker. */
   release: () => Promise<void>;
+  /** See ProducerOptions.giveUpAfterMs (one-shot callers such as `ax submit`). */
+  giveUpAfterMs?: number;
 }
 
 export function createClient(p: ClientParts): AxClient {
@@ -45,6 +47,7 @@ export function createClient(p: ClientParts): AxClient {
     flushMs: p.config.submitFlushMs,
     bufferLimit: p.config.submitBufferLimit,
     actor: p.actor,
+    ...(p.giveUpAfterMs === undefined ? {} : {giveUpAfterMs: p.giveUpAfterMs}),
   });
   let closing: Promise<FlushReport> | undefined;
   return {

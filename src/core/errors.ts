@@ -27,8 +27,7 @@ export class AxError extends Error {
 export const invalid = (message: string, details?: Record<string, unknown>): AxError =>
   new AxError('invalid_input', message, details ? {details} : undefined);
 
-export const isAxError = (e: unknown, code?: AxErrorCode): e is AxError =>
-  e instanceof AxError && (code === undefined || e.code === code);
+export const isAxError = (e: unknown, code?: AxErrorCode): e is AxError => e instanceof AxError && (code === undefined || e.code === code);
 
 /** Best-effort message of anything thrown (handlers may throw non-Errors). */
 export function errorMessage(e: unknown): string {

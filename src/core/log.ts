@@ -13,12 +13,18 @@ export interface Logger {
   child(fields: Record<string, unknown>): Logger;
 }
 
-export function createLogger(level: LogLevel = 'info', base: Record<string, unknown> = {}, write: (line: string) => void = (l) => process.stderr.write(l)): Logger {
+export function createLogger(
+  level: LogLevel = 'info',
+  base: Record<string, unknown> = {},
+  write: (line: string) => void = (l) => process.stderr.write(l),
+): Logger {
   const min = ORDER[level];
   const emit = (lvl: LogLevel, msg: string, fields?: Record<string, unknown>): void => {
     if (ORDER[lvl] < min) return;
     const rec = {time: new Date().toISOString(), level: lvl, msg, ...base, ...fields};
-    write(`${JSON.stringify(rec, (_k, v: unknown) => (v instanceof Error ? {message: v.message, code: (v as {code?: unknown}).code} : v))}\n`);
+    write(
+      `${JSON.stringify(rec, (_k, v: unknown) => (v instanceof Error ? {message: v.message, code: (v as {code?: unknown}).code} : v))}\n`,
+    );
   };
   return {
     debug: (m, f) => emit('debug', m, f),

@@ -42,7 +42,15 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
       expect(again.inserted).toEqual([]);
       expect(again.existing).toEqual([{id: a.id, existingId: a.id, state: 'submitted'}]);
       const row = await s.getTask(a.id);
-      expect(row).toMatchObject({id: a.id, type: 'order_notify', state: 'submitted', attempt: 0, fence: 0, maxRetries: 5, payload: {orderId: 1}});
+      expect(row).toMatchObject({
+        id: a.id,
+        type: 'order_notify',
+        state: 'submitted',
+        attempt: 0,
+        fence: 0,
+        maxRetries: 5,
+        payload: {orderId: 1},
+      });
       const hist = await s.history(a.id);
       expect(hist).toHaveLength(1);
       expect(hist[0]).toMatchObject({from: null, to: 'submitted', attempt: 0, worker: 'test:1'});
@@ -79,7 +87,12 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
       const r = await s.claim([due.id, later.id, unknown, due.id], 'w1', 30_000);
       expect(r.claimed).toHaveLength(1);
       expect(r.claimed[0]).toMatchObject({id: due.id, attempt: 1, fence: 1, type: 'order_notify', payload: '{"n":1}'});
-      expect(r.skipped).toEqual(expect.arrayContaining([{id: later.id, state: 'submitted', notDue: true}, {id: unknown, state: null}]));
+      expect(r.skipped).toEqual(
+        expect.arrayContaining([
+          {id: later.id, state: 'submitted', notDue: true},
+          {id: unknown, state: null},
+        ]),
+      );
       const again = await s.claim([due.id], 'w2', 30_000);
       expect(again.claimed).toEqual([]);
       expect(again.skipped).toEqual([{id: due.id, state: 'running'}]);

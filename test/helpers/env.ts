@@ -81,7 +81,11 @@ async function deleteQueues(queues: string[], exchange: string): Promise<void> {
 }
 
 /** Polls `check` until it returns a truthy value or `timeoutMs` passes (waiting on real servers). */
-export async function eventually<T>(check: () => Promise<T | undefined | null | false>, timeoutMs = 20_000, what = 'condition'): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T | undefined | null | false>,
+  timeoutMs = 20_000,
+  what = 'condition',
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {

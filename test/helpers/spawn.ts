@@ -23,6 +23,8 @@ export function spawnAx(args: string[], env: Record<string, string>, input?: str
   child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
   if (input !== undefined) child.stdin?.end(input);
-  const exited = new Promise<{code: number | null; signal: NodeJS.Signals | null}>((resolve) => child.on('exit', (code, signal) => resolve({code, signal})));
+  const exited = new Promise<{code: number | null; signal: NodeJS.Signals | null}>((resolve) =>
+    child.on('exit', (code, signal) => resolve({code, signal})),
+  );
   return {child, stdout: () => out, stderr: () => err, exited};
 }

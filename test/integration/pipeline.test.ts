@@ -39,7 +39,15 @@ describe('core pipeline', () => {
   const startWorker = async (): Promise<Worker> => {
     const store = await env.store();
     const broker = await env.broker({reconnect: true});
-    const w = await createWorkerService({...env.rt, config: env.config, store, broker, handlersModule: HANDLERS, pools: ['io'], workerId: `test-${workers.length}`});
+    const w = await createWorkerService({
+      ...env.rt,
+      config: env.config,
+      store,
+      broker,
+      handlersModule: HANDLERS,
+      pools: ['io'],
+      workerId: `test-${workers.length}`,
+    });
     await w.start();
     workers.push(w);
     return w;
@@ -88,7 +96,10 @@ describe('core pipeline', () => {
     const first = outcomeOf(id);
     await client.flush();
     expect((await first).to).toBe('failed');
-    const [row] = await env.sql<{run_at: Date; state: string; last_error: string}>('SELECT run_at, state, last_error FROM tasks WHERE id = ?', [id]);
+    const [row] = await env.sql<{run_at: Date; state: string; last_error: string}>(
+      'SELECT run_at, state, last_error FROM tasks WHERE id = ?',
+      [id],
+    );
     const [failedAt] = await env.sql<{at: Date}>("SELECT at FROM task_history WHERE task_id = ? AND to_state = 'failed'", [id]);
     const gap = row!.run_at.getTime() - failedAt!.at.getTime();
     const [lo, hi] = retryDelayBounds(1, {baseMs: 200, maxMs: 3_600_000});
@@ -96,10 +107,14 @@ describe('core pipeline', () => {
     expect(gap).toBeLessThanOrEqual(hi + 1);
     expect(row!.last_error).toContain('flaky failure on attempt 1');
     const second = outcomeOf(id);
-    await eventually(async () => {
-      const r = await runReconcile();
-      return r.undispatched.ids.includes(id);
-    }, 10_000, 'the retry to be rung');
+    await eventually(
+      async () => {
+        const r = await runReconcile();
+        return r.undispatched.ids.includes(id);
+      },
+      10_000,
+      'the retry to be rung',
+    );
     expect((await second).to).toBe('succeeded');
     expect((await client.getTask(id)).task.attempt).toBe(2);
   });
@@ -118,12 +133,18 @@ describe('core pipeline', () => {
     );
     expect(task.attempt).toBe(3);
     expect(task.lastError).toMatch(/always fails \(attempt 3\).*no retries left/);
-    const rows = await env.sql<{to_state: string; at: Date; attempt: number}>('SELECT to_state, at, attempt FROM task_history WHERE task_id = ? ORDER BY seq', [id]);
+    const rows = await env.sql<{to_state: string; at: Date; attempt: number}>(
+      'SELECT to_state, at, attempt FROM task_history WHERE task_id = ? ORDER BY seq',
+      [id],
+    );
     expect(rows.map((r) => r.to_state)).toEqual(['submitted', 'running', 'failed', 'running', 'failed', 'running', 'dead']);
     const runAts = await env.sql<{n: number}>("SELECT COUNT(*) AS n FROM task_history WHERE task_id = ? AND to_state = 'running'", [id]);
     expect(Number(runAts[0]!.n)).toBe(3);
     // Each retry started no earlier than its backoff allowed.
-    for (const [i, attempt] of [[2, 1], [4, 2]] as const) {
+    for (const [i, attempt] of [
+      [2, 1],
+      [4, 2],
+    ] as const) {
       const gap = rows[i + 1]!.at.getTime() - rows[i]!.at.getTime();
       expect(gap).toBeGreaterThanOrEqual(retryDelayBounds(attempt, {baseMs: 200, maxMs: 3_600_000})[0] - 1);
     }
@@ -181,7 +202,12 @@ describe('core pipeline', () => {
     try {
       const ch = await conn.createConfirmChannel();
       const names = (await env.broker()).names;
-      const bodies = [Buffer.from('not json'), Buffer.alloc(0), Buffer.from('{"id": 5}'), Buffer.from(JSON.stringify({v: 1, id: randomUUID(), type: 'test_noop'}))];
+      const bodies = [
+        Buffer.from('not json'),
+        Buffer.alloc(0),
+        Buffer.from('{"id": 5}'),
+        Buffer.from(JSON.stringify({v: 1, id: randomUUID(), type: 'test_noop'})),
+      ];
       for (const b of bodies) ch.publish(names.exchange, names.routingKey('io'), b, {persistent: true});
       await ch.waitForConfirms();
       const poisoned = await eventually(async () => {

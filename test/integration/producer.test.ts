@@ -30,7 +30,8 @@ describe('producer', () => {
       ...o,
     });
 
-  const count = async (where = '1=1', params: unknown[] = []) => Number((await env.sql<{n: number}>(`SELECT COUNT(*) AS n FROM tasks WHERE ${where}`, params))[0]!.n);
+  const count = async (where = '1=1', params: unknown[] = []) =>
+    Number((await env.sql<{n: number}>(`SELECT COUNT(*) AS n FROM tasks WHERE ${where}`, params))[0]!.n);
 
   beforeAll(async () => {
     env = await createTestEnv();
@@ -41,7 +42,9 @@ describe('producer', () => {
 
   it('writes 500-task batches, publishes the due ones and marks them published', async () => {
     const sizes: number[] = [];
-    const counting: TaskStore = Object.create(store, {insertTasks: {value: (t: Parameters<TaskStore['insertTasks']>[0], a: string) => (sizes.push(t.length), store.insertTasks(t, a))}});
+    const counting: TaskStore = Object.create(store, {
+      insertTasks: {value: (t: Parameters<TaskStore['insertTasks']>[0], a: string) => (sizes.push(t.length), store.insertTasks(t, a))},
+    });
     const p = producer({store: counting});
     const ids = await Promise.all(Array.from({length: 1200}, (_, i) => p.submit({type: 'order_notify', payload: {i}})));
     const report = await p.flush();
@@ -55,11 +58,15 @@ describe('producer', () => {
   it('flushes a lone task after the flush interval without flush()', async () => {
     let written!: () => void;
     const done = new Promise<void>((r) => (written = r));
-    const watching: TaskStore = Object.create(store, {insertTasks: {value: async (t: Parameters<TaskStore['insertTasks']>[0], a: string) => {
-      const r = await store.insertTasks(t, a);
-      written();
-      return r;
-    }}});
+    const watching: TaskStore = Object.create(store, {
+      insertTasks: {
+        value: async (t: Parameters<TaskStore['insertTasks']>[0], a: string) => {
+          const r = await store.insertTasks(t, a);
+          written();
+          return r;
+        },
+      },
+    });
     const p = producer({store: watching, flushMs: 30});
     const id = await p.submit({type: 'order_notify', payload: {lone: true}});
     await done;
@@ -70,7 +77,9 @@ describe('producer', () => {
   it('applies backpressure when the buffer is full instead of dropping, then writes everything', async () => {
     let open!: () => void;
     const gate = new Promise<void>((r) => (open = r));
-    const held: TaskStore = Object.create(store, {insertTasks: {value: async (t: Parameters<TaskStore['insertTasks']>[0], a: string) => (await gate, store.insertTasks(t, a))}});
+    const held: TaskStore = Object.create(store, {
+      insertTasks: {value: async (t: Parameters<TaskStore['insertTasks']>[0], a: string) => (await gate, store.insertTasks(t, a))},
+    });
     const p = producer({store: held, batchSize: 5, bufferLimit: 10});
     let resolved = 0;
     const subs = Array.from({length: 40}, (_, i) => p.submit({type: 'order_notify', payload: {bp: i}}).then((id) => (resolved++, id)));
@@ -86,7 +95,12 @@ describe('producer', () => {
 
   it('retries a batch while MySQL is unavailable and loses nothing', async () => {
     let failures = 2;
-    const flaky: TaskStore = Object.create(store, {insertTasks: {value: (t: Parameters<TaskStore['insertTasks']>[0], a: string) => failures-- > 0 ? Promise.reject(new AxError('unavailable', 'MySQL down (test)')) : store.insertTasks(t, a)}});
+    const flaky: TaskStore = Object.create(store, {
+      insertTasks: {
+        value: (t: Parameters<TaskStore['insertTasks']>[0], a: string) =>
+          failures-- > 0 ? Promise.reject(new AxError('unavailable', 'MySQL down (test)')) : store.insertTasks(t, a),
+      },
+    });
     const p = producer({store: flaky});
     const ids = await Promise.all(Array.from({length: 20}, (_, i) => p.submit({type: 'order_notify', payload: {flaky: i}})));
     expect((await p.flush()).inserted).toBe(20);
@@ -110,12 +124,23 @@ describe('producer', () => {
   });
 
   it('keeps tasks whose doorbell failed; the reconciler rings for them', async () => {
-    const down: Broker = Object.create(broker, {publish: {value: () => Promise.reject(new AxError('unavailable', 'RabbitMQ down (test)'))}});
+    const down: Broker = Object.create(broker, {
+      publish: {value: () => Promise.reject(new AxError('unavailable', 'RabbitMQ down (test)'))},
+    });
     const p = producer({broker: down});
     const ids = await Promise.all(Array.from({length: 7}, (_, i) => p.submit({type: 'report_build', payload: {i}, pool: 'cpu'})));
     expect((await p.flush()).unpublished).toBe(7);
     expect(await count('id IN (?) AND published_at IS NULL', [ids])).toBe(7);
-    const opts = {...env.rt, store, broker, backoff: {baseMs: 1000, maxMs: 60_000}, limit: 100, rate: 1000, republishAfterMs: 60_000, actor: 'test'};
+    const opts = {
+      ...env.rt,
+      store,
+      broker,
+      backoff: {baseMs: 1000, maxMs: 60_000},
+      limit: 100,
+      rate: 1000,
+      republishAfterMs: 60_000,
+      actor: 'test',
+    };
     const dry = await reconcile({...opts, dryRun: true});
     expect(dry.undispatched.ids).toEqual(expect.arrayContaining(ids));
     expect(await count('id IN (?) AND published_at IS NULL', [ids])).toBe(7);

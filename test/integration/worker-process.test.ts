@@ -47,7 +47,12 @@ describe('worker processes', () => {
   beforeAll(async () => {
     env = await createTestEnv({submitFlushMs: 20});
     dir = mkdtempSync(join(tmpdir(), 'ax-worker-'));
-    client = createClient({...env.rt, store: await env.store(), broker: await env.broker({reconnect: true}), release: async () => undefined});
+    client = createClient({
+      ...env.rt,
+      store: await env.store(),
+      broker: await env.broker({reconnect: true}),
+      release: async () => undefined,
+    });
   });
 
   afterAll(async () => {
@@ -69,11 +74,15 @@ describe('worker processes', () => {
     // The rescuer's part: once the 1 s lease has expired, the task goes back to failed (attempt used)…
     await eventually(async () => (await reconcileOnce()).expiredLeases.failed === 1, 10_000, 'the expired lease to be rescued');
     // …and once its backoff is over it is rung again and the second worker runs it.
-    const task = await eventually(async () => {
-      await reconcileOnce();
-      const t = (await client.getTask(id)).task;
-      return t.state === 'succeeded' ? t : undefined;
-    }, 20_000, 'the retry to succeed');
+    const task = await eventually(
+      async () => {
+        await reconcileOnce();
+        const t = (await client.getTask(id)).task;
+        return t.state === 'succeeded' ? t : undefined;
+      },
+      20_000,
+      'the retry to succeed',
+    );
     expect(task.attempt).toBe(2);
     const {history} = await client.getTask(id);
     expect(history.map((h) => h.to)).toEqual(['submitted', 'running', 'failed', 'running', 'succeeded']);
@@ -88,12 +97,18 @@ describe('worker processes', () => {
   it('SIGTERM: running work gets the grace period, queued work is handed back without using an attempt', async () => {
     const w = worker({AX_SHUTDOWN_GRACE: '1500ms'}, ['--io-concurrency', '1']);
     const quick = await client.submit({type: 'test_sleep', payload: {ms: 300}});
-    const queued = [await client.submit({type: 'test_sleep', payload: {ms: 300}}), await client.submit({type: 'test_sleep', payload: {ms: 300}})];
+    const queued = [
+      await client.submit({type: 'test_sleep', payload: {ms: 300}}),
+      await client.submit({type: 'test_sleep', payload: {ms: 300}}),
+    ];
     await client.flush();
     await eventually(async () => lines(join(dir, 'started.log')).some((l) => l.startsWith(`${quick} `)), 20_000, 'the first task to start');
     w.child.kill('SIGTERM');
     expect((await w.exited).code).toBe(0);
-    const states = await env.sql<{id: string; state: string; attempt: number}>('SELECT id, state, attempt FROM tasks WHERE id IN (?, ?, ?)', [quick, ...queued]);
+    const states = await env.sql<{id: string; state: string; attempt: number}>(
+      'SELECT id, state, attempt FROM tasks WHERE id IN (?, ?, ?)',
+      [quick, ...queued],
+    );
     const byId = new Map(states.map((r) => [r.id, r]));
     expect(byId.get(quick)).toMatchObject({state: 'succeeded', attempt: 1});
     // With one slot, 300 ms each and 1.5 s of grace, the queued ones either finished or were handed back unused.
@@ -109,16 +124,29 @@ describe('worker processes', () => {
   it('SIGTERM with a short grace period releases queued tasks (attempt 0) and rings for them', async () => {
     const w = worker({AX_SHUTDOWN_GRACE: '100ms'}, ['--io-concurrency', '1']);
     const long = await client.submit({type: 'test_sleep', payload: {ms: 30_000}});
-    const queued = [await client.submit({type: 'test_sleep', payload: {ms: 10}}), await client.submit({type: 'test_sleep', payload: {ms: 10}})];
+    const queued = [
+      await client.submit({type: 'test_sleep', payload: {ms: 10}}),
+      await client.submit({type: 'test_sleep', payload: {ms: 10}}),
+    ];
     await client.flush();
     await eventually(async () => lines(join(dir, 'started.log')).some((l) => l.startsWith(`${long} `)), 20_000, 'the long task to start');
-    await eventually(async () => {
-      const r = await env.sql<{n: number}>("SELECT COUNT(*) AS n FROM tasks WHERE id IN (?, ?, ?) AND state = 'running'", [long, ...queued]);
-      return Number(r[0]!.n) === 3;
-    }, 20_000, 'all three to be claimed');
+    await eventually(
+      async () => {
+        const r = await env.sql<{n: number}>("SELECT COUNT(*) AS n FROM tasks WHERE id IN (?, ?, ?) AND state = 'running'", [
+          long,
+          ...queued,
+        ]);
+        return Number(r[0]!.n) === 3;
+      },
+      20_000,
+      'all three to be claimed',
+    );
     w.child.kill('SIGTERM');
     expect((await w.exited).code).toBe(0);
-    const rows = await env.sql<{id: string; state: string; attempt: number; published_at: Date | null}>('SELECT id, state, attempt, published_at FROM tasks WHERE id IN (?, ?, ?)', [long, ...queued]);
+    const rows = await env.sql<{id: string; state: string; attempt: number; published_at: Date | null}>(
+      'SELECT id, state, attempt, published_at FROM tasks WHERE id IN (?, ?, ?)',
+      [long, ...queued],
+    );
     const byId = new Map(rows.map((r) => [r.id, r]));
     // The running one was aborted at the end of the grace period: a used attempt, retried later.
     expect(byId.get(long)).toMatchObject({state: 'failed', attempt: 1});
@@ -131,10 +159,14 @@ describe('worker processes', () => {
     }
     // Another worker picks the released ones up straight from their doorbell.
     const next = worker();
-    await eventually(async () => {
-      const r = await env.sql<{n: number}>("SELECT COUNT(*) AS n FROM tasks WHERE id IN (?, ?) AND state = 'succeeded'", queued);
-      return Number(r[0]!.n) === 2;
-    }, 20_000, 'the released tasks to run elsewhere');
+    await eventually(
+      async () => {
+        const r = await env.sql<{n: number}>("SELECT COUNT(*) AS n FROM tasks WHERE id IN (?, ?) AND state = 'succeeded'", queued);
+        return Number(r[0]!.n) === 2;
+      },
+      20_000,
+      'the released tasks to run elsewhere',
+    );
     next.child.kill('SIGTERM');
     await next.exited;
   });

@@ -27,9 +27,20 @@ const invalid = (fn: () => unknown, re: RegExp) => {
 describe('state machine', () => {
   it('has exactly the six states and the designed edges', () => {
     expect(TASK_STATES).toEqual(['submitted', 'running', 'succeeded', 'failed', 'dead', 'cancelled']);
-    const edges = allowedEdges().map(([f, t]) => `${f}>${t}`).sort();
+    const edges = allowedEdges()
+      .map(([f, t]) => `${f}>${t}`)
+      .sort();
     expect(edges).toEqual(
-      ['submitted>running', 'failed>running', 'running>succeeded', 'running>failed', 'running>dead', 'submitted>cancelled', 'failed>cancelled', 'dead>submitted'].sort(),
+      [
+        'submitted>running',
+        'failed>running',
+        'running>succeeded',
+        'running>failed',
+        'running>dead',
+        'submitted>cancelled',
+        'failed>cancelled',
+        'dead>submitted',
+      ].sort(),
     );
   });
   it('never leaves a terminal state except by replay from dead', () => {
@@ -69,10 +80,28 @@ describe('backoff', () => {
   it('decides outcomes: success, retry with backoff, dead, release', () => {
     const held = {id: 'x', fence: 3, attempt: 2, maxRetries: 2};
     expect(decideOutcome(held, {kind: 'success'}, opts, () => 0)).toEqual({id: 'x', fence: 3, to: 'succeeded'});
-    expect(decideOutcome(held, {kind: 'fail', message: 'm', unrecoverable: false}, opts, () => 0)).toEqual({id: 'x', fence: 3, to: 'failed', error: 'm', retryDelayMs: 2000});
-    expect(decideOutcome({...held, attempt: 3}, {kind: 'timeout', message: 't'}, opts, () => 0)).toMatchObject({to: 'dead', error: expect.stringMatching(/^timeout: t .*no retries left/)});
-    expect(decideOutcome(held, {kind: 'fail', message: 'm', unrecoverable: true}, opts, () => 0)).toEqual({id: 'x', fence: 3, to: 'dead', error: 'm'});
-    expect(decideOutcome(held, {kind: 'notStarted', message: 'queue full'}, opts, () => 0)).toMatchObject({to: 'failed', release: true, retryDelayMs: 0});
+    expect(decideOutcome(held, {kind: 'fail', message: 'm', unrecoverable: false}, opts, () => 0)).toEqual({
+      id: 'x',
+      fence: 3,
+      to: 'failed',
+      error: 'm',
+      retryDelayMs: 2000,
+    });
+    expect(decideOutcome({...held, attempt: 3}, {kind: 'timeout', message: 't'}, opts, () => 0)).toMatchObject({
+      to: 'dead',
+      error: expect.stringMatching(/^timeout: t .*no retries left/),
+    });
+    expect(decideOutcome(held, {kind: 'fail', message: 'm', unrecoverable: true}, opts, () => 0)).toEqual({
+      id: 'x',
+      fence: 3,
+      to: 'dead',
+      error: 'm',
+    });
+    expect(decideOutcome(held, {kind: 'notStarted', message: 'queue full'}, opts, () => 0)).toMatchObject({
+      to: 'failed',
+      release: true,
+      retryDelayMs: 0,
+    });
   });
 });
 
@@ -87,14 +116,25 @@ describe('durations', () => {
     expect(formatDuration(90_000)).toBe('1m30s');
   });
   it('refuses negative, NaN, malformed and huge values', () => {
-    for (const bad of [-1, NaN, Infinity, 1.5, '-5s', '5 parsecs', '', 's', '5s5', '367d', {}, null]) invalid(() => parseDuration(bad, 'delay'), /delay/);
+    for (const bad of [-1, NaN, Infinity, 1.5, '-5s', '5 parsecs', '', 's', '5s5', '367d', {}, null])
+      invalid(() => parseDuration(bad, 'delay'), /delay/);
   });
 });
 
 describe('task validation', () => {
   it('accepts domain_action type names only', () => {
     for (const ok of ['order_notify', 'user_register_credit', 'a1_b2']) expect(validateTypeName(ok)).toBe(ok);
-    for (const bad of ['order', 'Order_notify', 'order-notify', '_order_notify', 'order__notify', 'order_', "a_b' OR 1=1 --", '', 'x'.repeat(65) + '_y']) {
+    for (const bad of [
+      'order',
+      'Order_notify',
+      'order-notify',
+      '_order_notify',
+      'order__notify',
+      'order_',
+      "a_b' OR 1=1 --",
+      '',
+      'x'.repeat(65) + '_y',
+    ]) {
       invalid(() => validateTypeName(bad), /task type/);
     }
   });
@@ -116,7 +156,14 @@ describe('task validation', () => {
   });
   it('validates delays, run times, pools, retries, timeouts, dedup keys and ids', () => {
     const t = spec({type: 'order_notify', delay: '5s', pool: 'cpu', maxRetries: 0, timeout: '30s', dedupKey: 'k'});
-    expect(t).toMatchObject({delayMs: 5000, pool: 'cpu', maxRetries: 0, timeoutMs: 30_000, dedupKey: 'k', id: idFromDedupKey('default', 'k')});
+    expect(t).toMatchObject({
+      delayMs: 5000,
+      pool: 'cpu',
+      maxRetries: 0,
+      timeoutMs: 30_000,
+      dedupKey: 'k',
+      id: idFromDedupKey('default', 'k'),
+    });
     expect(spec({type: 'order_notify', runAt: '2023-11-15T08:00:00+08:00'}).runAtMs).toBe(Date.parse('2023-11-15T00:00:00Z'));
     invalid(() => spec({type: 'order_notify', delay: '5s', runAt: '2030-01-01T00:00:00Z'}), /either delay or runAt/);
     invalid(() => spec({type: 'order_notify', runAt: '2030-01-01 00:00'}), /ISO-8601/);
@@ -152,11 +199,24 @@ describe('ids', () => {
 describe('configuration', () => {
   it('has the design defaults', () => {
     const c = loadConfig({env: {}, cwd: '/nonexistent'});
-    expect(c).toMatchObject({maxRetries: 5, retryBaseMs: 1000, submitBatchSize: 500, submitFlushMs: 1000, taskTimeoutMs: 600_000, poolQueueCapacity: 2000, payloadLimitBytes: 65_536, cell: 'default'});
+    expect(c).toMatchObject({
+      maxRetries: 5,
+      retryBaseMs: 1000,
+      submitBatchSize: 500,
+      submitFlushMs: 1000,
+      taskTimeoutMs: 600_000,
+      poolQueueCapacity: 2000,
+      payloadLimitBytes: 65_536,
+      cell: 'default',
+    });
     expect(c.mysqlUrl).toBe('mysql://root@127.0.0.1:3306/ax');
   });
   it('takes env over defaults and overrides over env, and names bad values', () => {
-    const c = loadConfig({env: {AX_MAX_RETRIES: '3', AX_RETRY_BASE: '250ms', AX_PAYLOAD_LIMIT: '128KiB'}, overrides: {maxRetries: 7}, cwd: '/nonexistent'});
+    const c = loadConfig({
+      env: {AX_MAX_RETRIES: '3', AX_RETRY_BASE: '250ms', AX_PAYLOAD_LIMIT: '128KiB'},
+      overrides: {maxRetries: 7},
+      cwd: '/nonexistent',
+    });
     expect(c).toMatchObject({maxRetries: 7, retryBaseMs: 250, payloadLimitBytes: 131_072});
     invalid(() => loadConfig({env: {AX_MAX_RETRIES: 'many'}, cwd: '/nonexistent'}), /maxRetries \(env AX_MAX_RETRIES\)/);
     invalid(() => loadConfig({env: {AX_MYSQL_URL: 'postgres://x/y'}, cwd: '/nonexistent'}), /mysql:\/\//);
@@ -176,6 +236,7 @@ describe('configuration', () => {
 describe('doorbell messages', () => {
   it('round-trips and refuses malformed bodies', () => {
     expect(decodeMessage(encodeMessage({id: 'a', type: 'order_notify', pool: 'io'}))).toEqual({id: 'a', type: 'order_notify'});
-    for (const bad of ['', 'x', '[]', 'null', '{"id":1,"type":"t"}', '{"id":"a"}', 'x'.repeat(5000)]) expect(decodeMessage(Buffer.from(bad))).toBeNull();
+    for (const bad of ['', 'x', '[]', 'null', '{"id":1,"type":"t"}', '{"id":"a"}', 'x'.repeat(5000)])
+      expect(decodeMessage(Buffer.from(bad))).toBeNull();
   });
 });

@@ -59,7 +59,13 @@ interface Setting {
 
 /** The settings table: key → env variable, kind, default and a one-line description. */
 export const SETTINGS: Record<keyof AxConfig, Setting> = {
-  mysqlUrl: {env: 'AX_MYSQL_URL', kind: 'string', default: 'mysql://root@127.0.0.1:3306/ax', secret: true, doc: "ax's MySQL/MariaDB database"},
+  mysqlUrl: {
+    env: 'AX_MYSQL_URL',
+    kind: 'string',
+    default: 'mysql://root@127.0.0.1:3306/ax',
+    secret: true,
+    doc: "ax's MySQL/MariaDB database",
+  },
   amqpUrl: {env: 'AX_AMQP_URL', kind: 'string', default: 'amqp://guest:guest@127.0.0.1:5672', secret: true, doc: 'RabbitMQ server'},
   createDatabase: {env: 'AX_CREATE_DATABASE', kind: 'bool', default: true, doc: 'create the database if it is missing'},
   cell: {env: 'AX_CELL', kind: 'string', default: 'default', doc: 'cell (resource-isolation unit) of rows and queues'},
@@ -79,12 +85,24 @@ export const SETTINGS: Record<keyof AxConfig, Setting> = {
   cpuThreads: {env: 'AX_CPU_THREADS', kind: 'int', default: 0, min: 0, doc: 'CPU pool threads (0: cores + 1)'},
   leaseMs: {env: 'AX_LEASE', kind: 'duration', default: 30_000, min: 100, doc: 'claim lease, renewed while a task runs'},
   shutdownGraceMs: {env: 'AX_SHUTDOWN_GRACE', kind: 'duration', default: 30_000, min: 0, doc: 'time in-flight work gets on SIGTERM'},
-  republishAfterMs: {env: 'AX_REPUBLISH_AFTER', kind: 'duration', default: 300_000, min: 1000, doc: 'ring again for due tasks published this long ago'},
+  republishAfterMs: {
+    env: 'AX_REPUBLISH_AFTER',
+    kind: 'duration',
+    default: 300_000,
+    min: 1000,
+    doc: 'ring again for due tasks published this long ago',
+  },
   reconcileLimit: {env: 'AX_RECONCILE_LIMIT', kind: 'int', default: 10_000, min: 1, doc: 'most tasks one reconcile re-publishes'},
   reconcileRate: {env: 'AX_RECONCILE_RATE', kind: 'int', default: 5000, min: 1, doc: 're-publish rate cap (tasks/s)'},
   queryTimeoutMs: {env: 'AX_QUERY_TIMEOUT', kind: 'duration', default: 30_000, min: 100, doc: 'MySQL per-query timeout'},
   confirmTimeoutMs: {env: 'AX_CONFIRM_TIMEOUT', kind: 'duration', default: 15_000, min: 100, doc: 'RabbitMQ publisher-confirm timeout'},
-  logLevel: {env: 'AX_LOG_LEVEL', kind: 'string', default: 'info', choices: ['debug', 'info', 'warn', 'error', 'silent'], doc: 'log level (logs go to stderr)'},
+  logLevel: {
+    env: 'AX_LOG_LEVEL',
+    kind: 'string',
+    default: 'info',
+    choices: ['debug', 'info', 'warn', 'error', 'silent'],
+    doc: 'log level (logs go to stderr)',
+  },
 };
 
 export const DEFAULT_CONFIG_FILE = 'ax.config.json';
@@ -108,7 +126,10 @@ function coerce(key: string, s: Setting, raw: unknown, from: string): unknown {
       let n = typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : raw;
       if (s.kind === 'bytes' && typeof raw === 'string') {
         const m = /^(\d+)\s*(b|kib|kb|k|mib|mb|m)?$/i.exec(raw.trim());
-        if (m) n = Number(m[1]) * ({'': 1, b: 1, k: 1024, kb: 1024, kib: 1024, m: 1 << 20, mb: 1 << 20, mib: 1 << 20}[(m[2] ?? '').toLowerCase()] ?? 1);
+        if (m)
+          n =
+            Number(m[1]) *
+            ({'': 1, b: 1, k: 1024, kb: 1024, kib: 1024, m: 1 << 20, mb: 1 << 20, mib: 1 << 20}[(m[2] ?? '').toLowerCase()] ?? 1);
       }
       if (typeof n !== 'number' || !Number.isInteger(n) || n < (s.min ?? 0)) {
         throw invalid(`${where} must be a whole number ≥ ${s.min ?? 0}, got ${JSON.stringify(raw)}`);
@@ -171,7 +192,8 @@ export function loadConfig(opts: LoadConfigOptions = {}): AxConfig {
   }
   const cfg = out as unknown as AxConfig;
   if (!/^[a-z0-9][a-z0-9_-]{0,31}$/.test(cfg.cell)) throw invalid('cell must be 1-32 characters of a-z, 0-9, _ and -');
-  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(cfg.amqpPrefix)) throw invalid('amqpPrefix must be 1-64 characters of A-Z, a-z, 0-9, _, . and -');
+  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(cfg.amqpPrefix))
+    throw invalid('amqpPrefix must be 1-64 characters of A-Z, a-z, 0-9, _, . and -');
   parseMysqlUrl(cfg.mysqlUrl);
   if (!/^amqps?:\/\//.test(cfg.amqpUrl)) throw invalid('amqpUrl must start with amqp:// or amqps://');
   return cfg;

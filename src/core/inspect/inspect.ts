@@ -19,7 +19,8 @@ export interface ListInput {
 /** Validates list filters: known state, domain_action type, since as duration or ISO time, 1..1000. */
 export function parseListFilter(input: ListInput, nowMs: number): ListFilter {
   const f: ListFilter = {limit: input.limit ?? 50};
-  if (!Number.isInteger(f.limit) || f.limit < 1 || f.limit > MAX_LIST_LIMIT) throw invalid(`limit must be a whole number from 1 to ${MAX_LIST_LIMIT}`);
+  if (!Number.isInteger(f.limit) || f.limit < 1 || f.limit > MAX_LIST_LIMIT)
+    throw invalid(`limit must be a whole number from 1 to ${MAX_LIST_LIMIT}`);
   if (input.state !== undefined) {
     if (!isTaskState(input.state)) throw invalid(`state "${input.state}" is not one of ${TASK_STATES.join(', ')}`);
     f.state = input.state;
@@ -71,7 +72,12 @@ export async function taskStats(store: TaskStore): Promise<StatsReport> {
  * Cancels a submitted or failed task; a cancelled task never runs (a worker's claim refuses it).
  * Throws not_found for an unknown id and conflict when the task is running or finished.
  */
-export async function cancelTask(store: TaskStore, id: string, actor: string, reason: string | null): Promise<{id: string; from: TaskState}> {
+export async function cancelTask(
+  store: TaskStore,
+  id: string,
+  actor: string,
+  reason: string | null,
+): Promise<{id: string; from: TaskState}> {
   if (!isTaskId(id)) throw invalid(`"${id}" is not a task id (a lower-case UUID)`);
   const r = await store.cancel(id, actor, reason);
   if (r.from === null) throw new AxError('not_found', `task ${id} does not exist`);

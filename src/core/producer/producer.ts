@@ -24,6 +24,12 @@ export interface ProducerOptions {
   actor: string;
   /** Batches written concurrently (default 2: one inserting while the previous publishes). */
   maxConcurrentBatches?: number;
+  /**
+   * Give up on a batch that MySQL has refused as unavailable for this long (flush() then rejects
+   * with AxError('unavailable')). Default: never — a long-running producer keeps its tasks buffered
+   * until the database is back. One-shot callers (the CLI) set it.
+   */
+  giveUpAfterMs?: number;
 }
 
 /** What one flush() covered. */
@@ -65,7 +71,7 @@ export class Producer {
   private spaceWaiters: Array<() => void> = [];
   private batchWaiters: Array<() => void> = [];
   private report: FlushReport = {inserted: 0, existing: 0, unpublished: 0, conflicts: []};
-  private failures: Array<{ids: string[]; error: string}> = [];
+  private failures: Array<{ids: string[]; error: string; code: 'unavailable' | 'internal'}> = [];
   private readonly newId: () => string;
 
   constructor(private readonly o: ProducerOptions) {
@@ -103,8 +109,9 @@ export class Producer {
   /**
    * Resolves when every task submitted before the call is durable, with a report of what happened
    * since the previous flush. Rejects with AxError('conflict') listing tasks refused because their id
-   * or dedup key exists with other content, or AxError('internal') for batches that could not be
-   * written for a non-transient reason; every other task of those batches is still written.
+   * or dedup key exists with other content, AxError('unavailable') for batches given up after
+   * `giveUpAfterMs`, or AxError('internal') for batches that could not be written for another
+   * reason; every task of the other batches is still written.
    */
   async flush(): Promise<FlushReport> {
     const target = this.seq;
@@ -122,10 +129,15 @@ export class Producer {
     this.report = {inserted: 0, existing: 0, unpublished: 0, conflicts: []};
     this.failures = [];
     if (failures.length > 0) {
-      throw new AxError('internal', `${failures.reduce((n, f) => n + f.ids.length, 0)} task(s) could not be written: ${failures[0]?.error}`, {details: {failures, report}});
+      const code = failures.every((f) => f.code === 'unavailable') ? 'unavailable' : 'internal';
+      throw new AxError(code, `${failures.reduce((n, f) => n + f.ids.length, 0)} task(s) could not be written: ${failures[0]?.error}`, {
+        details: {failures, report},
+      });
     }
     if (report.conflicts.length > 0) {
-      throw new AxError('conflict', `${report.conflicts.length} task(s) refused: ${report.conflicts[0]?.reason}`, {details: {conflicts: report.conflicts, report}});
+      throw new AxError('conflict', `${report.conflicts.length} task(s) refused: ${report.conflicts[0]?.reason}`, {
+        details: {conflicts: report.conflicts, report},
+      });
     }
     return report;
   }
@@ -171,17 +183,25 @@ export class Producer {
   /** Writes one batch, retrying while MySQL is unavailable; never rejects. */
   private async write(tasks: NewTask[]): Promise<void> {
     let result: InsertResult | undefined;
+    const started = this.o.clock.monotonic();
     for (let attempt = 1; !result; attempt++) {
       try {
         result = await this.o.store.insertTasks(tasks, this.o.actor);
       } catch (e) {
-        if (!isAxError(e, 'unavailable') && !isAxError(e, 'timeout')) {
+        const transient = isAxError(e, 'unavailable') || isAxError(e, 'timeout');
+        const expired = this.o.giveUpAfterMs !== undefined && this.o.clock.monotonic() - started >= this.o.giveUpAfterMs;
+        if (!transient || expired) {
           this.o.logger.error('submit batch failed', {tasks: tasks.length, error: errorMessage(e)});
-          this.failures.push({ids: tasks.map((t) => t.id), error: errorMessage(e)});
+          this.failures.push({ids: tasks.map((t) => t.id), error: errorMessage(e), code: transient ? 'unavailable' : 'internal'});
           return;
         }
         const delay = Math.min(10_000, 100 * 2 ** Math.min(attempt, 7)) * (0.5 + this.o.random());
-        this.o.logger.warn('submit batch: MySQL unavailable, retrying', {tasks: tasks.length, attempt, retryInMs: Math.round(delay), error: errorMessage(e)});
+        this.o.logger.warn('submit batch: MySQL unavailable, retrying', {
+          tasks: tasks.length,
+          attempt,
+          retryInMs: Math.round(delay),
+          error: errorMessage(e),
+        });
         await sleep(this.o.clock, delay);
       }
     }

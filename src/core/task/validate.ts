@@ -17,9 +17,7 @@ export function validateTypeName(type: unknown): string {
   if (typeof type !== 'string' || type.length === 0) throw invalid('task type is required');
   if (type.length > MAX_TYPE_LENGTH) throw invalid(`task type is longer than ${MAX_TYPE_LENGTH} characters`);
   if (!TYPE_NAME_RE.test(type)) {
-    throw invalid(
-      `task type "${type}" is not domain_action: use lower-case words joined by "_", at least two (e.g. order_notify)`,
-    );
+    throw invalid(`task type "${type}" is not domain_action: use lower-case words joined by "_", at least two (e.g. order_notify)`);
   }
   return type;
 }
@@ -95,7 +93,8 @@ function validateRunAt(runAt: unknown, nowMs: number): number {
     ms = Date.parse(runAt.trim());
   } else throw invalid('runAt must be a Date or an ISO-8601 string');
   if (!Number.isFinite(ms)) throw invalid(`runAt "${String(runAt)}" is not a valid time`);
-  if (ms < nowMs - RUN_AT_PAST_TOLERANCE_MS) throw invalid(`runAt ${new Date(ms).toISOString()} is in the past: use a future time, or no runAt to run now`);
+  if (ms < nowMs - RUN_AT_PAST_TOLERANCE_MS)
+    throw invalid(`runAt ${new Date(ms).toISOString()} is in the past: use a future time, or no runAt to run now`);
   if (ms - nowMs > MAX_DURATION_MS) throw invalid('runAt is more than 366 days away');
   return ms;
 }

@@ -35,10 +35,11 @@ export class MicroBatcher<T> {
   push(item: T): void {
     this.items.push(item);
     if (this.items.length >= this.o.maxSize) this.kick(false);
-    else this.timer ??= this.o.clock.setTimeout(() => {
-      this.timer = undefined;
-      this.kick(true);
-    }, this.o.maxWaitMs);
+    else
+      this.timer ??= this.o.clock.setTimeout(() => {
+        this.timer = undefined;
+        this.kick(true);
+      }, this.o.maxWaitMs);
   }
 
   /** Runs everything waiting now and resolves when no batch is running. */

@@ -10,7 +10,11 @@ export type TaskOutcome = {ok: true} | {ok: false; message: string; unrecoverabl
 export const TaskResult = {
   success: (): TaskOutcome => ({ok: true}),
   /** A failure: retried with backoff, dead after the last retry. */
-  fail: (message: string, opts?: {unrecoverable?: boolean}): TaskOutcome => ({ok: false, message: String(message), unrecoverable: opts?.unrecoverable === true}),
+  fail: (message: string, opts?: {unrecoverable?: boolean}): TaskOutcome => ({
+    ok: false,
+    message: String(message),
+    unrecoverable: opts?.unrecoverable === true,
+  }),
   /** A failure no retry can fix (bad payload, deleted entity): the task is dead at once. */
   unrecoverable: (message: string): TaskOutcome => ({ok: false, message: String(message), unrecoverable: true}),
 };
@@ -67,7 +71,8 @@ export function defineHandlers(table: Record<string, HandlerDefinition>): Handle
   const byType = new Map<string, ResolvedHandler>();
   for (const [type, def] of Object.entries(table)) {
     validateTypeName(type);
-    if (def === null || typeof def !== 'object' || typeof def.execute !== 'function') throw invalid(`handler ${type} must have an execute(ctx) function`);
+    if (def === null || typeof def !== 'object' || typeof def.execute !== 'function')
+      throw invalid(`handler ${type} must have an execute(ctx) function`);
     const pool = def.pool ?? 'io';
     if (!(POOLS as readonly string[]).includes(pool)) throw invalid(`handler ${type}: pool must be one of ${POOLS.join(', ')}`);
     const timeoutMs = def.timeout === undefined ? null : parseDuration(def.timeout, `handler ${type} timeout`);
@@ -113,7 +118,8 @@ export async function runHandler(h: Pick<ResolvedHandler, 'execute'>, ctx: TaskC
     return {ok: false, message: 'handler returned something that is not a TaskResult', unrecoverable: false};
   } catch (e) {
     // By name as well: a handlers module may load its own copy of ax.
-    if (e instanceof UnrecoverableError || (e instanceof Error && e.name === 'UnrecoverableError')) return {ok: false, message: e.message, unrecoverable: true};
+    if (e instanceof UnrecoverableError || (e instanceof Error && e.name === 'UnrecoverableError'))
+      return {ok: false, message: e.message, unrecoverable: true};
     if (e instanceof Error) return {ok: false, message: `${e.name}: ${e.message}`, unrecoverable: false};
     let text: string;
     try {

@@ -16,7 +16,12 @@ export interface Held {
  * timeout → failed with jittered backoff, or dead once attempts exceed maxRetries or the handler
  * said unrecoverable; `notStarted` → released (no attempt used, due again now).
  */
-export function decideOutcome(t: Held, r: JobResult | {kind: 'notStarted'; message: string}, backoff: BackoffOptions, random: Random): Outcome {
+export function decideOutcome(
+  t: Held,
+  r: JobResult | {kind: 'notStarted'; message: string},
+  backoff: BackoffOptions,
+  random: Random,
+): Outcome {
   switch (r.kind) {
     case 'success':
       return {id: t.id, fence: t.fence, to: 'succeeded'};

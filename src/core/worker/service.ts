@@ -52,7 +52,13 @@ export async function createWorkerService(o: WorkerServiceOptions): Promise<Work
     pools.io = createIoPool({size: ioPoolSize(cfg), capacity: cfg.poolQueueCapacity, handlers, clock: o.clock, logger: o.logger});
   }
   if (names.includes('cpu')) {
-    pools.cpu = await createCpuPool({size: cpuPoolSize(cfg), capacity: cfg.poolQueueCapacity, handlersModule: url, clock: o.clock, logger: o.logger});
+    pools.cpu = await createCpuPool({
+      size: cpuPoolSize(cfg),
+      capacity: cfg.poolQueueCapacity,
+      handlersModule: url,
+      clock: o.clock,
+      logger: o.logger,
+    });
   }
   return new Worker({
     store: o.store,

@@ -62,7 +62,17 @@ interface Pending {
  */
 export class Worker {
   readonly id: string;
-  readonly stats: WorkerStats = {claimed: 0, succeeded: 0, failed: 0, dead: 0, released: 0, staleOutcomes: 0, staleDeliveries: 0, poisoned: 0, leasesLost: 0};
+  readonly stats: WorkerStats = {
+    claimed: 0,
+    succeeded: 0,
+    failed: 0,
+    dead: 0,
+    released: 0,
+    staleOutcomes: 0,
+    staleDeliveries: 0,
+    poisoned: 0,
+    leasesLost: 0,
+  };
   private readonly held = new Map<string, Held & {pool: PoolName}>();
   private readonly subs: Subscription[] = [];
   private readonly claims: MicroBatcher<Pending>;
@@ -78,8 +88,20 @@ export class Worker {
     this.id = o.workerId ?? `${hostname()}:${process.pid}`;
     this.log = o.logger.child({worker: this.id});
     const size = o.batchSize ?? 500;
-    this.claims = new MicroBatcher<Pending>({maxSize: size, maxWaitMs: o.claimWaitMs ?? 2, concurrency: 2, clock: o.clock, run: (b) => this.claimBatch(b)});
-    this.outcomes = new MicroBatcher<Outcome>({maxSize: size, maxWaitMs: o.outcomeWaitMs ?? 5, concurrency: 2, clock: o.clock, run: (b) => this.writeOutcomes(b)});
+    this.claims = new MicroBatcher<Pending>({
+      maxSize: size,
+      maxWaitMs: o.claimWaitMs ?? 2,
+      concurrency: 2,
+      clock: o.clock,
+      run: (b) => this.claimBatch(b),
+    });
+    this.outcomes = new MicroBatcher<Outcome>({
+      maxSize: size,
+      maxWaitMs: o.outcomeWaitMs ?? 5,
+      concurrency: 2,
+      clock: o.clock,
+      run: (b) => this.writeOutcomes(b),
+    });
   }
 
   /** Tasks claimed and not yet written back. */
@@ -180,15 +202,27 @@ export class Worker {
       this.finish(heldTask, {kind: 'fail', unrecoverable: true, message: 'stored payload is not valid JSON'});
       return;
     }
-    const run = pool?.tryRun({taskId: t.id, type: t.type, attempt: t.attempt, payload, timeoutMs: t.timeoutMs ?? h.timeoutMs ?? this.o.defaultTimeoutMs});
+    const run = pool?.tryRun({
+      taskId: t.id,
+      type: t.type,
+      attempt: t.attempt,
+      payload,
+      timeoutMs: t.timeoutMs ?? h.timeoutMs ?? this.o.defaultTimeoutMs,
+    });
     if (!run) {
-      this.finish(heldTask, {kind: 'notStarted', message: pool ? `${h.pool} pool queue full` : `this worker does not run the ${h.pool} pool`});
+      this.finish(heldTask, {
+        kind: 'notStarted',
+        message: pool ? `${h.pool} pool queue full` : `this worker does not run the ${h.pool} pool`,
+      });
       return;
     }
     this.track(
       run.then((r: JobResult) =>
         // A job the pool never started (shutdown) goes back to storage without using an attempt.
-        this.finish(heldTask, r.kind === 'aborted' && r.message === NOT_STARTED ? {kind: 'notStarted', message: 'worker shut down before it started'} : r),
+        this.finish(
+          heldTask,
+          r.kind === 'aborted' && r.message === NOT_STARTED ? {kind: 'notStarted', message: 'worker shut down before it started'} : r,
+        ),
       ),
     );
   }
@@ -238,11 +272,16 @@ export class Worker {
   }
 
   private scheduleRenew(): void {
-    this.renewTimer = this.o.clock.setTimeout(() => {
-      this.track(this.renew().finally(() => {
-        if (this.state === 'running' || this.state === 'stopping') this.scheduleRenew();
-      }));
-    }, Math.max(50, Math.floor(this.o.leaseMs / 3)));
+    this.renewTimer = this.o.clock.setTimeout(
+      () => {
+        this.track(
+          this.renew().finally(() => {
+            if (this.state === 'running' || this.state === 'stopping') this.scheduleRenew();
+          }),
+        );
+      },
+      Math.max(50, Math.floor(this.o.leaseMs / 3)),
+    );
   }
 
   private async renew(): Promise<void> {
@@ -250,7 +289,8 @@ export class Worker {
     if (held.length === 0) return;
     try {
       const renewed = new Set<string>();
-      for (let i = 0; i < held.length; i += 1000) for (const id of await this.o.store.renewLeases(held.slice(i, i + 1000), this.o.leaseMs)) renewed.add(id);
+      for (let i = 0; i < held.length; i += 1000)
+        for (const id of await this.o.store.renewLeases(held.slice(i, i + 1000), this.o.leaseMs)) renewed.add(id);
       for (const h of held) {
         if (renewed.has(h.id) || !this.held.has(h.id)) continue;
         // Another process took the task over (our lease had expired): stop working on it.

@@ -113,7 +113,11 @@ export class AmqpBroker implements Broker {
       await ch.assertQueue(n.poisonQueue, {durable: true, arguments: n.queueArgs});
     } catch (e) {
       if ((e as {code?: number}).code === 406) {
-        throw new AxError('invalid_input', `RabbitMQ refused ax's topology (${errorMessage(e)}): a queue exists with other settings, e.g. another queue type; delete it or set AX_QUEUE_TYPE to match`, {cause: e});
+        throw new AxError(
+          'invalid_input',
+          `RabbitMQ refused ax's topology (${errorMessage(e)}): a queue exists with other settings, e.g. another queue type; delete it or set AX_QUEUE_TYPE to match`,
+          {cause: e},
+        );
       }
       throw e;
     }
@@ -199,7 +203,10 @@ export class AmqpBroker implements Broker {
 
   private withTimeout<T>(p: Promise<T>, what: string): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const t = this.opts.clock.setTimeout(() => reject(new AxError('timeout', `timed out after ${this.opts.confirmTimeoutMs}ms ${what}`)), this.opts.confirmTimeoutMs);
+      const t = this.opts.clock.setTimeout(
+        () => reject(new AxError('timeout', `timed out after ${this.opts.confirmTimeoutMs}ms ${what}`)),
+        this.opts.confirmTimeoutMs,
+      );
       p.then(
         (v) => {
           this.opts.clock.clearTimeout(t);
@@ -230,14 +237,17 @@ export class AmqpBroker implements Broker {
           let ok = true;
           confirms.push(
             new Promise<void>((resolve, reject) => {
-              ok = ch.publish(it.exchange, it.routingKey, it.content, it.options, (err) => (err ? reject(new AxError('unavailable', `RabbitMQ did not confirm a message: ${errorMessage(err)}`)) : resolve()));
+              ok = ch.publish(it.exchange, it.routingKey, it.content, it.options, (err) =>
+                err ? reject(new AxError('unavailable', `RabbitMQ did not confirm a message: ${errorMessage(err)}`)) : resolve(),
+              );
             }),
           );
           if (!ok) await this.withTimeout(new Promise<void>((r) => ch.once('drain', () => r())), 'waiting for the publish buffer to drain');
         }
         if (closed) throw new AxError('unavailable', 'RabbitMQ channel closed while publishing');
         await this.withTimeout(Promise.all(confirms), 'waiting for publisher confirms');
-        if (returned.size > 0) throw new AxError('unavailable', `RabbitMQ could not route ${returned.size} message(s): is the topology declared?`);
+        if (returned.size > 0)
+          throw new AxError('unavailable', `RabbitMQ could not route ${returned.size} message(s): is the topology declared?`);
       } finally {
         ch.removeListener('close', onClose);
         if (this.returned === returned) this.returned = undefined;
@@ -285,7 +295,12 @@ export class AmqpBroker implements Broker {
         exchange: '',
         routingKey: this.names.poisonQueue,
         content: d.body,
-        options: {persistent: true, mandatory: true, messageId: `poison-${this.opts.clock.now()}`, headers: {'x-ax-reason': reason.slice(0, 500)}},
+        options: {
+          persistent: true,
+          mandatory: true,
+          messageId: `poison-${this.opts.clock.now()}`,
+          headers: {'x-ax-reason': reason.slice(0, 500)},
+        },
       },
     ]);
     d.ack();

@@ -83,7 +83,13 @@ export async function openDb(opts: DbOptions): Promise<Db> {
         await c.end().catch(() => undefined);
       }
     }
-    const pool = mysql.createPool({...base, database: t.database, connectionLimit: opts.connectionLimit ?? 10, waitForConnections: true, queueLimit: 0});
+    const pool = mysql.createPool({
+      ...base,
+      database: t.database,
+      connectionLimit: opts.connectionLimit ?? 10,
+      waitForConnections: true,
+      queueLimit: 0,
+    });
     pool.pool.on('connection', (c) => {
       c.query("SET time_zone = '+00:00'");
     });
@@ -134,7 +140,7 @@ export async function tx<T>(db: Db, fn: (c: PoolConnection) => Promise<T>): Prom
       return out;
     } catch (e) {
       if (conn) await conn.query('ROLLBACK').catch(() => undefined);
-      const code = (e as {code?: string}).code ?? ((e as {cause?: {code?: string}}).cause?.code);
+      const code = (e as {code?: string}).code ?? (e as {cause?: {code?: string}}).cause?.code;
       if (code && RETRYABLE.has(code) && attempt < MAX_TX_ATTEMPTS) continue;
       throw mapDbError(e, db.url);
     } finally {

@@ -64,7 +64,10 @@ export async function migrate(db: Db, migrations: Migration[] = MIGRATIONS): Pro
       for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
         if (done.has(m.version)) continue;
         for (const s of m.statements) await exec(db, conn, s);
-        await exec(db, conn, 'INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, UTC_TIMESTAMP(3))', [m.version, m.name]);
+        await exec(db, conn, 'INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, UTC_TIMESTAMP(3))', [
+          m.version,
+          m.name,
+        ]);
         applied.push({version: m.version, name: m.name});
       }
       return {database: db.database, applied, current: Math.max(newest, ...applied.map((a) => a.version)), latest: known};
@@ -86,6 +89,9 @@ export async function assertMigrated(db: Db): Promise<void> {
     if ((e as {code?: string}).code !== 'ER_NO_SUCH_TABLE') throw e;
   }
   if (version < LATEST_VERSION) {
-    throw new AxError('unavailable', `database ${db.database} is at schema version ${version}, ax needs ${LATEST_VERSION}: run \`ax migrate\``);
+    throw new AxError(
+      'unavailable',
+      `database ${db.database} is at schema version ${version}, ax needs ${LATEST_VERSION}: run \`ax migrate\``,
+    );
   }
 }

@@ -55,7 +55,12 @@ export async function listTasks(db: Db, cell: string, f: ListFilter): Promise<Ta
     params.push(f.since);
   }
   params.push(f.limit);
-  const rows = await select(db, db.pool, `SELECT ${TASK_COLUMNS} FROM tasks WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT ?`, params);
+  const rows = await select(
+    db,
+    db.pool,
+    `SELECT ${TASK_COLUMNS} FROM tasks WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT ?`,
+    params,
+  );
   return rows.map(toTaskRecord);
 }
 
@@ -67,13 +72,14 @@ export async function stats(db: Db, cell: string): Promise<StatsRow[]> {
 
 /** Running rows whose lease is before NOW(3), oldest lease first (idx_tasks_lease). */
 export async function findExpiredLeases(db: Db, cell: string, limit: number): Promise<ExpiredLease[]> {
-  const rows = await select(
-    db,
-    db.pool,
-    HOT_SQL.expiredLeases,
-    [cell, limit],
-  );
-  return rows.map((r) => ({id: r.id as string, fence: Number(r.fence), attempt: Number(r.attempt), maxRetries: Number(r.max_retries), worker: (r.worker as string | null) ?? null}));
+  const rows = await select(db, db.pool, HOT_SQL.expiredLeases, [cell, limit]);
+  return rows.map((r) => ({
+    id: r.id as string,
+    fence: Number(r.fence),
+    attempt: Number(r.attempt),
+    maxRetries: Number(r.max_retries),
+    worker: (r.worker as string | null) ?? null,
+  }));
 }
 
 /**
@@ -81,12 +87,7 @@ export async function findExpiredLeases(db: Db, cell: string, limit: number): Pr
  * still unclaimed; one range scan of idx_tasks_due per state, oldest due first.
  */
 export async function findUndispatched(db: Db, cell: string, limit: number, republishAfterMs: number): Promise<DispatchRef[]> {
-  const rows = await select(
-    db,
-    db.pool,
-    HOT_SQL.undispatched,
-    [cell, republishAfterMs * 1000, limit],
-  );
+  const rows = await select(db, db.pool, HOT_SQL.undispatched, [cell, republishAfterMs * 1000, limit]);
   return rows.map((r) => ({id: r.id as string, type: r.type as string, pool: r.pool as DispatchRef['pool']}));
 }
 
@@ -106,7 +107,12 @@ export async function stopWorker(db: Db, id: string): Promise<void> {
 }
 
 export async function listWorkers(db: Db, cell: string): Promise<WorkerRow[]> {
-  const rows = await select(db, db.pool, 'SELECT id, host, pid, pools, in_flight, started_at, heartbeat_at, stopped_at FROM workers WHERE cell = ? ORDER BY heartbeat_at DESC', [cell]);
+  const rows = await select(
+    db,
+    db.pool,
+    'SELECT id, host, pid, pools, in_flight, started_at, heartbeat_at, stopped_at FROM workers WHERE cell = ? ORDER BY heartbeat_at DESC',
+    [cell],
+  );
   return rows.map((r) => ({
     id: r.id as string,
     host: r.host as string,

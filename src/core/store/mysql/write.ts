@@ -25,7 +25,14 @@ export async function insertTasks(db: Db, cell: string, tasks: NewTask[], actor:
   }
 }
 
-async function insertOnce(db: Db, c: PoolConnection, cell: string, tasks: NewTask[], actor: string, localNowMs: number): Promise<InsertResult> {
+async function insertOnce(
+  db: Db,
+  c: PoolConnection,
+  cell: string,
+  tasks: NewTask[],
+  actor: string,
+  localNowMs: number,
+): Promise<InsertResult> {
   const result: InsertResult = {inserted: [], existing: [], conflicts: []};
   if (tasks.length === 0) return result;
   const byId = new Map<string, {hash: string; state: TaskState; dedupKey: string | null}>();
@@ -36,8 +43,14 @@ async function insertOnce(db: Db, c: PoolConnection, cell: string, tasks: NewTas
   }
   const keys = [...new Set(tasks.flatMap((t) => (t.dedupKey === null ? [] : [t.dedupKey])))];
   if (keys.length > 0) {
-    const rows = await select(db, c, `SELECT id, dedup_key, content_hash, state FROM tasks WHERE cell = ? AND dedup_key IN (${marks(keys.length)})`, [cell, ...keys]);
-    for (const r of rows) byKey.set(r.dedup_key as string, {id: r.id as string, hash: r.content_hash as string, state: r.state as TaskState});
+    const rows = await select(
+      db,
+      c,
+      `SELECT id, dedup_key, content_hash, state FROM tasks WHERE cell = ? AND dedup_key IN (${marks(keys.length)})`,
+      [cell, ...keys],
+    );
+    for (const r of rows)
+      byKey.set(r.dedup_key as string, {id: r.id as string, hash: r.content_hash as string, state: r.state as TaskState});
   }
 
   const fresh: NewTask[] = [];
@@ -95,7 +108,12 @@ async function insertOnce(db: Db, c: PoolConnection, cell: string, tasks: NewTas
 /** Sets published_at = NOW(3) for still-unclaimed tasks. One statement. */
 export async function markPublished(db: Db, ids: string[]): Promise<void> {
   if (ids.length === 0) return;
-  await exec(db, db.pool, `UPDATE tasks SET published_at = NOW(3) WHERE id IN (${marks(ids.length)}) AND state IN ('submitted', 'failed')`, ids);
+  await exec(
+    db,
+    db.pool,
+    `UPDATE tasks SET published_at = NOW(3) WHERE id IN (${marks(ids.length)}) AND state IN ('submitted', 'failed')`,
+    ids,
+  );
 }
 
 /** The claim's locking read. Params: n ids, cell. Index: PRIMARY (a range of n points). */
@@ -162,7 +180,10 @@ export async function claim(db: Db, cell: string, ids: string[], worker: string,
 /** Extends leases of rows still running with the given fences. Returns the ids renewed. */
 export async function renewLeases(db: Db, held: Array<{id: string; fence: number}>, leaseMs: number): Promise<string[]> {
   if (held.length === 0) return [];
-  const fence = caseById(held.map((h) => [h.id, h.fence]), 'NULL');
+  const fence = caseById(
+    held.map((h) => [h.id, h.fence]),
+    'NULL',
+  );
   const ids = held.map((h) => h.id);
   return tx(db, async (c) => {
     await exec(
@@ -172,7 +193,12 @@ export async function renewLeases(db: Db, held: Array<{id: string; fence: number
         WHERE id IN (${marks(ids.length)}) AND state = 'running' AND fence = ${fence.sql}`,
       [leaseMs * 1000, ...ids, ...fence.params],
     );
-    const rows = await select(db, c, `SELECT id FROM tasks WHERE id IN (${marks(ids.length)}) AND state = 'running' AND fence = ${fence.sql}`, [...ids, ...fence.params]);
+    const rows = await select(
+      db,
+      c,
+      `SELECT id FROM tasks WHERE id IN (${marks(ids.length)}) AND state = 'running' AND fence = ${fence.sql}`,
+      [...ids, ...fence.params],
+    );
     return rows.map((r) => r.id as string);
   });
 }
@@ -186,7 +212,12 @@ export async function applyOutcomes(db: Db, outcomes: Outcome[], actor: string):
   const byId = new Map(outcomes.map((o) => [o.id, o]));
   const ids = [...byId.keys()].sort();
   return tx(db, async (c) => {
-    const rows = await select(db, c, `SELECT id, state, fence, attempt, lease_until < NOW(3) AS expired FROM tasks WHERE id IN (${marks(ids.length)}) FOR UPDATE`, ids);
+    const rows = await select(
+      db,
+      c,
+      `SELECT id, state, fence, attempt, lease_until < NOW(3) AS expired FROM tasks WHERE id IN (${marks(ids.length)}) FOR UPDATE`,
+      ids,
+    );
     const current = new Map(rows.map((r) => [r.id as string, r]));
     const applied: Outcome[] = [];
     const stale: string[] = [];
@@ -216,9 +247,18 @@ export async function applyOutcomes(db: Db, outcomes: Outcome[], actor: string):
     }
     const failed = group((o) => o.to === 'failed');
     if (failed.length > 0) {
-      const delay = caseById(failed.map((o) => [o.id, Math.max(0, Math.round(o.retryDelayMs ?? 0)) * 1000]), '0');
-      const err = caseById(failed.filter((o) => !o.release).map((o) => [o.id, clipError(o.error)]), 'last_error');
-      const back = caseById(failed.filter((o) => o.release).map((o) => [o.id, 1]), '0');
+      const delay = caseById(
+        failed.map((o) => [o.id, Math.max(0, Math.round(o.retryDelayMs ?? 0)) * 1000]),
+        '0',
+      );
+      const err = caseById(
+        failed.filter((o) => !o.release).map((o) => [o.id, clipError(o.error)]),
+        'last_error',
+      );
+      const back = caseById(
+        failed.filter((o) => o.release).map((o) => [o.id, 1]),
+        '0',
+      );
       await exec(
         db,
         c,
@@ -230,7 +270,10 @@ export async function applyOutcomes(db: Db, outcomes: Outcome[], actor: string):
     }
     const dead = group((o) => o.to === 'dead');
     if (dead.length > 0) {
-      const err = caseById(dead.map((o) => [o.id, clipError(o.error)]), 'last_error');
+      const err = caseById(
+        dead.map((o) => [o.id, clipError(o.error)]),
+        'last_error',
+      );
       await exec(
         db,
         c,
@@ -248,14 +291,22 @@ export async function applyOutcomes(db: Db, outcomes: Outcome[], actor: string):
 }
 
 /** Cancels a submitted/failed task with history. Returns its previous state (null: unknown id). */
-export async function cancel(db: Db, cell: string, id: string, actor: string, reason: string | null): Promise<{from: TaskState | null; cancelled: boolean}> {
+export async function cancel(
+  db: Db,
+  cell: string,
+  id: string,
+  actor: string,
+  reason: string | null,
+): Promise<{from: TaskState | null; cancelled: boolean}> {
   return tx(db, async (c) => {
     const rows = await select(db, c, 'SELECT state, attempt FROM tasks WHERE id = ? AND cell = ? FOR UPDATE', [id, cell]);
     const r = rows[0];
     if (!r) return {from: null, cancelled: false};
     const from = r.state as TaskState;
     if (!sourcesOf('cancel').includes(from)) return {from, cancelled: false};
-    await exec(db, c, "UPDATE tasks SET state = 'cancelled', finished_at = NOW(3), updated_at = NOW(3), lease_until = NULL WHERE id = ?", [id]);
+    await exec(db, c, "UPDATE tasks SET state = 'cancelled', finished_at = NOW(3), updated_at = NOW(3), lease_until = NULL WHERE id = ?", [
+      id,
+    ]);
     const h = historyInsert([[id, from, 'cancelled', Number(r.attempt), actor, clipError(reason)]]);
     await exec(db, c, h.sql, h.params);
     return {from, cancelled: true};

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Makes a fresh checkout runnable: installs the locked dependencies when they are missing or
+# stale, starts MariaDB and RabbitMQ when they are down, and builds dist/. Used by `npm test`,
+# `npm run demo` and `npm run bench`, so each of them works on a fresh machine by itself.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  echo "[setup] installing dependencies (npm ci)" >&2
+  npm ci --no-audit --no-fund >&2
+fi
+bash scripts/services.sh
+echo "[setup] building" >&2
+npx tsc -p tsconfig.build.json

@@ -1,0 +1,100 @@
+import {Flags} from '@oclif/core';
+import {AxCommand} from '../../cli/base.js';
+import {openStore} from '../../cli/runtime.js';
+import {invalid} from '../../core/errors.js';
+import {listTasks, MAX_LIST_LIMIT, parseListFilter} from '../../core/inspect/inspect.js';
+import type {TaskRecord} from '../../core/task/model.js';
+import {TASK_STATES} from '../../core/task/state.js';
+import {clip, table, taskJson, when} from '../../cli/render.js';
+
+/** One task as `ax tasks list --json` shows it: the row without its payload, dates as ISO strings. */
+export interface TaskListItem {
+  id: string;
+  type: string;
+  pool: string;
+  state: string;
+  attempt: number;
+  maxRetries: number;
+  runAt: string;
+  createdAt: string;
+  updatedAt: string;
+  finishedAt: string | null;
+  publishedAt: string | null;
+  leaseUntil: string | null;
+  worker: string | null;
+  dedupKey: string | null;
+  lastError: string | null;
+}
+
+export interface TaskListResult {
+  count: number;
+  tasks: TaskListItem[];
+}
+
+export default class TasksList extends AxCommand {
+  static override summary = 'List tasks, newest first.';
+  static override description = `Filters combine (AND); states are ${TASK_STATES.join(', ')}. The table shows ATTEMPT as attempts made / attempts allowed (1 + max retries), times in UTC, and the last error cut to fit: \`ax tasks show <id>\` has the rest.`;
+  static override examples = [
+    {description: 'The 50 newest tasks', command: '<%= config.bin %> tasks list'},
+    {
+      description: 'Dead tasks of one type from the last 15 minutes',
+      command: '<%= config.bin %> tasks list --state dead --type order_notify --since 15m',
+    },
+    {
+      description: 'Everything created since a given time, as JSON',
+      command: '<%= config.bin %> tasks list --since 2026-05-01T00:00:00Z --limit 1000 --json',
+    },
+  ];
+  static override flags = {
+    state: Flags.string({char: 's', description: `only tasks in this state (${TASK_STATES.join(', ')})`}),
+    type: Flags.string({char: 't', description: 'only tasks of this type (domain_action)'}),
+    since: Flags.string({description: 'only tasks created since: a duration back from now (15m, 2h, 7d) or an ISO-8601 time'}),
+    limit: Flags.string({char: 'n', description: `most tasks shown, 1 to ${MAX_LIST_LIMIT} (default 50)`}),
+  };
+
+  async run(): Promise<TaskListResult> {
+    const {flags} = await this.parse(TasksList);
+    const rt = this.runtime(flags.config);
+    const filter = parseListFilter(
+      {state: flags.state, type: flags.type, since: flags.since, limit: parseLimit(flags.limit)},
+      rt.clock.now(),
+    );
+    const store = await openStore(rt);
+    let rows: TaskRecord[];
+    try {
+      rows = await listTasks(store, filter);
+    } finally {
+      await store.close().catch(() => undefined);
+    }
+    const result = {count: rows.length, tasks: rows.map(toItem)};
+    if (!this.jsonEnabled()) {
+      if (rows.length === 0) this.log('no tasks match');
+      else
+        for (const line of table(['ID', 'TYPE', 'STATE', 'ATTEMPT', 'RUN AT', 'UPDATED', 'LAST ERROR'], rows.map(toCells))) this.log(line);
+    }
+    return result;
+  }
+}
+
+function parseLimit(s: string | undefined): number | undefined {
+  if (s === undefined) return undefined;
+  if (!/^\d+$/.test(s.trim())) throw invalid(`--limit must be a whole number from 1 to ${MAX_LIST_LIMIT}, got "${s}"`);
+  return Number(s.trim());
+}
+
+function toItem(t: TaskRecord): TaskListItem {
+  const {payload: _payload, cell: _cell, fence: _fence, timeoutMs: _timeout, ...rest} = taskJson(t);
+  return rest;
+}
+
+function toCells(t: TaskRecord): string[] {
+  return [
+    t.id,
+    t.type,
+    t.state,
+    `${t.attempt}/${t.maxRetries + 1}`,
+    when(t.runAt, {seconds: true}),
+    when(t.updatedAt, {seconds: true}),
+    clip(t.lastError, 40),
+  ];
+}
