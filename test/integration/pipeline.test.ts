@@ -18,7 +18,7 @@ const HANDLERS = new URL('../fixtures/handlers.js', import.meta.url).href;
 describe('core pipeline', () => {
   let env: TestEnv;
   let client: AxClient;
-  let workers: Worker[] = [];
+  const workers: Worker[] = [];
 
   /** Resolves with the outcome of `id` once a worker has made it durable. */
   const outcomeOf = (id: string, timeoutMs = 15_000): Promise<Outcome> =>
