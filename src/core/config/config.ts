@@ -43,6 +43,13 @@ export interface AxConfig {
   reconcileRate: number;
   queryTimeoutMs: number;
   confirmTimeoutMs: number;
+  schedulerTickMs: number;
+  schedulerHorizonMs: number;
+  schedulerLoadEveryMs: number;
+  schedulerHoldMs: number;
+  schedulerMaxHeld: number;
+  rescueEveryMs: number;
+  reconcileEveryMs: number;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
 }
 
@@ -96,6 +103,13 @@ export const SETTINGS: Record<keyof AxConfig, Setting> = {
   reconcileRate: {env: 'AX_RECONCILE_RATE', kind: 'int', default: 5000, min: 1, doc: 're-publish rate cap (tasks/s)'},
   queryTimeoutMs: {env: 'AX_QUERY_TIMEOUT', kind: 'duration', default: 30_000, min: 100, doc: 'MySQL per-query timeout'},
   confirmTimeoutMs: {env: 'AX_CONFIRM_TIMEOUT', kind: 'duration', default: 15_000, min: 100, doc: 'RabbitMQ publisher-confirm timeout'},
+  schedulerTickMs: {env: 'AX_SCHEDULER_TICK', kind: 'duration', default: 100, min: 1, doc: 'timing-wheel tick of `ax scheduler`'},
+  schedulerHorizonMs: {env: 'AX_SCHEDULER_HORIZON', kind: 'duration', default: 10_000, min: 100, doc: 'the scheduler holds tasks due within this'},
+  schedulerLoadEveryMs: {env: 'AX_SCHEDULER_LOAD_EVERY', kind: 'duration', default: 1000, min: 10, doc: 'how often the scheduler loads due tasks'},
+  schedulerHoldMs: {env: 'AX_SCHEDULER_HOLD', kind: 'duration', default: 3000, min: 100, doc: "a dead scheduler's tasks are taken over this long after they are due"},
+  schedulerMaxHeld: {env: 'AX_SCHEDULER_MAX_HELD', kind: 'int', default: 200_000, min: 1, doc: 'most tasks one scheduler holds in memory'},
+  rescueEveryMs: {env: 'AX_RESCUE_EVERY', kind: 'duration', default: 5000, min: 100, doc: 'how often the scheduler rescues expired leases'},
+  reconcileEveryMs: {env: 'AX_RECONCILE_EVERY', kind: 'duration', default: 300_000, min: 1000, doc: 'how often the scheduler runs the reconciler'},
   logLevel: {
     env: 'AX_LOG_LEVEL',
     kind: 'string',

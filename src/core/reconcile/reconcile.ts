@@ -35,6 +35,36 @@ export interface ReconcileReport {
 const CHUNK = 500;
 const SAMPLE = 20;
 
+export type RescueOptions = Pick<ReconcileOptions, 'store' | 'random' | 'backoff' | 'limit' | 'actor'> & {dryRun?: boolean};
+
+/**
+ * The rescuer: running tasks whose lease expired (their worker died or hung) become failed with
+ * backoff — the attempt counts — or dead when out of retries. Guarded by fence and by the lease
+ * still being expired, so a worker that renewed in between wins. Runs every few seconds in
+ * `ax scheduler` and as the first step of every reconcile.
+ */
+export async function rescueExpired(o: RescueOptions): Promise<ReconcileReport['expiredLeases']> {
+  const out: ReconcileReport['expiredLeases'] = {found: 0, failed: 0, dead: 0, stale: 0, ids: []};
+  const expired = await o.store.findExpiredLeases(o.limit);
+  out.found = expired.length;
+  out.ids = expired.slice(0, SAMPLE).map((e) => e.id);
+  if (o.dryRun) return out;
+  for (let i = 0; i < expired.length; i += CHUNK) {
+    const outcomes: Outcome[] = expired.slice(i, i + CHUNK).map((e) => {
+      const to = nextAfterFailure(e.attempt, e.maxRetries, false);
+      const error = `lease expired: worker ${e.worker ?? '?'} stopped renewing it (attempt ${e.attempt})`;
+      return to === 'dead'
+        ? {id: e.id, fence: e.fence, to, error, onlyIfLeaseExpired: true}
+        : {id: e.id, fence: e.fence, to, error, retryDelayMs: retryDelayMs(e.attempt, o.backoff, o.random), onlyIfLeaseExpired: true};
+    });
+    const res = await o.store.applyOutcomes(outcomes, o.actor);
+    const applied = new Set(res.applied);
+    for (const o2 of outcomes) if (applied.has(o2.id)) out[o2.to === "dead" ? "dead" : "failed"]++;
+    out.stale += res.stale.length;
+  }
+  return out;
+}
+
 /**
  * One reconcile pass. Running tasks whose lease expired (their worker died) become failed with
  * backoff, or dead when out of retries — guarded by fence and by the lease still being expired,
@@ -52,24 +82,7 @@ export async function reconcile(o: ReconcileOptions): Promise<ReconcileReport> {
     durationMs: 0,
   };
 
-  const expired = await o.store.findExpiredLeases(o.limit);
-  report.expiredLeases.found = expired.length;
-  report.expiredLeases.ids = expired.slice(0, SAMPLE).map((e) => e.id);
-  if (!o.dryRun) {
-    for (let i = 0; i < expired.length; i += CHUNK) {
-      const outcomes: Outcome[] = expired.slice(i, i + CHUNK).map((e) => {
-        const to = nextAfterFailure(e.attempt, e.maxRetries, false);
-        const error = `lease expired: worker ${e.worker ?? '?'} stopped renewing it (attempt ${e.attempt})`;
-        return to === 'dead'
-          ? {id: e.id, fence: e.fence, to, error, onlyIfLeaseExpired: true}
-          : {id: e.id, fence: e.fence, to, error, retryDelayMs: retryDelayMs(e.attempt, o.backoff, o.random), onlyIfLeaseExpired: true};
-      });
-      const res = await o.store.applyOutcomes(outcomes, o.actor);
-      const applied = new Set(res.applied);
-      for (const out of outcomes) if (applied.has(out.id)) report.expiredLeases[out.to === 'dead' ? 'dead' : 'failed']++;
-      report.expiredLeases.stale += res.stale.length;
-    }
-  }
+  report.expiredLeases = await rescueExpired(o);
 
   const due = await o.store.findUndispatched(o.limit, o.republishAfterMs);
   report.undispatched.found = due.length;
@@ -91,7 +104,7 @@ export async function reconcile(o: ReconcileOptions): Promise<ReconcileReport> {
       if (i + CHUNK < due.length && spent < minMs) await sleep(o.clock, minMs - spent);
     }
   }
-  report.truncated = expired.length >= o.limit || due.length >= o.limit;
+  report.truncated = report.expiredLeases.found >= o.limit || due.length >= o.limit;
   report.durationMs = Math.round(o.clock.monotonic() - started);
   o.logger.info('reconcile done', {
     dryRun: o.dryRun,

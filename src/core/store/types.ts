@@ -68,6 +68,12 @@ export interface DispatchRef {
   pool: PoolName;
 }
 
+/** A delayed task a scheduler holds in its wheel. */
+export interface HeldForDispatch extends DispatchRef {
+  runAt: Date;
+  scheduleName: string | null;
+}
+
 export interface ListFilter {
   state?: TaskState;
   type?: string;
@@ -106,8 +112,17 @@ export interface TaskStore {
   readonly cell: string;
   /** Writes new tasks and their `submitted` history, skipping existing ones (see InsertResult). */
   insertTasks(tasks: NewTask[], actor: string): Promise<InsertResult>;
-  /** Records that the doorbell for these tasks was confirmed by the broker. */
+  /** Records that the doorbell for these tasks was confirmed by the broker (and drops scheduler holds). */
   markPublished(ids: string[]): Promise<void>;
+  /**
+   * For scheduler `owner`: takes hold of unpublished submitted/failed tasks due within `horizonMs`
+   * that no live scheduler holds (hold = until max(run_at, now) + `holdMs`), renews its existing
+   * holds, and returns everything it holds, oldest due first. Brand-new immediate tasks are left to
+   * their producer's own publish.
+   */
+  holdForDispatch(owner: string, horizonMs: number, holdMs: number, limit: number): Promise<HeldForDispatch[]>;
+  /** Lets go of every hold of `owner` (graceful scheduler stop); returns how many. */
+  releaseDispatch(owner: string): Promise<number>;
   /**
    * Claims due `submitted`/`failed` tasks among `ids` for `worker`: state → running, attempt + 1,
    * fence + 1, lease = now + leaseMs. Ids not claimable are reported in `skipped`.
@@ -136,4 +151,52 @@ export interface TaskStore {
   /** The database clock. */
   now(): Promise<Date>;
   close(): Promise<void>;
+}
+
+/** A cron schedule as stored. */
+export interface ScheduleRecord {
+  name: string;
+  cron: string;
+  tz: string;
+  type: string;
+  payload: string;
+  pool: PoolName;
+  maxRetries: number | null;
+  timeoutMs: number | null;
+  overlap: 'allow' | 'skip';
+  misfire: 'skip' | 'fire-once';
+  paused: boolean;
+  /** The next occurrence not yet created as a task. */
+  nextFireAt: Date | null;
+  lastFireAt: Date | null;
+  lastTaskId: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export type NewSchedule = Omit<ScheduleRecord, 'paused' | 'lastFireAt' | 'lastTaskId' | 'createdAt' | 'updatedAt'>;
+
+/**
+ * Storage of cron schedules (same database, same cell as the tasks). Occurrences are ordinary
+ * tasks with `scheduleName` set and the dedup key `cron:<name>@<fire time ISO>`, so each
+ * (schedule, fire time) exists at most once however many schedulers create it.
+ */
+export interface ScheduleStore {
+  /** Throws AxError('conflict') when the name exists. */
+  addSchedule(s: NewSchedule): Promise<void>;
+  getSchedule(name: string): Promise<ScheduleRecord | null>;
+  listSchedules(): Promise<ScheduleRecord[]>;
+  /** Returns false when the name does not exist. */
+  setPaused(name: string, paused: boolean, nextFireAt?: Date | null): Promise<boolean>;
+  /** Deletes the schedule; returns false when it did not exist. */
+  removeSchedule(name: string): Promise<boolean>;
+  /** Unpaused schedules whose next occurrence is due within `horizonMs` (or unknown). */
+  dueSchedules(horizonMs: number): Promise<ScheduleRecord[]>;
+  /**
+   * Moves a schedule on after its occurrences were created, only if its next fire time is still
+   * `expectedNext` (another scheduler may have done it first). Returns whether it moved.
+   */
+  advanceSchedule(name: string, expectedNext: Date | null, next: Date | null, last: {fireAt: Date; taskId: string} | null): Promise<boolean>;
+  /** The latest occurrence of a schedule due before `before` (for the overlap policy). */
+  previousOccurrence(name: string, before: Date): Promise<{id: string; state: TaskState} | null>;
 }

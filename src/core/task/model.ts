@@ -46,6 +46,8 @@ export interface NewTask {
   submittedAtMs: number;
   /** sha256 of type + payload, hex, 32 chars: "same content" for idempotent re-submits. */
   contentHash: string;
+  /** The cron schedule this task is an occurrence of (set by the scheduler, never by producers). */
+  scheduleName?: string | null;
 }
 
 /** A task row as stored. */

@@ -63,7 +63,10 @@ export async function migrate(db: Db, migrations: Migration[] = MIGRATIONS): Pro
       const applied: MigrateReport['applied'] = [];
       for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
         if (done.has(m.version)) continue;
-        for (const s of m.statements) await exec(db, conn, s);
+        for (const s of m.statements) {
+          if (typeof s !== 'string' && (await select(db, conn, s.unless)).length > 0) continue;
+          await exec(db, conn, typeof s === 'string' ? s : s.sql);
+        }
         await exec(db, conn, 'INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, UTC_TIMESTAMP(3))', [
           m.version,
           m.name,

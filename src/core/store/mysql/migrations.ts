@@ -3,11 +3,19 @@
  * one. Each statement runs on its own (MySQL DDL commits implicitly), so every statement must be
  * safe to re-run after a crash half-way (IF NOT EXISTS everywhere).
  */
+/** A statement, optionally skipped when `unless` (a SELECT) returns a row: makes ALTERs re-runnable. */
+export type MigrationStatement = string | {sql: string; unless: string};
+
 export interface Migration {
   version: number;
   name: string;
-  statements: string[];
+  statements: MigrationStatement[];
 }
+
+const columnExists = (table: string, column: string): string =>
+  `SELECT 1 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '${table}' AND COLUMN_NAME = '${column}'`;
+const indexExists = (table: string, index: string): string =>
+  `SELECT 1 FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '${table}' AND INDEX_NAME = '${index}'`;
 
 export const MIGRATIONS: Migration[] = [
   {
@@ -66,6 +74,46 @@ export const MIGRATIONS: Migration[] = [
         stopped_at   DATETIME(3) NULL,
         PRIMARY KEY (id),
         KEY idx_workers_cell (cell, heartbeat_at)
+      ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+    ],
+  },
+  {
+    version: 2,
+    name: 'scheduler claims, cron schedules',
+    statements: [
+      {
+        // Which scheduler holds a delayed task in its timing wheel, until when; and the cron
+        // schedule an occurrence belongs to.
+        sql: `ALTER TABLE tasks
+          ADD COLUMN sched_owner VARCHAR(128) NULL AFTER worker,
+          ADD COLUMN sched_until DATETIME(3) NULL AFTER sched_owner,
+          ADD COLUMN schedule_name VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NULL AFTER dedup_key`,
+        unless: columnExists('tasks', 'sched_owner'),
+      },
+      {sql: 'CREATE INDEX idx_tasks_schedule ON tasks (cell, schedule_name, run_at)', unless: indexExists('tasks', 'idx_tasks_schedule')},
+      // The scheduler's load: unpublished, due-soon submitted/failed rows, without scanning a
+      // backlog of already-rung ones.
+      {sql: 'CREATE INDEX idx_tasks_dispatch ON tasks (cell, published_at, state, run_at)', unless: indexExists('tasks', 'idx_tasks_dispatch')},
+      `CREATE TABLE IF NOT EXISTS cron_schedules (
+        cell          VARCHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        name          VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        cron          VARCHAR(200) NOT NULL,
+        tz            VARCHAR(64) NOT NULL,
+        type          VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        payload       MEDIUMTEXT NOT NULL,
+        pool          ENUM('io','cpu') NOT NULL DEFAULT 'io',
+        max_retries   SMALLINT UNSIGNED NULL,
+        timeout_ms    INT UNSIGNED NULL,
+        overlap       ENUM('allow','skip') NOT NULL DEFAULT 'allow',
+        misfire       ENUM('skip','fire-once') NOT NULL DEFAULT 'fire-once',
+        paused        TINYINT(1) NOT NULL DEFAULT 0,
+        next_fire_at  DATETIME(3) NULL,
+        last_fire_at  DATETIME(3) NULL,
+        last_task_id  CHAR(36) CHARACTER SET ascii COLLATE ascii_bin NULL,
+        created_at    DATETIME(3) NOT NULL,
+        updated_at    DATETIME(3) NOT NULL,
+        PRIMARY KEY (cell, name),
+        KEY idx_cron_due (cell, paused, next_fire_at)
       ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
     ],
   },

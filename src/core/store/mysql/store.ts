@@ -1,5 +1,6 @@
 import type {NewTask} from '../../task/model.js';
-import type {ListFilter, Outcome, TaskStore, WorkerInfo} from '../types.js';
+import type {ListFilter, NewSchedule, Outcome, ScheduleStore, TaskStore, WorkerInfo} from '../types.js';
+import * as cron from './cron.js';
 import {type Db, type DbOptions, openDb} from './db.js';
 import {assertMigrated} from './migrate.js';
 import * as r from './read.js';
@@ -14,7 +15,7 @@ export interface MysqlStoreOptions extends DbOptions {
 }
 
 /** The TaskStore on MySQL/MariaDB. SQL lives in read.ts and write.ts beside it. */
-export class MysqlTaskStore implements TaskStore {
+export class MysqlTaskStore implements TaskStore, ScheduleStore {
   readonly cell: string;
   readonly db: Db;
   private readonly localNow: () => number;
@@ -42,6 +43,12 @@ export class MysqlTaskStore implements TaskStore {
   }
   markPublished(ids: string[]) {
     return w.markPublished(this.db, ids);
+  }
+  holdForDispatch(owner: string, horizonMs: number, holdMs: number, limit: number) {
+    return w.holdForDispatch(this.db, this.cell, owner, horizonMs, holdMs, limit);
+  }
+  releaseDispatch(owner: string) {
+    return w.releaseDispatch(this.db, this.cell, owner);
   }
   claim(ids: string[], worker: string, leaseMs: number) {
     return w.claim(this.db, this.cell, ids, worker, leaseMs);
@@ -84,6 +91,30 @@ export class MysqlTaskStore implements TaskStore {
   }
   now() {
     return r.dbNow(this.db);
+  }
+  addSchedule(s: NewSchedule) {
+    return cron.addSchedule(this.db, this.cell, s);
+  }
+  getSchedule(name: string) {
+    return cron.getSchedule(this.db, this.cell, name);
+  }
+  listSchedules() {
+    return cron.listSchedules(this.db, this.cell);
+  }
+  setPaused(name: string, paused: boolean, nextFireAt?: Date | null) {
+    return cron.setPaused(this.db, this.cell, name, paused, nextFireAt);
+  }
+  removeSchedule(name: string) {
+    return cron.removeSchedule(this.db, this.cell, name);
+  }
+  dueSchedules(horizonMs: number) {
+    return cron.dueSchedules(this.db, this.cell, horizonMs);
+  }
+  advanceSchedule(name: string, expectedNext: Date | null, next: Date | null, last: {fireAt: Date; taskId: string} | null) {
+    return cron.advanceSchedule(this.db, this.cell, name, expectedNext, next, last);
+  }
+  previousOccurrence(name: string, before: Date) {
+    return cron.previousOccurrence(this.db, this.cell, name, before);
   }
   async close(): Promise<void> {
     await this.db.pool.end();

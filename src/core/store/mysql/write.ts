@@ -1,6 +1,6 @@
 import type {NewTask} from '../../task/model.js';
 import {sourcesOf, type TaskState} from '../../task/state.js';
-import type {ClaimResult, ClaimedTask, InsertResult, Outcome, OutcomeResult} from '../types.js';
+import type {ClaimResult, ClaimedTask, HeldForDispatch, InsertResult, Outcome, OutcomeResult} from '../types.js';
 import {type Db, type PoolConnection, exec, marks, select, tx} from './db.js';
 import {caseById, clipError, historyInsert, type HistoryRow} from './rows.js';
 
@@ -91,13 +91,13 @@ async function insertOnce(
         runAtParams.push(remaining * 1000);
       }
     }
-    values.push(`(?, ?, ?, ?, 'submitted', 0, ?, ${runAtSql}, ?, 0, ?, ?, NOW(3), NOW(3), ?)`);
-    params.push(t.id, cell, t.type, t.pool, t.maxRetries, ...runAtParams, t.timeoutMs, t.dedupKey, t.contentHash, t.payload);
+    values.push(`(?, ?, ?, ?, 'submitted', 0, ?, ${runAtSql}, ?, 0, ?, ?, ?, NOW(3), NOW(3), ?)`);
+    params.push(t.id, cell, t.type, t.pool, t.maxRetries, ...runAtParams, t.timeoutMs, t.dedupKey, t.scheduleName ?? null, t.contentHash, t.payload);
   }
   await exec(
     db,
     c,
-    `INSERT INTO tasks (id, cell, type, pool, state, attempt, max_retries, run_at, timeout_ms, fence, dedup_key, content_hash, created_at, updated_at, payload) VALUES ${values.join(', ')}`,
+    `INSERT INTO tasks (id, cell, type, pool, state, attempt, max_retries, run_at, timeout_ms, fence, dedup_key, schedule_name, content_hash, created_at, updated_at, payload) VALUES ${values.join(', ')}`,
     params,
   );
   const h = historyInsert(fresh.map((t): HistoryRow => [t.id, null, 'submitted', 0, actor, null]));
@@ -111,9 +111,42 @@ export async function markPublished(db: Db, ids: string[]): Promise<void> {
   await exec(
     db,
     db.pool,
-    `UPDATE tasks SET published_at = NOW(3) WHERE id IN (${marks(ids.length)}) AND state IN ('submitted', 'failed')`,
+    `UPDATE tasks SET published_at = NOW(3), sched_owner = NULL, sched_until = NULL WHERE id IN (${marks(ids.length)}) AND state IN ('submitted', 'failed')`,
     ids,
   );
+}
+
+/** Grace for brand-new immediate tasks: their producer publishes them itself. */
+const PRODUCER_GRACE_US = 2_000_000;
+
+/**
+ * See TaskStore.holdForDispatch. Two statements: one guarded UPDATE … ORDER BY run_at LIMIT n
+ * (idx_tasks_dispatch) and a read of the holds.
+ */
+export async function holdForDispatch(db: Db, cell: string, owner: string, horizonMs: number, holdMs: number, limit: number): Promise<HeldForDispatch[]> {
+  await exec(
+    db,
+    db.pool,
+    `UPDATE tasks SET sched_owner = ?, sched_until = GREATEST(run_at, NOW(3)) + INTERVAL ? MICROSECOND
+      WHERE cell = ? AND published_at IS NULL AND state IN ('submitted', 'failed') AND run_at <= NOW(3) + INTERVAL ? MICROSECOND
+        AND (sched_owner IS NULL OR sched_owner = ? OR sched_until < NOW(3))
+        AND (state = 'failed' OR run_at > created_at OR created_at < NOW(3) - INTERVAL ${PRODUCER_GRACE_US} MICROSECOND)
+      ORDER BY run_at LIMIT ?`,
+    [owner, holdMs * 1000, cell, horizonMs * 1000, owner, limit],
+  );
+  const rows = await select(
+    db,
+    db.pool,
+    `SELECT id, type, pool, run_at, schedule_name FROM tasks
+      WHERE cell = ? AND sched_owner = ? AND published_at IS NULL AND state IN ('submitted', 'failed') ORDER BY run_at`,
+    [cell, owner],
+  );
+  return rows.map((r) => ({id: r.id as string, type: r.type as string, pool: r.pool as HeldForDispatch['pool'], runAt: r.run_at as Date, scheduleName: (r.schedule_name as string | null) ?? null}));
+}
+
+export async function releaseDispatch(db: Db, cell: string, owner: string): Promise<number> {
+  const r = await exec(db, db.pool, 'UPDATE tasks SET sched_owner = NULL, sched_until = NULL WHERE cell = ? AND sched_owner = ?', [cell, owner]);
+  return r.affectedRows;
 }
 
 /** The claim's locking read. Params: n ids, cell. Index: PRIMARY (a range of n points). */
@@ -159,6 +192,12 @@ export async function claim(db: Db, cell: string, ids: string[], worker: string,
         timeoutMs: r.timeout_ms === null ? null : Number(r.timeout_ms),
       });
       history.push([id, state, 'running', attempt, worker, null]);
+    }
+    // A doorbell that rang early (clock estimate off, or a stray publish) must not silence the task:
+    // forget that it was rung so the scheduler rings again when it is due.
+    const early = skipped.filter((k) => k.notDue).map((k) => k.id);
+    if (early.length > 0) {
+      await exec(db, c, `UPDATE tasks SET published_at = NULL WHERE id IN (${marks(early.length)}) AND state IN (${inList(claimable)})`, early);
     }
     if (claimed.length > 0) {
       const claimedIds = claimed.map((t) => t.id);

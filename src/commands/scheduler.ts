@@ -1,0 +1,49 @@
+import {Flags} from '@oclif/core';
+import {AxCommand} from '../cli/base.js';
+import {openBroker, openStore} from '../cli/runtime.js';
+import {waitForSignal} from '../cli/signals.js';
+import {createCronService} from '../core/cron/service.js';
+import {createSchedulerService} from '../core/scheduler/service.js';
+
+export default class SchedulerCommand extends AxCommand {
+  static override summary = 'Fire delayed tasks, retries and cron occurrences on time; rescue and reconcile.';
+  static override description = `Holds the tasks due within the next AX_SCHEDULER_HORIZON (10s) — claimed in MySQL so several
+schedulers never ring one twice — in a hashed timing wheel keyed by the database clock, and
+publishes each when the database clock has reached its run_at (never before). Creates the
+occurrences of cron schedules, rescues running tasks whose worker stopped renewing its lease
+(every AX_RESCUE_EVERY, 5s) and runs the reconciler (every AX_RECONCILE_EVERY, 5m).
+
+Run one or more; on SIGTERM/SIGINT a scheduler lets go of its tasks so another takes them at once.
+After a crash its tasks are taken over AX_SCHEDULER_HOLD (3s) after they are due. A summary line is
+logged every minute.`;
+  static override examples = ['<%= config.bin %> scheduler', 'AX_SCHEDULER_HORIZON=30s AX_LOG_LEVEL=info <%= config.bin %> scheduler'];
+  static override flags = {
+    'summary-every': Flags.string({description: 'log a summary line this often (0 to disable)', default: '1m'}),
+  };
+
+  async run(): Promise<unknown> {
+    const {flags} = await this.parse(SchedulerCommand);
+    const rt = this.runtime(flags.config);
+    const {parseDuration} = await import('../core/duration.js');
+    const summaryEvery = parseDuration(flags['summary-every'], '--summary-every');
+    const store = await openStore(rt);
+    try {
+      const broker = await openBroker(rt, {reconnect: true});
+      try {
+        const cron = createCronService({...rt, store});
+        const scheduler = createSchedulerService({...rt, store, broker, hooks: cron.hooks()});
+        await scheduler.start();
+        if (!this.jsonEnabled()) this.logToStderr(`ax scheduler ${scheduler.id} running; Ctrl-C to stop`);
+        const timer = summaryEvery > 0 ? setInterval(() => rt.logger.info('scheduler summary', {...scheduler.summary(), lastReconcile: undefined}), summaryEvery) : undefined;
+        const signal = await waitForSignal();
+        if (timer) clearInterval(timer);
+        await scheduler.stop();
+        return {signal, ...scheduler.summary()};
+      } finally {
+        await broker.close();
+      }
+    } finally {
+      await store.close();
+    }
+  }
+}

@@ -1,0 +1,195 @@
+import {AxError, errorMessage, invalid} from '../errors.js';
+import type {AxConfig} from '../config/config.js';
+import type {Broker} from '../broker/types.js';
+import type {Logger} from '../log.js';
+import type {HeldForDispatch, ScheduleRecord, ScheduleStore, TaskStore} from '../store/types.js';
+import type {NewTask} from '../task/model.js';
+import {contentHash} from '../task/validate.js';
+import {idFromDedupKey} from '../task/id.js';
+import type {Clock} from '../time.js';
+import {nextFireTimes, parseSchedule} from './parse.js';
+import {planOccurrences, shouldSkipForOverlap, validateCronInput, validateScheduleName, type CronInput} from './schedule.js';
+
+export interface CronServiceOptions {
+  config: AxConfig;
+  store: TaskStore & ScheduleStore;
+  /** Needed only by trigger() (it rings for the occurrence it creates). */
+  broker?: Broker;
+  clock: Clock;
+  logger: Logger;
+  actor: string;
+}
+
+/** A schedule as the CLI and SDK show it. */
+export interface ScheduleView extends Omit<ScheduleRecord, 'payload'> {
+  payload: unknown;
+}
+
+/** The dedup key, hence the id, of the occurrence of `name` at `fireAtMs`: (schedule, fire time) is unique. */
+export function occurrenceKey(name: string, fireAtMs: number): string {
+  return `cron:${name}@${new Date(fireAtMs).toISOString()}`;
+}
+
+const view = (s: ScheduleRecord): ScheduleView => ({...s, payload: JSON.parse(s.payload) as unknown});
+
+/**
+ * Cron schedules over the ScheduleStore: add/list/show/pause/resume/remove/trigger for the CLI and
+ * SDK, and `materialize()` for the scheduler, which creates each occurrence as a delayed task once
+ * the previous one's fire time has passed (so a schedule's next run always exists as a row), with
+ * the misfire policy for fire times missed while no scheduler ran. Every occurrence's id derives
+ * from (schedule, fire time), so any number of schedulers create it at most once.
+ */
+export function createCronService(o: CronServiceOptions) {
+  const cfg = o.config;
+  const dbNowMs = async (): Promise<number> => (await o.store.now()).getTime();
+
+  async function get(name: string): Promise<ScheduleRecord> {
+    validateScheduleName(name);
+    const s = await o.store.getSchedule(name);
+    if (!s) throw new AxError('not_found', `schedule "${name}" does not exist`);
+    return s;
+  }
+
+  function occurrence(s: ScheduleRecord, fireAtMs: number, nowMs: number): NewTask {
+    const dedupKey = occurrenceKey(s.name, fireAtMs);
+    return {
+      id: idFromDedupKey(cfg.cell, dedupKey),
+      type: s.type,
+      payload: s.payload,
+      pool: s.pool,
+      maxRetries: s.maxRetries ?? cfg.maxRetries,
+      timeoutMs: s.timeoutMs,
+      dedupKey,
+      runAtMs: fireAtMs,
+      delayMs: 0,
+      submittedAtMs: nowMs,
+      contentHash: contentHash(s.type, s.payload),
+      scheduleName: s.name,
+    };
+  }
+
+  /** Creates the occurrences a schedule needs now; returns how many were new. */
+  async function plan(s: ScheduleRecord, nowMs: number): Promise<number> {
+    const spec = parseSchedule(s.cron, s.tz);
+    const p = planOccurrences({spec, lastFireMs: s.nextFireAt?.getTime() ?? null, createdMs: s.createdAt.getTime(), nowMs, misfire: s.misfire});
+    if (p.fireAtMs.length === 0) return 0;
+    const tasks = p.fireAtMs.map((t) => occurrence(s, t, nowMs));
+    const res = await o.store.insertTasks(tasks, o.actor);
+    if (p.missed) o.logger.warn('cron: missed fire times', {schedule: s.name, missed: p.missed.count, policy: s.misfire});
+    const latest = tasks[tasks.length - 1] as NewTask;
+    await o.store.advanceSchedule(s.name, s.nextFireAt, new Date(p.nextFireMs), {fireAt: new Date(latest.runAtMs as number), taskId: latest.id});
+    return res.inserted.length;
+  }
+
+  /** Cancels the created-but-not-run occurrence of a schedule, if any. */
+  async function cancelPending(s: ScheduleRecord, reason: string): Promise<string[]> {
+    if (!s.nextFireAt) return [];
+    const pending = await o.store.getTask(idFromDedupKey(cfg.cell, occurrenceKey(s.name, s.nextFireAt.getTime())));
+    if (!pending || (pending.state !== 'submitted' && pending.state !== 'failed')) return [];
+    return (await o.store.cancel(pending.id, o.actor, reason)).cancelled ? [pending.id] : [];
+  }
+
+  return {
+    /** Validates and stores a schedule; its first occurrence is created by the next scheduler load. */
+    async add(input: CronInput): Promise<ScheduleView> {
+      const nowMs = await dbNowMs();
+      const v = validateCronInput(input, {payloadLimitBytes: cfg.payloadLimitBytes, nowMs});
+      await o.store.addSchedule({name: v.name, cron: v.cron, tz: v.tz, type: v.type, payload: v.payload, pool: v.pool, maxRetries: v.maxRetries, timeoutMs: v.timeoutMs, overlap: v.overlap, misfire: v.misfire, nextFireAt: null});
+      return view(await get(v.name));
+    },
+    async list(): Promise<ScheduleView[]> {
+      return (await o.store.listSchedules()).map(view);
+    },
+    /** A schedule and its next `n` fire times (1..100). */
+    async show(name: string, n = 5): Promise<ScheduleView & {nextFireTimes: Date[]}> {
+      if (!Number.isInteger(n) || n < 1 || n > 100) throw invalid('--next must be a whole number from 1 to 100');
+      const s = await get(name);
+      const times = nextFireTimes(parseSchedule(s.cron, s.tz), await dbNowMs(), n).map((t) => new Date(t));
+      return {...view(s), nextFireTimes: times};
+    },
+    /** Stops creating occurrences and cancels the pending one that has not run yet. */
+    async pause(name: string): Promise<ScheduleView & {cancelled: string[]}> {
+      const s = await get(name);
+      await o.store.setPaused(name, true);
+      return {...view(await get(name)), cancelled: await cancelPending(s, `schedule ${name} paused`)};
+    },
+    /** Resumes from now: fire times that passed while paused are not "missed". */
+    async resume(name: string): Promise<ScheduleView> {
+      const s = await get(name);
+      if (s.paused) await o.store.setPaused(name, false, new Date(await dbNowMs()));
+      return view(await get(name));
+    },
+    /** Deletes a schedule and cancels its occurrences that have not run yet. */
+    async remove(name: string): Promise<{name: string; cancelled: string[]}> {
+      const s = await get(name);
+      await o.store.removeSchedule(name);
+      const cancelled = await cancelPending(s, `schedule ${name} removed`);
+      return {name, cancelled};
+    },
+    /** Runs one occurrence now (fire time = the database's now), whatever the schedule says. */
+    async trigger(name: string): Promise<{name: string; taskId: string; fireAt: Date}> {
+      const s = await get(name);
+      const nowMs = await dbNowMs();
+      const task = occurrence(s, nowMs, nowMs);
+      await o.store.insertTasks([task], o.actor);
+      if (o.broker) {
+        try {
+          await o.broker.publish([{id: task.id, type: task.type, pool: task.pool}]);
+          await o.store.markPublished([task.id]);
+        } catch (e) {
+          o.logger.warn('cron trigger: occurrence written but not rung; the scheduler will ring for it', {schedule: name, error: errorMessage(e)});
+        }
+      }
+      return {name, taskId: task.id, fireAt: new Date(nowMs)};
+    },
+    /**
+     * For the scheduler, every load: creates the occurrences due within the horizon for every
+     * unpaused schedule whose pending occurrence has fired. Returns how many were created.
+     */
+    async materialize(horizonMs: number): Promise<number> {
+      const nowMs = await dbNowMs();
+      let created = 0;
+      for (const s of await o.store.dueSchedules(horizonMs)) {
+        try {
+          created += await plan(s, nowMs);
+        } catch (e) {
+          o.logger.error('cron: could not plan a schedule', {schedule: s.name, error: errorMessage(e)});
+        }
+      }
+      return created;
+    },
+    /**
+     * Overlap policy at fire time: drops (and cancels) occurrences of `skip` schedules whose
+     * previous occurrence has not finished.
+     */
+    async filterOverlaps(due: HeldForDispatch[]): Promise<HeldForDispatch[]> {
+      const keep: HeldForDispatch[] = [];
+      const schedules = new Map<string, ScheduleRecord | null>();
+      for (const t of due) {
+        if (t.scheduleName === null) {
+          keep.push(t);
+          continue;
+        }
+        if (!schedules.has(t.scheduleName)) schedules.set(t.scheduleName, await o.store.getSchedule(t.scheduleName));
+        const s = schedules.get(t.scheduleName);
+        const prev = s?.overlap === 'skip' ? await o.store.previousOccurrence(t.scheduleName, t.runAt) : null;
+        if (s && shouldSkipForOverlap(s.overlap, prev?.state)) {
+          await o.store.cancel(t.id, o.actor, `skipped: the previous occurrence ${prev?.id} is still ${prev?.state} (overlap=skip)`);
+          o.logger.info('cron: occurrence skipped for overlap', {schedule: s.name, taskId: t.id});
+        } else keep.push(t);
+      }
+      return keep;
+    },
+    /** The scheduler hooks: create occurrences on every load, apply the overlap policy at fire time. */
+    hooks() {
+      return {
+        onLoad: async () => {
+          await this.materialize(cfg.schedulerHorizonMs);
+        },
+        beforeFire: (due: HeldForDispatch[]) => this.filterOverlaps(due),
+      };
+    },
+  };
+}
+
+export type CronService = ReturnType<typeof createCronService>;

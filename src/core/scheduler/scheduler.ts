@@ -1,0 +1,249 @@
+import {hostname} from 'node:os';
+import {errorMessage} from '../errors.js';
+import type {Logger} from '../log.js';
+import type {Broker} from '../broker/types.js';
+import type {BackoffOptions} from '../retry/backoff.js';
+import {reconcile, rescueExpired, type ReconcileReport} from '../reconcile/reconcile.js';
+import type {HeldForDispatch, TaskStore} from '../store/types.js';
+import {TimingWheel} from '../timing/wheel.js';
+import {type Clock, type Random, type TimerHandle} from '../time.js';
+import {DbClock} from './db-clock.js';
+
+export interface SchedulerOptions {
+  store: TaskStore;
+  broker: Broker;
+  clock: Clock;
+  random: Random;
+  logger: Logger;
+  backoff: BackoffOptions;
+  /** Unique per process (default host:pid). */
+  id?: string;
+  /** Wheel tick (default 100 ms). Firing is exact to the millisecond regardless: see arm(). */
+  tickMs: number;
+  /** Load tasks due within this much (default 10 s) … */
+  horizonMs: number;
+  /** … every this often (default 1 s). */
+  loadEveryMs: number;
+  /** A hold on a task lasts until max(run_at, now) + this; then another scheduler may take it. */
+  holdMs: number;
+  /** Most tasks held at once (bounds memory). */
+  maxHeld: number;
+  rescueEveryMs: number;
+  reconcileEveryMs: number;
+  reconcile: {limit: number; rate: number; republishAfterMs: number};
+  /** Hook called every load (cron occurrences are created here). */
+  onLoad?: () => Promise<void>;
+  /** Decides at fire time whether a held task should still be rung (cron overlap policy). */
+  beforeFire?: (due: HeldForDispatch[]) => Promise<HeldForDispatch[]>;
+}
+
+export interface SchedulerSummary {
+  id: string;
+  held: number;
+  nextDueInMs: number | null;
+  published: number;
+  publishFailures: number;
+  loads: number;
+  rescued: number;
+  lastReconcile: ReconcileReport | null;
+  clockUncertaintyMs: number;
+}
+
+const CHUNK = 500;
+
+/**
+ * The scheduler: holds the tasks due within a short horizon (claimed in MySQL so that replicas do
+ * not double-load), keeps them in a hashed timing wheel keyed by the database clock, and publishes
+ * each when that clock has certainly reached its run_at — never before. A crash loses nothing: the
+ * holds expire and another scheduler (or this one, restarted) rebuilds its wheel from MySQL. It
+ * also runs the rescuer (expired worker leases) and the reconciler on their own periods.
+ */
+export class Scheduler {
+  readonly id: string;
+  private readonly wheel: TimingWheel<HeldForDispatch>;
+  /** Ids in the wheel (the wheel itself is a cache keyed by id; this is what the last load held). */
+  private inWheel = new Set<string>();
+  private readonly dbClock: DbClock;
+  private readonly timers = new Map<string, TimerHandle>();
+  private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
+  /** load() and fire() never overlap: a load during a publish would put the task back in the wheel. */
+  private exclusive: Promise<unknown> = Promise.resolve();
+  private readonly inflight = new Set<Promise<unknown>>();
+  private readonly log: Logger;
+  private readonly s: Omit<SchedulerSummary, 'id' | 'held' | 'nextDueInMs' | 'clockUncertaintyMs'> = {published: 0, publishFailures: 0, loads: 0, rescued: 0, lastReconcile: null};
+  private readonly listeners = new Set<(ids: string[]) => void>();
+
+  constructor(private readonly o: SchedulerOptions) {
+    this.id = o.id ?? `scheduler:${hostname()}:${process.pid}`;
+    this.log = o.logger.child({scheduler: this.id});
+    this.dbClock = new DbClock(o.clock, () => o.store.now());
+    this.wheel = new TimingWheel<HeldForDispatch>({slots: 1024, tickMs: o.tickMs, startMs: 0});
+  }
+
+  /** Calls `fn` with the ids of every batch this scheduler published (tests, metrics). */
+  onPublished(fn: (ids: string[]) => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  summary(): SchedulerSummary {
+    const next = this.wheel.nextDueMs();
+    return {
+      id: this.id,
+      held: this.wheel.size,
+      nextDueInMs: next === undefined ? null : Math.round(this.dbClock.delayUntil(next)),
+      clockUncertaintyMs: this.dbClock.uncertaintyMs,
+      ...this.s,
+    };
+  }
+
+  /** Syncs the clock, loads once and starts the loops. Throws AxError('unavailable'). Idempotent. */
+  async start(): Promise<void> {
+    if (this.state !== 'new') return;
+    await this.dbClock.sync();
+    this.wheel.advance(this.dbClock.safeNow());
+    this.state = 'running';
+    await this.load();
+    this.every('load', this.o.loadEveryMs, () => this.load());
+    this.every('rescue', this.o.rescueEveryMs, () => this.rescue());
+    this.every('reconcile', this.o.reconcileEveryMs, () => this.runReconcile());
+    this.log.info('scheduler started', {horizonMs: this.o.horizonMs, tickMs: this.o.tickMs, held: this.wheel.size});
+  }
+
+  private every(name: string, ms: number, fn: () => Promise<void>): void {
+    const tick = (): void => {
+      this.timers.set(
+        name,
+        this.o.clock.setTimeout(() => {
+          this.timers.delete(name);
+          this.track(fn().finally(() => this.state === 'running' && tick()));
+        }, ms),
+      );
+    };
+    tick();
+  }
+
+  private track(p: Promise<unknown>): void {
+    this.inflight.add(p);
+    void p.finally(() => this.inflight.delete(p));
+  }
+
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const p = this.exclusive.then(fn, fn);
+    this.exclusive = p.catch(() => undefined);
+    return p;
+  }
+
+  /** Takes hold of what is due soon and (re)builds the wheel from it. */
+  private load(): Promise<void> {
+    return this.serial(() => this.loadNow());
+  }
+
+  private async loadNow(): Promise<void> {
+    try {
+      await this.dbClock.sync();
+      if (this.o.onLoad) await this.o.onLoad();
+      const held = await this.o.store.holdForDispatch(this.id, this.o.horizonMs, this.o.holdMs, this.o.maxHeld);
+      const keep = new Set<string>();
+      for (const h of held) {
+        keep.add(h.id);
+        if (this.wheel.dueOf(h.id) !== h.runAt.getTime()) this.wheel.schedule(h.id, h.runAt.getTime(), h);
+      }
+      // Tasks we no longer hold (claimed, cancelled, rung by someone else) leave the wheel.
+      for (const id of [...this.inWheel]) if (!keep.has(id)) this.wheel.cancel(id);
+      this.inWheel = keep;
+      this.s.loads++;
+      this.arm();
+    } catch (e) {
+      this.log.warn('scheduler load failed', {error: errorMessage(e)});
+    }
+  }
+
+  /** Sets one timer for the earliest due entry: exact firing, not rounded up to the next tick. */
+  private arm(): void {
+    const old = this.timers.get('fire');
+    if (old) this.o.clock.clearTimeout(old);
+    this.timers.delete('fire');
+    if (this.state !== 'running') return;
+    const next = this.wheel.nextDueMs();
+    if (next === undefined) return;
+    this.timers.set(
+      'fire',
+      this.o.clock.setTimeout(() => {
+        this.timers.delete('fire');
+        this.track(this.fire());
+      }, this.dbClock.delayUntil(next)),
+    );
+  }
+
+  private fire(): Promise<void> {
+    return this.serial(() => this.fireNow());
+  }
+
+  private async fireNow(): Promise<void> {
+    try {
+      let due = this.wheel.advance(this.dbClock.safeNow()).map((f) => f.value as HeldForDispatch);
+      for (const t of due) this.inWheel.delete(t.id);
+      if (due.length > 0 && this.o.beforeFire) due = await this.o.beforeFire(due);
+      for (let i = 0; i < due.length; i += CHUNK) {
+        const chunk = due.slice(i, i + CHUNK);
+        try {
+          await this.o.broker.publish(chunk);
+          await this.o.store.markPublished(chunk.map((t) => t.id));
+          this.s.published += chunk.length;
+          for (const l of this.listeners) l(chunk.map((t) => t.id));
+        } catch (e) {
+          // Still held: try again shortly (the hold outlives this by holdMs).
+          this.s.publishFailures += chunk.length;
+          this.log.warn('publishing due tasks failed; retrying in 1s', {tasks: chunk.length, error: errorMessage(e)});
+          const retryAt = this.dbClock.now() + 1000;
+          for (const t of chunk) {
+            this.wheel.schedule(t.id, retryAt, t);
+            this.inWheel.add(t.id);
+          }
+        }
+      }
+    } catch (e) {
+      this.log.warn('scheduler fire failed', {error: errorMessage(e)});
+    } finally {
+      this.arm();
+    }
+  }
+
+  private async rescue(): Promise<void> {
+    try {
+      const r = await rescueExpired({...this.o, actor: this.id, limit: this.o.reconcile.limit});
+      this.s.rescued += r.failed + r.dead;
+    } catch (e) {
+      this.log.warn('rescue failed', {error: errorMessage(e)});
+    }
+  }
+
+  private async runReconcile(): Promise<void> {
+    try {
+      this.s.lastReconcile = await reconcile({...this.o, ...this.o.reconcile, dryRun: false, actor: this.id});
+    } catch (e) {
+      this.log.warn('reconcile failed', {error: errorMessage(e)});
+    }
+  }
+
+  /**
+   * Stops the loops, waits for a publish in progress, and lets go of its holds so another
+   * scheduler takes them at once. Idempotent.
+   */
+  async stop(): Promise<void> {
+    if (this.state !== 'running') {
+      this.state = 'stopped';
+      return;
+    }
+    this.state = 'stopping';
+    for (const t of this.timers.values()) this.o.clock.clearTimeout(t);
+    this.timers.clear();
+    while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
+    await this.o.store.releaseDispatch(this.id).catch((e: unknown) => this.log.warn('releasing holds failed; they expire on their own', {error: errorMessage(e)}));
+    this.wheel.clear();
+    this.inWheel.clear();
+    this.state = 'stopped';
+    this.log.info('scheduler stopped', {published: this.s.published, rescued: this.s.rescued});
+  }
+}
