@@ -3,7 +3,8 @@ import type {Broker} from './broker/types.js';
 import type {Logger} from './log.js';
 import {type FlushReport, Producer} from './producer/producer.js';
 import {cancelTask, showTask, type TaskDetail} from './inspect/inspect.js';
-import type {TaskStore} from './store/types.js';
+import type {ScheduleStore, TaskStore} from './store/types.js';
+import {createCronService, type CronService} from './cron/service.js';
 import type {TaskSpec} from './task/model.js';
 import type {Clock, Random} from './time.js';
 
@@ -17,13 +18,15 @@ export interface AxClient {
   cancel(id: string, reason?: string): Promise<void>;
   /** A task and its history; throws not_found. */
   getTask(id: string): Promise<TaskDetail>;
+  /** Cron schedules: add, list, show, pause, resume, remove, trigger (see CronService). */
+  cron: Pick<CronService, 'add' | 'list' | 'show' | 'pause' | 'resume' | 'remove' | 'trigger'>;
   /** Flushes, then closes the connections. */
   close(): Promise<FlushReport>;
 }
 
 export interface ClientParts {
   config: AxConfig;
-  store: TaskStore;
+  store: TaskStore & ScheduleStore;
   broker: Broker;
   clock: Clock;
   random: Random;
@@ -50,7 +53,9 @@ export function createClient(p: ClientParts): AxClient {
     ...(p.giveUpAfterMs === undefined ? {} : {giveUpAfterMs: p.giveUpAfterMs}),
   });
   let closing: Promise<FlushReport> | undefined;
+  const cron = createCronService({config: p.config, store: p.store, broker: p.broker, clock: p.clock, logger: p.logger, actor: p.actor});
   return {
+    cron,
     submit: (t) => producer.submit(t),
     flush: () => producer.flush(),
     cancel: async (id, reason) => {

@@ -86,13 +86,17 @@ function fieldError(expr: string, i: number, raw: string, why: string): AxError 
 
 /** Checks the characters and words of field `i`; cron-parser checks the numbers afterwards. */
 function checkFieldSyntax(expr: string, i: number, raw: string): void {
-  if (!FIELD_CHARS[i]!.test(raw)) {
-    throw fieldError(expr, i, raw, 'has characters that are not allowed there (digits, * , - / and, in the day and month fields, names, ? L #)');
-  }
-  for (const word of raw.match(/[A-Za-z]+/g) ?? []) {
+  const words = raw.match(/[A-Za-z]+/g) ?? [];
+  for (const word of words) {
     const w = word.toLowerCase();
     if (w === 'h') throw fieldError(expr, i, raw, 'uses H (hashed values), which is not supported: every scheduler must compute the same fire times');
     if (w === 'w' || w === 'lw') throw fieldError(expr, i, raw, 'uses W (nearest weekday), which is not supported');
+  }
+  if (!FIELD_CHARS[i]!.test(raw)) {
+    throw fieldError(expr, i, raw, 'has characters that are not allowed there (digits, * , - / and, in the day and month fields, names, ? L #)');
+  }
+  for (const word of words) {
+    const w = word.toLowerCase();
     const ok =
       (i === 2 && word === 'L') || (i === 3 && MONTH_NAMES.has(w)) || (i === 4 && (DAY_NAMES.has(w) || word === 'L'));
     if (!ok) throw fieldError(expr, i, raw, `has an unknown word "${word}"`);
@@ -184,16 +188,25 @@ function checkInstant(ms: unknown, what: string): asserts ms is number {
   }
 }
 
+const iterators = new Map<string, CronExpression>();
+
 /** Walks matching wall-clock times forwards or backwards; null at the end of what the library finds. */
 function wallWalker(expr: string, fromWallMs: number, reverse: boolean): {everyHour: boolean; step(): number | null} {
-  const it = libParse(expr, fromWallMs);
+  // Parsing costs more than resetting; the walkers never nest, so one iterator per expression is safe.
+  let it = iterators.get(expr);
+  if (it === undefined) {
+    if (iterators.size >= 1000) iterators.clear();
+    it = libParse(expr, fromWallMs);
+    iterators.set(expr, it);
+  } else it.reset(new Date(fromWallMs));
+  const iter = it;
   return {
     // A schedule matching all 24 hours follows real time through a repeated hour (schedule.ts).
-    everyHour: it.fields.hour.values.length === 24,
+    everyHour: iter.fields.hour.values.length === 24,
     step(): number | null {
       let wall: number;
       try {
-        wall = (reverse ? it.prev() : it.next()).getTime();
+        wall = (reverse ? iter.prev() : iter.next()).getTime();
       } catch (e) {
         if (/loop limit/i.test(libMessage(e))) return null; // nothing more within the library's reach
         throw new AxError('internal', `cron-parser failed on ${quote(expr)}: ${libMessage(e)}`, {cause: e});

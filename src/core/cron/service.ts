@@ -180,13 +180,34 @@ export function createCronService(o: CronServiceOptions) {
       }
       return keep;
     },
-    /** The scheduler hooks: create occurrences on every load, apply the overlap policy at fire time. */
+    /**
+     * For the reconciler: recreates the pending occurrence of every unpaused schedule whose row
+     * is missing (deleted by hand, lost in a restore), so a schedule can never silently die.
+     * Returns the names of the schedules repaired.
+     */
+    async repair(): Promise<string[]> {
+      const nowMs = await dbNowMs();
+      const repaired: string[] = [];
+      for (const s of await o.store.listSchedules()) {
+        if (s.paused || !s.nextFireAt) continue;
+        const task = occurrence(s, s.nextFireAt.getTime(), nowMs);
+        if (await o.store.getTask(task.id)) continue;
+        await o.store.insertTasks([task], o.actor);
+        repaired.push(s.name);
+        o.logger.warn('cron: recreated a missing occurrence', {schedule: s.name, fireAt: s.nextFireAt.toISOString()});
+      }
+      return repaired;
+    },
+    /** The scheduler hooks: occurrences on every load, the overlap policy at fire time, repair on reconcile. */
     hooks() {
       return {
         onLoad: async () => {
           await this.materialize(cfg.schedulerHorizonMs);
         },
         beforeFire: (due: HeldForDispatch[]) => this.filterOverlaps(due),
+        onReconcile: async () => {
+          await this.repair();
+        },
       };
     },
   };

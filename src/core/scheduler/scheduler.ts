@@ -35,6 +35,8 @@ export interface SchedulerOptions {
   onLoad?: () => Promise<void>;
   /** Decides at fire time whether a held task should still be rung (cron overlap policy). */
   beforeFire?: (due: HeldForDispatch[]) => Promise<HeldForDispatch[]>;
+  /** Hook called with every reconcile (cron repairs missing occurrences here). */
+  onReconcile?: () => Promise<void>;
 }
 
 export interface SchedulerSummary {
@@ -222,6 +224,7 @@ export class Scheduler {
   private async runReconcile(): Promise<void> {
     try {
       this.s.lastReconcile = await reconcile({...this.o, ...this.o.reconcile, dryRun: false, actor: this.id});
+      if (this.o.onReconcile) await this.o.onReconcile();
     } catch (e) {
       this.log.warn('reconcile failed', {error: errorMessage(e)});
     }
