@@ -13,8 +13,8 @@
  * - `H` (hashed) values: cron-parser picks them at random unless seeded, so two schedulers would
  *   compute different fire times for the same schedule;
  * - `W` (nearest weekday), which cron-parser does not support;
- * - any expression with no fire time within 5 years (`0 0 31 2 *`, `0 0 30 2 *`): it would never
- *   (or almost never) run, which is a mistake.
+ * - an expression that never fires (`0 0 31 2 *`, `0 0 30 2 *`) or, for a new schedule, not within
+ *   5 years (`0 0 * 2 1#5`, the 5th Monday of February): it would (almost) never run, a mistake.
  *
  * Fire times are computed in two steps, so that the DST policy (documented in schedule.ts) holds by
  * construction instead of depending on the library's DST code:
@@ -39,15 +39,10 @@ export interface CronSpec {
 
 export const CRON_FIELD_NAMES = ['minute', 'hour', 'day-of-month', 'month', 'day-of-week'] as const;
 export const MAX_CRON_LENGTH = 256;
-/** A schedule must fire within this long after the reference time, or it is refused. */
+/** A new schedule must fire within this long after its creation (parseSchedule's nowMs), or it is refused. */
 export const FIRE_HORIZON_MS = 5 * 365 * 86_400_000 + 2 * 86_400_000;
 /** At most this many fire times per nextFireTimes call. */
 export const MAX_FIRE_TIMES = 1000;
-/**
- * The reference time of the "fires within 5 years" check when the caller gives none: a fixed
- * instant, so that parsing is deterministic. Pass `nowMs` when validating a new schedule.
- */
-export const DEFAULT_REFERENCE_MS = Date.UTC(2026, 0, 1);
 
 export const CRON_NICKNAMES: Readonly<Record<string, string>> = Object.freeze({
   '@yearly': '0 0 1 1 *',
@@ -89,16 +84,21 @@ function checkFieldSyntax(expr: string, i: number, raw: string): void {
   const words = raw.match(/[A-Za-z]+/g) ?? [];
   for (const word of words) {
     const w = word.toLowerCase();
-    if (w === 'h') throw fieldError(expr, i, raw, 'uses H (hashed values), which is not supported: every scheduler must compute the same fire times');
+    if (w === 'h')
+      throw fieldError(expr, i, raw, 'uses H (hashed values), which is not supported: every scheduler must compute the same fire times');
     if (w === 'w' || w === 'lw') throw fieldError(expr, i, raw, 'uses W (nearest weekday), which is not supported');
   }
   if (!FIELD_CHARS[i]!.test(raw)) {
-    throw fieldError(expr, i, raw, 'has characters that are not allowed there (digits, * , - / and, in the day and month fields, names, ? L #)');
+    throw fieldError(
+      expr,
+      i,
+      raw,
+      'has characters that are not allowed there (digits, * , - / and, in the day and month fields, names, ? L #)',
+    );
   }
   for (const word of words) {
     const w = word.toLowerCase();
-    const ok =
-      (i === 2 && word === 'L') || (i === 3 && MONTH_NAMES.has(w)) || (i === 4 && (DAY_NAMES.has(w) || word === 'L'));
+    const ok = (i === 2 && word === 'L') || (i === 3 && MONTH_NAMES.has(w)) || (i === 4 && (DAY_NAMES.has(w) || word === 'L'));
     if (!ok) throw fieldError(expr, i, raw, `has an unknown word "${word}"`);
   }
 }
@@ -123,7 +123,9 @@ function checkExpression(input: unknown): string {
   if (text.startsWith('@')) {
     const expanded = CRON_NICKNAMES[text.toLowerCase()];
     if (expanded === undefined) {
-      throw invalid(`cron expression ${quote(text)} is not a known nickname; use one of ${Object.keys(CRON_NICKNAMES).join(' ')} or 5 fields`);
+      throw invalid(
+        `cron expression ${quote(text)} is not a known nickname; use one of ${Object.keys(CRON_NICKNAMES).join(' ')} or 5 fields`,
+      );
     }
     expr = expanded;
   }
@@ -135,7 +137,9 @@ function checkExpression(input: unknown): string {
     );
   }
   if (fields.length !== 5) {
-    throw invalid(`cron expression ${quote(text)} has ${fields.length} field${fields.length === 1 ? '' : 's'}; expected 5: minute hour day-of-month month day-of-week (e.g. "30 2 * * *")`);
+    throw invalid(
+      `cron expression ${quote(text)} has ${fields.length} field${fields.length === 1 ? '' : 's'}; expected 5: minute hour day-of-month month day-of-week (e.g. "30 2 * * *")`,
+    );
   }
   fields.forEach((raw, i) => {
     checkFieldSyntax(text, i, raw);
@@ -152,7 +156,7 @@ function checkExpression(input: unknown): string {
     libParse(normalised, 0);
   } catch (e) {
     const msg = libMessage(e);
-    if (/day of month/i.test(msg)) throw neverFires(text);
+    if (/day of month/i.test(msg)) throw neverFires(text, 'its day of month does not exist in its month(s), e.g. 30 or 31 in February');
     throw invalid(`cron expression ${quote(text)} is invalid: ${msg}`);
   }
   if (checked.size >= 10_000) checked.clear();
@@ -160,25 +164,28 @@ function checkExpression(input: unknown): string {
   return normalised;
 }
 
-function neverFires(text: string): AxError {
-  return invalid(
-    `cron expression ${quote(text)} never fires: it has no fire time within 5 years (a day of month that its months do not have, such as 30 or 31 in February?)`,
-  );
+function neverFires(text: string, why = 'it has no fire time within 5 years'): AxError {
+  return invalid(`cron expression ${quote(text)} never fires: ${why}`);
 }
 
 /**
  * Validates a cron expression and a time zone and returns the schedule, or throws invalid_input
- * with a message naming what is wrong (see the module comment for the syntax). The expression must
- * fire within 5 years after `options.nowMs` (default DEFAULT_REFERENCE_MS).
+ * with a message naming what is wrong (see the module comment for the syntax). Always refused: an
+ * expression with an impossible day (`0 0 31 2 *`, `0 0 30 2 *`, `0 0 31 4,6,9,11 *`). With
+ * `options.nowMs` — give it when validating a NEW schedule — the expression must also have a fire
+ * time within 5 years after it (this catches rarer never-or-almost-never cases such as
+ * `0 0 * 2 1#5`). Without it (re-reading a stored schedule) that check is skipped, so a schedule
+ * accepted once is never refused later.
  */
 export function parseSchedule(expr: string, tz: string, options?: {nowMs?: number}): CronSpec {
   const normalised = checkExpression(expr);
   const zone = validateTimeZone(tz);
   const spec: CronSpec = Object.freeze({expr: normalised, tz: zone});
-  const ref = options?.nowMs ?? DEFAULT_REFERENCE_MS;
-  checkInstant(ref, 'nowMs');
-  const first = nextFireTimes(spec, ref, 1)[0];
-  if (first === undefined || first - ref > FIRE_HORIZON_MS) throw neverFires(expr.trim());
+  if (options?.nowMs !== undefined) {
+    checkInstant(options.nowMs, 'nowMs');
+    const first = nextFireTimes(spec, options.nowMs, 1)[0];
+    if (first === undefined || first - options.nowMs > FIRE_HORIZON_MS) throw neverFires(expr.trim());
+  }
   return spec;
 }
 
@@ -220,8 +227,10 @@ function wallWalker(expr: string, fromWallMs: number, reverse: boolean): {everyH
 function fireInstants(zone: Zone, wall: number, everyHour: boolean): {instants: number[]; lo: number; hi: number; margin: number} {
   const w = instantsOfWall(zone, wall);
   let instants: number[];
-  if (w.gap) instants = [wall - w.before]; // (a) read with the offset before the gap: shifted by its length
-  else if (w.instants.length > 1 && !everyHour) instants = [w.instants[0]!]; // (b) repeated: the first only
+  if (w.gap)
+    instants = [wall - w.before]; // (a) read with the offset before the gap: shifted by its length
+  else if (w.instants.length > 1 && !everyHour)
+    instants = [w.instants[0]!]; // (b) repeated: the first only
   else instants = w.instants; // normal, or (c) every-hour schedule in a repeated hour: both
   const lo = Math.min(w.before, w.after);
   const hi = Math.max(w.before, w.after);

@@ -234,17 +234,17 @@ const CRON_INPUT_FIELDS = new Set(['name', 'cron', 'tz', 'type', 'payload', 'poo
 
 /**
  * Validates a schedule definition, or throws invalid_input naming the bad field. Unknown fields are
- * refused (typos must not pass silently). `nowMs` is the reference of the "fires within 5 years"
- * check (see parseSchedule).
+ * refused (typos must not pass silently). `nowMs` (the current time) is the reference of the "fires
+ * within 5 years" check (see parseSchedule).
  */
-export function validateCronInput(input: unknown, options: {payloadLimitBytes: number; nowMs?: number}): ValidCronInput {
+export function validateCronInput(input: unknown, options: {payloadLimitBytes: number; nowMs: number}): ValidCronInput {
   if (input === null || typeof input !== 'object' || Array.isArray(input)) throw invalid('a cron schedule must be an object');
   const s = input as Record<string, unknown>;
   for (const k of Object.keys(s)) if (!CRON_INPUT_FIELDS.has(k)) throw invalid(`unknown cron schedule field "${k}"`);
   const name = validateScheduleName(s.name);
   if (typeof s.cron !== 'string') throw invalid('cron is required: a cron expression such as "30 2 * * *"');
   if (typeof s.tz !== 'string') throw invalid('tz is required: an IANA time zone such as Europe/Berlin or UTC');
-  const spec = parseSchedule(s.cron, s.tz, options.nowMs === undefined ? undefined : {nowMs: options.nowMs});
+  const spec = parseSchedule(s.cron, s.tz, {nowMs: options.nowMs});
   const type = validateTypeName(s.type);
   const payload = validatePayload(s.payload, options.payloadLimitBytes);
   const pool = (s.pool ?? 'io') as PoolName;

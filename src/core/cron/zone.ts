@@ -58,8 +58,7 @@ export function validateTimeZone(tz: unknown): string {
 export function zoneOf(tz: string): Zone {
   const cached = zones.get(tz);
   if (cached) return cached;
-  const unknown = (): Error =>
-    invalid(`time zone ${quote(tz)} is not a known IANA time zone (e.g. America/New_York, Europe/Berlin, UTC)`);
+  const unknown = (): Error => invalid(`time zone ${quote(tz)} is not a known IANA time zone (e.g. America/New_York, Europe/Berlin, UTC)`);
   if (tz.length > MAX_TZ_LENGTH || !ZONE_SHAPE.test(tz)) throw unknown();
   let resolved: string;
   try {
@@ -73,7 +72,7 @@ export function zoneOf(tz: string): Zone {
   else if (canonical !== undefined) name = canonical;
   else if (supportedZones().has(resolved.toLowerCase()) || ETC_FIXED.test(resolved)) name = tz;
   else throw unknown();
-  const zone = name === 'UTC' ? utcZone : makeZone(name);
+  const zone = zones.get(name) ?? (name === 'UTC' ? utcZone : makeZone(name));
   if (zones.size > 1000) zones.clear(); // bounded: at most a few hundred zones exist
   zones.set(tz, zone);
   zones.set(name, zone);
