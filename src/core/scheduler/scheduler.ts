@@ -68,8 +68,14 @@ export class Scheduler {
   private readonly dbClock: DbClock;
   private readonly timers = new Map<string, TimerHandle>();
   private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
-  /** load() and fire() never overlap: a load during a publish would put the task back in the wheel. */
-  private exclusive: Promise<unknown> = Promise.resolve();
+  /**
+   * Ids being published, and ids published while a load was reading: a load that read a row before
+   * its publish was recorded must not put it back in the wheel (it would ring twice).
+   */
+  private readonly publishing = new Set<string>();
+  private readonly publishedDuringLoad = new Set<string>();
+  private loading = false;
+  private firing = false;
   private readonly inflight = new Set<Promise<unknown>>();
   private readonly log: Logger;
   private readonly s: Omit<SchedulerSummary, 'id' | 'held' | 'nextDueInMs' | 'clockUncertaintyMs'> = {published: 0, publishFailures: 0, loads: 0, rescued: 0, lastReconcile: null};
@@ -130,15 +136,17 @@ export class Scheduler {
     void p.finally(() => this.inflight.delete(p));
   }
 
-  private serial<T>(fn: () => Promise<T>): Promise<T> {
-    const p = this.exclusive.then(fn, fn);
-    this.exclusive = p.catch(() => undefined);
-    return p;
-  }
-
-  /** Takes hold of what is due soon and (re)builds the wheel from it. */
-  private load(): Promise<void> {
-    return this.serial(() => this.loadNow());
+  /** Takes hold of what is due soon and (re)builds the wheel from it. Never blocks firing. */
+  private async load(): Promise<void> {
+    if (this.loading) return;
+    this.loading = true;
+    this.publishedDuringLoad.clear();
+    try {
+      await this.loadNow();
+    } finally {
+      this.loading = false;
+      this.publishedDuringLoad.clear();
+    }
   }
 
   private async loadNow(): Promise<void> {
@@ -148,6 +156,7 @@ export class Scheduler {
       const held = await this.o.store.holdForDispatch(this.id, this.o.horizonMs, this.o.holdMs, this.o.maxHeld);
       const keep = new Set<string>();
       for (const h of held) {
+        if (this.publishing.has(h.id) || this.publishedDuringLoad.has(h.id)) continue;
         keep.add(h.id);
         if (this.wheel.dueOf(h.id) !== h.runAt.getTime()) this.wheel.schedule(h.id, h.runAt.getTime(), h);
       }
@@ -178,20 +187,32 @@ export class Scheduler {
     );
   }
 
-  private fire(): Promise<void> {
-    return this.serial(() => this.fireNow());
+  private async fire(): Promise<void> {
+    if (this.firing) return;
+    this.firing = true;
+    try {
+      await this.fireNow();
+    } finally {
+      this.firing = false;
+      this.arm();
+    }
   }
 
   private async fireNow(): Promise<void> {
+    let due = this.wheel.advance(this.dbClock.safeNow()).map((f) => f.value as HeldForDispatch);
+    const all = due.map((t) => t.id);
+    for (const id of all) {
+      this.inWheel.delete(id);
+      this.publishing.add(id);
+    }
     try {
-      let due = this.wheel.advance(this.dbClock.safeNow()).map((f) => f.value as HeldForDispatch);
-      for (const t of due) this.inWheel.delete(t.id);
       if (due.length > 0 && this.o.beforeFire) due = await this.o.beforeFire(due);
       for (let i = 0; i < due.length; i += CHUNK) {
         const chunk = due.slice(i, i + CHUNK);
         try {
           await this.o.broker.publish(chunk);
           await this.o.store.markPublished(chunk.map((t) => t.id));
+          if (this.loading) for (const t of chunk) this.publishedDuringLoad.add(t.id);
           this.s.published += chunk.length;
           for (const l of this.listeners) l(chunk.map((t) => t.id));
         } catch (e) {
@@ -208,7 +229,7 @@ export class Scheduler {
     } catch (e) {
       this.log.warn('scheduler fire failed', {error: errorMessage(e)});
     } finally {
-      this.arm();
+      for (const id of all) this.publishing.delete(id);
     }
   }
 
