@@ -8,7 +8,14 @@ import {contentHash} from '../task/validate.js';
 import {idFromDedupKey} from '../task/id.js';
 import type {Clock} from '../time.js';
 import {nextFireTimes, parseSchedule} from './parse.js';
-import {planOccurrences, shouldSkipForOverlap, validateCronInput, validateScheduleName, type CronInput} from './schedule.js';
+import {
+  MISFIRE_TOLERANCE_MS,
+  planOccurrences,
+  shouldSkipForOverlap,
+  validateCronInput,
+  validateScheduleName,
+  type CronInput,
+} from './schedule.js';
 
 export interface CronServiceOptions {
   config: AxConfig;
@@ -71,22 +78,56 @@ export function createCronService(o: CronServiceOptions) {
   /** Creates the occurrences a schedule needs now; returns how many were new. */
   async function plan(s: ScheduleRecord, nowMs: number): Promise<number> {
     const spec = parseSchedule(s.cron, s.tz);
-    const p = planOccurrences({spec, lastFireMs: s.nextFireAt?.getTime() ?? null, createdMs: s.createdAt.getTime(), nowMs, misfire: s.misfire});
+    const p = planOccurrences({
+      spec,
+      lastFireMs: s.nextFireAt?.getTime() ?? null,
+      createdMs: s.createdAt.getTime(),
+      nowMs,
+      misfire: s.misfire,
+    });
     if (p.fireAtMs.length === 0) return 0;
+    // The pending occurrence left over from before a downtime is a missed fire time too: with
+    // `skip` it must not run late, and with `fire-once` the catch-up planned after it replaces it.
+    if (s.nextFireAt && s.nextFireAt.getTime() < nowMs - MISFIRE_TOLERANCE_MS && (s.misfire === 'skip' || p.missed !== null)) {
+      const stale = await o.store.getTask(idFromDedupKey(cfg.cell, occurrenceKey(s.name, s.nextFireAt.getTime())));
+      if (stale && stale.state === 'submitted' && stale.publishedAt === null) {
+        await o.store.cancel(
+          stale.id,
+          o.actor,
+          `missed fire time (misfire=${s.misfire}): no scheduler ran at ${s.nextFireAt.toISOString()}`,
+        );
+      }
+    }
     const tasks = p.fireAtMs.map((t) => occurrence(s, t, nowMs));
     const res = await o.store.insertTasks(tasks, o.actor);
+    for (const c of res.conflicts)
+      o.logger.error('cron: an occurrence exists with other content', {schedule: s.name, taskId: c.id, reason: c.reason});
     if (p.missed) o.logger.warn('cron: missed fire times', {schedule: s.name, missed: p.missed.count, policy: s.misfire});
-    const latest = tasks[tasks.length - 1] as NewTask;
-    await o.store.advanceSchedule(s.name, s.nextFireAt, new Date(p.nextFireMs), {fireAt: new Date(latest.runAtMs as number), taskId: latest.id});
+    // next_fire_at: the pending (latest created) occurrence; last_fire_at: the latest one now due.
+    const fired = tasks.filter((t) => (t.runAtMs as number) <= nowMs).at(-1);
+    const previous = s.nextFireAt && s.nextFireAt.getTime() <= nowMs ? occurrence(s, s.nextFireAt.getTime(), nowMs) : undefined;
+    const last = fired ?? previous;
+    await o.store.advanceSchedule(
+      s.name,
+      s.nextFireAt,
+      new Date(p.nextFireMs),
+      last ? {fireAt: new Date(last.runAtMs as number), taskId: last.id} : null,
+    );
     return res.inserted.length;
+  }
+
+  /** The created occurrence at the schedule's next fire time, while it has not started. */
+  async function pendingOf(s: ScheduleRecord): Promise<{taskId: string; fireAt: Date} | null> {
+    if (!s.nextFireAt) return null;
+    const t = await o.store.getTask(idFromDedupKey(cfg.cell, occurrenceKey(s.name, s.nextFireAt.getTime())));
+    return t && t.state === 'submitted' ? {taskId: t.id, fireAt: s.nextFireAt} : null;
   }
 
   /** Cancels the created-but-not-run occurrence of a schedule, if any. */
   async function cancelPending(s: ScheduleRecord, reason: string): Promise<string[]> {
-    if (!s.nextFireAt) return [];
-    const pending = await o.store.getTask(idFromDedupKey(cfg.cell, occurrenceKey(s.name, s.nextFireAt.getTime())));
-    if (!pending || (pending.state !== 'submitted' && pending.state !== 'failed')) return [];
-    return (await o.store.cancel(pending.id, o.actor, reason)).cancelled ? [pending.id] : [];
+    const pending = await pendingOf(s);
+    if (!pending) return [];
+    return (await o.store.cancel(pending.taskId, o.actor, reason)).cancelled ? [pending.taskId] : [];
   }
 
   return {
@@ -94,7 +135,19 @@ export function createCronService(o: CronServiceOptions) {
     async add(input: CronInput): Promise<ScheduleView> {
       const nowMs = await dbNowMs();
       const v = validateCronInput(input, {payloadLimitBytes: cfg.payloadLimitBytes, nowMs});
-      await o.store.addSchedule({name: v.name, cron: v.cron, tz: v.tz, type: v.type, payload: v.payload, pool: v.pool, maxRetries: v.maxRetries, timeoutMs: v.timeoutMs, overlap: v.overlap, misfire: v.misfire, nextFireAt: null});
+      await o.store.addSchedule({
+        name: v.name,
+        cron: v.cron,
+        tz: v.tz,
+        type: v.type,
+        payload: v.payload,
+        pool: v.pool,
+        maxRetries: v.maxRetries,
+        timeoutMs: v.timeoutMs,
+        overlap: v.overlap,
+        misfire: v.misfire,
+        nextFireAt: null,
+      });
       return view(await get(v.name));
     },
     async list(): Promise<ScheduleView[]> {
@@ -107,16 +160,25 @@ export function createCronService(o: CronServiceOptions) {
       const times = nextFireTimes(parseSchedule(s.cron, s.tz), await dbNowMs(), n).map((t) => new Date(t));
       return {...view(s), nextFireTimes: times};
     },
-    /** Stops creating occurrences and cancels the pending one that has not run yet. */
-    async pause(name: string): Promise<ScheduleView & {cancelled: string[]}> {
+    /**
+     * Stops creating occurrences. The pending occurrence (already created) stays, and is skipped
+     * (cancelled, with the reason) if the schedule is still paused when it falls due — so a resume
+     * before then loses nothing. Returns the pending occurrence's id and fire time, if any.
+     */
+    async pause(name: string): Promise<ScheduleView & {pending: {taskId: string; fireAt: Date} | null}> {
       const s = await get(name);
       await o.store.setPaused(name, true);
-      return {...view(await get(name)), cancelled: await cancelPending(s, `schedule ${name} paused`)};
+      return {...view(await get(name)), pending: await pendingOf(s)};
     },
     /** Resumes from now: fire times that passed while paused are not "missed". */
     async resume(name: string): Promise<ScheduleView> {
       const s = await get(name);
-      if (s.paused) await o.store.setPaused(name, false, new Date(await dbNowMs()));
+      if (s.paused) {
+        const nowMs = await dbNowMs();
+        // A pending occurrence still ahead stays the next run; otherwise plan from now on.
+        const keep = s.nextFireAt !== null && s.nextFireAt.getTime() > nowMs && (await pendingOf(s)) !== null;
+        await o.store.setPaused(name, false, keep ? s.nextFireAt : new Date(nowMs));
+      }
       return view(await get(name));
     },
     /** Deletes a schedule and cancels its occurrences that have not run yet. */
@@ -137,7 +199,10 @@ export function createCronService(o: CronServiceOptions) {
           await o.broker.publish([{id: task.id, type: task.type, pool: task.pool}]);
           await o.store.markPublished([task.id]);
         } catch (e) {
-          o.logger.warn('cron trigger: occurrence written but not rung; the scheduler will ring for it', {schedule: name, error: errorMessage(e)});
+          o.logger.warn('cron trigger: occurrence written but not rung; the scheduler will ring for it', {
+            schedule: name,
+            error: errorMessage(e),
+          });
         }
       }
       return {name, taskId: task.id, fireAt: new Date(nowMs)};
@@ -159,8 +224,8 @@ export function createCronService(o: CronServiceOptions) {
       return created;
     },
     /**
-     * Overlap policy at fire time: drops (and cancels) occurrences of `skip` schedules whose
-     * previous occurrence has not finished.
+     * At fire time: drops (and cancels, with the reason) occurrences of paused or removed schedules,
+     * and of `skip` schedules whose previous occurrence has not finished.
      */
     async filterOverlaps(due: HeldForDispatch[]): Promise<HeldForDispatch[]> {
       const keep: HeldForDispatch[] = [];
@@ -172,8 +237,12 @@ export function createCronService(o: CronServiceOptions) {
         }
         if (!schedules.has(t.scheduleName)) schedules.set(t.scheduleName, await o.store.getSchedule(t.scheduleName));
         const s = schedules.get(t.scheduleName);
-        const prev = s?.overlap === 'skip' ? await o.store.previousOccurrence(t.scheduleName, t.runAt) : null;
-        if (s && shouldSkipForOverlap(s.overlap, prev?.state)) {
+        if (!s || s.paused) {
+          await o.store.cancel(t.id, o.actor, `skipped: schedule ${t.scheduleName} is ${s ? 'paused' : 'removed'}`);
+          continue;
+        }
+        const prev = s.overlap === 'skip' ? await o.store.previousOccurrence(t.scheduleName, t.runAt) : null;
+        if (shouldSkipForOverlap(s.overlap, prev?.state)) {
           await o.store.cancel(t.id, o.actor, `skipped: the previous occurrence ${prev?.id} is still ${prev?.state} (overlap=skip)`);
           o.logger.info('cron: occurrence skipped for overlap', {schedule: s.name, taskId: t.id});
         } else keep.push(t);

@@ -78,7 +78,13 @@ export class Scheduler {
   private firing = false;
   private readonly inflight = new Set<Promise<unknown>>();
   private readonly log: Logger;
-  private readonly s: Omit<SchedulerSummary, 'id' | 'held' | 'nextDueInMs' | 'clockUncertaintyMs'> = {published: 0, publishFailures: 0, loads: 0, rescued: 0, lastReconcile: null};
+  private readonly s: Omit<SchedulerSummary, 'id' | 'held' | 'nextDueInMs' | 'clockUncertaintyMs'> = {
+    published: 0,
+    publishFailures: 0,
+    loads: 0,
+    rescued: 0,
+    lastReconcile: null,
+  };
   private readonly listeners = new Set<(ids: string[]) => void>();
 
   constructor(private readonly o: SchedulerOptions) {
@@ -264,7 +270,9 @@ export class Scheduler {
     for (const t of this.timers.values()) this.o.clock.clearTimeout(t);
     this.timers.clear();
     while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
-    await this.o.store.releaseDispatch(this.id).catch((e: unknown) => this.log.warn('releasing holds failed; they expire on their own', {error: errorMessage(e)}));
+    await this.o.store
+      .releaseDispatch(this.id)
+      .catch((e: unknown) => this.log.warn('releasing holds failed; they expire on their own', {error: errorMessage(e)}));
     this.wheel.clear();
     this.inWheel.clear();
     this.state = 'stopped';

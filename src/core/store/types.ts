@@ -166,7 +166,7 @@ export interface ScheduleRecord {
   overlap: 'allow' | 'skip';
   misfire: 'skip' | 'fire-once';
   paused: boolean;
-  /** The next occurrence not yet created as a task. */
+  /** Fire time of the pending occurrence: the latest one created (null before the first). */
   nextFireAt: Date | null;
   lastFireAt: Date | null;
   lastTaskId: string | null;

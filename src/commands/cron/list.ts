@@ -1,0 +1,87 @@
+import {AxCommand} from '../../cli/base.js';
+import {table, when} from '../../cli/render.js';
+import {nextFireTimes, parseSchedule} from '../../core/cron/parse.js';
+import type {ScheduleView} from '../../core/cron/service.js';
+import type {ScheduleStore, TaskStore} from '../../core/store/types.js';
+import type {TaskState} from '../../core/task/state.js';
+import {scheduleJson, withCron, type ScheduleJson} from './show.js';
+
+/** The latest occurrence whose fire time has come (scheduled or triggered), with its state now. */
+export interface LastOccurrenceJson {
+  taskId: string;
+  fireAt: string;
+  state: TaskState;
+}
+
+export interface CronListItem extends ScheduleJson {
+  /** The next fire time after now (UTC ISO); null when paused. */
+  nextOccurrence: string | null;
+  lastOccurrence: LastOccurrenceJson | null;
+}
+
+export interface CronListResult {
+  count: number;
+  schedules: CronListItem[];
+}
+
+export default class CronList extends AxCommand {
+  static override summary = 'List cron schedules with their next and last occurrence.';
+  static override description = `One row per schedule of the configured cell, by name: expression, zone, task type, whether it is paused, its next fire time after now, and the latest occurrence that has fired (scheduled or triggered) with its state. Times in UTC; \`ax cron show <name>\` gives them in the schedule's zone too.
+
+Exit codes: 5 MySQL unavailable.`;
+  static override examples = [
+    {description: 'All schedules', command: '<%= config.bin %> cron list'},
+    {
+      description: 'Schedules whose last run died, for a script',
+      command: `<%= config.bin %> cron list --json | jq -r '.schedules[] | select(.lastOccurrence.state == "dead") | .name'`,
+    },
+  ];
+
+  async run(): Promise<CronListResult> {
+    const {flags} = await this.parse(CronList);
+    const rt = this.runtime(flags.config);
+    const items = await withCron(rt, async (cron, store) => {
+      const schedules = await cron.list();
+      const nowMs = (await store.now()).getTime();
+      return Promise.all(schedules.map(async (s) => toItem(s, nowMs, await lastOccurrence(store, s.name, nowMs))));
+    });
+    if (!this.jsonEnabled()) {
+      if (items.length === 0) this.log('no cron schedules: add one with `ax cron add`');
+      else
+        for (const line of table(['NAME', 'CRON', 'TZ', 'TYPE', 'PAUSED', 'NEXT (UTC)', 'LAST FIRE (UTC)'], items.map(toCells)))
+          this.log(line);
+    }
+    return {count: items.length, schedules: items};
+  }
+}
+
+async function lastOccurrence(store: TaskStore & ScheduleStore, name: string, nowMs: number): Promise<LastOccurrenceJson | null> {
+  const prev = await store.previousOccurrence(name, new Date(nowMs + 1));
+  const task = prev ? await store.getTask(prev.id) : null;
+  return task ? {taskId: task.id, fireAt: task.runAt.toISOString(), state: task.state} : null;
+}
+
+function toItem(s: ScheduleView, nowMs: number, last: LastOccurrenceJson | null): CronListItem {
+  let next: number | undefined;
+  if (!s.paused) {
+    try {
+      next = nextFireTimes(parseSchedule(s.cron, s.tz), nowMs, 1)[0];
+    } catch {
+      next = undefined; // a stored schedule that no longer parses (a zone dropped from the tz database)
+    }
+  }
+  return {...scheduleJson(s), nextOccurrence: next === undefined ? null : new Date(next).toISOString(), lastOccurrence: last};
+}
+
+function toCells(s: CronListItem): string[] {
+  const last = s.lastOccurrence;
+  return [
+    s.name,
+    s.cron,
+    s.tz,
+    s.type,
+    s.paused ? 'yes' : 'no',
+    when(s.nextOccurrence === null ? null : new Date(s.nextOccurrence), {seconds: true}),
+    last === null ? '-' : `${when(new Date(last.fireAt), {seconds: true})} ${last.state}`,
+  ];
+}

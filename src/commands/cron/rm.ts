@@ -1,0 +1,37 @@
+import {Args} from '@oclif/core';
+import {AxCommand} from '../../cli/base.js';
+import {validateScheduleName} from '../../core/cron/schedule.js';
+import {cancelledJson, describeCancelled, withCron, type CancelledJson} from './show.js';
+
+export interface CronRmResult {
+  name: string;
+  removed: true;
+  /** The pending occurrence cancelled with the schedule (none if it had already run, or was paused). */
+  cancelled: CancelledJson[];
+}
+
+export default class CronRm extends AxCommand {
+  static override summary = 'Remove a cron schedule and cancel its pending occurrence.';
+  static override description = `Deletes the schedule and cancels its pending occurrence (created but not started), with the reason in its history. Occurrences that already ran, or are running, stay as they are: \`ax tasks list\` still shows them. To stop a schedule for a while, \`ax cron pause\` keeps its definition.
+
+Exit codes: 2 bad name, 3 unknown schedule, 5 MySQL unavailable.`;
+  static override examples = [
+    {description: 'Remove a schedule', command: '<%= config.bin %> cron rm report-daily'},
+    {description: 'Remove it and see what was cancelled, as JSON', command: '<%= config.bin %> cron rm report-daily --json'},
+  ];
+  static override args = {
+    name: Args.string({description: 'schedule name', required: true, ignoreStdin: true}),
+  };
+
+  async run(): Promise<CronRmResult> {
+    const {args, flags} = await this.parse(CronRm);
+    const rt = this.runtime(flags.config);
+    const name = validateScheduleName(args.name); // before connecting: a typo is exit 2 even offline
+    const result = await withCron(rt, async (cron, store) => {
+      const r = await cron.remove(name);
+      return {name: r.name, removed: true as const, cancelled: await cancelledJson(store, r.cancelled)};
+    });
+    if (!this.jsonEnabled()) this.log(`removed ${name}; ${describeCancelled(result.cancelled)}`);
+    return result;
+  }
+}
