@@ -57,7 +57,11 @@ async function environment(extraEnv = {}) {
       return b;
     },
     spawnAx(args, env2 = {}) {
-      const child = spawn(process.execPath, ['bin/run.js', ...args], {cwd: ROOT, env: {...process.env, ...env, ...env2, NODE_ENV: 'production'}, stdio: ['ignore', 'ignore', 'inherit']});
+      const child = spawn(process.execPath, ['bin/run.js', ...args], {
+        cwd: ROOT,
+        env: {...process.env, ...env, ...env2, NODE_ENV: 'production'},
+        stdio: ['ignore', 'ignore', 'inherit'],
+      });
       closers.push(async () => {
         if (child.exitCode === null) {
           child.kill('SIGTERM');
@@ -100,7 +104,8 @@ async function delayedRun({n, dueAt, timeoutMs}) {
     await scheduler.start();
     const client = createClient({...e.rt, store, broker, release: async () => undefined});
     const t0 = Date.now();
-    for (let i = 0; i < n; i++) await client.submit({type: 'bench_noop', payload: {i}, delay: Math.max(0, Math.round(dueAt(i, t0) - Date.now()))});
+    for (let i = 0; i < n; i++)
+      await client.submit({type: 'bench_noop', payload: {i}, delay: Math.max(0, Math.round(dueAt(i, t0) - Date.now()))});
     await client.flush();
     await waitAllStarted(e, n, timeoutMs);
     const rows = await e.sql(
@@ -109,7 +114,15 @@ async function delayedRun({n, dueAt, timeoutMs}) {
     const late = rows.map((r) => Number(r.late)).sort((a, b) => a - b);
     await scheduler.stop();
     void worker;
-    return {n, started: late.length, early: late.filter((x) => x < 0).length, p50: pct(late, 50), p99: pct(late, 99), max: late[late.length - 1], summary: scheduler.summary()};
+    return {
+      n,
+      started: late.length,
+      early: late.filter((x) => x < 0).length,
+      p50: pct(late, 50),
+      p99: pct(late, 99),
+      max: late[late.length - 1],
+      summary: scheduler.summary(),
+    };
   } finally {
     await e.dispose();
   }

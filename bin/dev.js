@@ -1,4 +1,4 @@
 #!/usr/bin/env -S node --import tsx
-import {execute} from '@oclif/core'
+import {execute} from '@oclif/core';
 
-await execute({development: true, dir: import.meta.url})
+await execute({development: true, dir: import.meta.url});

@@ -34,7 +34,10 @@ logged every minute.`;
         const scheduler = createSchedulerService({...rt, store, broker, hooks: cron.hooks()});
         await scheduler.start();
         if (!this.jsonEnabled()) this.logToStderr(`ax scheduler ${scheduler.id} running; Ctrl-C to stop`);
-        const timer = summaryEvery > 0 ? setInterval(() => rt.logger.info('scheduler summary', {...scheduler.summary(), lastReconcile: undefined}), summaryEvery) : undefined;
+        const timer =
+          summaryEvery > 0
+            ? setInterval(() => rt.logger.info('scheduler summary', {...scheduler.summary(), lastReconcile: undefined}), summaryEvery)
+            : undefined;
         const signal = await waitForSignal();
         if (timer) clearInterval(timer);
         await scheduler.stop();

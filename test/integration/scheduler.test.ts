@@ -23,12 +23,19 @@ describe('scheduler', () => {
   const schedulers: Scheduler[] = [];
 
   const startScheduler = async (id: string): Promise<Scheduler> => {
-    const s = createSchedulerService({...env.rt, config: env.config, store: await env.store(), broker: await env.broker({reconnect: true}), id});
+    const s = createSchedulerService({
+      ...env.rt,
+      config: env.config,
+      store: await env.store(),
+      broker: await env.broker({reconnect: true}),
+      id,
+    });
     await s.start();
     schedulers.push(s);
     return s;
   };
-  const states = async (ids: string[]) => env.sql<{id: string; state: string; attempt: number}>('SELECT id, state, attempt FROM tasks WHERE id IN (?)', [ids]);
+  const states = async (ids: string[]) =>
+    env.sql<{id: string; state: string; attempt: number}>('SELECT id, state, attempt FROM tasks WHERE id IN (?)', [ids]);
   const allSucceeded = (ids: string[]) => async () => (await states(ids)).filter((r) => r.state === 'succeeded').length === ids.length;
   /** Per task: its run_at and the time each attempt started, from the database's own clock. */
   const starts = async (ids: string[]) =>
@@ -39,8 +46,20 @@ describe('scheduler', () => {
 
   beforeAll(async () => {
     env = await createTestEnv({...SCHED, submitFlushMs: 20});
-    client = createClient({...env.rt, store: await env.store(), broker: await env.broker({reconnect: true}), release: async () => undefined});
-    worker = await createWorkerService({...env.rt, config: env.config, store: await env.store(), broker: await env.broker({reconnect: true}), handlersModule: HANDLERS, pools: ['io']});
+    client = createClient({
+      ...env.rt,
+      store: await env.store(),
+      broker: await env.broker({reconnect: true}),
+      release: async () => undefined,
+    });
+    worker = await createWorkerService({
+      ...env.rt,
+      config: env.config,
+      store: await env.store(),
+      broker: await env.broker({reconnect: true}),
+      handlersModule: HANDLERS,
+      pools: ['io'],
+    });
     await worker.start();
   });
 
@@ -76,8 +95,21 @@ describe('scheduler', () => {
     const id = await client.submit({type: 'test_fail', payload: {}, maxRetries: 3});
     await client.flush();
     await eventually(async () => (await states([id]))[0]?.state === 'dead', 20_000, 'the task to die');
-    const h = await env.sql<{to_state: string; at: Date; attempt: number}>('SELECT to_state, at, attempt FROM task_history WHERE task_id = ? ORDER BY seq', [id]);
-    expect(h.map((x) => x.to_state)).toEqual(['submitted', 'running', 'failed', 'running', 'failed', 'running', 'failed', 'running', 'dead']);
+    const h = await env.sql<{to_state: string; at: Date; attempt: number}>(
+      'SELECT to_state, at, attempt FROM task_history WHERE task_id = ? ORDER BY seq',
+      [id],
+    );
+    expect(h.map((x) => x.to_state)).toEqual([
+      'submitted',
+      'running',
+      'failed',
+      'running',
+      'failed',
+      'running',
+      'failed',
+      'running',
+      'dead',
+    ]);
     for (const attempt of [1, 2, 3]) {
       const failedAt = h.find((x) => x.to_state === 'failed' && x.attempt === attempt)!.at.getTime();
       const next = h.find((x) => x.to_state === 'running' && x.attempt === attempt + 1)!.at.getTime();
@@ -107,15 +139,24 @@ describe('scheduler', () => {
   });
 
   it('kill -9 of a scheduler: another takes its tasks over, nothing lost or doubled', async () => {
-    const proc = spawnAx(['scheduler'], {...env.env, AX_SCHEDULER_HORIZON: '5s', AX_SCHEDULER_LOAD_EVERY: '200ms', AX_SCHEDULER_HOLD: '1s'});
+    const proc = spawnAx(['scheduler'], {
+      ...env.env,
+      AX_SCHEDULER_HORIZON: '5s',
+      AX_SCHEDULER_LOAD_EVERY: '200ms',
+      AX_SCHEDULER_HOLD: '1s',
+    });
     const ids: string[] = [];
     for (let i = 0; i < 100; i++) ids.push(await client.submit({type: 'test_noop', payload: {k: i}, delay: 2500 + i * 10}));
     await client.flush();
     // Wait until the spawned scheduler holds them all in its wheel.
-    await eventually(async () => {
-      const r = await env.sql<{n: number}>("SELECT COUNT(*) AS n FROM tasks WHERE id IN (?) AND sched_owner LIKE 'scheduler:%'", [ids]);
-      return Number(r[0]!.n) === 100;
-    }, 20_000, 'the spawned scheduler to hold the tasks');
+    await eventually(
+      async () => {
+        const r = await env.sql<{n: number}>("SELECT COUNT(*) AS n FROM tasks WHERE id IN (?) AND sched_owner LIKE 'scheduler:%'", [ids]);
+        return Number(r[0]!.n) === 100;
+      },
+      20_000,
+      'the spawned scheduler to hold the tasks',
+    );
     proc.child.kill('SIGKILL');
     await proc.exited;
     await startScheduler('sched-takeover');
@@ -131,7 +172,13 @@ describe('scheduler', () => {
     const id = await client.submit({type: 'test_noop', payload: {cancel: true}, delay: 1500});
     const other = await client.submit({type: 'test_noop', payload: {cancel: false}, delay: 1500});
     await client.flush();
-    await eventually(async () => (await env.sql<{sched_owner: string | null}>('SELECT sched_owner FROM tasks WHERE id = ?', [id]))[0]?.sched_owner === 'sched-cancel', 10_000, 'the task to be in the wheel');
+    await eventually(
+      async () =>
+        (await env.sql<{sched_owner: string | null}>('SELECT sched_owner FROM tasks WHERE id = ?', [id]))[0]?.sched_owner ===
+        'sched-cancel',
+      10_000,
+      'the task to be in the wheel',
+    );
     await client.cancel(id, 'test');
     await eventually(allSucceeded([other]), 10_000, 'the other task to run');
     expect((await states([id]))[0]?.state).toBe('cancelled');

@@ -110,7 +110,12 @@ describe('TimingWheel: property — never early, never missed, once, in order', 
           model.set(id, {due, seq: seq++, value});
         } else if (r < 0.6) {
           const pick = rnd();
-          const id = pick < 0.6 && model.size > 0 ? [...model.keys()][Math.floor(rnd() * model.size)]! : pick < 0.8 && fired.size > 0 ? [...fired][0]! : 'nope';
+          const id =
+            pick < 0.6 && model.size > 0
+              ? [...model.keys()][Math.floor(rnd() * model.size)]!
+              : pick < 0.8 && fired.size > 0
+                ? [...fired][0]!
+                : 'nope';
           expect(w.cancel(id)).toBe(model.delete(id));
         } else {
           // advance: sub-tick, tick-sized, exact boundary, multi-rotation jump, or backwards

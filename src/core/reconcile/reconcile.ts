@@ -59,7 +59,7 @@ export async function rescueExpired(o: RescueOptions): Promise<ReconcileReport['
     });
     const res = await o.store.applyOutcomes(outcomes, o.actor);
     const applied = new Set(res.applied);
-    for (const o2 of outcomes) if (applied.has(o2.id)) out[o2.to === "dead" ? "dead" : "failed"]++;
+    for (const o2 of outcomes) if (applied.has(o2.id)) out[o2.to === 'dead' ? 'dead' : 'failed']++;
     out.stale += res.stale.length;
   }
   return out;

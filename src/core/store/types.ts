@@ -196,7 +196,12 @@ export interface ScheduleStore {
    * Moves a schedule on after its occurrences were created, only if its next fire time is still
    * `expectedNext` (another scheduler may have done it first). Returns whether it moved.
    */
-  advanceSchedule(name: string, expectedNext: Date | null, next: Date | null, last: {fireAt: Date; taskId: string} | null): Promise<boolean>;
+  advanceSchedule(
+    name: string,
+    expectedNext: Date | null,
+    next: Date | null,
+    last: {fireAt: Date; taskId: string} | null,
+  ): Promise<boolean>;
   /** The latest occurrence of a schedule due before `before` (for the overlap policy). */
   previousOccurrence(name: string, before: Date): Promise<{id: string; state: TaskState} | null>;
 }

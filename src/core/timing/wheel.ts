@@ -186,7 +186,8 @@ export class TimingWheel<T = string> {
     if (typeof tickMs !== 'number' || !Number.isFinite(tickMs) || tickMs <= 0) {
       throw new RangeError(`TimingWheel: tickMs must be a finite number > 0, got ${String(tickMs)}`);
     }
-    if (typeof startMs !== 'number' || !Number.isFinite(startMs)) throw new RangeError(`TimingWheel: startMs must be a finite number, got ${String(startMs)}`);
+    if (typeof startMs !== 'number' || !Number.isFinite(startMs))
+      throw new RangeError(`TimingWheel: startMs must be a finite number, got ${String(startMs)}`);
     this.slots = slots;
     this.tickMs = tickMs;
     this.startMs = startMs;
@@ -469,7 +470,7 @@ export class TimingWheel<T = string> {
   private fireDue(headIndex: number, limit: number, out: FiredTimer<T>[]): void {
     const head = this.list(headIndex);
     const group: Entry<T>[] = [];
-    for (let e = head.next; e !== head; ) {
+    for (let e = head.next; e !== head;) {
       const next = e.next;
       if (e.due <= limit) {
         this.unlink(e);

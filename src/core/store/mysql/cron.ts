@@ -3,7 +3,8 @@ import type {TaskState} from '../../task/state.js';
 import type {NewSchedule, ScheduleRecord} from '../types.js';
 import {type Db, type Row, exec, select} from './db.js';
 
-const COLUMNS = 'name, cron, tz, type, payload, pool, max_retries, timeout_ms, overlap, misfire, paused, next_fire_at, last_fire_at, last_task_id, created_at, updated_at';
+const COLUMNS =
+  'name, cron, tz, type, payload, pool, max_retries, timeout_ms, overlap, misfire, paused, next_fire_at, last_fire_at, last_task_id, created_at, updated_at';
 
 function toRecord(r: Row): ScheduleRecord {
   return {
@@ -53,8 +54,17 @@ export async function listSchedules(db: Db, cell: string): Promise<ScheduleRecor
 export async function setPaused(db: Db, cell: string, name: string, paused: boolean, nextFireAt?: Date | null): Promise<boolean> {
   const r =
     nextFireAt === undefined
-      ? await exec(db, db.pool, 'UPDATE cron_schedules SET paused = ?, updated_at = NOW(3) WHERE cell = ? AND name = ?', [paused ? 1 : 0, cell, name])
-      : await exec(db, db.pool, 'UPDATE cron_schedules SET paused = ?, next_fire_at = ?, updated_at = NOW(3) WHERE cell = ? AND name = ?', [paused ? 1 : 0, nextFireAt, cell, name]);
+      ? await exec(db, db.pool, 'UPDATE cron_schedules SET paused = ?, updated_at = NOW(3) WHERE cell = ? AND name = ?', [
+          paused ? 1 : 0,
+          cell,
+          name,
+        ])
+      : await exec(db, db.pool, 'UPDATE cron_schedules SET paused = ?, next_fire_at = ?, updated_at = NOW(3) WHERE cell = ? AND name = ?', [
+          paused ? 1 : 0,
+          nextFireAt,
+          cell,
+          name,
+        ]);
   return r.affectedRows > 0;
 }
 
@@ -73,7 +83,14 @@ export async function dueSchedules(db: Db, cell: string, horizonMs: number): Pro
   return rows.map(toRecord);
 }
 
-export async function advanceSchedule(db: Db, cell: string, name: string, expectedNext: Date | null, next: Date | null, last: {fireAt: Date; taskId: string} | null): Promise<boolean> {
+export async function advanceSchedule(
+  db: Db,
+  cell: string,
+  name: string,
+  expectedNext: Date | null,
+  next: Date | null,
+  last: {fireAt: Date; taskId: string} | null,
+): Promise<boolean> {
   const r = await exec(
     db,
     db.pool,
@@ -86,6 +103,11 @@ export async function advanceSchedule(db: Db, cell: string, name: string, expect
 
 /** Index: idx_tasks_schedule (cell, schedule_name, run_at). */
 export async function previousOccurrence(db: Db, cell: string, name: string, before: Date): Promise<{id: string; state: TaskState} | null> {
-  const rows = await select(db, db.pool, 'SELECT id, state FROM tasks WHERE cell = ? AND schedule_name = ? AND run_at < ? ORDER BY run_at DESC LIMIT 1', [cell, name, before]);
+  const rows = await select(
+    db,
+    db.pool,
+    'SELECT id, state FROM tasks WHERE cell = ? AND schedule_name = ? AND run_at < ? ORDER BY run_at DESC LIMIT 1',
+    [cell, name, before],
+  );
   return rows[0] ? {id: rows[0].id as string, state: rows[0].state as TaskState} : null;
 }

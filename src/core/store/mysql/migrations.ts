@@ -93,7 +93,10 @@ export const MIGRATIONS: Migration[] = [
       {sql: 'CREATE INDEX idx_tasks_schedule ON tasks (cell, schedule_name, run_at)', unless: indexExists('tasks', 'idx_tasks_schedule')},
       // The scheduler's load: unpublished, due-soon submitted/failed rows, without scanning a
       // backlog of already-rung ones.
-      {sql: 'CREATE INDEX idx_tasks_dispatch ON tasks (cell, published_at, state, run_at)', unless: indexExists('tasks', 'idx_tasks_dispatch')},
+      {
+        sql: 'CREATE INDEX idx_tasks_dispatch ON tasks (cell, published_at, state, run_at)',
+        unless: indexExists('tasks', 'idx_tasks_dispatch'),
+      },
       `CREATE TABLE IF NOT EXISTS cron_schedules (
         cell          VARCHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
         name          VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,

@@ -92,7 +92,19 @@ async function insertOnce(
       }
     }
     values.push(`(?, ?, ?, ?, 'submitted', 0, ?, ${runAtSql}, ?, 0, ?, ?, ?, NOW(3), NOW(3), ?)`);
-    params.push(t.id, cell, t.type, t.pool, t.maxRetries, ...runAtParams, t.timeoutMs, t.dedupKey, t.scheduleName ?? null, t.contentHash, t.payload);
+    params.push(
+      t.id,
+      cell,
+      t.type,
+      t.pool,
+      t.maxRetries,
+      ...runAtParams,
+      t.timeoutMs,
+      t.dedupKey,
+      t.scheduleName ?? null,
+      t.contentHash,
+      t.payload,
+    );
   }
   await exec(
     db,
@@ -123,7 +135,14 @@ const PRODUCER_GRACE_US = 2_000_000;
  * See TaskStore.holdForDispatch. Two statements: one guarded UPDATE … ORDER BY run_at LIMIT n
  * (idx_tasks_dispatch) and a read of the holds.
  */
-export async function holdForDispatch(db: Db, cell: string, owner: string, horizonMs: number, holdMs: number, limit: number): Promise<HeldForDispatch[]> {
+export async function holdForDispatch(
+  db: Db,
+  cell: string,
+  owner: string,
+  horizonMs: number,
+  holdMs: number,
+  limit: number,
+): Promise<HeldForDispatch[]> {
   await exec(
     db,
     db.pool,
@@ -141,11 +160,20 @@ export async function holdForDispatch(db: Db, cell: string, owner: string, horiz
       WHERE cell = ? AND sched_owner = ? AND published_at IS NULL AND state IN ('submitted', 'failed') ORDER BY run_at`,
     [cell, owner],
   );
-  return rows.map((r) => ({id: r.id as string, type: r.type as string, pool: r.pool as HeldForDispatch['pool'], runAt: r.run_at as Date, scheduleName: (r.schedule_name as string | null) ?? null}));
+  return rows.map((r) => ({
+    id: r.id as string,
+    type: r.type as string,
+    pool: r.pool as HeldForDispatch['pool'],
+    runAt: r.run_at as Date,
+    scheduleName: (r.schedule_name as string | null) ?? null,
+  }));
 }
 
 export async function releaseDispatch(db: Db, cell: string, owner: string): Promise<number> {
-  const r = await exec(db, db.pool, 'UPDATE tasks SET sched_owner = NULL, sched_until = NULL WHERE cell = ? AND sched_owner = ?', [cell, owner]);
+  const r = await exec(db, db.pool, 'UPDATE tasks SET sched_owner = NULL, sched_until = NULL WHERE cell = ? AND sched_owner = ?', [
+    cell,
+    owner,
+  ]);
   return r.affectedRows;
 }
 
@@ -197,7 +225,12 @@ export async function claim(db: Db, cell: string, ids: string[], worker: string,
     // forget that it was rung so the scheduler rings again when it is due.
     const early = skipped.filter((k) => k.notDue).map((k) => k.id);
     if (early.length > 0) {
-      await exec(db, c, `UPDATE tasks SET published_at = NULL WHERE id IN (${marks(early.length)}) AND state IN (${inList(claimable)})`, early);
+      await exec(
+        db,
+        c,
+        `UPDATE tasks SET published_at = NULL WHERE id IN (${marks(early.length)}) AND state IN (${inList(claimable)})`,
+        early,
+      );
     }
     if (claimed.length > 0) {
       const claimedIds = claimed.map((t) => t.id);
