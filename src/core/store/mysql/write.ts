@@ -14,12 +14,19 @@ const MAX_DUP_RETRIES = 3;
  * Params: up to a few thousand tasks. Returns which were inserted, already there, or in conflict.
  */
 export async function insertTasks(db: Db, cell: string, tasks: NewTask[], actor: string, localNowMs: number): Promise<InsertResult> {
+  // Fast path: a batch of fresh ids and keys (the usual case) is written without reading first;
+  // a duplicate key error rolls it back and the careful path below sorts out what exists.
+  const keys = tasks.flatMap((t) => (t.dedupKey === null ? [] : [t.dedupKey]));
+  let optimistic = new Set(tasks.map((t) => t.id)).size === tasks.length && new Set(keys).size === keys.length;
   for (let attempt = 1; ; attempt++) {
     try {
-      return await tx(db, (c) => insertOnce(db, c, cell, tasks, actor, localNowMs));
+      return await tx(db, (c) => insertOnce(db, c, cell, tasks, actor, localNowMs, optimistic));
     } catch (e) {
-      // A concurrent producer inserted one of our ids/keys between our SELECT and INSERT: re-read.
-      if ((e as {code?: string}).code === 'ER_DUP_ENTRY' && attempt < MAX_DUP_RETRIES) continue;
+      // Some id/key exists, or a concurrent producer inserted one between our SELECT and INSERT: re-read.
+      if ((e as {code?: string}).code === 'ER_DUP_ENTRY' && attempt < MAX_DUP_RETRIES + 1) {
+        optimistic = false;
+        continue;
+      }
       throw e;
     }
   }
@@ -32,9 +39,14 @@ async function insertOnce(
   tasks: NewTask[],
   actor: string,
   localNowMs: number,
+  optimistic: boolean,
 ): Promise<InsertResult> {
   const result: InsertResult = {inserted: [], existing: [], conflicts: []};
   if (tasks.length === 0) return result;
+  if (optimistic) {
+    await writeRows(db, c, cell, tasks, actor, localNowMs);
+    return {inserted: tasks.map((t) => t.id), existing: [], conflicts: []};
+  }
   const byId = new Map<string, {hash: string; state: TaskState; dedupKey: string | null}>();
   const byKey = new Map<string, {id: string; hash: string; state: TaskState}>();
   const ids = [...new Set(tasks.map((t) => t.id))];
@@ -74,7 +86,12 @@ async function insertOnce(
     result.inserted.push(t.id);
   }
   if (fresh.length === 0) return result;
+  await writeRows(db, c, cell, fresh, actor, localNowMs);
+  return result;
+}
 
+/** The multi-row INSERTs of tasks and their `submitted` history. */
+async function writeRows(db: Db, c: PoolConnection, cell: string, fresh: NewTask[], actor: string, localNowMs: number): Promise<void> {
   const values: string[] = [];
   const params: unknown[] = [];
   for (const t of fresh) {
@@ -114,7 +131,6 @@ async function insertOnce(
   );
   const h = historyInsert(fresh.map((t): HistoryRow => [t.id, null, 'submitted', 0, actor, null]));
   await exec(db, c, h.sql, h.params);
-  return result;
 }
 
 /** Sets published_at = NOW(3) for still-unclaimed tasks. One statement. */
