@@ -80,7 +80,7 @@ describe('producer', () => {
     const held: TaskStore = Object.create(store, {
       insertTasks: {value: async (t: Parameters<TaskStore['insertTasks']>[0], a: string) => (await gate, store.insertTasks(t, a))},
     });
-    const p = producer({store: held, batchSize: 5, bufferLimit: 10});
+    const p = producer({store: held, batchSize: 5, bufferLimit: 10, maxConcurrentBatches: 2});
     let resolved = 0;
     const subs = Array.from({length: 40}, (_, i) => p.submit({type: 'order_notify', payload: {bp: i}}).then((id) => (resolved++, id)));
     await new Promise((r) => setImmediate(r));

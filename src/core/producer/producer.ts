@@ -6,6 +6,7 @@ import {createIdGenerator} from '../task/id.js';
 import type {NewTask, TaskSpec} from '../task/model.js';
 import {type TaskDefaults, validateTaskSpec} from '../task/validate.js';
 import {type Clock, type Random, type TimerHandle, sleep} from '../time.js';
+import {MicroBatcher} from '../batcher.js';
 
 export interface ProducerOptions {
   store: TaskStore;
@@ -22,7 +23,7 @@ export interface ProducerOptions {
   bufferLimit: number;
   /** Recorded in history as who submitted (host:pid). */
   actor: string;
-  /** Batches written concurrently (default 2: one inserting while the previous publishes). */
+  /** Batches written concurrently (default 3: inserting, publishing, and one waiting for a commit). */
   maxConcurrentBatches?: number;
   /**
    * Give up on a batch that MySQL has refused as unavailable for this long (flush() then rejects
@@ -73,9 +74,24 @@ export class Producer {
   private report: FlushReport = {inserted: 0, existing: 0, unpublished: 0, conflicts: []};
   private failures: Array<{ids: string[]; error: string; code: 'unavailable' | 'internal'}> = [];
   private readonly newId: () => string;
+  /**
+   * "Published" marks, merged across batches and written off the batch's critical path: a batch
+   * is done once it is durable and rung; its mark follows within a few milliseconds.
+   */
+  private readonly marks: MicroBatcher<string>;
 
   constructor(private readonly o: ProducerOptions) {
     this.newId = createIdGenerator(() => o.clock.now(), o.random);
+    this.marks = new MicroBatcher<string>({maxSize: 5000, maxWaitMs: 10, concurrency: 1, clock: o.clock, run: (ids) => this.mark(ids)});
+  }
+
+  private async mark(ids: string[]): Promise<void> {
+    try {
+      await this.o.store.markPublished(ids);
+    } catch (e) {
+      // Rung but not marked: a scheduler may ring once more (harmless: the claim decides).
+      this.o.logger.warn('could not mark tasks published', {tasks: ids.length, error: errorMessage(e)});
+    }
   }
 
   /** Tasks buffered and not yet durable. */
@@ -124,6 +140,7 @@ export class Producer {
       else if (buffered) await new Promise<void>((r) => this.batchWaiters.push(r));
       else break;
     }
+    await this.marks.flush();
     const report = this.report;
     const failures = this.failures;
     this.report = {inserted: 0, existing: 0, unpublished: 0, conflicts: []};
@@ -155,7 +172,7 @@ export class Producer {
   }
 
   private pump(): void {
-    const max = this.o.maxConcurrentBatches ?? 2;
+    const max = this.o.maxConcurrentBatches ?? 3;
     while (this.active.length < max && this.buffer.length > 0) {
       const head = this.buffer[0] as Queued;
       const full = this.buffer.length >= this.o.batchSize;
@@ -214,7 +231,7 @@ export class Producer {
     if (due.length === 0) return;
     try {
       await this.o.broker.publish(due.map((t) => ({id: t.id, type: t.type, pool: t.pool})));
-      await this.o.store.markPublished(due.map((t) => t.id));
+      for (const t of due) this.marks.push(t.id);
     } catch (e) {
       // The tasks are durable; the reconciler rings for unpublished due tasks.
       this.report.unpublished += due.length;

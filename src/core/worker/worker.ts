@@ -6,7 +6,7 @@ import type {BackoffOptions} from '../retry/backoff.js';
 import type {ClaimedTask, Outcome, TaskStore} from '../store/types.js';
 import type {JsonObject, PoolName} from '../task/model.js';
 import {type Clock, type Random, type TimerHandle, sleep} from '../time.js';
-import {MicroBatcher} from './batcher.js';
+import {MicroBatcher} from '../batcher.js';
 import type {HandlerMap} from './handlers.js';
 import {decideOutcome, type Held} from './outcome.js';
 import {type ExecutionPool, type JobResult, NOT_STARTED} from './pool.js';

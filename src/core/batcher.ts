@@ -1,4 +1,4 @@
-import type {Clock, TimerHandle} from '../time.js';
+import type {Clock, TimerHandle} from './time.js';
 
 export interface MicroBatcherOptions<T> {
   /** Run a batch once this many items are waiting. */

@@ -1,0 +1,228 @@
+// The consuming side of the end-to-end workloads, usable in-process or in a child process (see
+// child.js): an ax worker built through ax's composition root, and the hand-built batched
+// consumer of calibration (c). Both expose the same handle:
+//   arm(n)       count completions from zero until n
+//   done()       resolves {count} once n completions are durable
+//   count()      completions since arm
+//   stats()      counters (statements, rows, time in the store) since resetCounters()
+//   resetCounters(), stop()
+import amqp from 'amqplib';
+import mysql from 'mysql2/promise';
+import {retrying} from './raw.js';
+
+function target() {
+  let count = 0;
+  let goal = Infinity;
+  let waiters = [];
+  return {
+    arm(n) {
+      count = 0;
+      goal = n;
+      waiters = [];
+    },
+    add(k) {
+      count += k;
+      if (count >= goal) for (const w of waiters.splice(0)) w({count});
+    },
+    done() {
+      return count >= goal ? Promise.resolve({count}) : new Promise((r) => waiters.push(r));
+    },
+    get count() {
+      return count;
+    },
+  };
+}
+
+/** Wraps `obj[method]` to count calls, items (by `size(args)`) and time spent. */
+export function instrument(obj, method, counters, size, extra) {
+  const orig = obj[method].bind(obj);
+  obj[method] = async (...args) => {
+    const c = (counters[method] ??= {calls: 0, items: 0, ms: 0});
+    const t0 = performance.now();
+    c.calls++;
+    c.items += size(args);
+    try {
+      const r = await orig(...args);
+      extra?.(c, r);
+      return r;
+    } finally {
+      c.ms += performance.now() - t0;
+    }
+  };
+}
+
+/** Instruments the store/broker methods on ax's hot paths. */
+export function instrumentAx(store, broker, counters) {
+  instrument(store, 'insertTasks', counters, (a) => a[0].length);
+  instrument(store, 'markPublished', counters, (a) => a[0].length);
+  instrument(
+    store,
+    'claim',
+    counters,
+    (a) => a[0].length,
+    (c, r) => (c.claimed = (c.claimed ?? 0) + r.claimed.length),
+  );
+  instrument(store, 'applyOutcomes', counters, (a) => a[0].length);
+  instrument(store, 'renewLeases', counters, (a) => a[0].length);
+  instrument(store, 'getTask', counters, () => 1);
+  instrument(broker, 'publish', counters, (a) => a[0].length);
+}
+
+/** Config of a benchmark ax instance: defaults, except the servers, prefix, queue type and log level. */
+export async function axConfig(overrides) {
+  const {loadConfig} = await import('../../dist/core/config/config.js');
+  return loadConfig({env: {}, cwd: '/nonexistent', overrides: {logLevel: 'warn', ...overrides}});
+}
+
+/** An ax worker (IO pool only, default sizing) over ax's own store and broker. */
+export async function startAxWorker({overrides, handlersModule, workerId}) {
+  const {createRuntime, openStore, openBroker} = await import('../../dist/cli/runtime.js');
+  const {createWorkerService} = await import('../../dist/core/worker/service.js');
+  const rt = createRuntime(await axConfig(overrides));
+  const store = await openStore(rt);
+  const broker = await openBroker(rt, {reconnect: false});
+  const counted = {};
+  instrumentAx(store, broker, counted);
+  const worker = await createWorkerService({...rt, store, broker, handlersModule, pools: ['io'], workerId});
+  await worker.start();
+  const t = target();
+  worker.onOutcome((o) => {
+    if (o.to === 'succeeded' && !o.release) t.add(1);
+  });
+  const base = () => ({...worker.stats});
+  let statsAtReset = base();
+  return {
+    pid: process.pid,
+    arm: (n) => t.arm(n),
+    done: () => t.done(),
+    count: () => t.count,
+    resetCounters() {
+      for (const k of Object.keys(counted)) delete counted[k];
+      statsAtReset = base();
+    },
+    stats() {
+      const now = base();
+      const delta = {};
+      for (const k of Object.keys(now)) delta[k] = now[k] - statsAtReset[k];
+      return {inFlight: worker.inFlight, worker: delta, calls: JSON.parse(JSON.stringify(counted)), mem: process.memoryUsage().rss};
+    },
+    async stop() {
+      await worker.stop(5000);
+      await broker.close();
+      await store.close();
+    },
+  };
+}
+
+/** Groups pushed items into batches of up to maxSize, or after maxWaitMs, `concurrency` at a time. */
+export class Batcher {
+  constructor({maxSize, maxWaitMs, concurrency, run}) {
+    Object.assign(this, {maxSize, maxWaitMs, concurrency, run, items: [], running: 0, timer: null});
+  }
+  push(x) {
+    this.items.push(x);
+    if (this.items.length >= this.maxSize) this.kick(false);
+    else
+      this.timer ??= setTimeout(() => {
+        this.timer = null;
+        this.kick(true);
+      }, this.maxWaitMs);
+  }
+  kick(partial) {
+    while (this.running < this.concurrency && this.items.length > 0 && (partial || this.items.length >= this.maxSize)) {
+      const batch = this.items.splice(0, this.maxSize);
+      this.running++;
+      this.run(batch)
+        .catch((e) => console.error('hand-built batch failed:', e))
+        .finally(() => {
+          this.running--;
+          this.kick(this.items.length > 0 && this.timer === null);
+        });
+    }
+    if (this.items.length === 0 && this.timer) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
+  }
+}
+
+/**
+ * The consumer half of calibration (c): consume with manual acks (prefetch like an ax worker's
+ * IO pool), claim up to 500 deliveries with ONE `UPDATE … WHERE id IN (…) AND state='submitted'`
+ * (autocommit), ack them, "run" the no-op, and complete up to 500 with ONE grouped UPDATE.
+ * Batching windows (2 ms claim, 5 ms complete, two statements in flight) are ax's.
+ */
+export async function startHandBuilt({mysqlUrl, amqpUrl, table, queue, prefetch = 2064, batch = 500}) {
+  const pool = mysql.createPool({uri: mysqlUrl, connectionLimit: 4, timezone: 'Z'});
+  const conn = await amqp.connect(amqpUrl);
+  const ch = await conn.createChannel();
+  await ch.prefetch(prefetch);
+  const worker = `hand-built:${process.pid}`;
+  const t = target();
+  let counted = {};
+  const note = (k, rows, ms) => {
+    const c = (counted[k] ??= {calls: 0, items: 0, ms: 0});
+    c.calls++;
+    c.items += rows;
+    c.ms += ms;
+  };
+  const complete = new Batcher({
+    maxSize: batch,
+    maxWaitMs: 5,
+    concurrency: 2,
+    run: async (ids) => {
+      const t0 = performance.now();
+      const [r] = await retrying(
+        () =>
+          pool.query(
+            `UPDATE \`${table}\` SET state = 'succeeded', lease_until = NULL, finished_at = NOW(3), updated_at = NOW(3) WHERE id IN (?) AND state = 'running'`,
+            [ids],
+          ),
+        () => note('deadlockRetries', 1, 0),
+      );
+      note('complete', ids.length, performance.now() - t0);
+      t.add(r.affectedRows);
+    },
+  });
+  const claim = new Batcher({
+    maxSize: batch,
+    maxWaitMs: 2,
+    concurrency: 2,
+    run: async (msgs) => {
+      const ids = msgs.map((m) => JSON.parse(m.content.toString('utf8')).id);
+      const t0 = performance.now();
+      const [r] = await retrying(
+        () =>
+          pool.query(
+            `UPDATE \`${table}\` SET state = 'running', attempt = attempt + 1, fence = fence + 1, worker = ?,
+                lease_until = NOW(3) + INTERVAL 30 SECOND, updated_at = NOW(3)
+          WHERE id IN (?) AND state = 'submitted'`,
+            [worker, ids],
+          ),
+        () => note('deadlockRetries', 1, 0),
+      );
+      note('claim', ids.length, performance.now() - t0);
+      if (r.affectedRows !== ids.length) note('claimMissed', ids.length - r.affectedRows, 0);
+      for (const m of msgs) ch.ack(m);
+      for (const id of ids) complete.push(id); // the no-op "handler"
+    },
+  });
+  await ch.consume(queue, (m) => m && claim.push(m), {noAck: false});
+  return {
+    pid: process.pid,
+    arm: (n) => t.arm(n),
+    done: () => t.done(),
+    count: () => t.count,
+    resetCounters() {
+      counted = {};
+    },
+    stats: () => ({calls: counted, mem: process.memoryUsage().rss}),
+    async stop() {
+      await ch.close().catch(() => undefined);
+      await conn.close().catch(() => undefined);
+      await pool.end().catch(() => undefined);
+    },
+  };
+}
+
+export const HANDLE_METHODS = ['arm', 'done', 'count', 'resetCounters', 'stats', 'stop'];

@@ -1,0 +1,676 @@
+#!/usr/bin/env node
+// The ax benchmark suite (`npm run bench`, or `node bench/run.js [--quick]` after `npm run build`).
+// In one invocation, against the local MariaDB and RabbitMQ, in its own database and queues:
+//   - an environment manifest (versions, durability settings, disk fsync rate, machine, commit);
+//   - calibrations with the raw drivers: (a) 500-row INSERTs of task-shaped rows, (b) confirmed
+//     publish + manual-ack consume on classic and quorum queues, (c) a hand-built batched durable
+//     pipeline (500-row INSERT, confirmed publish, one-UPDATE claim, one-UPDATE complete);
+//   - P2: submit only through ax's SDK producer, tasks/s and submit() call latency;
+//   - P1: 100k no-op tasks end to end, ax producer + an ax worker (child process by default),
+//     with a correctness line (lost, duplicates) after quiescence;
+//   - CPU time per process (this node, the worker child, mariadbd, beam.smp) per task;
+// a warm-up, then several runs per workload (median [min–max]); ratios are paired per run.
+// Writes bench/results/<date>.json and .md and prints the Markdown report. See docs/benchmarks.md.
+import {fork} from 'node:child_process';
+import {randomBytes} from 'node:crypto';
+import {mkdirSync, writeFileSync} from 'node:fs';
+import {join} from 'node:path';
+import {fileURLToPath} from 'node:url';
+import {parseArgs} from 'node:util';
+import amqp from 'amqplib';
+import mysql from 'mysql2/promise';
+import {cpuDelta, findServerPids, snapshot, procTicks, CLK_TCK} from './lib/cpu.js';
+import {collectManifest} from './lib/manifest.js';
+import {amqpCalibration, handBuiltProduce, rawInsert, taskTableDdl} from './lib/raw.js';
+import {axConfig, HANDLE_METHODS, instrumentAx, startAxWorker, startHandBuilt} from './lib/consumers.js';
+import {renderMarkdown} from './lib/report.js';
+import {percentiles, sleep, summary} from './lib/stats.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const HANDLERS = join(ROOT, 'bench', 'handlers.js');
+const MYSQL_ROOT = process.env.AX_BENCH_MYSQL_ROOT ?? 'mysql://root@127.0.0.1:3306';
+const AMQP_URL = process.env.AX_BENCH_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
+
+// ---------------------------------------------------------------------------------------------
+// Options
+
+const {values: argv} = parseArgs({
+  options: {
+    quick: {type: 'boolean', default: false},
+    runs: {type: 'string'},
+    n: {type: 'string'},
+    'amqp-n': {type: 'string'},
+    'warmup-n': {type: 'string'},
+    worker: {type: 'string', default: 'child'},
+    'queue-types': {type: 'string'},
+    write: {type: 'boolean', default: true},
+    'no-write': {type: 'boolean', default: false},
+    profile: {type: 'boolean', default: false},
+    only: {type: 'string'},
+    scheduler: {type: 'boolean', default: false},
+    help: {type: 'boolean', short: 'h', default: false},
+  },
+});
+if (argv.help) {
+  console.log(`usage: node bench/run.js [options]   (npm run bench -- [options])
+  --quick              small N, one run, no classic end-to-end pair (about a minute)
+  --runs N             measured runs per workload after the warm-up (default 3; quick 1)
+  --n N                tasks for P1, P2, the raw INSERT and the hand-built pipeline (default 100000; quick 10000)
+  --amqp-n N           messages per phase of the RabbitMQ calibration (default 30000; quick 10000)
+  --warmup-n N         tasks/messages of the warm-up round (default n/10; quick 2000)
+  --worker child|inproc  where the ax worker and the hand-built consumer run (default child)
+  --queue-types LIST   queue types of the end-to-end pairs (hand-built + P1), first = headline
+                       (default quorum,classic; quick quorum)
+  --only LIST          run only these workloads: a,a2,p2,b,c,p1 (development; the report is partial)
+  --scheduler          also run P5/P6 from bench/scheduler.js (its own database and prefix; adds
+                       a few minutes, so it is opt-in; needs the \`ax scheduler\` command in dist/)
+  --profile            write V8 CPU profiles of the worker children to bench/results/profiles
+  --no-write           do not write bench/results/<date>.{json,md}
+env: AX_BENCH_MYSQL_ROOT (default ${MYSQL_ROOT}), AX_BENCH_AMQP_URL (default ${AMQP_URL}),
+     AX_BENCH_COMMIT (the commit to report when running on an exported tree)`);
+  process.exit(0);
+}
+const quick = argv.quick;
+const int = (s, d) => (s === undefined ? d : Math.max(1, Number.parseInt(s, 10)));
+const opts = {
+  quick,
+  runs: int(argv.runs, quick ? 1 : 3),
+  n: int(argv.n, quick ? 10_000 : 100_000),
+  amqpN: int(argv['amqp-n'], quick ? 10_000 : 30_000),
+  worker: argv.worker === 'inproc' ? 'inproc' : 'child',
+  queueTypes: (argv['queue-types'] ?? (quick ? 'quorum' : 'quorum,classic'))
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s === 'quorum' || s === 'classic'),
+  write: argv.write && !argv['no-write'],
+  profile: argv.profile,
+  scheduler: argv.scheduler,
+  only: argv.only ? new Set(argv.only.split(',').map((x) => x.trim())) : null,
+};
+const wanted = (w) => !opts.only || opts.only.has(w);
+opts.warmupN = int(argv['warmup-n'], quick ? 2000 : Math.max(1000, Math.round(opts.n / 10)));
+if (opts.queueTypes.length === 0) opts.queueTypes = ['quorum'];
+
+const log = (msg) => process.stderr.write(`[bench ${String(Math.round(performance.now() / 1000)).padStart(4)} s] ${msg}\n`);
+const rate = (n, ms) => (n * 1000) / ms;
+
+// ---------------------------------------------------------------------------------------------
+// Setup: database, queues, ax instances, consumers
+
+const tag = `ax_bench_${randomBytes(3).toString('hex')}`;
+const mysqlUrl = `${MYSQL_ROOT}/${tag}`;
+const cleanups = [];
+let cleaning;
+async function cleanup() {
+  cleaning ??= (async () => {
+    for (const c of cleanups.reverse()) {
+      try {
+        await c();
+      } catch (e) {
+        log(`cleanup: ${e?.message ?? e}`);
+      }
+    }
+  })();
+  return cleaning;
+}
+process.on('SIGINT', () => {
+  log('interrupted: cleaning up');
+  void cleanup().finally(() => process.exit(130));
+});
+
+let fatal;
+const results = {};
+try {
+  const admin = await mysql.createConnection({uri: MYSQL_ROOT});
+  await admin.query(`CREATE DATABASE \`${tag}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
+  cleanups.push(async () => {
+    await admin.query(`DROP DATABASE IF EXISTS \`${tag}\``);
+    await admin.end();
+  });
+  const sqlPool = mysql.createPool({uri: mysqlUrl, connectionLimit: 4, timezone: 'Z'});
+  cleanups.push(() => sqlPool.end());
+  const sql = async (q, p = []) => (await sqlPool.query(q, p))[0];
+
+  {
+    // ax's schema through ax's own migrate(), like `ax migrate`.
+    const {createRuntime, openDatabase} = await import('../dist/cli/runtime.js');
+    const {migrate} = await import('../dist/core/store/mysql/migrate.js');
+    const db = await openDatabase(createRuntime(await axConfig({mysqlUrl})));
+    await migrate(db);
+    await db.pool.end();
+  }
+  for (const t of ['cal_tasks', 'hb_tasks']) await sql(taskTableDdl(t));
+
+  const amqpConn = await amqp.connect(AMQP_URL);
+  cleanups.push(() => amqpConn.close());
+  const pubCh = await amqpConn.createConfirmChannel();
+  const adminCh = await amqpConn.createChannel();
+  const queuesToDelete = [];
+  const exchangesToDelete = [];
+  cleanups.push(async () => {
+    // A failed delete closes the channel: open a fresh one for each object.
+    for (const [kind, name] of [...queuesToDelete.map((q) => ['queue', q]), ...exchangesToDelete.map((x) => ['exchange', x])]) {
+      const ch = await amqpConn.createChannel();
+      ch.on('error', () => undefined);
+      await (kind === 'queue' ? ch.deleteQueue(name) : ch.deleteExchange(name)).catch(() => undefined);
+      await ch.close().catch(() => undefined);
+    }
+  });
+  const declare = async (name, type) => {
+    queuesToDelete.push(name);
+    await adminCh.assertQueue(name, {durable: true, arguments: {'x-queue-type': type}});
+  };
+  const calQueue = (qt) => `${tag}.cal.${qt}`;
+  const hbQueue = (qt) => `${tag}.hb.${qt}`;
+  for (const qt of ['classic', 'quorum']) await declare(calQueue(qt), qt);
+  for (const qt of opts.queueTypes) await declare(hbQueue(qt), qt);
+
+  const manifest = await collectManifest({sql, rabbitProps: amqpConn.connection.serverProperties, root: ROOT, options: opts});
+  let serverPids = findServerPids();
+  log(`database ${tag}; servers ${JSON.stringify(serverPids)}; ${opts.runs} run(s) after a warm-up; n=${opts.n}; worker=${opts.worker}`);
+
+  /** An ax producer (the SDK client) for one queue type, with its store/broker instrumented. */
+  async function startAxProducer(queueType, prefix = `${tag}_${queueType[0]}`) {
+    const {createRuntime, openStore, openBroker} = await import('../dist/cli/runtime.js');
+    const {createClient} = await import('../dist/core/client.js');
+    const overrides = {mysqlUrl, amqpUrl: AMQP_URL, amqpPrefix: prefix, queueType};
+    const rt = createRuntime(await axConfig(overrides));
+    const store = await openStore(rt);
+    const broker = await openBroker(rt, {reconnect: false});
+    queuesToDelete.push(...broker.names.allQueues());
+    exchangesToDelete.push(broker.names.exchange);
+    const counters = {};
+    instrumentAx(store, broker, counters);
+    const client = createClient({
+      ...rt,
+      store,
+      broker,
+      release: async () => {
+        await broker.close();
+        await store.close();
+      },
+    });
+    cleanups.push(() => client.close());
+    return {
+      queueType,
+      overrides,
+      client,
+      counters,
+      queue: broker.names.queue('io'),
+      resetCounters: () => Object.keys(counters).forEach((k) => delete counters[k]),
+    };
+  }
+
+  /** Starts a consumer (ax worker or hand-built) in a child process or in-process; see lib/consumers.js. */
+  async function startConsumer(mode, o, label) {
+    if (opts.worker === 'inproc') {
+      const h = mode === 'ax-worker' ? await startAxWorker(o) : await startHandBuilt(o);
+      cleanups.push(() => h.stop());
+      return {...h, inproc: true, label};
+    }
+    const execArgv = [];
+    if (opts.profile) {
+      const dir = join(ROOT, 'bench', 'results', 'profiles');
+      mkdirSync(dir, {recursive: true});
+      execArgv.push('--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-name=${label.replace(/\W+/g, '_')}-${Date.now()}.cpuprofile`);
+    }
+    const child = fork(join(ROOT, 'bench', 'child.js'), [mode, JSON.stringify(o)], {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      execArgv,
+    });
+    const pending = new Map();
+    let seq = 0;
+    let exited = false;
+    await new Promise((resolve, reject) => {
+      child.on('message', (m) => {
+        if (m?.ev === 'ready') resolve();
+        else if (m?.id !== undefined && pending.has(m.id)) {
+          const p = pending.get(m.id);
+          pending.delete(m.id);
+          if (m.ok) p.resolve(m.result);
+          else p.reject(new Error(m.error));
+        }
+      });
+      child.on('exit', (code, signal) => {
+        exited = true;
+        for (const p of pending.values()) p.reject(new Error(`${label} exited (${code ?? signal})`));
+        pending.clear();
+        reject(new Error(`${label} exited before it was ready (${code ?? signal})`));
+      });
+    });
+    const call = (cmd, ...args) =>
+      new Promise((resolve, reject) => {
+        if (exited) return reject(new Error(`${label} has exited`));
+        const id = ++seq;
+        pending.set(id, {resolve, reject});
+        child.send({id, cmd, args});
+      });
+    const h = {pid: child.pid, inproc: false, label};
+    for (const m of HANDLE_METHODS) h[m] = (...a) => call(m, ...a);
+    cleanups.push(async () => {
+      if (exited) return;
+      const gone = new Promise((r) => child.once('exit', r));
+      await Promise.race([h.stop().catch(() => undefined), sleep(8000)]);
+      await Promise.race([gone, sleep(3000)]);
+      if (!exited) child.kill('SIGKILL');
+    });
+    return h;
+  }
+
+  const axByType = {};
+  const workers = {};
+  const handBuilt = {};
+  for (const qt of opts.queueTypes) axByType[qt] = await startAxProducer(qt);
+  // P2 submits only: its own prefix, so no worker consumes its queue (ax's default queue type).
+  const axSubmitOnly = await startAxProducer('quorum', `${tag}_p2`);
+  for (const qt of opts.queueTypes) {
+    workers[qt] = await startConsumer(
+      'ax-worker',
+      {overrides: axByType[qt].overrides, handlersModule: HANDLERS, workerId: `bench-worker-${qt}`},
+      `ax worker (${qt})`,
+    );
+    handBuilt[qt] = await startConsumer(
+      'hand-built',
+      {mysqlUrl, amqpUrl: AMQP_URL, table: 'hb_tasks', queue: hbQueue(qt)},
+      `hand-built consumer (${qt})`,
+    );
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Measurement helpers
+
+  function procsFor(consumer) {
+    if (
+      !Object.values(serverPids)
+        .flat()
+        .every((p) => Number.isFinite(procTicks(p)))
+    )
+      serverPids = findServerPids();
+    const procs = {'node (bench)': process.pid};
+    if (consumer && !consumer.inproc) procs['node (worker)'] = consumer.pid;
+    procs.mariadbd = serverPids.mariadbd ?? [];
+    procs['beam.smp'] = serverPids['beam.smp'] ?? [];
+    return procs;
+  }
+
+  /** Waits until mariadbd and beam.smp are nearly idle (background flushing/purge of the last run). */
+  async function settle(maxMs = quick ? 1500 : 5000) {
+    const t0 = performance.now();
+    const procs = procsFor(null);
+    delete procs['node (bench)'];
+    for (;;) {
+      const a = snapshot(procs);
+      await sleep(250);
+      const d = cpuDelta(a, snapshot(procs));
+      if (d.ours / d.wallMs < 0.1 || performance.now() - t0 > maxMs) return;
+    }
+  }
+
+  async function truncate(...tables) {
+    for (const t of tables) await sql(`TRUNCATE TABLE \`${t}\``);
+  }
+
+  /** Waits for `consumer.done()`; gives up when the count has not moved for stallMs. */
+  async function waitDone(consumer, n, stallMs = 30_000) {
+    const done = consumer.done().then((r) => ({ok: true, ...r}));
+    done.catch(() => undefined);
+    let last = -1;
+    let lastChange = performance.now();
+    for (;;) {
+      const r = await Promise.race([done, sleep(1000).then(() => null)]);
+      if (r) return r;
+      const c = await consumer.count();
+      if (c !== last) {
+        last = c;
+        lastChange = performance.now();
+      } else if (performance.now() - lastChange > stallMs) {
+        return {ok: false, count: c, error: `stalled at ${c} of ${n} for ${stallMs / 1000}s`};
+      }
+    }
+  }
+
+  async function purge(queue) {
+    await adminCh.purgeQueue(queue);
+  }
+
+  async function queueDepth(queue) {
+    return (await adminCh.checkQueue(queue)).messageCount;
+  }
+
+  /** Thread ids of mariadbd serving connections to our database. */
+  async function ourMariaThreads() {
+    const rows = await sql('SELECT TID AS tid FROM information_schema.PROCESSLIST WHERE DB = ?', [tag]);
+    return rows.map((r) => Number(r.tid)).filter((t) => t > 0);
+  }
+
+  /** Starts measuring CPU of this process, the consumer (if a child), mariadbd and beam.smp. */
+  async function startMeter(consumer) {
+    const procs = procsFor(consumer);
+    const maria = procs.mariadbd[0];
+    const before = await ourMariaThreads();
+    const a = snapshot(procs, maria);
+    return {
+      async stop() {
+        const b = snapshot(procs, maria);
+        const after = await ourMariaThreads();
+        return cpuDelta(a, b, new Set([...before, ...after]));
+      },
+    };
+  }
+
+  /** core-ms per item for each process, plus `total` (ours) and `other` (the rest of the machine). */
+  function perItem(cpu, items) {
+    const out = {};
+    for (const [k, v] of Object.entries(cpu.perProcess)) out[k] = v / items;
+    if (cpu.mariadbOurs !== undefined) out['mariadbd (our connections)'] = cpu.mariadbOurs / items;
+    out.total = cpu.ours / items;
+    out.other = cpu.other / items;
+    return out;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Workloads: each returns {value, …, cpu, cpuPerItem}
+
+  async function wRawInsert(n) {
+    await truncate('cal_tasks');
+    const conn = await mysql.createConnection({uri: mysqlUrl});
+    try {
+      await settle();
+      const meter = await startMeter(null);
+      const r = await rawInsert(conn, 'cal_tasks', n, 500);
+      const cpu = await meter.stop();
+      return {value: rate(n, r.ms), ms: r.ms, n, cpu, cpuPerItem: perItem(cpu, n)};
+    } finally {
+      await conn.end();
+    }
+  }
+
+  /** (a′): the producer half of (c) alone: 500-row INSERT then confirmed publish, 2 lanes, no consumer. */
+  async function wInsertPublish(n) {
+    await truncate('cal_tasks');
+    await purge(calQueue('quorum'));
+    await settle();
+    const meter = await startMeter(null);
+    const t0 = performance.now();
+    await handBuiltProduce(sqlPool, pubCh, 'cal_tasks', calQueue('quorum'), n, {batch: 500, lanes: 2});
+    const ms = performance.now() - t0;
+    const cpu = await meter.stop();
+    await purge(calQueue('quorum'));
+    return {value: rate(n, ms), ms, n, cpu, cpuPerItem: perItem(cpu, n)};
+  }
+
+  async function wAmqp(qt, n) {
+    await settle();
+    const meter = await startMeter(null);
+    const t0 = performance.now();
+    const r = await amqpCalibration(amqpConn, pubCh, calQueue(qt), n, {window: 500, prefetch: 2000});
+    const ms = performance.now() - t0;
+    const cpu = await meter.stop();
+    return {...r, value: r.together, ms, n, cpu, cpuPerItem: perItem(cpu, 2 * n)};
+  }
+
+  async function wHandBuilt(qt, n) {
+    const c = handBuilt[qt];
+    await truncate('hb_tasks');
+    await purge(hbQueue(qt));
+    await c.arm(n);
+    await c.resetCounters();
+    await settle();
+    const meter = await startMeter(c);
+    const t0 = performance.now();
+    const produced = await handBuiltProduce(sqlPool, pubCh, 'hb_tasks', hbQueue(qt), n, {batch: 500, lanes: 2});
+    const tProduced = performance.now();
+    const d = await waitDone(c, n);
+    const t1 = performance.now();
+    const cpu = await meter.stop();
+    const stats = await c.stats();
+    return {
+      value: d.ok ? rate(n, t1 - t0) : NaN,
+      ms: t1 - t0,
+      produceRate: rate(n, tProduced - t0),
+      insertRetries: produced.retries,
+      n,
+      ok: d.ok,
+      error: d.error,
+      stats,
+      cpu,
+      cpuPerItem: perItem(cpu, n),
+    };
+  }
+
+  async function wP2(n) {
+    const ax = axSubmitOnly;
+    await truncate('tasks', 'task_history');
+    await purge(ax.queue);
+    ax.resetCounters();
+    const lat = new Float64Array(n);
+    const ids = new Array(n);
+    await settle();
+    const meter = await startMeter(null);
+    const t0 = performance.now();
+    for (let i = 0; i < n; i++) {
+      const s = process.hrtime.bigint();
+      ids[i] = await ax.client.submit({type: 'bench_noop', payload: {n: i}});
+      lat[i] = Number(process.hrtime.bigint() - s);
+    }
+    const tSubmitted = performance.now();
+    const report = await ax.client.flush();
+    const t1 = performance.now();
+    const cpu = await meter.stop();
+    const [{nrows}] = await sql('SELECT COUNT(*) AS nrows FROM tasks');
+    await purge(ax.queue);
+    const p = percentiles(lat, [50, 90, 99, 99.9, 100]);
+    const slow = lat.reduce((k, x) => k + (x > 1e6 ? 1 : 0), 0);
+    return {
+      value: rate(n, t1 - t0),
+      ms: t1 - t0,
+      submitLoopMs: tSubmitted - t0,
+      n,
+      inserted: report.inserted,
+      unpublished: report.unpublished,
+      rowsInDb: Number(nrows),
+      submitUs: {p50: p.p50 / 1000, p90: p.p90 / 1000, p99: p.p99 / 1000, p99_9: p.p99_9 / 1000, max: p.p100 / 1000, over1ms: slow},
+      calls: JSON.parse(JSON.stringify(ax.counters)),
+      cpu,
+      cpuPerItem: perItem(cpu, n),
+    };
+  }
+
+  async function correctness(ids) {
+    let terminal = 0;
+    let present = 0;
+    for (let i = 0; i < ids.length; i += 5000) {
+      const rows = await sql('SELECT state FROM tasks WHERE id IN (?)', [ids.slice(i, i + 5000)]);
+      present += rows.length;
+      for (const r of rows) if (r.state === 'succeeded' || r.state === 'dead' || r.state === 'cancelled') terminal++;
+    }
+    const [{dups}] = await sql(
+      "SELECT COUNT(*) AS dups FROM (SELECT task_id FROM task_history WHERE to_state = 'succeeded' GROUP BY task_id HAVING COUNT(*) > 1) x",
+    );
+    const [{reruns}] = await sql(
+      "SELECT COUNT(*) AS reruns FROM (SELECT task_id FROM task_history WHERE to_state = 'running' GROUP BY task_id HAVING COUNT(*) > 1) x",
+    );
+    const states = Object.fromEntries(
+      (await sql('SELECT state, COUNT(*) AS n FROM tasks GROUP BY state')).map((r) => [r.state, Number(r.n)]),
+    );
+    return {submitted: ids.length, present, lost: ids.length - terminal, duplicates: Number(dups), reExecuted: Number(reruns), states};
+  }
+
+  async function wP1(qt, n) {
+    const ax = axByType[qt];
+    const w = workers[qt];
+    await truncate('tasks', 'task_history');
+    await purge(ax.queue);
+    ax.resetCounters();
+    await w.arm(n);
+    await w.resetCounters();
+    const ids = new Array(n);
+    await settle();
+    const meter = await startMeter(w);
+    const t0 = performance.now();
+    for (let i = 0; i < n; i++) ids[i] = await ax.client.submit({type: 'bench_noop', payload: {n: i}});
+    const tSubmitted = performance.now();
+    const report = await ax.client.flush();
+    const tFlushed = performance.now();
+    const d = await waitDone(w, n);
+    const t1 = performance.now();
+    const cpu = await meter.stop();
+    // Quiescence: nothing in flight at the worker and nothing left in the queue, then a little more.
+    for (const deadline = performance.now() + 10_000; performance.now() < deadline;) {
+      const st = await w.stats();
+      if (st.inFlight === 0 && (await queueDepth(ax.queue)) === 0) break;
+      await sleep(100);
+    }
+    await sleep(500);
+    const stats = await w.stats();
+    const check = await correctness(ids);
+    const lat = (await sql("SELECT TIMESTAMPDIFF(MICROSECOND, created_at, finished_at) AS us FROM tasks WHERE state = 'succeeded'")).map(
+      (r) => Number(r.us),
+    );
+    const p = percentiles(Float64Array.from(lat), [50, 99, 100]);
+    return {
+      value: d.ok ? rate(n, t1 - t0) : NaN,
+      ms: t1 - t0,
+      submitRate: rate(n, tSubmitted - t0),
+      flushedAtMs: tFlushed - t0,
+      n,
+      ok: d.ok,
+      error: d.error,
+      unpublished: report.unpublished,
+      correctness: check,
+      latencyMs: {p50: p.p50 / 1000, p99: p.p99 / 1000, max: p.p100 / 1000},
+      producerCalls: JSON.parse(JSON.stringify(ax.counters)),
+      worker: stats,
+      cpu,
+      cpuPerItem: perItem(cpu, n),
+    };
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // The rounds: a warm-up, then `runs` rounds. Within a round each ax workload runs right after the
+  // calibration it is compared with, so the paired ratio sees the same machine state.
+
+  const record = (key, r, round) => {
+    if (round === 0) return;
+    (results[key] ??= []).push(r);
+  };
+  const startedAt = performance.now();
+
+  for (let round = 0; round <= opts.runs; round++) {
+    const n = round === 0 ? opts.warmupN : opts.n;
+    const amqpN = round === 0 ? Math.min(opts.warmupN, opts.amqpN) : opts.amqpN;
+    const what = round === 0 ? 'warm-up' : `run ${round}/${opts.runs}`;
+    const show = (label, r, unit, extra = '') =>
+      log(`${what} ${label}: ${Number.isFinite(r.value) ? Math.round(r.value).toLocaleString('en-US') : 'FAILED'} ${unit}${extra}`);
+
+    if (wanted('a')) {
+      const ins = await wRawInsert(n);
+      show('(a) raw 500-row INSERT', ins, 'rows/s');
+      record('a.insert', ins, round);
+    }
+    if (wanted('a2')) {
+      const insPub = await wInsertPublish(n);
+      show("(a') raw INSERT + confirmed publish", insPub, 'tasks/s');
+      record('a.insertPublish', insPub, round);
+    }
+    if (wanted('p2')) {
+      const p2 = await wP2(n);
+      show('P2 ax submit', p2, 'tasks/s', `; submit() p50 ${p2.submitUs.p50.toFixed(1)} µs p99 ${p2.submitUs.p99.toFixed(1)} µs`);
+      record('p2', p2, round);
+    }
+    for (const qt of ['classic', 'quorum']) {
+      if (!wanted('b')) continue;
+      const b = await wAmqp(qt, amqpN);
+      log(
+        `${what} (b) ${qt}: publish ${Math.round(b.publish)} / consume ${Math.round(b.consume)} / together ${Math.round(b.together)} msg/s`,
+      );
+      record(`b.${qt}`, b, round);
+    }
+
+    for (const qt of opts.queueTypes) {
+      if (wanted('c')) {
+        const c = await wHandBuilt(qt, n);
+        show(`(c) hand-built pipeline (${qt})`, c, 'tasks/s', c.ok ? '' : ` (${c.error})`);
+        record(`c.${qt}`, c, round);
+      }
+      if (!wanted('p1')) continue;
+      const p1 = await wP1(qt, n);
+      show(
+        `P1 ax end to end (${qt})`,
+        p1,
+        'tasks/s',
+        `; lost ${p1.correctness.lost}, duplicates ${p1.correctness.duplicates}${p1.ok ? '' : ` (${p1.error})`}`,
+      );
+      record(`p1.${qt}`, p1, round);
+    }
+  }
+  // P5/P6 (delayed tasks, scheduler memory) live in bench/scheduler.js, owned with the scheduler.
+  let scheduler;
+  if (opts.scheduler) {
+    log('scheduler benchmark (P5, P6) from bench/scheduler.js');
+    try {
+      const {runSchedulerBench} = await import('./scheduler.js');
+      scheduler = await runSchedulerBench({quick});
+    } catch (e) {
+      log(`scheduler benchmark failed: ${e?.stack ?? e}`);
+      scheduler = {error: String(e?.message ?? e)};
+    }
+  }
+  const elapsedS = (performance.now() - startedAt) / 1000;
+
+  // ---------------------------------------------------------------------------------------------
+  // Report
+
+  const paired = (num, den, f = (x) => x.value) => (results[num] ?? []).map((r, i) => f(r) / f((results[den] ?? [])[i] ?? {value: NaN}));
+  const series = (key, f = (r) => r.value) => summary((results[key] ?? []).map(f));
+  const report = {
+    manifest,
+    elapsedSeconds: Math.round(elapsedS),
+    clockTicksPerSecond: CLK_TCK,
+    summary: {
+      'a.insert': series('a.insert'),
+      p2: series('p2'),
+      'p2.submitUs.p50': series('p2', (r) => r.submitUs.p50),
+      'p2.submitUs.p99': series('p2', (r) => r.submitUs.p99),
+      'p2.submitUs.p99_9': series('p2', (r) => r.submitUs.p99_9),
+      'ratio.p2/a': summary(paired('p2', 'a.insert')),
+      'a.insertPublish': series('a.insertPublish'),
+      'ratio.p2/a.insertPublish': summary(paired('p2', 'a.insertPublish')),
+      'cpuRatio.a.insertPublish/p2': summary(paired('a.insertPublish', 'p2', (r) => r.cpuPerItem.total)),
+    },
+    runs: results,
+    scheduler,
+  };
+  for (const qt of ['classic', 'quorum']) {
+    for (const ph of ['publish', 'consume', 'together']) report.summary[`b.${qt}.${ph}`] = series(`b.${qt}`, (r) => r[ph]);
+  }
+  for (const qt of opts.queueTypes) {
+    report.summary[`c.${qt}`] = series(`c.${qt}`);
+    report.summary[`p1.${qt}`] = series(`p1.${qt}`);
+    report.summary[`ratio.p1.${qt}/c.${qt}`] = summary(paired(`p1.${qt}`, `c.${qt}`));
+    report.summary[`p1.${qt}.cpuTotal`] = series(`p1.${qt}`, (r) => r.cpuPerItem.total);
+    // CPU per task of the hand-built pipeline over ax's: what the throughput ratio tends to on a
+    // CPU-bound machine, and much less sensitive to other people's load than the throughput ratio.
+    report.summary[`cpuRatio.c.${qt}/p1.${qt}`] = summary(paired(`c.${qt}`, `p1.${qt}`, (r) => r.cpuPerItem.total));
+  }
+
+  const md = renderMarkdown(report, opts);
+  process.stdout.write(`${md}\n`);
+  if (opts.write) {
+    const dir = join(ROOT, 'bench', 'results');
+    mkdirSync(dir, {recursive: true});
+    const stamp = manifest.date.replace(/:/g, '-').replace(/\.\d+Z$/, 'Z');
+    writeFileSync(join(dir, `${stamp}.json`), `${JSON.stringify(report, null, 2)}\n`);
+    writeFileSync(join(dir, `${stamp}.md`), `${md}\n`);
+    log(`wrote bench/results/${stamp}.json and .md (${Math.round(elapsedS)} s of workloads)`);
+  }
+} catch (e) {
+  fatal = e;
+  log(`FAILED: ${e?.stack ?? e}`);
+} finally {
+  await cleanup();
+}
+const failed = Object.values(results)
+  .flat()
+  .some((r) => r.ok === false || (r.correctness && (r.correctness.lost > 0 || r.correctness.duplicates > 0)));
+process.exit(fatal || failed ? 1 : 0);
