@@ -101,13 +101,18 @@ export async function advanceSchedule(
   return r.affectedRows > 0;
 }
 
-/** Index: idx_tasks_schedule (cell, schedule_name, run_at). */
+/**
+ * The occurrence with the latest fire time before `before`. Occurrences' dedup keys are
+ * `cron:<name>@<ISO fire time>` and ISO times sort as text, so this is one descending range read
+ * of uq_tasks_dedup (cell, dedup_key).
+ */
 export async function previousOccurrence(db: Db, cell: string, name: string, before: Date): Promise<{id: string; state: TaskState} | null> {
+  const prefix = `cron:${name}@`;
   const rows = await select(
     db,
     db.pool,
-    'SELECT id, state FROM tasks WHERE cell = ? AND schedule_name = ? AND run_at < ? ORDER BY run_at DESC LIMIT 1',
-    [cell, name, before],
+    'SELECT id, state FROM tasks WHERE cell = ? AND dedup_key >= ? AND dedup_key < ? ORDER BY dedup_key DESC LIMIT 1',
+    [cell, prefix, `${prefix}${before.toISOString()}`],
   );
   return rows[0] ? {id: rows[0].id as string, state: rows[0].state as TaskState} : null;
 }

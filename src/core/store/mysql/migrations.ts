@@ -120,6 +120,23 @@ export const MIGRATIONS: Migration[] = [
       ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
     ],
   },
+  {
+    version: 3,
+    name: 'fewer indexes on tasks',
+    statements: [
+      // Every index is written on every state change. Running rows are few (in-flight work), so the
+      // rescuer's scan of state = 'running' through idx_tasks_due is cheap; a schedule's previous
+      // occurrence is found through its dedup key (uq_tasks_dedup), whose fire times sort as text.
+      {
+        sql: 'DROP INDEX idx_tasks_lease ON tasks',
+        unless: `SELECT 1 FROM DUAL WHERE NOT EXISTS (${indexExists('tasks', 'idx_tasks_lease')})`,
+      },
+      {
+        sql: 'DROP INDEX idx_tasks_schedule ON tasks',
+        unless: `SELECT 1 FROM DUAL WHERE NOT EXISTS (${indexExists('tasks', 'idx_tasks_schedule')})`,
+      },
+    ],
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.reduce((m, x) => Math.max(m, x.version), 0);

@@ -9,7 +9,7 @@ import {TASK_COLUMNS, toHistoryEntry, toTaskRecord} from './rows.js';
  * (test/integration/explain.test.ts checks the plans; docs/queries.md shows them).
  */
 export const HOT_SQL = {
-  /** Params: cell, limit. Index: idx_tasks_lease (cell, state, lease_until). */
+  /** Params: cell, limit. Index: idx_tasks_due (cell, state, …): running rows are few. */
   expiredLeases: `SELECT id, fence, attempt, max_retries, worker FROM tasks
       WHERE cell = ? AND state = 'running' AND lease_until < NOW(3) ORDER BY lease_until LIMIT ?`,
   /** Params: cell, republishAfter µs, limit. Index: idx_tasks_due (cell, state, run_at). */
