@@ -18,3 +18,5 @@ export {loadConfig, type AxConfig} from './core/config/config.js';
 export type {FlushReport} from './core/producer/producer.js';
 export type {TaskSpec, TaskRecord, HistoryEntry, JsonObject, PoolName} from './core/task/model.js';
 export type {TaskState} from './core/task/state.js';
+export {enqueueInTransaction, type SqlConnection, type EnqueueOptions} from './core/outbox/enqueue.js';
+export {OUTBOX_DDL} from './core/outbox/schema.js';

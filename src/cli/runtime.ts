@@ -10,6 +10,7 @@ import {type AxConfig, type LoadConfigOptions, loadConfig} from '../core/config/
 import {createLogger, type Logger} from '../core/log.js';
 import {MysqlTaskStore} from '../core/store/mysql/store.js';
 import {type Db, openDb} from '../core/store/mysql/db.js';
+import {MysqlOutboxStore} from '../core/store/mysql/outbox.js';
 import {type Clock, type Random, systemClock, systemRandom} from '../core/time.js';
 
 export interface Runtime {
@@ -46,6 +47,16 @@ export function openDatabase(rt: Runtime): Promise<Db> {
     createDatabase: rt.config.createDatabase,
     queryTimeoutMs: rt.config.queryTimeoutMs,
     connectionLimit: 2,
+  });
+}
+
+/** Opens the business database's outbox (AX_OUTBOX_MYSQL_URL, else AX_MYSQL_URL); never creates the database. */
+export function openOutbox(rt: Runtime): Promise<MysqlOutboxStore> {
+  return MysqlOutboxStore.open({
+    url: rt.config.outboxMysqlUrl || rt.config.mysqlUrl,
+    createDatabase: false,
+    queryTimeoutMs: rt.config.queryTimeoutMs,
+    connectionLimit: 4,
   });
 }
 

@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core';
 import {AxCommand} from '../cli/base.js';
-import {openDatabase} from '../cli/runtime.js';
+import {openDatabase, openOutbox} from '../cli/runtime.js';
 import {migrate, migrationStatus} from '../core/store/mysql/migrate.js';
 
 export default class Migrate extends AxCommand {
@@ -15,11 +15,22 @@ The database named in AX_MYSQL_URL is created when missing and the user may crea
   ];
   static override flags = {
     status: Flags.boolean({description: 'only show which migrations are applied'}),
+    outbox: Flags.boolean({description: 'create task_outbox in the business database (AX_OUTBOX_MYSQL_URL, default AX_MYSQL_URL)'}),
   };
 
   async run(): Promise<unknown> {
     const {flags} = await this.parse(Migrate);
     const rt = this.runtime(flags.config);
+    if (flags.outbox) {
+      const outbox = await openOutbox(rt);
+      try {
+        await outbox.migrate();
+      } finally {
+        await outbox.close();
+      }
+      if (!this.jsonEnabled()) this.log(`task_outbox is ready in database ${outbox.db.database}`);
+      return {outbox: true, database: outbox.db.database};
+    }
     const db = await openDatabase(rt);
     try {
       if (flags.status) {

@@ -10,6 +10,15 @@ export interface AxConfig {
   mysqlUrl: string;
   /** RabbitMQ URL (secret: env or file only). */
   amqpUrl: string;
+  /** The business database holding `task_outbox` (relay); empty: the same as mysqlUrl. */
+  outboxMysqlUrl: string;
+  relayIntervalMs: number;
+  relayBatchSize: number;
+  relayLeaseMs: number;
+  outboxRetentionMs: number;
+  /** Health endpoint of the relay sidecar: host and port (0: none). */
+  relayHealthHost: string;
+  relayHealthPort: number;
   /** Create the database named in mysqlUrl when it is missing and the user may. */
   createDatabase: boolean;
   /** Resource-isolation cell; queues and rows are scoped by it. */
@@ -74,6 +83,42 @@ export const SETTINGS: Record<keyof AxConfig, Setting> = {
     doc: "ax's MySQL/MariaDB database",
   },
   amqpUrl: {env: 'AX_AMQP_URL', kind: 'string', default: 'amqp://guest:guest@127.0.0.1:5672', secret: true, doc: 'RabbitMQ server'},
+  outboxMysqlUrl: {
+    env: 'AX_OUTBOX_MYSQL_URL',
+    kind: 'string',
+    default: '',
+    secret: true,
+    doc: 'business database with task_outbox (empty: AX_MYSQL_URL)',
+  },
+  relayIntervalMs: {
+    env: 'AX_RELAY_INTERVAL',
+    kind: 'duration',
+    default: 1000,
+    min: 10,
+    doc: 'relay scan interval when the outbox is drained',
+  },
+  relayBatchSize: {env: 'AX_RELAY_BATCH', kind: 'int', default: 500, min: 1, doc: 'outbox rows per relay claim'},
+  relayLeaseMs: {
+    env: 'AX_RELAY_LEASE',
+    kind: 'duration',
+    default: 30_000,
+    min: 100,
+    doc: "a dead relay's claimed rows are retaken after this",
+  },
+  outboxRetentionMs: {
+    env: 'AX_OUTBOX_RETENTION',
+    kind: 'duration',
+    default: 7 * 86_400_000,
+    min: 0,
+    doc: 'sent outbox rows are deleted after this (0: never)',
+  },
+  relayHealthHost: {
+    env: 'AX_RELAY_HEALTH_HOST',
+    kind: 'string',
+    default: '127.0.0.1',
+    doc: 'address of the relay sidecar health endpoints',
+  },
+  relayHealthPort: {env: 'AX_RELAY_HEALTH_PORT', kind: 'int', default: 8081, min: 0, doc: 'port of /healthz and /readyz (0: none)'},
   createDatabase: {env: 'AX_CREATE_DATABASE', kind: 'bool', default: true, doc: 'create the database if it is missing'},
   cell: {env: 'AX_CELL', kind: 'string', default: 'default', doc: 'cell (resource-isolation unit) of rows and queues'},
   amqpPrefix: {env: 'AX_AMQP_PREFIX', kind: 'string', default: 'ax', doc: 'prefix of exchange and queue names'},
@@ -149,6 +194,7 @@ function coerce(key: string, s: Setting, raw: unknown, from: string): unknown {
   const where = `${key} (${from})`;
   switch (s.kind) {
     case 'string': {
+      if (raw === '' && s.default === '') return raw;
       if (typeof raw !== 'string' || raw.length === 0) throw invalid(`${where} must be a non-empty string`);
       if (s.choices && !s.choices.includes(raw)) throw invalid(`${where} must be one of ${s.choices.join(', ')}`);
       return raw;
@@ -233,6 +279,7 @@ export function loadConfig(opts: LoadConfigOptions = {}): AxConfig {
   if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(cfg.amqpPrefix))
     throw invalid('amqpPrefix must be 1-64 characters of A-Z, a-z, 0-9, _, . and -');
   parseMysqlUrl(cfg.mysqlUrl);
+  if (cfg.outboxMysqlUrl !== '') parseMysqlUrl(cfg.outboxMysqlUrl);
   if (!/^amqps?:\/\//.test(cfg.amqpUrl)) throw invalid('amqpUrl must start with amqp:// or amqps://');
   return cfg;
 }

@@ -205,3 +205,44 @@ export interface ScheduleStore {
   /** The latest occurrence of a schedule due before `before` (for the overlap policy). */
   previousOccurrence(name: string, before: Date): Promise<{id: string; state: TaskState} | null>;
 }
+
+/** A `task_outbox` row as the relay reads it. */
+export interface OutboxRow {
+  id: number;
+  taskId: string | null;
+  type: string;
+  payload: string;
+  runAt: Date | null;
+  delayMs: number | null;
+  pool: string | null;
+  maxRetries: number | null;
+  timeoutMs: number | null;
+  dedupKey: string | null;
+  createdAt: Date;
+  attempts: number;
+  lastError: string | null;
+  failedAt: Date | null;
+}
+
+/**
+ * The outbox seam (the business database's `task_outbox`). Claims are short transactions with
+ * `FOR UPDATE SKIP LOCKED` so several relays share one table; no lock is held across a publish.
+ */
+export interface OutboxStore {
+  /** Takes up to `limit` unsent, unfailed rows not claimed by a live relay, oldest first, for `leaseMs`. */
+  claim(owner: string, limit: number, leaseMs: number): Promise<OutboxRow[]>;
+  /** Marks rows sent (only those still claimed by `owner`); returns how many. */
+  markSent(ids: number[], owner: string): Promise<number>;
+  /** Marks rows that can never be relayed as failed, with the reason; they are skipped from then on. */
+  markFailed(rows: Array<{id: number; error: string}>, owner: string): Promise<void>;
+  /** Hands rows back after a transient error (the error is recorded; another pass retries them). */
+  release(ids: number[], owner: string, error: string): Promise<void>;
+  /** Deletes sent rows older than `olderThanMs`, at most `limit`; returns how many. */
+  purgeSent(olderThanMs: number, limit: number): Promise<number>;
+  /** Unsent rows and the age of the oldest (the outbox lag). */
+  lag(): Promise<{unsent: number; failed: number; oldestAgeMs: number | null}>;
+  listFailed(limit: number): Promise<OutboxRow[]>;
+  /** Clears the failure of these rows (or all failed rows) so the relay tries them again. */
+  retryFailed(ids: number[] | 'all'): Promise<number>;
+  close(): Promise<void>;
+}

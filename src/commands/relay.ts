@@ -1,0 +1,29 @@
+import {AxCommand} from '../cli/base.js';
+import {waitForSignal} from '../cli/signals.js';
+import {startRelay} from '../relay.js';
+
+export default class RelayCommand extends AxCommand {
+  static override summary = 'Move tasks from the business database’s task_outbox into ax, until SIGTERM/SIGINT.';
+  static override description = `Every AX_RELAY_INTERVAL (1s) the relay claims up to AX_RELAY_BATCH (500) unsent rows of task_outbox
+with FOR UPDATE SKIP LOCKED (several relays share one table), writes the tasks into ax idempotently,
+publishes the due ones with publisher confirms and only then marks the rows sent. A full batch loops
+at once. Rows that can never be relayed (invalid JSON, bad type, conflicting dedup key) are marked
+failed and skipped: see \`ax outbox list --failed\`.
+
+The outbox lives in AX_OUTBOX_MYSQL_URL (default: AX_MYSQL_URL); create it with \`ax migrate --outbox\`.
+The same relay runs as a separately deployed sidecar (sidecar/ in the package).`;
+  static override examples = [
+    '<%= config.bin %> relay',
+    'AX_OUTBOX_MYSQL_URL=mysql://relay:secret@orders-db:3306/orders <%= config.bin %> relay',
+  ];
+
+  async run(): Promise<unknown> {
+    const {flags} = await this.parse(RelayCommand);
+    const rt = this.runtime(flags.config);
+    const running = await startRelay(rt.config, rt.logger);
+    if (!this.jsonEnabled()) this.logToStderr(`ax relay ${running.relay.id} running; Ctrl-C to stop`);
+    const signal = await waitForSignal();
+    await running.stop();
+    return {signal, relay: running.relay.id, ...running.relay.stats};
+  }
+}

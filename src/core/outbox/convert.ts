@@ -1,0 +1,38 @@
+import {AxError, errorMessage} from '../errors.js';
+import type {OutboxRow} from '../store/types.js';
+import {idFromDedupKey} from '../task/id.js';
+import type {NewTask, TaskSpec} from '../task/model.js';
+import {validateTaskSpec, type TaskDefaults} from '../task/validate.js';
+
+/**
+ * Turns an outbox row into a task, or explains why it can never be one. Times come from the
+ * business database: `run_at` as written; `delay_ms` counted from the row's `created_at`; a due
+ * time already past means "now". Without a task_id or dedup_key the id derives from the row
+ * (id + created_at), so a row relayed twice (relay crash) is the same task.
+ */
+export function outboxRowToTask(row: OutboxRow, defaults: TaskDefaults): {task: NewTask} | {error: string} {
+  let payload: unknown;
+  try {
+    payload = JSON.parse(row.payload);
+  } catch (e) {
+    return {error: `payload is not valid JSON: ${errorMessage(e)}`};
+  }
+  const dueMs = row.runAt !== null ? row.runAt.getTime() : row.delayMs !== null ? row.createdAt.getTime() + row.delayMs : null;
+  const spec: TaskSpec = {type: row.type, payload: payload as TaskSpec['payload']};
+  if (row.pool !== null) spec.pool = row.pool as TaskSpec['pool'];
+  if (row.maxRetries !== null) spec.maxRetries = row.maxRetries;
+  if (row.timeoutMs !== null) spec.timeout = row.timeoutMs;
+  if (row.dedupKey !== null) spec.dedupKey = row.dedupKey;
+  if (row.taskId !== null) spec.id = row.taskId;
+  if (row.runAt !== null && row.delayMs !== null) return {error: 'give either run_at or delay_ms, not both'};
+  try {
+    // Validated as of the row's creation; the due time is set afterwards (past means now).
+    const derived = idFromDedupKey(defaults.cell, `outbox:${row.id}:${row.createdAt.getTime()}`);
+    const task = validateTaskSpec(spec, defaults, row.createdAt.getTime(), () => derived);
+    task.runAtMs = dueMs;
+    task.delayMs = 0;
+    return {task};
+  } catch (e) {
+    return {error: e instanceof AxError ? e.message : errorMessage(e)};
+  }
+}

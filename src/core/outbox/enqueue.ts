@@ -1,0 +1,71 @@
+import {invalid} from '../errors.js';
+import type {NewTask, TaskSpec} from '../task/model.js';
+import {validateTaskSpec, type TaskDefaults} from '../task/validate.js';
+import {OUTBOX_PRODUCER_COLUMNS} from './schema.js';
+import {type Clock, systemClock} from '../time.js';
+
+/**
+ * The part of a mysql2 promise connection (or pool connection) that enqueueInTransaction uses: the
+ * caller's own connection, inside the caller's own open transaction.
+ */
+export interface SqlConnection {
+  query(sql: string, values?: unknown[]): Promise<unknown>;
+}
+
+export interface EnqueueOptions {
+  /** Payload limit (default 64 KiB) and default retries (5), as in ax's configuration. */
+  payloadLimitBytes?: number;
+  maxRetries?: number;
+  /** Table name (default task_outbox). */
+  table?: string;
+  /** For tests. */
+  clock?: Clock;
+}
+
+function rowOf(t: NewTask, spec: TaskSpec): unknown[] {
+  return [
+    spec.id === undefined ? null : t.id,
+    t.type,
+    t.payload,
+    t.runAtMs === null ? null : new Date(t.runAtMs),
+    t.runAtMs === null && t.delayMs > 0 ? t.delayMs : null,
+    t.pool,
+    spec.maxRetries === undefined ? null : t.maxRetries,
+    t.timeoutMs,
+    t.dedupKey,
+  ];
+}
+
+/**
+ * Writes tasks into `task_outbox` on the caller's connection, inside the caller's open transaction:
+ * the tasks are dispatched if and only if that transaction commits. Validates exactly like
+ * `submit()` (type, payload, delay/runAt, pool, retries, timeout, dedup key, id) and throws
+ * AxError('invalid_input') before writing anything; SQL errors are the caller's to handle (they
+ * come from the caller's transaction). Uses nothing of ax's own pools or connections. One
+ * multi-row INSERT for many tasks.
+ */
+export async function enqueueInTransaction(conn: SqlConnection, tasks: TaskSpec | TaskSpec[], opts: EnqueueOptions = {}): Promise<void> {
+  const list = Array.isArray(tasks) ? tasks : [tasks];
+  if (list.length === 0) return;
+  if (list.length > 10_000) throw invalid('enqueue at most 10,000 tasks per call');
+  if (!conn || typeof conn.query !== 'function')
+    throw invalid('enqueueInTransaction needs a mysql2 promise connection inside an open transaction');
+  const table = opts.table ?? 'task_outbox';
+  if (!/^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(table)) throw invalid(`table "${table}" is not a plain table name`);
+  const defaults: TaskDefaults = {maxRetries: opts.maxRetries ?? 5, payloadLimitBytes: opts.payloadLimitBytes ?? 65_536, cell: 'default'};
+  const now = (opts.clock ?? systemClock).now();
+  const rows = list.map((spec, i) => {
+    try {
+      return rowOf(
+        validateTaskSpec(spec, defaults, now, () => '00000000-0000-7000-8000-000000000000'),
+        spec,
+      );
+    } catch (e) {
+      if (list.length > 1 && e instanceof Error) e.message = `task ${i}: ${e.message}`;
+      throw e;
+    }
+  });
+  const cols = OUTBOX_PRODUCER_COLUMNS.join(', ');
+  const one = `(${OUTBOX_PRODUCER_COLUMNS.map(() => '?').join(', ')})`;
+  await conn.query(`INSERT INTO ${table} (${cols}) VALUES ${rows.map(() => one).join(', ')}`, rows.flat());
+}

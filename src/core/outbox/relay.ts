@@ -1,0 +1,195 @@
+import {hostname} from 'node:os';
+import {errorMessage} from '../errors.js';
+import type {Logger} from '../log.js';
+import type {Broker} from '../broker/types.js';
+import type {OutboxRow, OutboxStore, TaskStore} from '../store/types.js';
+import type {NewTask} from '../task/model.js';
+import type {TaskDefaults} from '../task/validate.js';
+import {type Clock, type Random, sleep} from '../time.js';
+import {outboxRowToTask} from './convert.js';
+
+export interface RelayOptions {
+  outbox: OutboxStore;
+  store: TaskStore;
+  broker: Broker;
+  clock: Clock;
+  random: Random;
+  logger: Logger;
+  defaults: TaskDefaults;
+  /** Unique per process (default relay:host:pid). */
+  id?: string;
+  /** Sleep between scans when the last batch was not full (default 1 s). */
+  intervalMs: number;
+  /** Rows per claim (default 500). */
+  batchSize: number;
+  /** A claimed row is taken back by another relay after this (default 30 s). */
+  leaseMs: number;
+  /** Sent rows are deleted after this (default 7 d); 0 keeps them. */
+  retentionMs: number;
+}
+
+/** Counters and the outbox lag, for logs, health and metrics. */
+export interface RelayStats {
+  relayed: number;
+  published: number;
+  failedRows: number;
+  transientErrors: number;
+  purged: number;
+  batches: number;
+  lag: {unsent: number; failed: number; oldestAgeMs: number | null} | null;
+  lastSuccessAt: number | null;
+  lastError: string | null;
+  blocked: boolean;
+}
+
+/**
+ * The outbox relay: claims up to 500 unsent rows with SKIP LOCKED in a short transaction, writes
+ * the tasks into ax idempotently, publishes the due ones with confirms and only then marks the rows
+ * sent. A full batch loops at once (so throughput is not capped at 500 rows per interval). Rows that
+ * can never be relayed are marked failed and skipped. MySQL or RabbitMQ errors hand the batch back
+ * and back off; a broker memory alarm pauses claiming until it clears.
+ */
+export class Relay {
+  readonly id: string;
+  readonly stats: RelayStats = {
+    relayed: 0,
+    published: 0,
+    failedRows: 0,
+    transientErrors: 0,
+    purged: 0,
+    batches: 0,
+    lag: null,
+    lastSuccessAt: null,
+    lastError: null,
+    blocked: false,
+  };
+  private running = false;
+  private loop: Promise<void> | undefined;
+  private readonly stopper = new AbortController();
+  private readonly log: Logger;
+
+  constructor(private readonly o: RelayOptions) {
+    this.id = o.id ?? `relay:${hostname()}:${process.pid}`;
+    this.log = o.logger.child({relay: this.id});
+    o.broker.on('blocked', () => (this.stats.blocked = true));
+    o.broker.on('unblocked', () => (this.stats.blocked = false));
+  }
+
+  /** Ready: the last pass succeeded recently and RabbitMQ is not blocking publishers. */
+  ready(maxAgeMs = 5 * this.o.intervalMs + 30_000): boolean {
+    return (
+      this.running && !this.stats.blocked && this.stats.lastSuccessAt !== null && this.o.clock.now() - this.stats.lastSuccessAt < maxAgeMs
+    );
+  }
+
+  /** Starts the loop. Idempotent. */
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  /** Relays one batch; returns how many rows it claimed (0: nothing to do). Throws on server errors. */
+  async once(): Promise<number> {
+    const rows = await this.o.outbox.claim(this.id, this.o.batchSize, this.o.leaseMs);
+    if (rows.length === 0) return 0;
+    try {
+      await this.relay(rows);
+    } catch (e) {
+      await this.o.outbox
+        .release(
+          rows.map((r) => r.id),
+          this.id,
+          `relay: ${errorMessage(e)}`,
+        )
+        .catch(() => undefined);
+      throw e;
+    }
+    this.stats.batches++;
+    return rows.length;
+  }
+
+  private async relay(rows: OutboxRow[]): Promise<void> {
+    const tasks: Array<{row: OutboxRow; task: NewTask}> = [];
+    const failed: Array<{id: number; error: string}> = [];
+    for (const row of rows) {
+      const r = outboxRowToTask(row, this.o.defaults);
+      if ('error' in r) failed.push({id: row.id, error: r.error});
+      else tasks.push({row, task: r.task});
+    }
+    const result =
+      tasks.length > 0
+        ? await this.o.store.insertTasks(
+            tasks.map((t) => t.task),
+            this.id,
+          )
+        : {inserted: [], existing: [], conflicts: []};
+    const conflicted = new Map(result.conflicts.map((c) => [c.id, c.reason]));
+    for (const t of tasks) if (conflicted.has(t.task.id)) failed.push({id: t.row.id, error: `conflict: ${conflicted.get(t.task.id)}`});
+    const ok = tasks.filter((t) => !conflicted.has(t.task.id));
+    // Ring for the due ones, including ones a crashed relay wrote but never marked (the claim absorbs duplicates).
+    const notYetRun = new Set([...result.inserted, ...result.existing.filter((e) => e.state === 'submitted').map((e) => e.id)]);
+    const nowMs = this.o.clock.now();
+    const due = ok.filter((t) => notYetRun.has(t.task.id) && (t.task.runAtMs === null || t.task.runAtMs <= nowMs)).map((t) => t.task);
+    if (due.length > 0) {
+      await this.o.broker.publish(due.map((t) => ({id: t.id, type: t.type, pool: t.pool})));
+      await this.o.store.markPublished(due.map((t) => t.id));
+      this.stats.published += due.length;
+    }
+    // Only after the confirm: the rows are sent.
+    this.stats.relayed += await this.o.outbox.markSent(
+      ok.map((t) => t.row.id),
+      this.id,
+    );
+    if (failed.length > 0) {
+      this.stats.failedRows += failed.length;
+      this.log.warn('outbox rows that can never be relayed were marked failed', {rows: failed.length, first: failed[0]});
+      await this.o.outbox.markFailed(failed, this.id);
+    }
+  }
+
+  private async run(): Promise<void> {
+    let errors = 0;
+    let lastPurge = this.o.clock.monotonic();
+    let lastLag = Number.NEGATIVE_INFINITY;
+    const signal = this.stopper.signal;
+    while (this.running) {
+      try {
+        if (this.stats.blocked) {
+          await sleep(this.o.clock, this.o.intervalMs, signal);
+          continue;
+        }
+        const n = await this.once();
+        this.stats.lastSuccessAt = this.o.clock.now();
+        errors = 0;
+        const mono = this.o.clock.monotonic();
+        if (mono - lastLag > 10_000) {
+          this.stats.lag = await this.o.outbox.lag();
+          lastLag = mono;
+        }
+        if (this.o.retentionMs > 0 && mono - lastPurge > 60_000) {
+          this.stats.purged += await this.o.outbox.purgeSent(this.o.retentionMs, 5000);
+          lastPurge = mono;
+        }
+        if (n < this.o.batchSize) await sleep(this.o.clock, this.o.intervalMs, signal);
+      } catch (e) {
+        if (!this.running) break;
+        errors++;
+        this.stats.transientErrors++;
+        this.stats.lastError = errorMessage(e);
+        const delay = Math.min(30_000, 250 * 2 ** Math.min(errors, 7)) * (0.5 + this.o.random());
+        this.log.warn('relay pass failed; backing off', {error: errorMessage(e), retryInMs: Math.round(delay)});
+        await sleep(this.o.clock, delay, signal).catch(() => undefined);
+      }
+    }
+  }
+
+  /** Stops after the batch in progress (its rows are marked sent or handed back). Idempotent. */
+  async stop(): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    this.stopper.abort(new Error('relay stopping'));
+    await this.loop?.catch(() => undefined);
+    this.log.info('relay stopped', {relayed: this.stats.relayed, failedRows: this.stats.failedRows});
+  }
+}

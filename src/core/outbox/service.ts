@@ -1,0 +1,36 @@
+import type {AxConfig} from '../config/config.js';
+import type {Broker} from '../broker/types.js';
+import type {Logger} from '../log.js';
+import type {OutboxStore, TaskStore} from '../store/types.js';
+import type {Clock, Random} from '../time.js';
+import {Relay} from './relay.js';
+
+export interface RelayServiceOptions {
+  config: AxConfig;
+  outbox: OutboxStore;
+  store: TaskStore;
+  broker: Broker;
+  clock: Clock;
+  random: Random;
+  logger: Logger;
+  id?: string;
+}
+
+/** Builds a Relay from configuration (AX_RELAY_*, AX_OUTBOX_RETENTION, task defaults). */
+export function createRelayService(o: RelayServiceOptions): Relay {
+  const c = o.config;
+  return new Relay({
+    outbox: o.outbox,
+    store: o.store,
+    broker: o.broker,
+    clock: o.clock,
+    random: o.random,
+    logger: o.logger,
+    ...(o.id === undefined ? {} : {id: o.id}),
+    defaults: {maxRetries: c.maxRetries, payloadLimitBytes: c.payloadLimitBytes, cell: c.cell},
+    intervalMs: c.relayIntervalMs,
+    batchSize: c.relayBatchSize,
+    leaseMs: c.relayLeaseMs,
+    retentionMs: c.outboxRetentionMs,
+  });
+}

@@ -1,0 +1,151 @@
+import type {OutboxRow, OutboxStore} from '../types.js';
+import {type Db, type DbOptions, type Row, exec, marks, openDb, select, tx} from './db.js';
+import {clipError} from './rows.js';
+import {OUTBOX_DDL} from '../../outbox/schema.js';
+
+const COLUMNS =
+  'id, task_id, type, payload, run_at, delay_ms, pool, max_retries, timeout_ms, dedup_key, created_at, attempts, last_error, failed_at';
+
+function toRow(r: Row): OutboxRow {
+  const n = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+  return {
+    id: Number(r.id),
+    taskId: (r.task_id as string | null) ?? null,
+    type: String(r.type),
+    payload: String(r.payload),
+    runAt: (r.run_at as Date | null) ?? null,
+    delayMs: n(r.delay_ms),
+    pool: (r.pool as string | null) ?? null,
+    maxRetries: n(r.max_retries),
+    timeoutMs: n(r.timeout_ms),
+    dedupKey: (r.dedup_key as string | null) ?? null,
+    createdAt: r.created_at as Date,
+    attempts: Number(r.attempts),
+    lastError: (r.last_error as string | null) ?? null,
+    failedAt: (r.failed_at as Date | null) ?? null,
+  };
+}
+
+/** The OutboxStore on the business database's MySQL/MariaDB (10.6+ for SKIP LOCKED). */
+export class MysqlOutboxStore implements OutboxStore {
+  private constructor(readonly db: Db) {}
+
+  static async open(opts: DbOptions): Promise<MysqlOutboxStore> {
+    return new MysqlOutboxStore(await openDb(opts));
+  }
+
+  /** Creates `task_outbox` if missing (`ax migrate --outbox`). */
+  async migrate(): Promise<void> {
+    await exec(this.db, this.db.pool, OUTBOX_DDL);
+  }
+
+  /** One short transaction: SELECT … FOR UPDATE SKIP LOCKED (idx_outbox_unsent), then the claim UPDATE. */
+  claim(owner: string, limit: number, leaseMs: number): Promise<OutboxRow[]> {
+    return tx(this.db, async (c) => {
+      const rows = await select(
+        this.db,
+        c,
+        `SELECT ${COLUMNS} FROM task_outbox
+          WHERE sent_at IS NULL AND failed_at IS NULL AND (claimed_until IS NULL OR claimed_until < NOW(3))
+          ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED`,
+        [limit],
+      );
+      if (rows.length === 0) return [];
+      const ids = rows.map((r) => Number(r.id));
+      await exec(
+        this.db,
+        c,
+        `UPDATE task_outbox SET claimed_by = ?, claimed_until = NOW(3) + INTERVAL ? MICROSECOND, attempts = attempts + 1 WHERE id IN (${marks(ids.length)})`,
+        [owner, leaseMs * 1000, ...ids],
+      );
+      return rows.map(toRow);
+    });
+  }
+
+  async markSent(ids: number[], owner: string): Promise<number> {
+    if (ids.length === 0) return 0;
+    const r = await exec(
+      this.db,
+      this.db.pool,
+      `UPDATE task_outbox SET sent_at = NOW(3), claimed_by = NULL, claimed_until = NULL, last_error = NULL
+        WHERE id IN (${marks(ids.length)}) AND claimed_by = ? AND sent_at IS NULL`,
+      [...ids, owner],
+    );
+    return r.affectedRows;
+  }
+
+  async markFailed(rows: Array<{id: number; error: string}>, owner: string): Promise<void> {
+    for (const r of rows) {
+      await exec(
+        this.db,
+        this.db.pool,
+        'UPDATE task_outbox SET failed_at = NOW(3), last_error = ?, claimed_by = NULL, claimed_until = NULL WHERE id = ? AND claimed_by = ?',
+        [clipError(r.error), r.id, owner],
+      );
+    }
+  }
+
+  async release(ids: number[], owner: string, error: string): Promise<void> {
+    if (ids.length === 0) return;
+    await exec(
+      this.db,
+      this.db.pool,
+      `UPDATE task_outbox SET claimed_by = NULL, claimed_until = NULL, last_error = ? WHERE id IN (${marks(ids.length)}) AND claimed_by = ?`,
+      [clipError(error), ...ids, owner],
+    );
+  }
+
+  async purgeSent(olderThanMs: number, limit: number): Promise<number> {
+    const r = await exec(
+      this.db,
+      this.db.pool,
+      'DELETE FROM task_outbox WHERE sent_at < NOW(3) - INTERVAL ? MICROSECOND ORDER BY sent_at LIMIT ?',
+      [olderThanMs * 1000, limit],
+    );
+    return r.affectedRows;
+  }
+
+  async lag(): Promise<{unsent: number; failed: number; oldestAgeMs: number | null}> {
+    const [u] = await select(
+      this.db,
+      this.db.pool,
+      'SELECT COUNT(*) AS n, TIMESTAMPDIFF(MICROSECOND, MIN(created_at), NOW(3)) AS age FROM task_outbox WHERE sent_at IS NULL AND failed_at IS NULL',
+    );
+    const [f] = await select(
+      this.db,
+      this.db.pool,
+      'SELECT COUNT(*) AS n FROM task_outbox WHERE sent_at IS NULL AND failed_at IS NOT NULL',
+    );
+    return {
+      unsent: Number(u?.n ?? 0),
+      failed: Number(f?.n ?? 0),
+      oldestAgeMs: u?.age === null || u?.age === undefined ? null : Math.round(Number(u.age) / 1000),
+    };
+  }
+
+  async listFailed(limit: number): Promise<OutboxRow[]> {
+    const rows = await select(
+      this.db,
+      this.db.pool,
+      `SELECT ${COLUMNS} FROM task_outbox WHERE sent_at IS NULL AND failed_at IS NOT NULL ORDER BY id LIMIT ?`,
+      [limit],
+    );
+    return rows.map(toRow);
+  }
+
+  async retryFailed(ids: number[] | 'all'): Promise<number> {
+    if (ids !== 'all' && ids.length === 0) return 0;
+    const where = ids === 'all' ? '' : ` AND id IN (${marks(ids.length)})`;
+    const r = await exec(
+      this.db,
+      this.db.pool,
+      `UPDATE task_outbox SET failed_at = NULL, claimed_by = NULL, claimed_until = NULL WHERE sent_at IS NULL AND failed_at IS NOT NULL${where}`,
+      ids === 'all' ? [] : ids,
+    );
+    return r.affectedRows;
+  }
+
+  async close(): Promise<void> {
+    await this.db.pool.end();
+  }
+}
