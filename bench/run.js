@@ -47,7 +47,10 @@ const {values: argv} = parseArgs({
     'no-write': {type: 'boolean', default: false},
     profile: {type: 'boolean', default: false},
     only: {type: 'string'},
-    scheduler: {type: 'boolean', default: false},
+    scheduler: {type: 'boolean'},
+    outbox: {type: 'boolean'},
+    wheel: {type: 'boolean'},
+    'core-only': {type: 'boolean', default: false},
     help: {type: 'boolean', short: 'h', default: false},
   },
 });
@@ -62,8 +65,10 @@ if (argv.help) {
   --queue-types LIST   queue types of the end-to-end pairs (hand-built + P1), first = headline
                        (default quorum,classic; quick quorum)
   --only LIST          run only these workloads: a,a2,p2,b,c,p1 (development; the report is partial)
-  --scheduler          also run P5/P6 from bench/scheduler.js (its own database and prefix; adds
-                       a few minutes, so it is opt-in; needs the \`ax scheduler\` command in dist/)
+  --scheduler          run P5/P6 from bench/scheduler.js (default: on in full mode, off with --quick)
+  --outbox             run P3 from bench/outbox.js (default: on in full mode, off with --quick)
+  --wheel              run the timing-wheel micro-benchmark from bench/wheel.js (same default)
+  --core-only          only the calibrations, P1 and P2
   --profile            write V8 CPU profiles of the worker children to bench/results/profiles
   --no-write           do not write bench/results/<date>.{json,md}
 env: AX_BENCH_MYSQL_ROOT (default ${MYSQL_ROOT}), AX_BENCH_AMQP_URL (default ${AMQP_URL}),
@@ -84,7 +89,9 @@ const opts = {
     .filter((s) => s === 'quorum' || s === 'classic'),
   write: argv.write && !argv['no-write'],
   profile: argv.profile,
-  scheduler: argv.scheduler,
+  scheduler: !argv['core-only'] && (argv.scheduler ?? !quick),
+  outbox: !argv['core-only'] && (argv.outbox ?? !quick),
+  wheel: !argv['core-only'] && (argv.wheel ?? !quick),
   only: argv.only ? new Set(argv.only.split(',').map((x) => x.trim())) : null,
 };
 const wanted = (w) => !opts.only || opts.only.has(w);
@@ -616,6 +623,29 @@ try {
       scheduler = {error: String(e?.message ?? e)};
     }
   }
+  // P3 (outbox relay) lives in bench/outbox.js, the timing-wheel micro-benchmark in bench/wheel.js.
+  let outbox;
+  if (opts.outbox) {
+    log('outbox relay benchmark (P3) from bench/outbox.js');
+    try {
+      const {runOutboxBench} = await import('./outbox.js');
+      outbox = await runOutboxBench({quick});
+    } catch (e) {
+      log(`outbox benchmark failed: ${e?.stack ?? e}`);
+      outbox = {error: String(e?.message ?? e)};
+    }
+  }
+  let wheel;
+  if (opts.wheel) {
+    log('timing-wheel micro-benchmark from bench/wheel.js');
+    try {
+      const {runWheelBench} = await import('./wheel.js');
+      wheel = await runWheelBench({quick});
+    } catch (e) {
+      log(`wheel benchmark failed: ${e?.stack ?? e}`);
+      wheel = {error: String(e?.message ?? e)};
+    }
+  }
   const elapsedS = (performance.now() - startedAt) / 1000;
 
   // ---------------------------------------------------------------------------------------------
@@ -640,6 +670,8 @@ try {
     },
     runs: results,
     scheduler,
+    outbox,
+    wheel,
   };
   for (const qt of ['classic', 'quorum']) {
     for (const ph of ['publish', 'consume', 'together']) report.summary[`b.${qt}.${ph}`] = series(`b.${qt}`, (r) => r[ph]);

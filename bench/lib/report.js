@@ -190,6 +190,12 @@ export function renderMarkdown(report, opts) {
       `- P2 run ${i + 1}: ${fmt(r.value, 0)} tasks/s; submit loop ${fmt(r.submitLoopMs / 1000, 2)} s, total ${fmt(r.ms / 1000, 2)} s; inserted ${r.inserted}, unpublished ${r.unpublished}, rows ${r.rowsInDb}; submit() p90 ${fmt(r.submitUs.p90, 2)} µs, max ${fmt(r.submitUs.max, 0)} µs, ${r.submitUs.over1ms} call(s) over 1 ms (waits for buffer space: one call per 500 once the 10,000-task buffer is full)`,
     );
   }
+  if (report.outbox) {
+    lines.push('## Outbox relay (bench/outbox.js)', '', report.outbox.markdown ?? `**failed**: ${report.outbox.error}`, '');
+  }
+  if (report.wheel) {
+    lines.push('## Timing wheel (bench/wheel.js)', '', report.wheel.markdown ?? `**failed**: ${report.wheel.error}`, '');
+  }
   if (report.scheduler) {
     lines.push('## Scheduler (bench/scheduler.js)', '', report.scheduler.markdown ?? `**failed**: ${report.scheduler.error}`, '');
   }

@@ -26,6 +26,8 @@ export interface RelayOptions {
   leaseMs: number;
   /** Sent rows are deleted after this (default 7 d); 0 keeps them. */
   retentionMs: number;
+  /** Batches in flight at once (default 2: one claiming/writing while another publishes). */
+  concurrency?: number;
 }
 
 /** Counters and the outbox lag, for logs, health and metrics. */
@@ -86,7 +88,8 @@ export class Relay {
   start(): void {
     if (this.running) return;
     this.running = true;
-    this.loop = this.run();
+    // Each loop claims its own rows (SKIP LOCKED), so batches overlap without sharing anything.
+    this.loop = Promise.all(Array.from({length: this.o.concurrency ?? 2}, (_, i) => this.run(i === 0))).then(() => undefined);
   }
 
   /** Relays one batch; returns how many rows it claimed (0: nothing to do). Throws on server errors. */
@@ -148,7 +151,8 @@ export class Relay {
     }
   }
 
-  private async run(): Promise<void> {
+  /** One relay loop; the `housekeeper` also refreshes the lag and purges sent rows. */
+  private async run(housekeeper: boolean): Promise<void> {
     let errors = 0;
     let lastPurge = this.o.clock.monotonic();
     let lastLag = Number.NEGATIVE_INFINITY;
@@ -163,11 +167,11 @@ export class Relay {
         this.stats.lastSuccessAt = this.o.clock.now();
         errors = 0;
         const mono = this.o.clock.monotonic();
-        if (mono - lastLag > 10_000) {
+        if (housekeeper && mono - lastLag > 10_000) {
           this.stats.lag = await this.o.outbox.lag();
           lastLag = mono;
         }
-        if (this.o.retentionMs > 0 && mono - lastPurge > 60_000) {
+        if (housekeeper && this.o.retentionMs > 0 && mono - lastPurge > 60_000) {
           this.stats.purged += await this.o.outbox.purgeSent(this.o.retentionMs, 5000);
           lastPurge = mono;
         }
