@@ -1,7 +1,7 @@
 import {hostname} from 'node:os';
 import {errorMessage} from '../errors.js';
 import type {Logger} from '../log.js';
-import {type Broker, type Delivery, type Subscription, decodeMessage} from '../broker/types.js';
+import {type Broker, type Delivery, type Subscription, type TaskMessage, decodeMessage} from '../broker/types.js';
 import type {BackoffOptions} from '../retry/backoff.js';
 import type {ClaimedTask, Outcome, TaskStore} from '../store/types.js';
 import type {JsonObject, PoolName} from '../task/model.js';
@@ -73,7 +73,8 @@ export class Worker {
     poisoned: 0,
     leasesLost: 0,
   };
-  private readonly held = new Map<string, Held & {pool: PoolName}>();
+  /** Claimed tasks not yet written back: `pool` runs it here, `queue` is the pool queue it came from. */
+  private readonly held = new Map<string, Held & {pool: PoolName; type: string; queue: PoolName}>();
   private readonly subs: Subscription[] = [];
   private readonly claims: MicroBatcher<Pending>;
   private readonly outcomes: MicroBatcher<Outcome>;
@@ -188,7 +189,15 @@ export class Worker {
 
   private dispatch(t: ClaimedTask): void {
     const h = this.o.handlers.byType.get(t.type);
-    const heldTask = {id: t.id, fence: t.fence, attempt: t.attempt, maxRetries: t.maxRetries, pool: h?.pool ?? t.pool};
+    const heldTask = {
+      id: t.id,
+      fence: t.fence,
+      attempt: t.attempt,
+      maxRetries: t.maxRetries,
+      pool: h?.pool ?? t.pool,
+      type: t.type,
+      queue: t.pool,
+    };
     this.held.set(t.id, heldTask);
     if (!h) {
       this.finish(heldTask, {kind: 'fail', unrecoverable: true, message: `unknown task type "${t.type}": no handler at worker ${this.id}`});
@@ -237,17 +246,18 @@ export class Worker {
         const res = await this.o.store.applyOutcomes(batch, this.id);
         const applied = new Set(res.applied);
         this.stats.staleOutcomes += res.stale.length;
-        const released: Outcome[] = [];
+        const released: TaskMessage[] = [];
         for (const o of batch) {
+          const held = this.held.get(o.id);
           this.held.delete(o.id);
           if (!applied.has(o.id)) continue;
           if (o.release) {
             this.stats.released++;
-            released.push(o);
+            if (held) released.push({id: o.id, type: held.type, pool: held.queue});
           } else this.stats[o.to === 'succeeded' ? 'succeeded' : o.to === 'failed' ? 'failed' : 'dead']++;
           for (const l of this.listeners) l(o);
         }
-        if (released.length > 0) await this.ringAgain(released.map((o) => o.id));
+        if (released.length > 0) await this.ringAgain(released);
         return;
       } catch (e) {
         // Keep the leases alive meanwhile; if we never get through, the rescuer takes over.
@@ -260,14 +270,12 @@ export class Worker {
   }
 
   /** Released tasks are due at once: ring for them so another worker takes them. */
-  private async ringAgain(ids: string[]): Promise<void> {
+  private async ringAgain(refs: TaskMessage[]): Promise<void> {
     try {
-      const tasks = await Promise.all(ids.map((id) => this.o.store.getTask(id)));
-      const refs = tasks.flatMap((t) => (t && t.state === 'failed' ? [{id: t.id, type: t.type, pool: t.pool}] : []));
       await this.o.broker.publish(refs);
       await this.o.store.markPublished(refs.map((r) => r.id));
     } catch (e) {
-      this.log.warn('could not ring for released tasks; the reconciler will', {tasks: ids.length, error: errorMessage(e)});
+      this.log.warn('could not ring for released tasks; the scheduler or reconciler will', {tasks: refs.length, error: errorMessage(e)});
     }
   }
 
