@@ -1,0 +1,91 @@
+#!/usr/bin/env node
+/**
+ * The relay sidecar: `node sidecar/main.js`. Runs exactly what `ax relay` runs (startRelay from the
+ * package's own `ax-executor/relay` export) plus the /healthz and /readyz endpoints, configured from
+ * the environment only (AX_MYSQL_URL, AX_OUTBOX_MYSQL_URL, AX_AMQP_URL, AX_RELAY_*, …; see
+ * sidecar/README.md). Logs are JSON lines on stderr.
+ *
+ * Exit codes: 0 after SIGTERM/SIGINT and a clean stop; 2 bad configuration; 5 a server is
+ * unreachable (or ax's schema is not migrated) at start; 1 anything else, or a stop that outlasted
+ * AX_SHUTDOWN_GRACE. A start-up failure is one JSON line on stderr saying what and why.
+ */
+import {fileURLToPath} from 'node:url';
+import {createLogger, loadConfig, startHealthServer, startRelay} from 'ax-executor/relay';
+
+/** The CLI's exit codes (README "Exit codes"), for the AxError codes a start can end with. */
+const EXIT_CODES = {invalid_input: 2, not_found: 3, conflict: 4, unavailable: 5, timeout: 6};
+
+/** One JSON line on stderr whatever AX_LOG_LEVEL says: the reason the process is about to exit. */
+function fatal(msg, e) {
+  const error = e instanceof Error ? e.message : String(e);
+  const code = typeof e?.code === 'string' ? e.code : 'internal';
+  process.stderr.write(
+    `${JSON.stringify({time: new Date().toISOString(), level: 'error', msg: `${msg}: ${error}`, code, pid: process.pid})}\n`,
+  );
+  return EXIT_CODES[code] ?? 1;
+}
+
+async function main() {
+  // Environment only: AX_CONFIG is dropped and `cwd` is this file, under which no ax.config.json can
+  // exist (a file has no entries), so no configuration file is ever read.
+  const {AX_CONFIG, ...env} = process.env;
+  let config;
+  try {
+    config = loadConfig({env, cwd: fileURLToPath(import.meta.url)});
+  } catch (e) {
+    return fatal('ax relay sidecar: bad configuration', e);
+  }
+  const log = createLogger(config.logLevel, {service: 'ax-relay-sidecar', pid: process.pid});
+  if (AX_CONFIG) log.warn('AX_CONFIG is ignored: the sidecar is configured from the environment only', {AX_CONFIG});
+
+  let signalled;
+  let wake = () => undefined;
+  const stopRequested = new Promise((resolve) => (wake = resolve));
+  const onSignal = (signal) => {
+    if (signalled) process.exit(signal === 'SIGINT' ? 130 : 143); // a second signal: stop waiting
+    signalled = signal;
+    wake();
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+
+  let running;
+  let health;
+  try {
+    if (config.relayHealthPort > 0) {
+      health = await startHealthServer({
+        host: config.relayHealthHost,
+        port: config.relayHealthPort,
+        ready: () => running?.relay.ready() ?? false,
+        details: () => (running ? {relay: running.relay.id, ...running.relay.stats} : {starting: true}),
+      });
+    }
+    running = await startRelay(config, log);
+  } catch (e) {
+    await health?.close();
+    return fatal('ax relay sidecar cannot start', e);
+  }
+  log.info('relay sidecar running', {
+    relay: running.relay.id,
+    health: health ? `http://${config.relayHealthHost}:${health.port}` : null,
+  });
+
+  await stopRequested;
+  log.info('stopping', {signal: signalled});
+  // The relay finishes its batch in progress; a stop that hangs must not outlive the grace period.
+  const guard = setTimeout(() => {
+    fatal('ax relay sidecar: stop took too long', new Error(`still stopping after ${config.shutdownGraceMs}ms (AX_SHUTDOWN_GRACE)`));
+    process.exit(1);
+  }, config.shutdownGraceMs);
+  guard.unref();
+  await running.stop();
+  await health?.close();
+  clearTimeout(guard);
+  log.info('relay sidecar stopped', {relayed: running.relay.stats.relayed, failedRows: running.relay.stats.failedRows});
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (e) => process.exit(fatal('ax relay sidecar crashed', e)),
+);
