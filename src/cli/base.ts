@@ -15,7 +15,8 @@ export const EXIT_CODES: Record<AxErrorCode, number> = {
 };
 
 const HINTS: Partial<Record<AxErrorCode, string>> = {
-  unavailable: 'Is the server running? `npm run services` starts MariaDB and RabbitMQ locally; check AX_MYSQL_URL, AX_OUTBOX_MYSQL_URL and AX_AMQP_URL.',
+  unavailable:
+    'Is the server running? `npm run services` starts MariaDB and RabbitMQ locally; check AX_MYSQL_URL, AX_OUTBOX_MYSQL_URL and AX_AMQP_URL.',
   invalid_input: 'See --help for the accepted values.',
 };
 

@@ -51,12 +51,13 @@ export function openDatabase(rt: Runtime): Promise<Db> {
 }
 
 /** Opens the business database's outbox (AX_OUTBOX_MYSQL_URL, else AX_MYSQL_URL); never creates the database. */
-export function openOutbox(rt: Runtime): Promise<MysqlOutboxStore> {
+export function openOutbox(rt: Runtime, opts: {requireTable?: boolean} = {}): Promise<MysqlOutboxStore> {
   return MysqlOutboxStore.open({
     url: rt.config.outboxMysqlUrl || rt.config.mysqlUrl,
     createDatabase: false,
     queryTimeoutMs: rt.config.queryTimeoutMs,
     connectionLimit: 4,
+    ...(opts.requireTable === undefined ? {} : {requireTable: opts.requireTable}),
   });
 }
 

@@ -22,7 +22,7 @@ The database named in AX_MYSQL_URL is created when missing and the user may crea
     const {flags} = await this.parse(Migrate);
     const rt = this.runtime(flags.config);
     if (flags.outbox) {
-      const outbox = await openOutbox(rt);
+      const outbox = await openOutbox(rt, {requireTable: false});
       try {
         await outbox.migrate();
       } finally {

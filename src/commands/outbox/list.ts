@@ -2,9 +2,7 @@ import {Flags} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
 import {clip, iso, table, when} from '../../cli/render.js';
 import {openOutbox} from '../../cli/runtime.js';
-import {AxError, invalid} from '../../core/errors.js';
-import {type Row, select} from '../../core/store/mysql/db.js';
-import type {MysqlOutboxStore} from '../../core/store/mysql/outbox.js';
+import {invalid} from '../../core/errors.js';
 import type {OutboxRow} from '../../core/store/types.js';
 
 const MAX_LIMIT = 10_000;
@@ -58,9 +56,7 @@ export default class OutboxList extends AxCommand {
     const outbox = await openOutbox(rt);
     let rows: Listed[];
     try {
-      rows = kind === 'failed' ? await outbox.listFailed(limit) : await listPending(outbox, limit);
-    } catch (e) {
-      throw noOutboxTable(e, outbox.db.database);
+      rows = kind === 'failed' ? await outbox.listFailed(limit) : await outbox.listUnsent(limit);
     } finally {
       await outbox.close().catch(() => undefined);
     }
@@ -97,31 +93,6 @@ function parseLimit(s: string | undefined): number {
   return n;
 }
 
-/**
- * Pending rows (not sent, not failed), oldest first, on idx_outbox_unsent. Params: limit. Returns the
- * fields the list shows. NOTE: this SELECT belongs in MysqlOutboxStore (as `listUnsent(limit)`, next to
- * listFailed); it lives here only until the store has it.
- */
-async function listPending(outbox: MysqlOutboxStore, limit: number): Promise<Listed[]> {
-  const rows = await select(
-    outbox.db,
-    outbox.db.pool,
-    `SELECT id, task_id, type, dedup_key, created_at, attempts, last_error, failed_at
-       FROM task_outbox WHERE sent_at IS NULL AND failed_at IS NULL ORDER BY id LIMIT ?`,
-    [limit],
-  );
-  return rows.map((r: Row) => ({
-    id: Number(r.id),
-    taskId: (r.task_id as string | null) ?? null,
-    type: String(r.type),
-    dedupKey: (r.dedup_key as string | null) ?? null,
-    createdAt: r.created_at as Date,
-    attempts: Number(r.attempts),
-    lastError: (r.last_error as string | null) ?? null,
-    failedAt: null,
-  }));
-}
-
 function toItem(r: Listed): OutboxListItem {
   return {
     id: r.id,
@@ -133,11 +104,4 @@ function toItem(r: Listed): OutboxListItem {
     lastError: r.lastError,
     failedAt: iso(r.failedAt),
   };
-}
-
-/** A missing task_outbox is a set-up step not done (exit 5 with the fix), not a bug. NOTE: belongs in MysqlOutboxStore.open. */
-function noOutboxTable(e: unknown, database: string): unknown {
-  return (e as {code?: string}).code === 'ER_NO_SUCH_TABLE'
-    ? new AxError('unavailable', `task_outbox does not exist in database ${database}: create it with \`ax migrate --outbox\``, {cause: e})
-    : e;
 }

@@ -2,8 +2,6 @@ import {Args, Flags} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
 import {openOutbox} from '../../cli/runtime.js';
 import {AxError, invalid} from '../../core/errors.js';
-import {marks, select} from '../../core/store/mysql/db.js';
-import type {MysqlOutboxStore} from '../../core/store/mysql/outbox.js';
 
 const MAX_IDS = 1000;
 
@@ -40,10 +38,8 @@ Exit codes: 2 malformed id (or ids together with --all, or neither), 3 no such r
     const outbox = await openOutbox(rt);
     let retried: number;
     try {
-      if (ids !== 'all') await mustBeFailed(outbox, ids);
+      if (ids !== 'all') mustBeFailed(ids, await outbox.rowStates(ids));
       retried = await outbox.retryFailed(ids);
-    } catch (e) {
-      throw noOutboxTable(e, outbox.db.database);
     } finally {
       await outbox.close().catch(() => undefined);
     }
@@ -72,14 +68,7 @@ function parseIds(argv: string[], all: boolean): number[] | 'all' {
  * for pending or sent ones. NOTE: this SELECT belongs in MysqlOutboxStore; it lives here only until
  * the store can say which of a set of ids are failed.
  */
-async function mustBeFailed(outbox: MysqlOutboxStore, ids: number[]): Promise<void> {
-  const rows = await select(
-    outbox.db,
-    outbox.db.pool,
-    `SELECT id, sent_at IS NOT NULL AS sent, failed_at IS NOT NULL AS failed FROM task_outbox WHERE id IN (${marks(ids.length)})`,
-    ids,
-  );
-  const found = new Map(rows.map((r) => [Number(r.id), Number(r.sent) ? 'sent' : Number(r.failed) ? 'failed' : 'pending']));
+function mustBeFailed(ids: number[], found: Map<number, 'pending' | 'sent' | 'failed'>): void {
   const missing = ids.filter((id) => !found.has(id));
   if (missing.length > 0) {
     throw new AxError('not_found', `no task_outbox row with id ${missing.join(', ')}; nothing was retried`, {details: {ids: missing}});
@@ -89,11 +78,4 @@ async function mustBeFailed(outbox: MysqlOutboxStore, ids: number[]): Promise<vo
     const what = notFailed.map((id) => `${id} (${found.get(id)})`).join(', ');
     throw new AxError('conflict', `not failed, so nothing to retry: ${what}; nothing was retried`, {details: {ids: notFailed}});
   }
-}
-
-/** A missing task_outbox is a set-up step not done (exit 5 with the fix), not a bug. NOTE: belongs in MysqlOutboxStore.open. */
-function noOutboxTable(e: unknown, database: string): unknown {
-  return (e as {code?: string}).code === 'ER_NO_SUCH_TABLE'
-    ? new AxError('unavailable', `task_outbox does not exist in database ${database}: create it with \`ax migrate --outbox\``, {cause: e})
-    : e;
 }

@@ -1,7 +1,6 @@
 import {AxCommand} from '../../cli/base.js';
 import {table} from '../../cli/render.js';
 import {openOutbox} from '../../cli/runtime.js';
-import {AxError} from '../../core/errors.js';
 import {formatDuration} from '../../core/duration.js';
 
 export interface OutboxStatsResult {
@@ -30,8 +29,6 @@ export default class OutboxStats extends AxCommand {
     let lag: Omit<OutboxStatsResult, 'database'>;
     try {
       lag = await outbox.lag();
-    } catch (e) {
-      throw noOutboxTable(e, outbox.db.database);
     } finally {
       await outbox.close().catch(() => undefined);
     }
@@ -47,11 +44,4 @@ export default class OutboxStats extends AxCommand {
     }
     return result;
   }
-}
-
-/** A missing task_outbox is a set-up step not done (exit 5 with the fix), not a bug. NOTE: belongs in MysqlOutboxStore.open. */
-function noOutboxTable(e: unknown, database: string): unknown {
-  return (e as {code?: string}).code === 'ER_NO_SUCH_TABLE'
-    ? new AxError('unavailable', `task_outbox does not exist in database ${database}: create it with \`ax migrate --outbox\``, {cause: e})
-    : e;
 }

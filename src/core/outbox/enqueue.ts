@@ -22,12 +22,18 @@ export interface EnqueueOptions {
   clock?: Clock;
 }
 
+/**
+ * `run_at` is UTC by contract. Written as text, not as a Date: mysql2 formats a Date in the
+ * connection's `timezone` option (default: the process's local zone), which is the caller's to set.
+ */
+const utcDatetime = (ms: number): string => new Date(ms).toISOString().slice(0, 23).replace('T', ' ');
+
 function rowOf(t: NewTask, spec: TaskSpec): unknown[] {
   return [
     spec.id === undefined ? null : t.id,
     t.type,
     t.payload,
-    t.runAtMs === null ? null : new Date(t.runAtMs),
+    t.runAtMs === null ? null : utcDatetime(t.runAtMs),
     t.runAtMs === null && t.delayMs > 0 ? t.delayMs : null,
     t.pool,
     spec.maxRetries === undefined ? null : t.maxRetries,
@@ -65,7 +71,9 @@ export async function enqueueInTransaction(conn: SqlConnection, tasks: TaskSpec 
       throw e;
     }
   });
-  const cols = OUTBOX_PRODUCER_COLUMNS.join(', ');
-  const one = `(${OUTBOX_PRODUCER_COLUMNS.map(() => '?').join(', ')})`;
+  // created_at in UTC too (delay_ms counts from it): the column's default, CURRENT_TIMESTAMP(3),
+  // follows the caller's session time_zone.
+  const cols = `${OUTBOX_PRODUCER_COLUMNS.join(', ')}, created_at`;
+  const one = `(${OUTBOX_PRODUCER_COLUMNS.map(() => '?').join(', ')}, UTC_TIMESTAMP(3))`;
   await conn.query(`INSERT INTO ${table} (${cols}) VALUES ${rows.map(() => one).join(', ')}`, rows.flat());
 }

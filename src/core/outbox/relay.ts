@@ -120,30 +120,56 @@ export class Relay {
       if ('error' in r) failed.push({id: row.id, error: r.error});
       else tasks.push({row, task: r.task});
     }
-    const result =
-      tasks.length > 0
-        ? await this.o.store.insertTasks(
-            tasks.map((t) => t.task),
-            this.id,
-          )
-        : {inserted: [], existing: [], conflicts: []};
-    const conflicted = new Map(result.conflicts.map((c) => [c.id, c.reason]));
-    for (const t of tasks) if (conflicted.has(t.task.id)) failed.push({id: t.row.id, error: `conflict: ${conflicted.get(t.task.id)}`});
-    const ok = tasks.filter((t) => !conflicted.has(t.task.id));
-    // Ring for the due ones, including ones a crashed relay wrote but never marked (the claim absorbs duplicates).
-    const notYetRun = new Set([...result.inserted, ...result.existing.filter((e) => e.state === 'submitted').map((e) => e.id)]);
-    const nowMs = this.o.clock.now();
-    const due = ok.filter((t) => notYetRun.has(t.task.id) && (t.task.runAtMs === null || t.task.runAtMs <= nowMs)).map((t) => t.task);
-    if (due.length > 0) {
-      await this.o.broker.publish(due.map((t) => ({id: t.id, type: t.type, pool: t.pool})));
-      await this.o.store.markPublished(due.map((t) => t.id));
-      this.stats.published += due.length;
+    // Rows naming the same task id (a repeated dedup key or task_id) go to ax in separate rounds,
+    // so that each result (inserted, existing, conflict) belongs to exactly one row: a conflicting
+    // row must not fail the rows before it that named the same task with the right content.
+    const rounds: Array<typeof tasks> = [];
+    const seen = new Map<string, number>();
+    for (const t of tasks) {
+      const i = seen.get(t.task.id) ?? 0;
+      seen.set(t.task.id, i + 1);
+      (rounds[i] ??= []).push(t);
     }
-    // Only after the confirm: the rows are sent.
-    this.stats.relayed += await this.o.outbox.markSent(
-      ok.map((t) => t.row.id),
-      this.id,
-    );
+    const ok: number[] = [];
+    const ring: Array<{task: NewTask; id: string}> = [];
+    for (const round of rounds) {
+      const result = await this.o.store.insertTasks(
+        round.map((t) => t.task),
+        this.id,
+      );
+      const conflicts = new Map(result.conflicts.map((c) => [c.id, c.reason]));
+      const existing = new Map(result.existing.map((e) => [e.id, e]));
+      const inserted = new Set(result.inserted);
+      for (const t of round) {
+        const reason = conflicts.get(t.task.id);
+        if (reason !== undefined) {
+          failed.push({id: t.row.id, error: `conflict: ${reason}`});
+          continue;
+        }
+        ok.push(t.row.id);
+        // Ring for the ones not yet run, including ones a crashed relay wrote but never marked (the
+        // claim absorbs duplicates), by the id the task has in ax: a row with the same dedup key and
+        // content as an existing task is that task, whatever task_id the row named.
+        const e = existing.get(t.task.id);
+        if (inserted.has(t.task.id)) ring.push({task: t.task, id: t.task.id});
+        else if (e?.state === 'submitted') ring.push({task: t.task, id: e.existingId});
+      }
+    }
+    const nowMs = this.o.clock.now();
+    const due = new Map<string, {id: string; type: string; pool: NewTask['pool']}>();
+    for (const {task, id} of ring) if (task.runAtMs === null || task.runAtMs <= nowMs) due.set(id, {id, type: task.type, pool: task.pool});
+    if (due.size > 0) {
+      await this.o.broker.publish([...due.values()]);
+      this.stats.published += due.size;
+      // Rung is what matters; a failed mark only means a scheduler may ring once more.
+      await this.o.store
+        .markPublished([...due.keys()])
+        .catch((e: unknown) => this.log.warn('could not mark relayed tasks published', {error: errorMessage(e)}));
+    }
+    // Only after the confirm: the rows are sent. (Not `relayed += await …`: that reads the counter
+    // before the await, and the relay's loops run concurrently, so updates would be lost.)
+    const sent = await this.o.outbox.markSent(ok, this.id);
+    this.stats.relayed += sent;
     if (failed.length > 0) {
       this.stats.failedRows += failed.length;
       this.log.warn('outbox rows that can never be relayed were marked failed', {rows: failed.length, first: failed[0]});
@@ -165,6 +191,7 @@ export class Relay {
         }
         const n = await this.once();
         this.stats.lastSuccessAt = this.o.clock.now();
+        this.stats.lastError = null;
         errors = 0;
         const mono = this.o.clock.monotonic();
         if (housekeeper && mono - lastLag > 10_000) {
@@ -172,7 +199,8 @@ export class Relay {
           lastLag = mono;
         }
         if (housekeeper && this.o.retentionMs > 0 && mono - lastPurge > 60_000) {
-          this.stats.purged += await this.o.outbox.purgeSent(this.o.retentionMs, 5000);
+          const purged = await this.o.outbox.purgeSent(this.o.retentionMs, 5000);
+          this.stats.purged += purged;
           lastPurge = mono;
         }
         if (n < this.o.batchSize) await sleep(this.o.clock, this.o.intervalMs, signal);

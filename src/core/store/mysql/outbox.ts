@@ -1,6 +1,7 @@
 import type {OutboxRow, OutboxStore} from '../types.js';
 import {type Db, type DbOptions, type Row, exec, marks, openDb, select, tx} from './db.js';
 import {clipError} from './rows.js';
+import {AxError} from '../../errors.js';
 import {OUTBOX_DDL} from '../../outbox/schema.js';
 
 const COLUMNS =
@@ -30,8 +31,36 @@ function toRow(r: Row): OutboxRow {
 export class MysqlOutboxStore implements OutboxStore {
   private constructor(readonly db: Db) {}
 
-  static async open(opts: DbOptions): Promise<MysqlOutboxStore> {
-    return new MysqlOutboxStore(await openDb(opts));
+  /**
+   * Opens the business database. Unless `requireTable` is false (migrations), checks that
+   * task_outbox exists and throws AxError('unavailable') naming `ax migrate --outbox` if not.
+   */
+  static async open(opts: DbOptions & {requireTable?: boolean}): Promise<MysqlOutboxStore> {
+    let db: Db;
+    try {
+      db = await openDb(opts);
+    } catch (e) {
+      if ((e as {cause?: {code?: string}}).cause?.code === 'ER_BAD_DB_ERROR') {
+        throw new AxError(
+          'unavailable',
+          'the business database named in AX_OUTBOX_MYSQL_URL (default AX_MYSQL_URL) does not exist: ax never creates it',
+          {cause: e},
+        );
+      }
+      throw e;
+    }
+    if (opts.requireTable !== false) {
+      const rows = await select(
+        db,
+        db.pool,
+        "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'task_outbox'",
+      );
+      if (rows.length === 0) {
+        await db.pool.end().catch(() => undefined);
+        throw new AxError('unavailable', `task_outbox does not exist in database ${db.database}: create it with \`ax migrate --outbox\``);
+      }
+    }
+    return new MysqlOutboxStore(db);
   }
 
   /** Creates `task_outbox` if missing (`ax migrate --outbox`). */
@@ -55,7 +84,7 @@ export class MysqlOutboxStore implements OutboxStore {
       await exec(
         this.db,
         c,
-        `UPDATE task_outbox SET claimed_by = ?, claimed_until = NOW(3) + INTERVAL ? MICROSECOND, attempts = attempts + 1 WHERE id IN (${marks(ids.length)})`,
+        `UPDATE task_outbox FORCE INDEX (PRIMARY) SET claimed_by = ?, claimed_until = NOW(3) + INTERVAL ? MICROSECOND, attempts = attempts + 1 WHERE id IN (${marks(ids.length)})`,
         [owner, leaseMs * 1000, ...ids],
       );
       return rows.map(toRow);
@@ -67,7 +96,7 @@ export class MysqlOutboxStore implements OutboxStore {
     const r = await exec(
       this.db,
       this.db.pool,
-      `UPDATE task_outbox SET sent_at = NOW(3), claimed_by = NULL, claimed_until = NULL, last_error = NULL
+      `UPDATE task_outbox FORCE INDEX (PRIMARY) SET sent_at = NOW(3), claimed_by = NULL, claimed_until = NULL, last_error = NULL
         WHERE id IN (${marks(ids.length)}) AND claimed_by = ? AND sent_at IS NULL`,
       [...ids, owner],
     );
@@ -121,6 +150,29 @@ export class MysqlOutboxStore implements OutboxStore {
       failed: Number(f?.n ?? 0),
       oldestAgeMs: u?.age === null || u?.age === undefined ? null : Math.round(Number(u.age) / 1000),
     };
+  }
+
+  /** Rows not yet sent nor failed, oldest first. */
+  async listUnsent(limit: number): Promise<OutboxRow[]> {
+    const rows = await select(
+      this.db,
+      this.db.pool,
+      `SELECT ${COLUMNS} FROM task_outbox WHERE sent_at IS NULL AND failed_at IS NULL ORDER BY id LIMIT ?`,
+      [limit],
+    );
+    return rows.map(toRow);
+  }
+
+  /** Where each row stands: pending, sent or failed (missing ids are absent from the map). */
+  async rowStates(ids: number[]): Promise<Map<number, 'pending' | 'sent' | 'failed'>> {
+    if (ids.length === 0) return new Map();
+    const rows = await select(
+      this.db,
+      this.db.pool,
+      `SELECT id, sent_at IS NOT NULL AS sent, failed_at IS NOT NULL AS failed FROM task_outbox WHERE id IN (${marks(ids.length)})`,
+      ids,
+    );
+    return new Map(rows.map((r) => [Number(r.id), Number(r.sent) ? 'sent' : Number(r.failed) ? 'failed' : 'pending'] as const));
   }
 
   async listFailed(limit: number): Promise<OutboxRow[]> {

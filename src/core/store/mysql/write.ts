@@ -136,11 +136,14 @@ async function writeRows(db: Db, c: PoolConnection, cell: string, fresh: NewTask
 /** Sets published_at = NOW(3) for still-unclaimed tasks. One statement. */
 export async function markPublished(db: Db, ids: string[]): Promise<void> {
   if (ids.length === 0) return;
-  await exec(
-    db,
-    db.pool,
-    `UPDATE tasks SET published_at = NOW(3), sched_owner = NULL, sched_until = NULL WHERE id IN (${marks(ids.length)}) AND state IN ('submitted', 'failed')`,
-    ids,
+  // In a transaction of its own so that deadlocks with claims are retried (the update is idempotent).
+  await tx(db, (c) =>
+    exec(
+      db,
+      c,
+      `UPDATE tasks SET published_at = NOW(3), sched_owner = NULL, sched_until = NULL WHERE id IN (${marks(ids.length)}) AND state IN ('submitted', 'failed')`,
+      ids,
+    ),
   );
 }
 
@@ -159,15 +162,18 @@ export async function holdForDispatch(
   holdMs: number,
   limit: number,
 ): Promise<HeldForDispatch[]> {
-  await exec(
-    db,
-    db.pool,
-    `UPDATE tasks SET sched_owner = ?, sched_until = GREATEST(run_at, NOW(3)) + INTERVAL ? MICROSECOND
+  // Deadlocks with claims and outcomes are retried by tx().
+  await tx(db, (c) =>
+    exec(
+      db,
+      c,
+      `UPDATE tasks SET sched_owner = ?, sched_until = GREATEST(run_at, NOW(3)) + INTERVAL ? MICROSECOND
       WHERE cell = ? AND published_at IS NULL AND state IN ('submitted', 'failed') AND run_at <= NOW(3) + INTERVAL ? MICROSECOND
         AND (sched_owner IS NULL OR sched_owner = ? OR sched_until < NOW(3))
         AND (state = 'failed' OR run_at > created_at OR created_at < NOW(3) - INTERVAL ${PRODUCER_GRACE_US} MICROSECOND)
       ORDER BY run_at LIMIT ?`,
-    [owner, holdMs * 1000, cell, horizonMs * 1000, owner, limit],
+      [owner, holdMs * 1000, cell, horizonMs * 1000, owner, limit],
+    ),
   );
   const rows = await select(
     db,
