@@ -84,7 +84,13 @@ beforeAll(async () => {
   cwd = mkdtempSync(join(tmpdir(), 'ax-e2e-outbox-'));
   testEnv = await createTestEnv();
   bizDb = `${testEnv.config.amqpPrefix}_biz`;
-  outbox = await MysqlOutboxStore.open({url: `${MYSQL_ROOT}/${bizDb}`, createDatabase: true, queryTimeoutMs: 10_000, connectionLimit: 2});
+  outbox = await MysqlOutboxStore.open({
+    url: `${MYSQL_ROOT}/${bizDb}`,
+    createDatabase: true,
+    queryTimeoutMs: 10_000,
+    connectionLimit: 2,
+    requireTable: false,
+  });
   await outbox.migrate();
   env = {...testEnv.env, AX_OUTBOX_MYSQL_URL: `${MYSQL_ROOT}/${bizDb}`};
 });

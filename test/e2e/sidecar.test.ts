@@ -105,7 +105,13 @@ beforeAll(async () => {
   writeFileSync(join(cwd, 'ax.config.json'), '{"notASetting": true}');
   testEnv = await createTestEnv();
   bizDb = `${testEnv.config.amqpPrefix}_biz`;
-  outbox = await MysqlOutboxStore.open({url: `${MYSQL_ROOT}/${bizDb}`, createDatabase: true, queryTimeoutMs: 10_000, connectionLimit: 2});
+  outbox = await MysqlOutboxStore.open({
+    url: `${MYSQL_ROOT}/${bizDb}`,
+    createDatabase: true,
+    queryTimeoutMs: 10_000,
+    connectionLimit: 2,
+    requireTable: false,
+  });
   await outbox.migrate();
 });
 

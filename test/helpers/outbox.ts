@@ -34,7 +34,7 @@ export async function createBusinessDb(opts: {migrate?: boolean} = {}): Promise<
   const pool = mysql.createPool({uri: url, connectionLimit: 8});
   const stores: MysqlOutboxStore[] = [];
   const open = async (): Promise<MysqlOutboxStore> => {
-    const s = await MysqlOutboxStore.open({url, createDatabase: false, queryTimeoutMs: 30_000, connectionLimit: 4});
+    const s = await MysqlOutboxStore.open({url, createDatabase: false, queryTimeoutMs: 30_000, connectionLimit: 4, requireTable: false});
     stores.push(s);
     return s;
   };

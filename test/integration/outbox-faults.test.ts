@@ -144,7 +144,7 @@ describe('outbox relay under faults', () => {
         async () =>
           (
             await env.sql<{ID: number}>(
-              "SELECT ID FROM information_schema.PROCESSLIST WHERE DB = ? AND INFO LIKE 'UPDATE task_outbox SET sent_at%'",
+              "SELECT ID FROM information_schema.PROCESSLIST WHERE DB = ? AND INFO LIKE 'UPDATE task_outbox % SET sent_at%'",
               [biz.name],
             )
           )[0],
