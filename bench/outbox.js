@@ -89,7 +89,7 @@ async function environment() {
   const rt = createRuntime(config, createLogger('warn', {bench: tag}));
   const db = await openDatabase(rt);
   await migrate(db);
-  const outbox = await openOutbox(rt);
+  const outbox = await openOutbox(rt, {requireTable: false});
   await outbox.migrate();
   const store = await openStore(rt);
   const broker = await openBroker(rt, {reconnect: true});
