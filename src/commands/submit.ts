@@ -1,6 +1,6 @@
-import {readFile} from 'node:fs/promises';
 import {Args, Flags} from '@oclif/core';
 import {AxCommand} from '../cli/base.js';
+import {payloadFromFlags} from '../cli/payload.js';
 import {openBroker, openStore} from '../cli/runtime.js';
 import type {Broker} from '../core/broker/types.js';
 import {createClient} from '../core/client.js';
@@ -87,7 +87,7 @@ Exit codes: 2 bad input, 4 conflict, 5 MySQL or RabbitMQ unavailable.`;
     const check = checker(rt.config, rt.clock.now());
     const specs = flags.stdin
       ? parseNdjson(await readStdin(), args.type, flags, rt.config, check)
-      : [check(singleSpec(args.type, flags, await payloadOf(flags, rt.config)))];
+      : [check(singleSpec(args.type, flags, await payloadFromFlags(flags, rt.config.payloadLimitBytes)))];
 
     const store = await openStore(rt);
     let broker: Broker;
@@ -131,24 +131,6 @@ Exit codes: 2 bad input, 4 conflict, 5 MySQL or RabbitMQ unavailable.`;
     }
     return result;
   }
-}
-
-async function payloadOf(
-  flags: {payload?: string | undefined; 'payload-file'?: string | undefined},
-  cfg: AxConfig,
-): Promise<TaskSpec['payload']> {
-  if (flags.payload !== undefined && flags['payload-file'] !== undefined)
-    throw invalid('give either --payload or --payload-file, not both');
-  if (flags.payload !== undefined) return parsePayloadText(flags.payload, cfg.payloadLimitBytes, '--payload');
-  const file = flags['payload-file'];
-  if (file === undefined) return undefined;
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (e) {
-    throw invalid(`--payload-file ${file} cannot be read: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
-  }
-  return parsePayloadText(text, cfg.payloadLimitBytes, `--payload-file ${file}`);
 }
 
 /** The flag values as TaskSpec fields (only those given). */

@@ -4,11 +4,11 @@
  * success path (--json, checked against the database and the queues) and its bad input (clear
  * error, the documented exit code, nothing written).
  */
-import {spawn} from 'node:child_process';
 import {existsSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs';
 import {tmpdir} from 'node:os';
 import {dirname, join, resolve} from 'node:path';
 import {fileURLToPath} from 'node:url';
+import {runCli, type CliRun} from '../helpers/spawn.js';
 import {afterAll, beforeAll, describe, expect, test} from 'vitest';
 import {decodeMessage} from '../../src/core/broker/types.js';
 import {createIdGenerator} from '../../src/core/task/id.js';
@@ -16,7 +16,6 @@ import {validateTaskSpec} from '../../src/core/task/validate.js';
 import {createTestEnv, eventually, type TestEnv} from '../helpers/env.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const BIN = join(ROOT, 'bin/run.js');
 const UNREACHABLE = {AX_MYSQL_URL: 'mysql://root@127.0.0.1:1/ax_unreachable'};
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -25,39 +24,11 @@ const UNKNOWN_ID = '01900000-0000-7000-8000-00000000abcd';
 let testEnv: TestEnv;
 let cwd: string;
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  /** stdout parsed as JSON, when it is JSON. */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  json: any;
-}
+type Run = CliRun;
 
-/** Runs the built CLI; stdin is closed (/dev/null) unless `stdin` is given. */
+/** Runs the built CLI in the test environment; stdin is closed unless `stdin` is given. */
 function ax(args: string[], opts: {stdin?: string; env?: Record<string, string>} = {}): Promise<Run> {
-  return new Promise((done, fail) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      cwd,
-      env: {...process.env, ...testEnv.env, NODE_ENV: 'production', AX_CONFIG: '', ...opts.env},
-      stdio: [opts.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', fail);
-    child.on('close', (code) => {
-      let json: unknown;
-      try {
-        json = JSON.parse(stdout);
-      } catch {
-        json = undefined;
-      }
-      done({code, stdout, stderr, json});
-    });
-    if (opts.stdin !== undefined) child.stdin?.end(opts.stdin);
-  });
+  return runCli(args, {cwd, env: {...testEnv.env, ...opts.env}, ...(opts.stdin === undefined ? {} : {stdin: opts.stdin})});
 }
 
 /** oclif wraps error messages to the terminal width behind " ›   " margins: undo that. */

@@ -6,18 +6,17 @@
  * would create are made in-process with the cron service's materialize() (what `ax scheduler` runs
  * on every load), so that pause and rm have a pending occurrence to cancel.
  */
-import {spawn} from 'node:child_process';
 import {existsSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs';
 import {tmpdir} from 'node:os';
 import {dirname, join, resolve} from 'node:path';
 import {fileURLToPath} from 'node:url';
+import {runCli, type CliRun} from '../helpers/spawn.js';
 import {afterAll, beforeAll, describe, expect, test} from 'vitest';
 import {decodeMessage} from '../../src/core/broker/types.js';
 import {createCronService, occurrenceKey} from '../../src/core/cron/service.js';
 import {createTestEnv, eventually, type TestEnv} from '../helpers/env.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const BIN = join(ROOT, 'bin/run.js');
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const MINUTE = 60_000;
@@ -27,37 +26,10 @@ const ERROR_CODES: Record<number, string> = {2: 'invalid_input', 3: 'not_found',
 let testEnv: TestEnv;
 let cwd: string;
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  /** stdout parsed as JSON, when it is JSON. */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  json: any;
-}
+type Run = CliRun;
 
 function ax(args: string[], opts: {env?: Record<string, string>} = {}): Promise<Run> {
-  return new Promise((done, fail) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      cwd,
-      env: {...process.env, ...testEnv.env, NODE_ENV: 'production', AX_CONFIG: '', ...opts.env},
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', fail);
-    child.on('close', (code) => {
-      let json: unknown;
-      try {
-        json = JSON.parse(stdout);
-      } catch {
-        json = undefined;
-      }
-      done({code, stdout, stderr, json});
-    });
-  });
+  return runCli(args, {cwd, env: {...testEnv.env, ...opts.env}});
 }
 
 /** Runs a command that must succeed. */

@@ -4,16 +4,14 @@
  * with plain SQL the way a producer and a relay leave them, and each command is checked with --json,
  * with its human output, and with bad input (exit code, message, nothing changed).
  */
-import {spawn} from 'node:child_process';
 import {existsSync, mkdtempSync, rmSync} from 'node:fs';
 import {tmpdir} from 'node:os';
 import {join} from 'node:path';
 import {afterAll, beforeAll, describe, expect, test} from 'vitest';
 import {MysqlOutboxStore} from '../../src/core/store/mysql/outbox.js';
 import {MYSQL_ROOT, createTestEnv, type TestEnv} from '../helpers/env.js';
-import {ROOT} from '../helpers/spawn.js';
+import {ROOT, runCli, type CliRun} from '../helpers/spawn.js';
 
-const BIN = join(ROOT, 'bin/run.js');
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 let testEnv: TestEnv;
@@ -22,36 +20,10 @@ let bizDb: string;
 let env: Record<string, string>;
 let cwd: string;
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  json: any;
-}
+type Run = CliRun;
 
 function ax(args: string[], extraEnv: Record<string, string> = {}): Promise<Run> {
-  return new Promise((done, fail) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      cwd,
-      env: {...process.env, ...env, NODE_ENV: 'production', AX_CONFIG: '', ...extraEnv},
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', fail);
-    child.on('close', (code) => {
-      let json: unknown;
-      try {
-        json = JSON.parse(stdout);
-      } catch {
-        json = undefined;
-      }
-      done({code, stdout, stderr, json});
-    });
-  });
+  return runCli(args, {cwd, env: {...env, ...extraEnv}});
 }
 
 /** oclif wraps error messages behind " ›   " margins: undo that. */

@@ -28,3 +28,42 @@ export function spawnAx(args: string[], env: Record<string, string>, input?: str
   );
   return {child, stdout: () => out, stderr: () => err, exited};
 }
+
+/** What one CLI run left behind. */
+export interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  /** stdout parsed as JSON, when it is JSON. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  json: any;
+}
+
+/**
+ * Runs the built CLI to completion with `env` on top of this process's (NODE_ENV=production: load
+ * dist; AX_CONFIG cleared), in `cwd`; stdin is closed unless `stdin` is given.
+ */
+export function runCli(args: string[], opts: {env: Record<string, string | undefined>; cwd: string; stdin?: string}): Promise<CliRun> {
+  return new Promise((done, fail) => {
+    const child = spawn(process.execPath, [`${ROOT}/bin/run.js`, ...args], {
+      cwd: opts.cwd,
+      env: {...process.env, NODE_ENV: 'production', AX_CONFIG: '', ...opts.env},
+      stdio: [opts.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', fail);
+    child.on('close', (code) => {
+      let json: unknown;
+      try {
+        json = JSON.parse(stdout);
+      } catch {
+        json = undefined;
+      }
+      done({code, stdout, stderr, json});
+    });
+    if (opts.stdin !== undefined) child.stdin?.end(opts.stdin);
+  });
+}

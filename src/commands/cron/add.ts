@@ -1,7 +1,6 @@
-import {readFile} from 'node:fs/promises';
 import {Args, Flags} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
-import type {AxConfig} from '../../core/config/config.js';
+import {payloadFromFlags} from '../../cli/payload.js';
 import {
   DEFAULT_MISFIRE,
   DEFAULT_OVERLAP,
@@ -13,8 +12,8 @@ import {
   type OverlapPolicy,
 } from '../../core/cron/schedule.js';
 import {invalid} from '../../core/errors.js';
-import {POOLS, type JsonObject, type PoolName} from '../../core/task/model.js';
-import {MAX_RETRIES_LIMIT, parsePayloadText} from '../../core/task/validate.js';
+import {POOLS, type PoolName} from '../../core/task/model.js';
+import {MAX_RETRIES_LIMIT} from '../../core/task/validate.js';
 import {DEFAULT_NEXT, renderSchedule, showResult, withCron, type CronShowResult} from './show.js';
 
 /** The --json output of `ax cron add`: the schedule as stored, its policies and its next 5 fire times. */
@@ -81,7 +80,7 @@ Exit codes: 2 bad name, expression, zone, type, payload or policy, 4 a schedule 
     const {args, flags} = await this.parse(CronAdd);
     const rt = this.runtime(flags.config);
     const input: CronInput = {name: args.name, cron: flags.cron, tz: flags.tz, type: flags.type};
-    const payload = await payloadOf(flags, rt.config);
+    const payload = await payloadFromFlags(flags, rt.config.payloadLimitBytes);
     if (payload !== undefined) input.payload = payload;
     if (flags.pool !== undefined) input.pool = flags.pool as PoolName;
     if (flags.overlap !== undefined) input.overlap = flags.overlap as OverlapPolicy;
@@ -106,22 +105,4 @@ function parseRetries(s: string): number {
   const t = s.trim();
   if (!/^\d+$/.test(t)) throw invalid(`--max-retries must be a whole number from 0 to ${MAX_RETRIES_LIMIT}, got "${s}"`);
   return Number(t);
-}
-
-async function payloadOf(
-  flags: {payload?: string | undefined; 'payload-file'?: string | undefined},
-  cfg: AxConfig,
-): Promise<JsonObject | undefined> {
-  if (flags.payload !== undefined && flags['payload-file'] !== undefined)
-    throw invalid('give either --payload or --payload-file, not both');
-  if (flags.payload !== undefined) return parsePayloadText(flags.payload, cfg.payloadLimitBytes, '--payload');
-  const file = flags['payload-file'];
-  if (file === undefined) return undefined;
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (e) {
-    throw invalid(`--payload-file ${file} cannot be read: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
-  }
-  return parsePayloadText(text, cfg.payloadLimitBytes, `--payload-file ${file}`);
 }
