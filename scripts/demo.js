@@ -1,13 +1,12 @@
-// The demo behind `npm run demo`: starts a worker process with the example handlers, submits a few
-// hundred tasks through the SDK (some fail and retry, one dead-letters, one is unrecoverable), rings
-// for due retries with the reconciler, and prints a summary. Run it through `npm run demo`, which
-// first starts MariaDB/RabbitMQ, builds and migrates.
+// The demo behind `npm run demo`: starts a worker and a scheduler process (`ax worker`, `ax scheduler`),
+// submits a few hundred tasks through the SDK (CPU and IO tasks, delayed ones, some that fail and are
+// retried, one that dead-letters, one unrecoverable), waits until all are finished and prints a
+// summary. Run it through `npm run demo`, which first starts MariaDB/RabbitMQ, builds and migrates.
 import {spawn} from 'node:child_process';
 import {fileURLToPath} from 'node:url';
 import {connect} from 'ax-executor';
 import {loadConfig} from '../dist/core/config/config.js';
-import {createRuntime, openBroker, openStore} from '../dist/cli/runtime.js';
-import {reconcile} from '../dist/core/reconcile/reconcile.js';
+import {createRuntime, openStore} from '../dist/cli/runtime.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 // Short retry delays so the demo reaches `dead` in seconds (production default: 1s, 2s, 4s, ...).
@@ -22,6 +21,13 @@ const worker = spawn(process.execPath, ['bin/run.js', 'worker', '--handlers', 'e
   stdio: ['ignore', 'inherit', 'inherit'],
 });
 const workerExited = new Promise((r) => worker.on('exit', (code, signal) => r({code, signal})));
+// The scheduler rings for delayed tasks and retries when they are due.
+const scheduler = spawn(process.execPath, ['bin/run.js', 'scheduler', '--summary-every', '0'], {
+  cwd: root,
+  env: {...env, NODE_ENV: 'production'},
+  stdio: ['ignore', 'inherit', 'inherit'],
+});
+const schedulerExited = new Promise((r) => scheduler.on('exit', (code, signal) => r({code, signal})));
 
 const ax = await connect();
 const ids = {};
@@ -38,7 +44,6 @@ const report = await ax.flush();
 console.log(`submitted ${report.inserted} tasks (20 of them delayed by 2s)`);
 
 const store = await openStore(rt);
-const broker = await openBroker(rt, {reconnect: true});
 const started = Date.now();
 const allIds = Object.values(ids).flat();
 /** Counts per type × state of this run's tasks only (the database may hold earlier runs). */
@@ -53,18 +58,6 @@ async function runStats() {
 }
 let stats;
 for (;;) {
-  // The scheduler (a later release) rings for due retries and delayed tasks; here the reconciler does.
-  await reconcile({
-    ...rt,
-    store,
-    broker,
-    backoff: {baseMs: config.retryBaseMs, maxMs: config.retryMaxMs},
-    limit: 10_000,
-    rate: 10_000,
-    republishAfterMs: 5_000,
-    dryRun: false,
-    actor: rt.actor,
-  });
   stats = await runStats();
   const open = stats.byState.submitted + stats.byState.running + stats.byState.failed;
   process.stdout.write(
@@ -95,10 +88,11 @@ const bad = await ax.getTask(ids.invoice_render[0]);
 console.log(`\nunrecoverable task ${bad.task.id}: ${bad.task.state} after ${bad.task.attempt} attempt: ${bad.task.lastError}`);
 
 worker.kill('SIGTERM');
+scheduler.kill('SIGTERM');
 const exit = await workerExited;
-console.log(`\nworker stopped (${exit.signal ?? `exit ${exit.code}`})`);
+const sexit = await schedulerExited;
+console.log(`\nworker stopped (${exit.signal ?? `exit ${exit.code}`}), scheduler stopped (${sexit.signal ?? `exit ${sexit.code}`})`);
 await ax.close();
-await broker.close();
 await store.close();
 const ok = stats.byState.succeeded === stats.total - 2 && stats.byState.dead === 2;
 console.log(ok ? '\ndemo OK' : '\ndemo finished with unexpected counts');

@@ -180,7 +180,10 @@ export class Worker {
         }
       }
     }
-    for (const t of result.claimed) {
+    // Run in delivery order (FIFO), not in the claim's primary-key order.
+    const order = new Map([...byId.keys()].map((id, i) => [id, i]));
+    const claimed = [...result.claimed].sort((a, b) => (order.get(a.id) ?? 0) - (order.get(b.id) ?? 0));
+    for (const t of claimed) {
       this.stats.claimed++;
       for (const p of byId.get(t.id) ?? []) p.d.ack();
       this.dispatch(t);
