@@ -7,22 +7,13 @@ import {createIdGenerator, idFromDedupKey, isTaskId} from '../../src/core/task/i
 import {cpuPoolSize, ioPoolSize, loadConfig, redactUrl} from '../../src/core/config/config.js';
 import {decodeMessage, encodeMessage} from '../../src/core/broker/types.js';
 import {decideOutcome} from '../../src/core/worker/outcome.js';
-import {isAxError} from '../../src/core/errors.js';
+import {expectInvalid} from '../helpers/expect.js';
 
 const defaults = {maxRetries: 5, payloadLimitBytes: 1024, cell: 'default'};
 let n = 0;
 const newId = () => `00000000-0000-7000-8000-${String(++n).padStart(12, '0')}`;
 const spec = (s: Record<string, unknown>) => validateTaskSpec(s, defaults, 1_700_000_000_000, newId);
-const invalid = (fn: () => unknown, re: RegExp) => {
-  try {
-    fn();
-  } catch (e) {
-    expect(isAxError(e, 'invalid_input'), String(e)).toBe(true);
-    expect((e as Error).message).toMatch(re);
-    return;
-  }
-  throw new Error('expected invalid_input');
-};
+const invalid = expectInvalid;
 
 describe('state machine', () => {
   it('has exactly the six states and the designed edges', () => {

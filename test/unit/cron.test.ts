@@ -1,5 +1,5 @@
 import {describe, expect, it, vi} from 'vitest';
-import {isAxError} from '../../src/core/errors.js';
+import {expectInvalid} from '../helpers/expect.js';
 import {TASK_STATES, isTerminal} from '../../src/core/task/state.js';
 import {lastFireAtOrBefore, nextFireTimes, parseSchedule, type CronSpec} from '../../src/core/cron/parse.js';
 import {validateTimeZone} from '../../src/core/cron/zone.js';
@@ -34,17 +34,6 @@ vi.mock('cron-parser', async (importOriginal) => {
 const T = (s: string): number => Date.parse(s);
 const iso = (ms: number): string => new Date(ms).toISOString().replace('.000Z', 'Z');
 const next = (expr: string, tz: string, after: string, n: number): string[] => nextFireTimes(parseSchedule(expr, tz), T(after), n).map(iso);
-
-function expectInvalid(fn: () => unknown, re: RegExp): void {
-  try {
-    fn();
-  } catch (e) {
-    expect(isAxError(e, 'invalid_input'), String(e)).toBe(true);
-    expect((e as Error).message).toMatch(re);
-    return;
-  }
-  throw new Error('expected invalid_input');
-}
 
 describe('parseSchedule / nextFireTimes: common expressions', () => {
   it('computes the next fire times, strictly after the given time', () => {
