@@ -14,7 +14,7 @@ import {
 import {invalid} from '../../core/errors.js';
 import {POOLS, type PoolName} from '../../core/task/model.js';
 import {MAX_RETRIES_LIMIT} from '../../core/task/validate.js';
-import {DEFAULT_NEXT, renderSchedule, showResult, withCron, type CronShowResult} from './show.js';
+import {DEFAULT_NEXT, renderSchedule, showResult, withCron, type CronShowResult} from '../../cli/cron.js';
 
 /** The --json output of `ax cron add`: the schedule as stored, its policies and its next 5 fire times. */
 export type CronAddResult = CronShowResult;

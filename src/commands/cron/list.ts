@@ -4,7 +4,7 @@ import {nextFireTimes, parseSchedule} from '../../core/cron/parse.js';
 import type {ScheduleView} from '../../core/cron/service.js';
 import type {ScheduleStore, TaskStore} from '../../core/store/types.js';
 import type {TaskState} from '../../core/task/state.js';
-import {scheduleJson, withCron, type ScheduleJson} from './show.js';
+import {scheduleJson, withCron, type ScheduleJson} from '../../cli/cron.js';
 
 /** The latest occurrence whose fire time has come (scheduled or triggered), with its state now. */
 export interface LastOccurrenceJson {

@@ -1,7 +1,7 @@
 import {Args} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
 import {validateScheduleName} from '../../core/cron/schedule.js';
-import {scheduleJson, withCron, type ScheduleJson} from './show.js';
+import {scheduleJson, withCron, type ScheduleJson} from '../../cli/cron.js';
 
 export interface CronPauseResult {
   schedule: ScheduleJson;

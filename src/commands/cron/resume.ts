@@ -2,7 +2,7 @@ import {Args} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
 import {validateScheduleName} from '../../core/cron/schedule.js';
 import {when} from '../../cli/render.js';
-import {fireTimeJson, humanLocal, scheduleJson, withCron, type FireTimeJson, type ScheduleJson} from './show.js';
+import {fireTimeJson, humanLocal, scheduleJson, withCron, type FireTimeJson, type ScheduleJson} from '../../cli/cron.js';
 
 export interface CronResumeResult {
   schedule: ScheduleJson;

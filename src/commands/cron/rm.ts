@@ -1,7 +1,7 @@
 import {Args} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
 import {validateScheduleName} from '../../core/cron/schedule.js';
-import {cancelledJson, describeCancelled, withCron, type CancelledJson} from './show.js';
+import {cancelledJson, describeCancelled, withCron, type CancelledJson} from '../../cli/cron.js';
 
 export interface CronRmResult {
   name: string;

@@ -1,7 +1,7 @@
 import {Args} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
 import {validateScheduleName} from '../../core/cron/schedule.js';
-import {withCron} from './show.js';
+import {withCron} from '../../cli/cron.js';
 
 export interface CronTriggerResult {
   name: string;
