@@ -4,6 +4,7 @@ import {openBroker, openStore} from '../cli/runtime.js';
 import {waitForSignal} from '../cli/signals.js';
 import {createCronService} from '../core/cron/service.js';
 import {createSchedulerService} from '../core/scheduler/service.js';
+import {parseDuration} from '../core/duration.js';
 
 export default class SchedulerCommand extends AxCommand {
   static override summary = 'Fire delayed tasks, retries and cron occurrences on time; rescue and reconcile.';
@@ -24,7 +25,6 @@ logged every minute.`;
   async run(): Promise<unknown> {
     const {flags} = await this.parse(SchedulerCommand);
     const rt = this.runtime(flags.config);
-    const {parseDuration} = await import('../core/duration.js');
     const summaryEvery = parseDuration(flags['summary-every'], '--summary-every');
     const store = await openStore(rt);
     try {

@@ -111,13 +111,7 @@ export class Producer {
       if (this.closed) throw new AxError('closed', 'producer is closed');
     }
     this.buffer.push({seq: ++this.seq, task});
-    if (this.buffer.length === 1 && !this.timer) {
-      this.timer = this.o.clock.setTimeout(() => {
-        this.timer = undefined;
-        this.timerFired = true;
-        this.pump();
-      }, this.o.flushMs);
-    }
+    if (this.buffer.length === 1) this.armFlushTimer();
     if (this.buffer.length >= this.o.batchSize) this.pump();
     return task.id;
   }
@@ -188,13 +182,17 @@ export class Producer {
       for (const w of this.spaceWaiters.splice(0)) w();
     }
     if (this.buffer.length === 0) this.timerFired = false;
-    else if (!this.timer && this.buffer.length > 0 && this.active.length < max) {
-      this.timer = this.o.clock.setTimeout(() => {
-        this.timer = undefined;
-        this.timerFired = true;
-        this.pump();
-      }, this.o.flushMs);
-    }
+    else if (this.active.length < max) this.armFlushTimer();
+  }
+
+  /** Flushes the buffer `flushMs` from now, unless a flush is already planned. */
+  private armFlushTimer(): void {
+    if (this.timer) return;
+    this.timer = this.o.clock.setTimeout(() => {
+      this.timer = undefined;
+      this.timerFired = true;
+      this.pump();
+    }, this.o.flushMs);
   }
 
   /** Writes one batch, retrying while MySQL is unavailable; never rejects. */
