@@ -12,6 +12,8 @@ import {createLogger} from '../../src/core/log.js';
 import type {MysqlTaskStore} from '../../src/core/store/mysql/store.js';
 import type {AmqpBroker} from '../../src/core/broker/amqp/broker.js';
 import {topology} from '../../src/core/broker/amqp/topology.js';
+import {createWorkerService} from '../../src/core/worker/service.js';
+import type {Worker} from '../../src/core/worker/worker.js';
 
 export const MYSQL_ROOT = process.env.AX_TEST_MYSQL_ROOT ?? 'mysql://root@127.0.0.1:3306';
 export const AMQP_URL = process.env.AX_TEST_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
@@ -101,3 +103,22 @@ export async function eventually<T>(
 }
 
 export {mysql};
+
+/** The test handlers (test/fixtures/handlers.js), as a module URL. */
+export const TEST_HANDLERS = new URL('../fixtures/handlers.js', import.meta.url).href;
+
+/**
+ * An in-process worker on the IO pool with the test handlers, on its own store and broker of `env`
+ * (closed by env.dispose()); not started. Stop it with `stop(graceMs)`.
+ */
+export async function createTestWorker(env: TestEnv, opts: {workerId?: string} = {}): Promise<Worker> {
+  return createWorkerService({
+    ...env.rt,
+    config: env.config,
+    store: await env.store(),
+    broker: await env.broker({reconnect: true}),
+    handlersModule: TEST_HANDLERS,
+    pools: ['io'],
+    ...(opts.workerId === undefined ? {} : {workerId: opts.workerId}),
+  });
+}

@@ -10,9 +10,8 @@ import mysql from 'mysql2/promise';
 import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest';
 import {createSchedulerService} from '../../src/core/scheduler/service.js';
 import type {Scheduler} from '../../src/core/scheduler/scheduler.js';
-import {createWorkerService} from '../../src/core/worker/service.js';
 import type {Worker} from '../../src/core/worker/worker.js';
-import {createTestEnv, eventually, MYSQL_ROOT, type TestEnv} from '../helpers/env.js';
+import {createTestEnv, eventually, MYSQL_ROOT, type TestEnv, createTestWorker} from '../helpers/env.js';
 import {
   type BusinessDb,
   createBusinessDb,
@@ -33,7 +32,6 @@ import {
 } from '../helpers/outbox-faults.js';
 import {spawnAx} from '../helpers/spawn.js';
 
-const HANDLERS = new URL('../fixtures/handlers.js', import.meta.url).href;
 /** The restart test needs this machine's own MariaDB, as root; AX_TEST_SKIP_DB_RESTART=1 skips it. */
 const CAN_RESTART_DB =
   process.env.AX_TEST_SKIP_DB_RESTART !== '1' &&
@@ -51,14 +49,7 @@ describe('outbox relay under faults', () => {
   const relays: RelayProcess[] = [];
 
   const startWorker = async (): Promise<Worker> => {
-    const w = await createWorkerService({
-      ...env.rt,
-      config: env.config,
-      store: await env.store(),
-      broker: await env.broker({reconnect: true}),
-      handlersModule: HANDLERS,
-      pools: ['io'],
-    });
+    const w = await createTestWorker(env);
     await w.start();
     workers.push(w);
     return w;

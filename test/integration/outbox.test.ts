@@ -16,10 +16,9 @@ import type {MysqlOutboxStore} from '../../src/core/store/mysql/outbox.js';
 import type {TaskSpec} from '../../src/core/task/model.js';
 import {idFromDedupKey} from '../../src/core/task/id.js';
 import {systemClock} from '../../src/core/time.js';
-import {createWorkerService} from '../../src/core/worker/service.js';
 import type {Worker} from '../../src/core/worker/worker.js';
 import {startRelay, type RunningRelay} from '../../src/relay.js';
-import {createTestEnv, eventually, type TestEnv} from '../helpers/env.js';
+import {createTestEnv, eventually, type TestEnv, createTestWorker} from '../helpers/env.js';
 import {
   type BusinessDb,
   checkInvariants,
@@ -30,7 +29,6 @@ import {
   waitForQuiescence,
 } from '../helpers/outbox.js';
 
-const HANDLERS = new URL('../fixtures/handlers.js', import.meta.url).href;
 const SCHED = {schedulerHorizonMs: 2000, schedulerLoadEveryMs: 200, schedulerHoldMs: 1000, rescueEveryMs: 500, retryBaseMs: 200};
 
 interface TaskRow {
@@ -91,14 +89,7 @@ describe('transactional outbox', () => {
     outbox = await biz.outbox();
     // migrate() is idempotent (CREATE TABLE IF NOT EXISTS).
     await outbox.migrate();
-    worker = await createWorkerService({
-      ...env.rt,
-      config: env.config,
-      store: await env.store(),
-      broker: await env.broker({reconnect: true}),
-      handlersModule: HANDLERS,
-      pools: ['io'],
-    });
+    worker = await createTestWorker(env);
     await worker.start();
     scheduler = createSchedulerService({
       ...env.rt,

@@ -7,13 +7,11 @@ import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest';
 import {createClient, type AxClient} from '../../src/core/client.js';
 import {createSchedulerService} from '../../src/core/scheduler/service.js';
 import type {Scheduler} from '../../src/core/scheduler/scheduler.js';
-import {createWorkerService} from '../../src/core/worker/service.js';
 import type {Worker} from '../../src/core/worker/worker.js';
 import {retryDelayBounds} from '../../src/core/retry/backoff.js';
-import {createTestEnv, eventually, type TestEnv} from '../helpers/env.js';
+import {createTestEnv, eventually, type TestEnv, createTestWorker} from '../helpers/env.js';
 import {spawnAx} from '../helpers/spawn.js';
 
-const HANDLERS = new URL('../fixtures/handlers.js', import.meta.url).href;
 const SCHED = {schedulerHorizonMs: 2000, schedulerLoadEveryMs: 200, schedulerHoldMs: 1000, rescueEveryMs: 500, retryBaseMs: 200};
 
 describe('scheduler', () => {
@@ -52,14 +50,7 @@ describe('scheduler', () => {
       broker: await env.broker({reconnect: true}),
       release: async () => undefined,
     });
-    worker = await createWorkerService({
-      ...env.rt,
-      config: env.config,
-      store: await env.store(),
-      broker: await env.broker({reconnect: true}),
-      handlersModule: HANDLERS,
-      pools: ['io'],
-    });
+    worker = await createTestWorker(env);
     await worker.start();
   });
 
