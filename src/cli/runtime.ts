@@ -68,6 +68,7 @@ export async function openBroker(rt: Runtime, opts: {reconnect: boolean}): Promi
     prefix: rt.config.amqpPrefix,
     cell: rt.config.cell,
     queueType: rt.config.queueType,
+    tasksPerMessage: rt.config.doorbellBatch,
     confirmTimeoutMs: rt.config.confirmTimeoutMs,
     clock: rt.clock,
     random: rt.random,

@@ -8,9 +8,12 @@ import {decodeMessage} from '../../src/core/broker/types.js';
 import {createIdGenerator} from '../../src/core/task/id.js';
 
 export interface BrokerHarness {
+  /** Publishes one message per task. */
   broker: Broker;
-  /** A second broker on the same topology (another process's view). */
+  /** A second broker on the same topology (another process's view), also one message per task. */
   other: Broker;
+  /** A broker that puts up to 3 tasks of one pool in a message (its own topology). */
+  batched: Broker;
   /** Messages now waiting in the poison queue (drained by the call), with their reason header. */
   takePoison(): Promise<Array<{body: string; reason: string}>>;
   /** Publishes raw bytes straight into a pool queue, bypassing the Broker (a foreign producer). */
@@ -63,10 +66,32 @@ export function brokerConformance(name: string, make: () => Promise<BrokerHarnes
       await h.other.publish([a, b]);
       await io.until(1);
       await cpu.until(1);
-      expect(decodeMessage(io.got[0]!.body)).toEqual({id: a.id, type: a.type});
-      expect(decodeMessage(cpu.got[0]!.body)).toEqual({id: b.id, type: b.type});
+      expect(decodeMessage(io.got[0]!.body)).toEqual([{id: a.id, type: a.type}]);
+      expect(decodeMessage(cpu.got[0]!.body)).toEqual([{id: b.id, type: b.type}]);
       io.got[0]!.ack();
       cpu.got[0]!.ack();
+      await s1.cancel();
+      await s2.cancel();
+    });
+
+    it('rings for several tasks of one pool with one message, in order, at most N tasks each', async () => {
+      const io = collector();
+      const cpu = collector();
+      const s1 = await h.batched.consume('io', 10, (d) => io.push(d));
+      const s2 = await h.batched.consume('cpu', 10, (d) => cpu.push(d));
+      const msgs = Array.from({length: 9}, (_, i) => ({
+        id: newId(),
+        type: 'order_notify',
+        pool: i % 4 === 1 ? ('cpu' as const) : ('io' as const),
+      }));
+      await h.batched.publish(msgs);
+      await io.until(3);
+      await cpu.until(1);
+      const ids = (c: ReturnType<typeof collector>) => c.got.map((d) => decodeMessage(d.body)?.map((r) => r.id));
+      const want = (pool: string) => msgs.filter((m) => m.pool === pool).map((m) => m.id);
+      expect(ids(io)).toEqual([want('io').slice(0, 3), want('io').slice(3, 6), want('io').slice(6)]);
+      expect(ids(cpu)).toEqual([want('cpu')]);
+      for (const d of [...io.got, ...cpu.got]) d.ack();
       await s1.cancel();
       await s2.cancel();
     });
@@ -86,7 +111,7 @@ export function brokerConformance(name: string, make: () => Promise<BrokerHarnes
       const sub2 = await h.other.consume('io', 10, (d) => rest.push(d));
       await rest.until(4);
       for (const d of rest.got) d.ack();
-      const ids = new Set(rest.got.map((d) => decodeMessage(d.body)?.id));
+      const ids = new Set(rest.got.map((d) => decodeMessage(d.body)?.[0]?.id));
       expect(ids.size).toBe(4);
       expect(rest.got.filter((d) => d.redelivered).length).toBe(2);
       await sub2.cancel();

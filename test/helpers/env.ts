@@ -12,6 +12,7 @@ import {createLogger} from '../../src/core/log.js';
 import type {MysqlTaskStore} from '../../src/core/store/mysql/store.js';
 import type {AmqpBroker} from '../../src/core/broker/amqp/broker.js';
 import {topology} from '../../src/core/broker/amqp/topology.js';
+import {decodeMessage} from '../../src/core/broker/types.js';
 import {createWorkerService} from '../../src/core/worker/service.js';
 import type {Worker} from '../../src/core/worker/worker.js';
 
@@ -77,6 +78,27 @@ async function deleteQueues(queues: string[], exchange: string): Promise<void> {
     const ch = await conn.createChannel();
     for (const q of queues) await ch.deleteQueue(q).catch(() => undefined);
     await ch.deleteExchange(exchange).catch(() => undefined);
+  } finally {
+    await conn.close().catch(() => undefined);
+  }
+}
+
+/**
+ * Takes every message now waiting in one of `env`'s pool queues (acked, so they are gone) and
+ * returns the task ids they ring for, in order, and how many messages carried them.
+ */
+export async function takeRung(env: TestEnv, pool: 'io' | 'cpu'): Promise<{ids: string[]; messages: number}> {
+  const conn = await amqp.connect(AMQP_URL);
+  try {
+    const ch = await conn.createChannel();
+    const queue = topology(env.config.amqpPrefix, env.config.cell, env.config.queueType).queue(pool);
+    const out = {ids: [] as string[], messages: 0};
+    for (let m = await ch.get(queue); m; m = await ch.get(queue)) {
+      out.messages++;
+      out.ids.push(...(decodeMessage(m.content) ?? []).map((r) => r.id));
+      ch.ack(m);
+    }
+    return out;
   } finally {
     await conn.close().catch(() => undefined);
   }

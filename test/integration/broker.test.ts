@@ -4,15 +4,18 @@ import {brokerConformance} from '../conformance/broker.js';
 import {AMQP_URL, createTestEnv} from '../helpers/env.js';
 
 brokerConformance('RabbitMQ', async () => {
-  const env = await createTestEnv();
+  const env = await createTestEnv({doorbellBatch: 1});
   const broker = await env.broker({reconnect: true});
   const other = await env.broker({reconnect: true});
+  const batchedEnv = await createTestEnv({doorbellBatch: 3});
+  const batched = await batchedEnv.broker();
   const conn = await amqp.connect(AMQP_URL);
   const ch = await conn.createConfirmChannel();
   const names = broker.names;
   return {
     broker,
     other,
+    batched,
     async takePoison() {
       const out: Array<{body: string; reason: string}> = [];
       for (let m = await ch.get(names.poisonQueue); m; m = await ch.get(names.poisonQueue)) {
@@ -36,6 +39,7 @@ brokerConformance('RabbitMQ', async () => {
     },
     async dispose() {
       await conn.close().catch(() => undefined);
+      await batchedEnv.dispose();
       await env.dispose();
     },
   };

@@ -8,7 +8,7 @@ import {AxError, isAxError} from '../../src/core/errors.js';
 import {reconcile} from '../../src/core/reconcile/reconcile.js';
 import type {Broker} from '../../src/core/broker/types.js';
 import type {TaskStore} from '../../src/core/store/types.js';
-import {createTestEnv, type TestEnv} from '../helpers/env.js';
+import {createTestEnv, takeRung, type TestEnv} from '../helpers/env.js';
 
 describe('producer', () => {
   let env: TestEnv;
@@ -51,8 +51,10 @@ describe('producer', () => {
     expect(report).toMatchObject({inserted: 1200, existing: 0, unpublished: 0, conflicts: []});
     expect(sizes).toEqual([500, 500, 200]);
     expect(await count('id IN (?) AND published_at IS NOT NULL', [ids])).toBe(1200);
-    const depths = await broker.queueDepths();
-    expect(depths[`${env.env.AX_AMQP_PREFIX}.default.io`]).toBe(1200);
+    // Every task rung once, 50 to a message (AX_DOORBELL_BATCH's default) within each batch of 500.
+    const rung = await takeRung(env, 'io');
+    expect(rung.ids.sort()).toEqual([...ids].sort());
+    expect(rung.messages).toBe(10 + 10 + 4);
   });
 
   it('flushes a lone task after the flush interval without flush()', async () => {
@@ -147,7 +149,7 @@ describe('producer', () => {
     const real = await reconcile({...opts, dryRun: false});
     expect(real.undispatched.republished).toBeGreaterThanOrEqual(7);
     expect(await count('id IN (?) AND published_at IS NOT NULL', [ids])).toBe(7);
-    expect((await broker.queueDepths())[`${env.env.AX_AMQP_PREFIX}.default.cpu`]).toBe(7);
+    expect((await takeRung(env, 'cpu')).ids.sort()).toEqual([...ids].sort());
   });
 
   it('refuses bad input at once and buffers nothing; refuses submits after close', async () => {

@@ -5,7 +5,7 @@ import {parseDuration, formatDuration} from '../../src/core/duration.js';
 import {validateTaskSpec, validateTypeName, parsePayloadText} from '../../src/core/task/validate.js';
 import {createIdGenerator, idFromDedupKey, isTaskId} from '../../src/core/task/id.js';
 import {cpuPoolSize, ioPoolSize, loadConfig, redactUrl} from '../../src/core/config/config.js';
-import {decodeMessage, encodeMessage} from '../../src/core/broker/types.js';
+import {decodeMessage, encodeMessage, groupDoorbells, MAX_TASKS_PER_MESSAGE, splitDelivery} from '../../src/core/broker/types.js';
 import {decideOutcome} from '../../src/core/worker/outcome.js';
 import {expectInvalid} from '../helpers/expect.js';
 
@@ -199,6 +199,7 @@ describe('configuration', () => {
       poolQueueCapacity: 2000,
       payloadLimitBytes: 65_536,
       cell: 'default',
+      doorbellBatch: 50,
     });
     expect(c.mysqlUrl).toBe('mysql://root@127.0.0.1:3306/ax');
   });
@@ -211,6 +212,11 @@ describe('configuration', () => {
     expect(c).toMatchObject({maxRetries: 7, retryBaseMs: 250, payloadLimitBytes: 131_072});
     invalid(() => loadConfig({env: {AX_MAX_RETRIES: 'many'}, cwd: '/nonexistent'}), /maxRetries \(env AX_MAX_RETRIES\)/);
     invalid(() => loadConfig({env: {AX_MYSQL_URL: 'postgres://x/y'}, cwd: '/nonexistent'}), /mysql:\/\//);
+    for (const bad of ['0', '1001', '2.5'])
+      invalid(
+        () => loadConfig({env: {AX_DOORBELL_BATCH: bad}, cwd: '/nonexistent'}),
+        /AX_DOORBELL_BATCH\) must be a whole number from 1 to 1000/,
+      );
     invalid(() => loadConfig({env: {AX_CONFIG: '/nonexistent/ax.json'}}), /does not exist/);
   });
   it('sizes the pools from the design formulas', () => {
@@ -225,9 +231,54 @@ describe('configuration', () => {
 });
 
 describe('doorbell messages', () => {
-  it('round-trips and refuses malformed bodies', () => {
-    expect(decodeMessage(encodeMessage({id: 'a', type: 'order_notify', pool: 'io'}))).toEqual({id: 'a', type: 'order_notify'});
-    for (const bad of ['', 'x', '[]', 'null', '{"id":1,"type":"t"}', '{"id":"a"}', 'x'.repeat(5000)])
-      expect(decodeMessage(Buffer.from(bad))).toBeNull();
+  it('round-trips one task and many, and refuses malformed bodies', () => {
+    const one = encodeMessage([{id: 'a', type: 'order_notify'}]);
+    expect(JSON.parse(one.toString())).toEqual({v: 1, id: 'a', type: 'order_notify'});
+    expect(decodeMessage(one)).toEqual([{id: 'a', type: 'order_notify'}]);
+    const refs = [
+      {id: 'a', type: 'order_notify'},
+      {id: 'b', type: 'user_credit'},
+    ];
+    expect(decodeMessage(encodeMessage(refs))).toEqual(refs);
+    const tooMany = JSON.stringify({v: 2, tasks: Array.from({length: MAX_TASKS_PER_MESSAGE + 1}, (_, i) => [`t${i}`, 'a_b'])});
+    for (const bad of [
+      '',
+      'x',
+      '[]',
+      'null',
+      '{"id":1,"type":"t"}',
+      '{"id":"a"}',
+      '{"v":2,"tasks":[]}',
+      '{"v":2,"tasks":[["a"]]}',
+      '{"v":2,"tasks":[["a","t"],["b",2]]}',
+      '{"v":2,"tasks":"a"}',
+      tooMany,
+      'x'.repeat(300_000),
+    ])
+      expect(decodeMessage(Buffer.from(bad)), bad.slice(0, 40)).toBeNull();
+  });
+
+  it('splits a doorbell for several tasks into parts; the message is acked once, when every part is', () => {
+    let acks = 0;
+    const d = {body: Buffer.alloc(0), redelivered: true, ack: () => void acks++};
+    const parts = splitDelivery(d, [
+      {id: 'a', type: 'order_notify'},
+      {id: 'b', type: 'user_credit'},
+    ]);
+    expect(decodeMessage(parts[1]!.body)).toEqual([{id: 'b', type: 'user_credit'}]);
+    expect(parts[0]!.redelivered).toBe(true);
+    parts[0]!.ack();
+    parts[0]!.ack();
+    expect(acks).toBe(0);
+    parts[1]!.ack();
+    expect(acks).toBe(1);
+  });
+
+  it('groups tasks per pool, in order, at most N per message', () => {
+    const t = (id: string, pool: 'io' | 'cpu') => ({id, type: 'order_notify', pool});
+    const msgs = [t('1', 'io'), t('2', 'cpu'), t('3', 'io'), t('4', 'io'), t('5', 'io'), t('6', 'cpu')];
+    expect(groupDoorbells(msgs, 3).map((g) => g.map((m) => m.id))).toEqual([['1', '3', '4'], ['5'], ['2', '6']]);
+    expect(groupDoorbells(msgs, 1)).toHaveLength(6);
+    expect(groupDoorbells([], 50)).toEqual([]);
   });
 });

@@ -33,7 +33,8 @@ export interface Broker {
   /** Connects and declares the topology (idempotent). Throws AxError('unavailable'). */
   start(): Promise<void>;
   /**
-   * Publishes persistent messages and resolves once the broker has confirmed every one of them.
+   * Rings for these tasks: publishes persistent doorbells (several tasks of one pool may share a
+   * message, see groupDoorbells) and resolves once the broker has confirmed every one of them.
    * Rejects with AxError('unavailable') on nack, unroutable message or lost connection, and with
    * AxError('timeout') when confirms do not arrive within the configured time. At most one batch
    * is unconfirmed at a time; callers' batches are queued.
@@ -52,20 +53,79 @@ export interface Broker {
   close(): Promise<void>;
 }
 
-export function encodeMessage(m: TaskMessage): Buffer {
-  return Buffer.from(JSON.stringify({v: 1, id: m.id, type: m.type}));
+/** The most task references one doorbell may carry (bounds the body a consumer accepts). */
+export const MAX_TASKS_PER_MESSAGE = 1000;
+const MAX_BODY_BYTES = 256 * 1024;
+
+/**
+ * Encodes one doorbell for one or more tasks of the same pool. One task: `{"v":1,"id":…,"type":…}`;
+ * several: `{"v":2,"tasks":[[id,type],…]}` ("these tasks may be ready"). Never the payload.
+ */
+export function encodeMessage(refs: ReadonlyArray<Pick<TaskMessage, 'id' | 'type'>>): Buffer {
+  if (refs.length === 1) return Buffer.from(JSON.stringify({v: 1, id: refs[0]!.id, type: refs[0]!.type}));
+  return Buffer.from(JSON.stringify({v: 2, tasks: refs.map((m) => [m.id, m.type])}));
 }
 
-/** Parses a doorbell; returns null for anything malformed (the caller poisons it). */
-export function decodeMessage(body: Buffer): {id: string; type: string} | null {
-  if (body.length === 0 || body.length > 4096) return null;
+/**
+ * Parses a doorbell (either form) into the tasks it rings for, in order; returns null for anything
+ * malformed — not JSON, a missing or non-string id or type, no tasks, too many, too big — and the
+ * caller poisons the whole message.
+ */
+export function decodeMessage(body: Buffer): Array<{id: string; type: string}> | null {
+  if (body.length === 0 || body.length > MAX_BODY_BYTES) return null;
   try {
     const o = JSON.parse(body.toString('utf8')) as unknown;
     if (o === null || typeof o !== 'object') return null;
-    const {id, type} = o as {id?: unknown; type?: unknown};
-    if (typeof id !== 'string' || typeof type !== 'string') return null;
-    return {id, type};
+    const {id, type, tasks} = o as {id?: unknown; type?: unknown; tasks?: unknown};
+    if (tasks === undefined) return typeof id === 'string' && typeof type === 'string' ? [{id, type}] : null;
+    if (!Array.isArray(tasks) || tasks.length === 0 || tasks.length > MAX_TASKS_PER_MESSAGE) return null;
+    const out: Array<{id: string; type: string}> = [];
+    for (const t of tasks as unknown[]) {
+      if (!Array.isArray(t) || typeof t[0] !== 'string' || typeof t[1] !== 'string') return null;
+      out.push({id: t[0], type: t[1]});
+    }
+    return out;
   } catch {
     return null;
   }
+}
+
+/**
+ * Groups doorbells into messages: per pool, in order, at most `perMessage` tasks each (1: one
+ * message per task). The consumer's claim batches several deliveries anyway; one message for many
+ * tasks divides the broker's per-message work (publish, confirm, deliver, ack) by up to `perMessage`.
+ */
+export function groupDoorbells(messages: readonly TaskMessage[], perMessage: number): TaskMessage[][] {
+  const byPool = new Map<PoolName, TaskMessage[][]>();
+  for (const m of messages) {
+    let groups = byPool.get(m.pool);
+    if (!groups) byPool.set(m.pool, (groups = [[]]));
+    let last = groups[groups.length - 1]!;
+    if (last.length >= perMessage) groups.push((last = []));
+    last.push(m);
+  }
+  return [...byPool.values()].flat();
+}
+
+/**
+ * One delivery per task of a doorbell that rings for several: the message is acked once every part
+ * is (claimed, dropped as stale, or poisoned). A part's body is the one task's own doorbell, so a
+ * poisoned part puts just that task's id on the poison queue.
+ */
+export function splitDelivery(d: Delivery, refs: Array<{id: string; type: string}>): Delivery[] {
+  let left = refs.length;
+  return refs.map((r) => {
+    let acked = false;
+    return {
+      get body() {
+        return encodeMessage([r]);
+      },
+      redelivered: d.redelivered,
+      ack() {
+        if (acked) return;
+        acked = true;
+        if (--left === 0) d.ack();
+      },
+    };
+  });
 }

@@ -27,6 +27,8 @@ export interface AxConfig {
   amqpPrefix: string;
   /** `quorum` or `classic` RabbitMQ queues. */
   queueType: 'quorum' | 'classic';
+  /** Most tasks one published doorbell message carries (1: one message per task). */
+  doorbellBatch: number;
   maxRetries: number;
   retryBaseMs: number;
   retryMaxMs: number;
@@ -69,6 +71,8 @@ interface Setting {
   default: unknown;
   secret?: boolean;
   min?: number;
+  /** Largest value (int settings). */
+  max?: number;
   choices?: readonly string[];
   doc: string;
 }
@@ -123,6 +127,14 @@ export const SETTINGS: Record<keyof AxConfig, Setting> = {
   cell: {env: 'AX_CELL', kind: 'string', default: 'default', doc: 'cell (resource-isolation unit) of rows and queues'},
   amqpPrefix: {env: 'AX_AMQP_PREFIX', kind: 'string', default: 'ax', doc: 'prefix of exchange and queue names'},
   queueType: {env: 'AX_QUEUE_TYPE', kind: 'string', default: 'quorum', choices: ['quorum', 'classic'], doc: 'RabbitMQ queue type'},
+  doorbellBatch: {
+    env: 'AX_DOORBELL_BATCH',
+    kind: 'int',
+    default: 50,
+    min: 1,
+    max: 1000,
+    doc: 'most tasks of one pool per RabbitMQ message (1: a message per task)',
+  },
   maxRetries: {env: 'AX_MAX_RETRIES', kind: 'int', default: 5, min: 0, doc: 'retries after the first attempt before dead'},
   retryBaseMs: {env: 'AX_RETRY_BASE', kind: 'duration', default: 1000, min: 1, doc: 'delay before the first retry (doubles each retry)'},
   retryMaxMs: {env: 'AX_RETRY_MAX', kind: 'duration', default: 3_600_000, min: 1, doc: 'cap of the retry delay before jitter'},
@@ -215,8 +227,9 @@ function coerce(key: string, s: Setting, raw: unknown, from: string): unknown {
             Number(m[1]) *
             ({'': 1, b: 1, k: 1024, kb: 1024, kib: 1024, m: 1 << 20, mb: 1 << 20, mib: 1 << 20}[(m[2] ?? '').toLowerCase()] ?? 1);
       }
-      if (typeof n !== 'number' || !Number.isInteger(n) || n < (s.min ?? 0)) {
-        throw invalid(`${where} must be a whole number ≥ ${s.min ?? 0}, got ${JSON.stringify(raw)}`);
+      if (typeof n !== 'number' || !Number.isInteger(n) || n < (s.min ?? 0) || (s.max !== undefined && n > s.max)) {
+        const range = s.max === undefined ? `≥ ${s.min ?? 0}` : `from ${s.min ?? 0} to ${s.max}`;
+        throw invalid(`${where} must be a whole number ${range}, got ${JSON.stringify(raw)}`);
       }
       return n;
     }

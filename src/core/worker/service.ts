@@ -70,6 +70,7 @@ export async function createWorkerService(o: WorkerServiceOptions): Promise<Work
     pools,
     ...(o.workerId === undefined ? {} : {workerId: o.workerId}),
     leaseMs: cfg.leaseMs,
+    tasksPerMessage: cfg.doorbellBatch,
     defaultTimeoutMs: cfg.taskTimeoutMs,
     backoff: {baseMs: cfg.retryBaseMs, maxMs: cfg.retryMaxMs},
   });

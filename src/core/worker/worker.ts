@@ -1,7 +1,7 @@
 import {hostname} from 'node:os';
 import {errorMessage} from '../errors.js';
 import type {Logger} from '../log.js';
-import {type Broker, type Delivery, type Subscription, type TaskMessage, decodeMessage} from '../broker/types.js';
+import {type Broker, type Delivery, type Subscription, type TaskMessage, decodeMessage, splitDelivery} from '../broker/types.js';
 import type {BackoffOptions} from '../retry/backoff.js';
 import type {ClaimedTask, Outcome, TaskStore} from '../store/types.js';
 import type {JsonObject, PoolName} from '../task/model.js';
@@ -32,6 +32,11 @@ export interface WorkerOptions {
   /** Longest an outcome waits to be written with others (default 5 ms). */
   outcomeWaitMs?: number;
   heartbeatMs?: number;
+  /**
+   * Tasks producers put in one doorbell message (AX_DOORBELL_BATCH; default 1). The prefetch, which
+   * counts messages, is the pool's room (size + capacity) divided by it.
+   */
+  tasksPerMessage?: number;
 }
 
 /** Counters of one worker process, for logs, tests and metrics. */
@@ -42,7 +47,10 @@ export interface WorkerStats {
   dead: number;
   released: number;
   staleOutcomes: number;
+  /** Doorbells for tasks already running, finished or not due: acked and dropped. */
   staleDeliveries: number;
+  /** Extra doorbells for a task claimed in the same batch by another one: acked with the claim. */
+  duplicateDeliveries: number;
   poisoned: number;
   leasesLost: number;
 }
@@ -70,6 +78,7 @@ export class Worker {
     released: 0,
     staleOutcomes: 0,
     staleDeliveries: 0,
+    duplicateDeliveries: 0,
     poisoned: 0,
     leasesLost: 0,
   };
@@ -122,7 +131,7 @@ export class Worker {
     this.state = 'running';
     await this.o.store.upsertWorker(this.info(), 0);
     for (const [name, pool] of Object.entries(this.o.pools) as Array<[PoolName, ExecutionPool]>) {
-      const prefetch = Math.min(65_535, pool.size + pool.capacity);
+      const prefetch = Math.min(65_535, Math.max(1, Math.ceil((pool.size + pool.capacity) / (this.o.tasksPerMessage ?? 1))));
       this.subs.push(await this.o.broker.consume(name, prefetch, (d) => this.onDelivery(d)));
     }
     this.scheduleRenew();
@@ -137,13 +146,14 @@ export class Worker {
   }
 
   private onDelivery(d: Delivery): void {
-    const m = decodeMessage(d.body);
-    if (!m) {
-      this.track(this.poison(d, 'malformed message: not a JSON object with string id and type'));
+    const refs = decodeMessage(d.body);
+    if (!refs) {
+      this.track(this.poison(d, 'malformed message: not a doorbell with string ids and types'));
       return;
     }
     if (this.state !== 'running') return; // not acked: the channel close requeues it
-    this.claims.push({id: m.id, type: m.type, d});
+    if (refs.length === 1) this.claims.push({id: refs[0]!.id, type: refs[0]!.type, d});
+    else for (const [i, part] of splitDelivery(d, refs).entries()) this.claims.push({id: refs[i]!.id, type: refs[i]!.type, d: part});
   }
 
   private async poison(d: Delivery, reason: string): Promise<void> {
@@ -185,7 +195,9 @@ export class Worker {
     const claimed = [...result.claimed].sort((a, b) => (order.get(a.id) ?? 0) - (order.get(b.id) ?? 0));
     for (const t of claimed) {
       this.stats.claimed++;
-      for (const p of byId.get(t.id) ?? []) p.d.ack();
+      const parts = byId.get(t.id) ?? [];
+      this.stats.duplicateDeliveries += Math.max(0, parts.length - 1);
+      for (const p of parts) p.d.ack();
       this.dispatch(t);
     }
   }

@@ -6,7 +6,16 @@ import {redactUrl} from '../../config/config.js';
 import type {Logger} from '../../log.js';
 import {type Clock, type Random, sleep} from '../../time.js';
 import {POOLS, type PoolName} from '../../task/model.js';
-import {type Broker, type BrokerEvent, type Delivery, type Subscription, type TaskMessage, encodeMessage} from '../types.js';
+import {
+  type Broker,
+  type BrokerEvent,
+  type Delivery,
+  type Subscription,
+  type TaskMessage,
+  encodeMessage,
+  groupDoorbells,
+  MAX_TASKS_PER_MESSAGE,
+} from '../types.js';
 import {type Topology, topology} from './topology.js';
 
 export interface AmqpBrokerOptions {
@@ -20,6 +29,8 @@ export interface AmqpBrokerOptions {
   logger: Logger;
   /** Reconnect with jittered backoff after a lost connection (services), or stay down (one-shot CLI). */
   reconnect: boolean;
+  /** Most tasks one published doorbell carries (default 1: one message per task). */
+  tasksPerMessage?: number;
 }
 
 interface RawPublish {
@@ -102,6 +113,9 @@ export class AmqpBroker implements Broker {
   private readonly events = new EventEmitter();
 
   constructor(private readonly opts: AmqpBrokerOptions) {
+    const per = opts.tasksPerMessage ?? 1;
+    if (!Number.isInteger(per) || per < 1 || per > MAX_TASKS_PER_MESSAGE)
+      throw new AxError('invalid_input', `tasksPerMessage must be a whole number from 1 to ${MAX_TASKS_PER_MESSAGE}, got ${per}`);
     this.names = topology(opts.prefix, opts.cell, opts.queueType);
   }
 
@@ -307,11 +321,18 @@ export class AmqpBroker implements Broker {
   publish(messages: TaskMessage[]): Promise<void> {
     if (messages.length === 0) return Promise.resolve();
     return this.publishRaw(
-      messages.map((m) => ({
+      groupDoorbells(messages, this.opts.tasksPerMessage ?? 1).map((g) => ({
         exchange: this.names.exchange,
-        routingKey: this.names.routingKey(m.pool),
-        content: encodeMessage(m),
-        options: {persistent: true, mandatory: true, messageId: m.id, type: m.type, contentType: 'application/json'},
+        routingKey: this.names.routingKey(g[0]!.pool),
+        content: encodeMessage(g),
+        // messageId identifies the message for unroutable returns; type only when it is one task's.
+        options: {
+          persistent: true,
+          mandatory: true,
+          messageId: g[0]!.id,
+          contentType: 'application/json',
+          ...(g.length === 1 ? {type: g[0]!.type} : {}),
+        },
       })),
     );
   }
