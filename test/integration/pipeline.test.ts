@@ -10,6 +10,8 @@ import {reconcile} from '../../src/core/reconcile/reconcile.js';
 import {createWorkerService} from '../../src/core/worker/service.js';
 import type {Worker} from '../../src/core/worker/worker.js';
 import type {Outcome} from '../../src/core/store/types.js';
+import type {Broker} from '../../src/core/broker/types.js';
+import {AxError} from '../../src/core/errors.js';
 import {AMQP_URL, createTestEnv, eventually, type TestEnv} from '../helpers/env.js';
 import {retryDelayBounds} from '../../src/core/retry/backoff.js';
 
@@ -260,5 +262,43 @@ describe('core pipeline', () => {
     await broker.publish([{id, type: 'test_noop', pool: 'io'}]);
     await eventually(async () => workers.reduce((n, w) => n + w.stats.staleDeliveries, 0) > before);
     expect((await client.getTask(id)).task.state).toBe('cancelled');
+  });
+
+  it('when the poison queue cannot be reached, an unusable doorbell is dropped, never left unacked', async () => {
+    // Its own environment, so that the shared workers do not take the message first.
+    const own = await createTestEnv();
+    const conn = await amqp.connect(AMQP_URL);
+    try {
+      const real = await own.broker({reconnect: true});
+      const failing: Broker = Object.create(real, {
+        poison: {value: () => Promise.reject(new AxError('unavailable', 'RabbitMQ blocked (test)'))},
+      });
+      const w = await createWorkerService({
+        ...own.rt,
+        config: own.config,
+        store: await own.store(),
+        broker: failing,
+        handlersModule: HANDLERS,
+        pools: ['io'],
+      });
+      await w.start();
+      const ch = await conn.createConfirmChannel();
+      const body = JSON.stringify({
+        v: 2,
+        tasks: [
+          [randomUUID(), 'test_noop'],
+          [randomUUID(), 'test_noop'],
+        ],
+      });
+      ch.publish(real.names.exchange, real.names.routingKey('io'), Buffer.from(body), {persistent: true});
+      await ch.waitForConfirms();
+      await eventually(async () => w.stats.poisoned === 2, 10_000, 'both unknown ids to be poisoned');
+      // Stopping closes the channel: an unacked message would be back in the queue.
+      await w.stop(1000);
+      expect((await ch.checkQueue(real.names.queue('io'))).messageCount).toBe(0);
+    } finally {
+      await conn.close();
+      await own.dispose();
+    }
   });
 });

@@ -47,7 +47,7 @@ export interface Broker {
   consume(pool: PoolName, prefetch: number, onDelivery: (d: Delivery) => void): Promise<Subscription>;
   /** Moves an unprocessable delivery to the poison queue (confirmed), then acks it. */
   poison(d: Delivery, reason: string): Promise<void>;
-  /** Message counts per queue (for tests, stats and `ax top`). */
+  /** Ready messages per queue (messages, not tasks: one may ring for several; for tests and stats). */
   queueDepths(): Promise<Record<string, number>>;
   on(event: BrokerEvent, listener: (info?: unknown) => void): void;
   close(): Promise<void>;
@@ -116,9 +116,10 @@ export function splitDelivery(d: Delivery, refs: Array<{id: string; type: string
   let left = refs.length;
   return refs.map((r) => {
     let acked = false;
+    let body: Buffer | undefined;
     return {
       get body() {
-        return encodeMessage([r]);
+        return (body ??= encodeMessage([r]));
       },
       redelivered: d.redelivered,
       ack() {

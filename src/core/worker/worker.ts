@@ -131,7 +131,10 @@ export class Worker {
     this.state = 'running';
     await this.o.store.upsertWorker(this.info(), 0);
     for (const [name, pool] of Object.entries(this.o.pools) as Array<[PoolName, ExecutionPool]>) {
-      const prefetch = Math.min(65_535, Math.max(1, Math.ceil((pool.size + pool.capacity) / (this.o.tasksPerMessage ?? 1))));
+      // Room for full doorbells, but never fewer than 32 messages (or the room): small ones (cron,
+      // re-rings, a quiet scheduler tick) must not shrink the claim batches to a few tasks.
+      const room = pool.size + pool.capacity;
+      const prefetch = Math.min(65_535, Math.max(Math.ceil(room / (this.o.tasksPerMessage ?? 1)), Math.min(room, 32)));
       this.subs.push(await this.o.broker.consume(name, prefetch, (d) => this.onDelivery(d)));
     }
     this.scheduleRenew();
@@ -156,13 +159,24 @@ export class Worker {
     else for (const [i, part] of splitDelivery(d, refs).entries()) this.claims.push({id: refs[i]!.id, type: refs[i]!.type, d: part});
   }
 
+  /**
+   * Moves a message ax cannot use to the poison queue. If that fails (RabbitMQ blocked or down), the
+   * message is logged and acked anyway: left unacked it would hold back every later ack on its
+   * channel (acks go out in tag order) and, with a doorbell for many tasks, the claimed ones too.
+   * Dropping it loses no task — it names none that exists, or is not a doorbell at all.
+   */
   private async poison(d: Delivery, reason: string): Promise<void> {
     this.stats.poisoned++;
     this.log.warn('poison message', {reason, bytes: d.body.length});
     try {
       await this.o.broker.poison(d, reason);
     } catch (e) {
-      this.log.error('could not move a poison message; it stays unacked until the channel closes', {error: errorMessage(e)});
+      this.log.error('could not move a poison message to the poison queue; dropped it', {
+        reason,
+        body: d.body.subarray(0, 300).toString('utf8'),
+        error: errorMessage(e),
+      });
+      d.ack();
     }
   }
 
