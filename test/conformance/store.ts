@@ -124,6 +124,44 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
       expect((await s.history(t.id)).map((e) => e.to)).toEqual(['submitted', 'running', 'succeeded']);
     });
 
+    it('a batch of successes with one zombie among them: the others apply, the zombie changes nothing', async () => {
+      const ts = [1, 2, 3].map((i) => task({type: 'order_notify', payload: {plain: i}}));
+      await s.insertTasks(ts, 'test');
+      const claimed = (
+        await s.claim(
+          ts.map((t) => t.id),
+          'w1',
+          30_000,
+        )
+      ).claimed;
+      const success = (id: string, fenceDelta = 0) => {
+        const c = claimed.find((x) => x.id === id)!;
+        return {id, fence: c.fence + fenceDelta, to: 'succeeded' as const};
+      };
+      const [a, b, c] = ts.map((t) => t.id) as [string, string, string];
+      // b's fence is a zombie's: a and c succeed, b stays running, and only a and c get a history row.
+      const res = await s.applyOutcomes([success(a), success(b, -1), success(c)], 'w1');
+      expect(res.applied.sort()).toEqual([a, c].sort());
+      expect(res.stale).toEqual([b]);
+      expect(await s.getTask(b)).toMatchObject({state: 'running', fence: 1});
+      for (const id of [a, c]) {
+        expect(await s.getTask(id)).toMatchObject({state: 'succeeded', leaseUntil: null});
+        expect((await s.history(id)).map((e) => [e.to, e.attempt, e.worker])).toEqual([
+          ['submitted', 0, 'test'],
+          ['running', 1, 'w1'],
+          ['succeeded', 1, 'w1'],
+        ]);
+      }
+      expect((await s.history(b)).map((e) => e.to)).toEqual(['submitted', 'running']);
+      // The current worker's own outcome for b still applies.
+      expect(await s.applyOutcomes([success(b)], 'w1')).toEqual({applied: [b], stale: []});
+      expect((await s.history(b)).map((e) => [e.to, e.attempt])).toEqual([
+        ['submitted', 0],
+        ['running', 1],
+        ['succeeded', 1],
+      ]);
+    });
+
     it('fails with a retry time from the database clock, releases without using an attempt, and dead-letters', async () => {
       const [f, r, d] = [1, 2, 3].map((i) => task({type: 'order_notify', payload: {f: i}}));
       await s.insertTasks([f!, r!, d!], 'test');
