@@ -10,16 +10,24 @@ export function when(d: Date | null, opts: {seconds?: boolean} = {}): string {
   return opts.seconds ? s.slice(0, 19) : s;
 }
 
+/**
+ * Control characters (escape sequences, carriage returns…) as `\uFFFD`: row contents come from
+ * producers and must not drive the operator's terminal.
+ */
+export function printable(s: string): string {
+  return s.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, '\uFFFD');
+}
+
 /** One line, cut to `max` characters with an ellipsis. */
 export function clip(s: string | null, max: number): string {
   if (s === null) return '';
-  const one = s.replace(/\s+/g, ' ').trim();
+  const one = printable(s.replace(/\s+/g, ' ').trim());
   return one.length > max ? `${one.slice(0, max - 1)}…` : one;
 }
 
 /** Columns two spaces apart; `right` lists the columns aligned right (numbers). */
 export function table(head: string[], rows: string[][], opts: {right?: number[]; indent?: string} = {}): string[] {
-  const all = [head, ...rows];
+  const all = [head, ...rows].map((r) => r.map((c) => printable(c).replace(/[\t\n]/g, ' ')));
   const widths = head.map((_, i) => Math.max(...all.map((r) => (r[i] ?? '').length)));
   const right = new Set(opts.right ?? []);
   const fmt = (r: string[]): string =>

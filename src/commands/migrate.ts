@@ -12,9 +12,12 @@ The database named in AX_MYSQL_URL is created when missing and the user may crea
     '<%= config.bin %> migrate',
     '<%= config.bin %> migrate --status',
     '<%= config.bin %> migrate --status --json',
+    '<%= config.bin %> migrate --outbox --status',
   ];
   static override flags = {
-    status: Flags.boolean({description: 'only show which migrations are applied'}),
+    status: Flags.boolean({
+      description: 'only show which migrations are applied (with --outbox: whether task_outbox exists); changes nothing',
+    }),
     outbox: Flags.boolean({description: 'create task_outbox in the business database (AX_OUTBOX_MYSQL_URL, default AX_MYSQL_URL)'}),
   };
 
@@ -23,13 +26,24 @@ The database named in AX_MYSQL_URL is created when missing and the user may crea
     const rt = this.runtime(flags.config);
     if (flags.outbox) {
       const outbox = await openOutbox(rt, {requireTable: false});
+      const database = outbox.db.database;
       try {
+        if (flags.status) {
+          const exists = await outbox.tableExists();
+          if (!this.jsonEnabled())
+            this.log(
+              exists
+                ? `task_outbox exists in database ${database}`
+                : `task_outbox does not exist in database ${database}: run \`ax migrate --outbox\``,
+            );
+          return {outbox: true, database, exists};
+        }
         await outbox.migrate();
       } finally {
         await outbox.close();
       }
-      if (!this.jsonEnabled()) this.log(`task_outbox is ready in database ${outbox.db.database}`);
-      return {outbox: true, database: outbox.db.database};
+      if (!this.jsonEnabled()) this.log(`task_outbox is ready in database ${database}`);
+      return {outbox: true, database, exists: true};
     }
     const db = await openDatabase(rt);
     try {

@@ -3,6 +3,7 @@ import {AxCommand} from '../cli/base.js';
 import {openBroker, openStore} from '../cli/runtime.js';
 import {invalid} from '../core/errors.js';
 import {reconcile, type ReconcileReport} from '../core/reconcile/reconcile.js';
+import {createCronService} from '../core/cron/service.js';
 
 const MAX_LIMIT = 1_000_000;
 
@@ -11,7 +12,8 @@ export default class Reconcile extends AxCommand {
   static override description = `One reconcile pass, the same the scheduler runs every 5 minutes:
 
 1. running tasks whose lease expired (their worker died) become failed, to be retried with backoff, or dead when out of retries; a worker that renewed its lease in between wins.
-2. due submitted/failed tasks never rung for on RabbitMQ, or rung longer ago than AX_REPUBLISH_AFTER and still unclaimed, are published again: at most --limit of them, at AX_RECONCILE_RATE tasks/s, so a merely long backlog is not doubled.
+2. cron schedules get their missing occurrences back (deleted by hand, lost in a restore), and a pending occurrence that missed its fire time is handled by the schedule's misfire policy.
+3. due submitted/failed tasks never rung for on RabbitMQ, or rung longer ago than AX_REPUBLISH_AFTER and still unclaimed, are published again: at most --limit of them, at AX_RECONCILE_RATE tasks/s, so a merely long backlog is not doubled. An occurrence of a paused or removed schedule, or one its overlap policy skips, is cancelled instead, with the reason.
 
 Safe at any time, alongside workers and schedulers: every change is a guarded update of the task row. --dry-run reports what it would do and changes nothing. When the report says "truncated", run it again to handle the rest.`;
   static override examples = [
@@ -34,7 +36,9 @@ Safe at any time, alongside workers and schedulers: every change is a guarded up
     try {
       const broker = await openBroker(rt, {reconnect: false});
       try {
+        const cron = createCronService({...rt, store});
         report = await reconcile({
+          cron: cron.reconcileHooks(),
           store,
           broker,
           clock: rt.clock,
@@ -85,6 +89,9 @@ function summarize(r: ReconcileReport): string[] {
     r.dryRun ? `  undispatched:   ${u.found} due and not rung for` : `  undispatched:   ${u.found} found, ${u.republished} re-published`,
   );
   lines.push(...sample(u.ids, u.found));
+  if (r.cron.repaired.length > 0) lines.push(`  cron: recreated the missing occurrence of ${r.cron.repaired.join(', ')}`);
+  if (r.cron.skipped > 0)
+    lines.push(`  cron: ${r.cron.skipped} occurrence(s) not rung by their schedule's policy (cancelled; see ax tasks show)`);
   if (r.truncated) lines.push('  the limit was reached: run again to handle the rest');
   lines.push(`  took ${r.durationMs} ms`);
   return lines;

@@ -1,4 +1,6 @@
+import {Flags} from '@oclif/core';
 import {AxCommand} from '../cli/base.js';
+import {parseDuration} from '../core/duration.js';
 import {waitForSignal} from '../cli/signals.js';
 import {startRelay} from '../relay.js';
 
@@ -11,18 +13,31 @@ at once. Rows that can never be relayed (invalid JSON, bad type, conflicting ded
 failed and skipped: see \`ax outbox list --failed\`.
 
 The outbox lives in AX_OUTBOX_MYSQL_URL (default: AX_MYSQL_URL); create it with \`ax migrate --outbox\`.
-The same relay runs as a separately deployed sidecar (sidecar/ in the package).`;
+The same relay runs as a separately deployed sidecar (sidecar/ in the package), which also serves
+/healthz and /readyz. A summary line (rows relayed, published, failed; the outbox lag: unsent rows
+and the age of the oldest) is logged every minute, and the totals are printed on exit.`;
   static override examples = [
     '<%= config.bin %> relay',
     'AX_OUTBOX_MYSQL_URL=mysql://relay:secret@orders-db:3306/orders <%= config.bin %> relay',
+    '<%= config.bin %> relay --summary-every 10s',
   ];
+  static override flags = {
+    'summary-every': Flags.string({description: 'log a summary line this often (0 to disable)', default: '1m'}),
+  };
 
   async run(): Promise<unknown> {
     const {flags} = await this.parse(RelayCommand);
     const rt = this.runtime(flags.config);
+    const summaryEvery = parseDuration(flags['summary-every'], '--summary-every');
     const running = await startRelay(rt.config, rt.logger);
     if (!this.jsonEnabled()) this.logToStderr(`ax relay ${running.relay.id} running; Ctrl-C to stop`);
+    const {relay} = running;
+    const timer =
+      summaryEvery > 0
+        ? setInterval(() => rt.logger.info('relay summary', {...relay.stats, ready: relay.ready()}), summaryEvery)
+        : undefined;
     const signal = await waitForSignal();
+    if (timer) clearInterval(timer);
     await running.stop();
     return {signal, relay: running.relay.id, ...running.relay.stats};
   }

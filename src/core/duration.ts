@@ -26,6 +26,7 @@ export function parseDuration(input: unknown, what = 'duration'): number {
     ms = Number(input.trim());
   } else if (typeof input === 'string') {
     const s = input.trim().toLowerCase();
+    if (/^-\s*\d/.test(s)) throw invalid(`${what} "${input}" is negative: a duration is 0 or more`);
     const re = /(\d+(?:\.\d+)?)(ms|sec|min|s|m|h|d)/gy;
     ms = 0;
     let matched = 0;

@@ -261,6 +261,19 @@ describe('set-up problems', () => {
     );
   });
 
+  test('migrate --outbox --status reports whether task_outbox exists and creates nothing', async () => {
+    // ax's own test database has no task_outbox (the business database here is another one).
+    const exists = async () =>
+      (await testEnv.sql("SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'task_outbox'")).length;
+    const r = await ax(['migrate', '--outbox', '--status', '--json'], {AX_OUTBOX_MYSQL_URL: ''});
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.json).toEqual({outbox: true, database: testEnv.config.amqpPrefix, exists: false});
+    expect(await exists()).toBe(0);
+    const human = await ax(['migrate', '--outbox', '--status'], {AX_OUTBOX_MYSQL_URL: ''});
+    expect(human.stdout).toContain(`task_outbox does not exist in database ${testEnv.config.amqpPrefix}: run \`ax migrate --outbox\``);
+    expect(await exists()).toBe(0);
+  });
+
   test.concurrent.each(['outbox list', 'outbox retry', 'outbox stats'])('ax %s --help shows examples', async (cmd) => {
     const r = await ax([...cmd.split(' '), '--help']);
     expect(r.code, r.stderr).toBe(0);

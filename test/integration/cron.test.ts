@@ -16,6 +16,7 @@
  */
 import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest';
 import type {Broker} from '../../src/core/broker/types.js';
+import {reconcile} from '../../src/core/reconcile/reconcile.js';
 import {lastFireAtOrBefore, nextFireTimes, parseSchedule} from '../../src/core/cron/parse.js';
 import type {CronInput} from '../../src/core/cron/schedule.js';
 import {createCronService, occurrenceKey, type CronService} from '../../src/core/cron/service.js';
@@ -335,6 +336,46 @@ describe('cron schedules', () => {
     ).map((r) => r.at.getTime());
     expect(allowedStart).toBeLessThan(prevEnd!); // they overlapped
     expect(await stateOf(prevSkip)).toBe('succeeded');
+
+    // A retry of an occurrence is that occurrence, not a new one: skip never cancels it.
+    await add(cron, {name: 'd-skip-retry', type: 'test_flaky', payload: {succeedOn: 2}, overlap: 'skip'});
+    const flaky = (await cron.trigger('d-skip-retry')).taskId;
+    await eventually(async () => (await stateOf(flaky)) === 'succeeded', 15_000, 'the failed occurrence to be retried and succeed');
+    expect((await starts(flaky)).length).toBe(2);
+  });
+
+  it('(g) a reconcile pass (as `ax reconcile` runs it, no scheduler): repairs and reports; a paused schedule’s due occurrence is cancelled, not rung', async () => {
+    const cron = await cronService('test-g', {broker: true});
+    await add(cron, {name: 'g-repair'});
+    await add(cron, {name: 'g-paused'});
+    const pausedFire = await setNextFire('g-paused', 300);
+    // g-paused's occurrence exists (unpublished) and falls due while the schedule is paused.
+    expect(await cron.repair()).toContain('g-paused');
+    // g-repair's pending occurrence is missing (as if deleted by hand).
+    await setNextFire('g-repair', HOUR);
+    const pausedTask = idFromDedupKey('default', occurrenceKey('g-paused', pausedFire));
+    await cron.pause('g-paused');
+    await eventually(async () => (await dbNow()) > pausedFire, 5000, 'the paused occurrence to fall due');
+    const report = await reconcile({
+      ...env.rt,
+      store: await env.store(),
+      broker,
+      backoff: {baseMs: 1000, maxMs: 60_000},
+      limit: 1000,
+      rate: 10_000,
+      republishAfterMs: 60_000,
+      dryRun: false,
+      actor: 'test-g',
+      cron: cron.reconcileHooks(),
+    });
+    expect(report.cron.repaired).toContain('g-repair');
+    expect(report.cron.repaired).not.toContain('g-paused');
+    expect(report.cron.skipped).toBeGreaterThanOrEqual(1);
+    expect((await occurrences('g-repair')).map((o) => o.state)).toEqual(['submitted']);
+    expect(await stateOf(pausedTask)).toBe('cancelled');
+    const [t] = await env.sql<{published_at: Date | null}>('SELECT published_at FROM tasks WHERE id = ?', [pausedTask]);
+    expect(t!.published_at).toBeNull();
+    expect(await starts(pausedTask)).toEqual([]);
   });
 
   it('(e) repair recreates a pending occurrence deleted by hand, as the reconciler does', async () => {

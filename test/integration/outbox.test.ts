@@ -13,9 +13,12 @@ import type {AxConfig} from '../../src/core/config/config.js';
 import {createSchedulerService} from '../../src/core/scheduler/service.js';
 import type {Scheduler} from '../../src/core/scheduler/scheduler.js';
 import type {MysqlOutboxStore} from '../../src/core/store/mysql/outbox.js';
-import type {TaskSpec} from '../../src/core/task/model.js';
+import type {NewTask, TaskSpec} from '../../src/core/task/model.js';
+import type {TaskStore} from '../../src/core/store/types.js';
 import {idFromDedupKey} from '../../src/core/task/id.js';
 import {systemClock} from '../../src/core/time.js';
+import {AxError} from '../../src/core/errors.js';
+import type {Broker} from '../../src/core/broker/types.js';
 import type {Worker} from '../../src/core/worker/worker.js';
 import {startRelay, type RunningRelay} from '../../src/relay.js';
 import {createTestEnv, eventually, type TestEnv, createTestWorker} from '../helpers/env.js';
@@ -54,13 +57,18 @@ describe('transactional outbox', () => {
   let relaySeq = 0;
 
   /** A relay driven by hand with `once()` (never started), on its own store and broker connections. */
-  const manualRelay = async (over: Partial<AxConfig> = {}, clock = systemClock): Promise<Relay> => {
+  const manualRelay = async (
+    over: Partial<AxConfig> = {},
+    clock = systemClock,
+    extra: {store?: TaskStore; purgeBatch?: number} = {},
+  ): Promise<Relay> => {
     const r = createRelayService({
       ...env.rt,
       clock,
       config: {...env.config, ...over},
       outbox,
-      store: await env.store(),
+      ...(extra.purgeBatch === undefined ? {} : {purgeBatch: extra.purgeBatch}),
+      store: extra.store ?? (await env.store()),
       broker: await env.broker(),
       id: `relay-test-${++relaySeq}`,
     });
@@ -381,6 +389,11 @@ describe('transactional outbox', () => {
       dedupConflict: await insert('type, payload, dedup_key', ['test_noop', p(6, {v: 2}), key]),
       badId: await insert('task_id, type, payload', ['not-a-uuid', 'test_noop', p(7)]),
       badPool: await insert('type, payload, pool', ['test_noop', p(8), 'gpu']),
+      // MariaDB's default mode accepts a zero date; it reads back as an invalid Date.
+      zeroDate: await insert('type, payload, run_at', ['test_noop', p(10), '0000-00-00 00:00:00']),
+      // The database compares keys ignoring trailing spaces: the same key to it, another to ax.
+      trailingSpace: await insert('type, payload, dedup_key', ['test_noop', p(11), `${key} `]),
+      farFuture: await insert('type, payload, run_at', ['test_noop', p(12), new Date(Date.now() + 400 * 86_400_000)]),
       good9: await insert('type, payload', ['test_noop', p(9)]),
     };
     const reasons: Record<string, RegExp> = {
@@ -391,10 +404,13 @@ describe('transactional outbox', () => {
       dedupConflict: /conflict: dedup key .* already exists with different content/,
       badId: /not a lower-case UUID/,
       badPool: /pool must be one of/,
+      zeroDate: /run_at is not a valid time/,
+      trailingSpace: /dedupKey must not end with whitespace/,
+      farFuture: /more than 366 days after the row was written/,
     };
     // Two rows per pass: every pass holds a bad row, yet all the good ones go through.
-    expect(await drain(relay)).toBe(10);
-    expect(relay.stats.failedRows).toBe(7);
+    expect(await drain(relay)).toBe(13);
+    expect(relay.stats.failedRows).toBe(10);
     const all = await biz.sql<{
       id: number;
       sent_at: Date | null;
@@ -507,6 +523,93 @@ describe('transactional outbox', () => {
     expect((await outbox.lag()).failed).toBe(failedBefore);
     // The unsent row was relayed by that relay, then purged in a later pass.
     await eventually(async () => (await byKey(run)).get(3)?.state === 'succeeded', 20_000, 'the last row to run');
+  });
+
+  it('a row that ax’s database refuses is found by halving the batch and marked failed; the rest go through', async () => {
+    const run = newRun('refused');
+    const real = await env.store();
+    // Stands for data the row checks miss and the database refuses (a column limit, a collation
+    // quirk): the real store, except that any batch holding the task with k = 3 fails as MySQL would.
+    const refusing: TaskStore = Object.create(real, {
+      insertTasks: {
+        value: (tasks: NewTask[], actor: string) =>
+          tasks.some((t) => (JSON.parse(t.payload) as {k?: number}).k === 3)
+            ? Promise.reject(Object.assign(new Error("Data too long for column 'dedup_key' at row 4"), {code: 'ER_DATA_TOO_LONG'}))
+            : real.insertTasks(tasks, actor),
+      },
+    });
+    const relay = await manualRelay({}, systemClock, {store: refusing});
+    await insertLedger(biz, run, 8);
+    expect(await drain(relay)).toBe(8);
+    expect(relay.stats).toMatchObject({failedRows: 1, relayed: 7});
+    expect(await outboxCounts(biz, run)).toMatchObject({rows: 8, sent: 7, failed: 1, unsent: 0});
+    const [bad] = await biz.sql<{last_error: string}>(
+      "SELECT last_error FROM task_outbox WHERE JSON_VALUE(payload, '$.run') = ? AND failed_at IS NOT NULL",
+      [run],
+    );
+    expect(bad!.last_error).toMatch(/ax's database refused the task: Data too long/);
+    await eventually(
+      async () => [...(await byKey(run)).values()].filter((t) => t.state === 'succeeded').length === 7,
+      20_000,
+      'the 7 to run',
+    );
+
+    // A refusal of every row is not about one row: nothing is marked failed, the rows are handed back.
+    const run2 = newRun('refused-all');
+    const refuseAll: TaskStore = Object.create(real, {
+      insertTasks: {value: () => Promise.reject(Object.assign(new Error("Table 'tasks' is read only"), {code: 'ER_OPEN_AS_READONLY'}))},
+    });
+    const stuck = await manualRelay({}, systemClock, {store: refuseAll});
+    await insertLedger(biz, run2, 3);
+    await expect(stuck.once()).rejects.toThrow(/refused the task: Table 'tasks' is read only/);
+    expect(await outboxCounts(biz, run2)).toMatchObject({rows: 3, sent: 0, failed: 0, unsent: 3, claimedUnsent: 0});
+    expect(await drain(relay)).toBe(3);
+  });
+
+  it('is not ready while its publishes fail, even when a pass finds nothing to do', async () => {
+    const run = newRun('ready');
+    const realBroker = await env.broker();
+    let down = true;
+    const flaky: Broker = Object.create(realBroker, {
+      publish: {
+        value: (m: Parameters<Broker['publish']>[0]) =>
+          down ? Promise.reject(new AxError('unavailable', 'RabbitMQ down (test)')) : realBroker.publish(m),
+      },
+    });
+    const r = createRelayService({
+      ...env.rt,
+      config: {...env.config, relayIntervalMs: 20},
+      outbox,
+      store: await env.store(),
+      broker: flaky,
+      id: `relay-test-${++relaySeq}`,
+    });
+    manual.push(r);
+    await insertLedger(biz, run, 1);
+    r.start();
+    // One loop keeps failing to publish the row; the other keeps finding nothing (the row is claimed).
+    await eventually(async () => r.stats.transientErrors >= 2 && r.stats.lastSuccessAt !== null, 10_000, 'failed publishes');
+    expect(r.ready()).toBe(false);
+    down = false;
+    await eventually(async () => (await outboxCounts(biz, run)).sent === 1, 20_000, 'the row to be sent once RabbitMQ is back');
+    expect(r.ready()).toBe(true);
+    await r.stop();
+  });
+
+  it('the relay purges while a purge comes back full, so the purge keeps up with any rate', async () => {
+    const run = newRun('purge-loop');
+    await insertLedger(biz, run, 7);
+    const probe = await manualRelay();
+    expect(await drain(probe)).toBe(7);
+    await biz.sql("UPDATE task_outbox SET sent_at = sent_at - INTERVAL 2 HOUR WHERE JSON_VALUE(payload, '$.run') = ?", [run]);
+    // Monotonic time jumps past the 60 s purge period once, after the first reading: one purge pass.
+    let reads = 0;
+    const once = {...systemClock, monotonic: () => performance.now() + (reads++ > 0 ? 61_000 : 0)};
+    const r = await manualRelay({outboxRetentionMs: 3_600_000, relayIntervalMs: 20}, once, {purgeBatch: 2});
+    r.start();
+    await eventually(async () => (await outboxCounts(biz, run)).rows === 0, 10_000, 'every old sent row to be purged');
+    await r.stop();
+    expect(r.stats.purged).toBeGreaterThanOrEqual(7);
   });
 
   it('lag reports the unsent rows and the age of the oldest', async () => {

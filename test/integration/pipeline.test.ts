@@ -253,6 +253,40 @@ describe('core pipeline', () => {
     }
   });
 
+  it('a task submitted to a pool its handler does not use moves to its handler’s pool once, and runs there', async () => {
+    // test_cpu's handler declares pool cpu; submitted without --pool, the task is rung on io, where
+    // only io-only workers listen.
+    const id = await client.submit({type: 'test_cpu', payload: {n: 10}});
+    await client.flush();
+    await eventually(async () => (await client.getTask(id)).task.pool === 'cpu', 10_000, 'the task to move to the cpu pool');
+    expect((await client.getTask(id)).task).toMatchObject({state: 'failed', attempt: 0});
+    // Only then a worker that runs the cpu pool: it gets the doorbell the io worker rang on the cpu queue.
+    const cpuWorker = await createWorkerService({
+      ...env.rt,
+      config: env.config,
+      store: await env.store(),
+      broker: await env.broker({reconnect: true}),
+      handlersModule: HANDLERS,
+      pools: ['cpu'],
+      workerId: 'test-cpu',
+    });
+    await cpuWorker.start();
+    try {
+      await eventually(async () => (await client.getTask(id)).task.state === 'succeeded', 15_000, 'the task to run on the cpu worker');
+    } finally {
+      await cpuWorker.stop(1000);
+    }
+    const {history} = await client.getTask(id);
+    expect(history.map((h) => [h.to, h.worker?.startsWith('test-cpu') ?? false])).toEqual([
+      ['submitted', false],
+      ['running', false],
+      ['failed', false],
+      ['running', true],
+      ['succeeded', true],
+    ]);
+    expect(history[2]!.error).toMatch(/does not run the cpu pool; moved to its queue/);
+  });
+
   it('a cancelled task never runs even when its doorbell rings', async () => {
     const id = await client.submit({type: 'test_noop', payload: {c: 1}, delay: '1h'});
     await client.flush();

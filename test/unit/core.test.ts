@@ -2,12 +2,13 @@ import {describe, expect, it} from 'vitest';
 import {TASK_STATES, TRANSITIONS, allowedEdges, canApply, isTerminal} from '../../src/core/task/state.js';
 import {retryDelayBounds, retryDelayMs, nextAfterFailure} from '../../src/core/retry/backoff.js';
 import {parseDuration, formatDuration} from '../../src/core/duration.js';
-import {validateTaskSpec, validateTypeName, parsePayloadText} from '../../src/core/task/validate.js';
+import {validateTaskSpec, validateTypeName, parsePayloadText, parseIsoTime} from '../../src/core/task/validate.js';
 import {createIdGenerator, idFromDedupKey, isTaskId} from '../../src/core/task/id.js';
 import {cpuPoolSize, ioPoolSize, loadConfig, redactUrl} from '../../src/core/config/config.js';
 import {decodeMessage, encodeMessage, groupDoorbells, MAX_TASKS_PER_MESSAGE, splitDelivery} from '../../src/core/broker/types.js';
 import {decideOutcome} from '../../src/core/worker/outcome.js';
 import {expectInvalid} from '../helpers/expect.js';
+import {clip, table} from '../../src/cli/render.js';
 
 const defaults = {maxRetries: 5, payloadLimitBytes: 1024, cell: 'default'};
 let n = 0;
@@ -166,6 +167,20 @@ describe('task validation', () => {
     invalid(() => spec({type: 'order_notify', maxRetries: 1.5}), /maxRetries/);
     invalid(() => spec({type: 'order_notify', timeout: 0}), /timeout/);
     invalid(() => spec({type: 'order_notify', dedupKey: ''}), /dedupKey/);
+    invalid(() => spec({type: 'order_notify', dedupKey: 'order-42 '}), /dedupKey must not end with whitespace/);
+  });
+  it('parses ISO times without rolling impossible dates over', () => {
+    expect(parseIsoTime('2028-02-29T12:00:00Z')).toBe(Date.UTC(2028, 1, 29, 12));
+    expect(parseIsoTime('2026-12-01T02:00:00+08:00')).toBe(Date.UTC(2026, 10, 30, 18));
+    for (const bad of [
+      '2027-02-29T00:00:00Z',
+      '2027-02-30T00:00:00Z',
+      '2027-04-31T00:00:00Z',
+      '2027-01-01T24:00:00Z',
+      '2027-01-01T10:60:00Z',
+      'x',
+    ])
+      expect(parseIsoTime(bad), bad).toBeNaN();
     invalid(() => spec({type: 'order_notify', id: 'NOT-A-UUID'}), /lower-case UUID/);
     invalid(() => spec({type: 'order_notify', dealy: '5s'}), /unknown task field "dealy"/);
   });
@@ -212,6 +227,10 @@ describe('configuration', () => {
     expect(c).toMatchObject({maxRetries: 7, retryBaseMs: 250, payloadLimitBytes: 131_072});
     invalid(() => loadConfig({env: {AX_MAX_RETRIES: 'many'}, cwd: '/nonexistent'}), /maxRetries \(env AX_MAX_RETRIES\)/);
     invalid(() => loadConfig({env: {AX_MYSQL_URL: 'postgres://x/y'}, cwd: '/nonexistent'}), /mysql:\/\//);
+    invalid(
+      () => loadConfig({env: {AX_RELAY_HEALTH_PORT: '70000'}, cwd: '/nonexistent'}),
+      /AX_RELAY_HEALTH_PORT\) must be a whole number from 0 to 65535/,
+    );
     for (const bad of ['0', '1001', '2.5'])
       invalid(
         () => loadConfig({env: {AX_DOORBELL_BATCH: bad}, cwd: '/nonexistent'}),
@@ -280,5 +299,16 @@ describe('doorbell messages', () => {
     expect(groupDoorbells(msgs, 3).map((g) => g.map((m) => m.id))).toEqual([['1', '3', '4'], ['5'], ['2', '6']]);
     expect(groupDoorbells(msgs, 1)).toHaveLength(6);
     expect(groupDoorbells([], 50)).toEqual([]);
+  });
+});
+
+describe('terminal output', () => {
+  it('never passes control characters from row contents to the terminal', () => {
+    const evil = 'ab\u001b[31mRED\r\nx\u0007';
+    const lines = table(['type', 'n'], [[evil, '1']]);
+    expect(lines).toHaveLength(2);
+    for (const l of lines) expect(l).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
+    expect(lines[1]).toContain('ab\uFFFD[31mRED');
+    expect(clip(evil, 100)).toBe('ab\uFFFD[31mRED x\uFFFD');
   });
 });

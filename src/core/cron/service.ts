@@ -225,7 +225,8 @@ export function createCronService(o: CronServiceOptions) {
     },
     /**
      * At fire time: drops (and cancels, with the reason) occurrences of paused or removed schedules,
-     * and of `skip` schedules whose previous occurrence has not finished.
+     * and first runs of occurrences of `skip` schedules whose previous occurrence has not finished.
+     * A retry of an occurrence is that occurrence, not a new one: the overlap policy leaves it be.
      */
     async filterOverlaps(due: HeldForDispatch[]): Promise<HeldForDispatch[]> {
       const keep: HeldForDispatch[] = [];
@@ -241,7 +242,7 @@ export function createCronService(o: CronServiceOptions) {
           await o.store.cancel(t.id, o.actor, `skipped: schedule ${t.scheduleName} is ${s ? 'paused' : 'removed'}`);
           continue;
         }
-        const prev = s.overlap === 'skip' ? await o.store.previousOccurrence(t.scheduleName, t.runAt) : null;
+        const prev = s.overlap === 'skip' && t.attempt === 0 ? await o.store.previousOccurrence(t.scheduleName, t.runAt, t.id) : null;
         if (shouldSkipForOverlap(s.overlap, prev?.state)) {
           await o.store.cancel(t.id, o.actor, `skipped: the previous occurrence ${prev?.id} is still ${prev?.state} (overlap=skip)`);
           o.logger.info('cron: occurrence skipped for overlap', {schedule: s.name, taskId: t.id});
@@ -267,6 +268,20 @@ export function createCronService(o: CronServiceOptions) {
       }
       return repaired;
     },
+    /**
+     * The cron part of a reconcile pass run on its own (`ax reconcile`, with or without a scheduler):
+     * first the scheduler's load (the misfire policy for stale occurrences) and the repair of missing
+     * ones, then the fire-time check for every occurrence about to be rung again.
+     */
+    reconcileHooks() {
+      return {
+        repair: async (): Promise<string[]> => {
+          await this.materialize(cfg.schedulerHorizonMs);
+          return this.repair();
+        },
+        beforeRing: (due: HeldForDispatch[]) => this.filterOverlaps(due),
+      };
+    },
     /** The scheduler hooks: occurrences on every load, the overlap policy at fire time, repair on reconcile. */
     hooks() {
       return {
@@ -274,9 +289,7 @@ export function createCronService(o: CronServiceOptions) {
           await this.materialize(cfg.schedulerHorizonMs);
         },
         beforeFire: (due: HeldForDispatch[]) => this.filterOverlaps(due),
-        onReconcile: async () => {
-          await this.repair();
-        },
+        onReconcile: () => this.repair(),
       };
     },
   };

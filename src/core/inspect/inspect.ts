@@ -4,7 +4,7 @@ import type {ListFilter, StatsRow, TaskStore} from '../store/types.js';
 import {isTaskId} from '../task/id.js';
 import type {HistoryEntry, TaskRecord} from '../task/model.js';
 import {TASK_STATES, type TaskState, isTaskState} from '../task/state.js';
-import {validateTypeName} from '../task/validate.js';
+import {parseIsoTime, validateTypeName} from '../task/validate.js';
 
 export const MAX_LIST_LIMIT = 1000;
 
@@ -29,10 +29,12 @@ export function parseListFilter(input: ListInput, nowMs: number): ListFilter {
   if (input.since !== undefined) {
     const s = input.since.trim();
     if (/^\d{4}-\d{2}-\d{2}/.test(s)) {
-      const ms = Date.parse(s);
+      const ms = parseIsoTime(s);
       if (!Number.isFinite(ms)) throw invalid(`since "${input.since}" is not a valid time`);
       f.since = new Date(ms);
-    } else f.since = new Date(nowMs - parseDuration(s, 'since'));
+    } else if (/^\d/.test(s)) f.since = new Date(nowMs - parseDuration(s, 'since'));
+    else
+      throw invalid(`since "${input.since}" is neither a duration back from now (e.g. 1h, 2d) nor an ISO time (e.g. 2026-12-01T00:00:00Z)`);
   }
   return f;
 }

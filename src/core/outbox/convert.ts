@@ -1,4 +1,5 @@
 import {AxError, errorMessage} from '../errors.js';
+import {MAX_DURATION_MS} from '../duration.js';
 import type {OutboxRow} from '../store/types.js';
 import {idFromDedupKey} from '../task/id.js';
 import type {NewTask, TaskSpec} from '../task/model.js';
@@ -17,7 +18,13 @@ export function outboxRowToTask(row: OutboxRow, defaults: TaskDefaults): {task: 
   } catch (e) {
     return {error: `payload is not valid JSON: ${errorMessage(e)}`};
   }
+  // A zero or otherwise impossible date (MariaDB accepts '0000-00-00' in its default mode) reads as
+  // an invalid Date: refuse the row rather than fail the whole batch's insert.
+  if (!Number.isFinite(row.createdAt.getTime())) return {error: 'created_at is not a valid time'};
+  if (row.runAt !== null && !Number.isFinite(row.runAt.getTime())) return {error: 'run_at is not a valid time'};
   const dueMs = row.runAt !== null ? row.runAt.getTime() : row.delayMs !== null ? row.createdAt.getTime() + row.delayMs : null;
+  if (dueMs !== null && dueMs - row.createdAt.getTime() > MAX_DURATION_MS)
+    return {error: 'the task is due more than 366 days after the row was written (run_at or delay_ms)'};
   const spec: TaskSpec = {type: row.type, payload: payload as TaskSpec['payload']};
   if (row.pool !== null) spec.pool = row.pool as TaskSpec['pool'];
   if (row.maxRetries !== null) spec.maxRetries = row.maxRetries;

@@ -71,8 +71,8 @@ export async function enqueueInTransaction(conn: SqlConnection, tasks: TaskSpec 
       throw e;
     }
   });
-  // created_at in UTC too (delay_ms counts from it): the column's default, CURRENT_TIMESTAMP(3),
-  // follows the caller's session time_zone.
+  // created_at in UTC, explicitly (delay_ms counts from it), so the row does not depend on the
+  // column default of whatever task_outbox DDL the business database has.
   const cols = `${OUTBOX_PRODUCER_COLUMNS.join(', ')}, created_at`;
   const one = `(${OUTBOX_PRODUCER_COLUMNS.map(() => '?').join(', ')}, UTC_TIMESTAMP(3))`;
   await conn.query(`INSERT INTO ${table} (${cols}) VALUES ${rows.map(() => one).join(', ')}`, rows.flat());

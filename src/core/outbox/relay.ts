@@ -1,8 +1,8 @@
 import {hostname} from 'node:os';
-import {errorMessage} from '../errors.js';
+import {errorMessage, isAxError} from '../errors.js';
 import type {Logger} from '../log.js';
 import type {Broker} from '../broker/types.js';
-import type {OutboxRow, OutboxStore, TaskStore} from '../store/types.js';
+import type {InsertResult, OutboxRow, OutboxStore, TaskStore} from '../store/types.js';
 import type {NewTask} from '../task/model.js';
 import type {TaskDefaults} from '../task/validate.js';
 import {type Clock, type Random, sleep} from '../time.js';
@@ -28,7 +28,12 @@ export interface RelayOptions {
   retentionMs: number;
   /** Batches in flight at once (default 2: one claiming/writing while another publishes). */
   concurrency?: number;
+  /** Sent rows deleted per purge statement (default 5000); a full purge is followed by another. */
+  purgeBatch?: number;
 }
+
+/** Sent rows deleted per statement by the housekeeping purge. */
+const PURGE_BATCH = 5000;
 
 /** Counters and the outbox lag, for logs, health and metrics. */
 export interface RelayStats {
@@ -66,6 +71,9 @@ export class Relay {
     blocked: false,
   };
   private running = false;
+  private brokerUp = true;
+  /** The last publish failed and none has succeeded since. */
+  private publishFailing = false;
   private loop: Promise<void> | undefined;
   private readonly stopper = new AbortController();
   private readonly log: Logger;
@@ -75,12 +83,23 @@ export class Relay {
     this.log = o.logger.child({relay: this.id});
     o.broker.on('blocked', () => (this.stats.blocked = true));
     o.broker.on('unblocked', () => (this.stats.blocked = false));
+    o.broker.on('disconnected', () => (this.brokerUp = false));
+    o.broker.on('connected', () => (this.brokerUp = true));
   }
 
-  /** Ready: the last pass succeeded recently and RabbitMQ is not blocking publishers. */
+  /**
+   * Ready: a pass succeeded recently, RabbitMQ is connected and not blocking publishers, and the
+   * last publish did not fail (a pass that finds no rows says nothing about RabbitMQ).
+   */
   ready(maxAgeMs = 5 * this.o.intervalMs + 30_000): boolean {
+    const {lastSuccessAt, blocked} = this.stats;
     return (
-      this.running && !this.stats.blocked && this.stats.lastSuccessAt !== null && this.o.clock.now() - this.stats.lastSuccessAt < maxAgeMs
+      this.running &&
+      this.brokerUp &&
+      !blocked &&
+      !this.publishFailing &&
+      lastSuccessAt !== null &&
+      this.o.clock.now() - lastSuccessAt < maxAgeMs
     );
   }
 
@@ -133,14 +152,14 @@ export class Relay {
     const ok: number[] = [];
     const ring: Array<{task: NewTask; id: string}> = [];
     for (const round of rounds) {
-      const result = await this.o.store.insertTasks(
-        round.map((t) => t.task),
-        this.id,
-      );
+      const {result, refused} = await this.insertIsolating(round);
+      failed.push(...refused);
+      const refusedIds = new Set(refused.map((f) => f.id));
       const conflicts = new Map(result.conflicts.map((c) => [c.id, c.reason]));
       const existing = new Map(result.existing.map((e) => [e.id, e]));
       const inserted = new Set(result.inserted);
       for (const t of round) {
+        if (refusedIds.has(t.row.id)) continue;
         const reason = conflicts.get(t.task.id);
         if (reason !== undefined) {
           failed.push({id: t.row.id, error: `conflict: ${reason}`});
@@ -159,7 +178,13 @@ export class Relay {
     const due = new Map<string, {id: string; type: string; pool: NewTask['pool']}>();
     for (const {task, id} of ring) if (task.runAtMs === null || task.runAtMs <= nowMs) due.set(id, {id, type: task.type, pool: task.pool});
     if (due.size > 0) {
-      await this.o.broker.publish([...due.values()]);
+      try {
+        await this.o.broker.publish([...due.values()]);
+      } catch (e) {
+        this.publishFailing = true;
+        throw e;
+      }
+      this.publishFailing = false;
       this.stats.published += due.size;
       // Rung is what matters; a failed mark only means a scheduler may ring once more.
       await this.o.store
@@ -175,6 +200,43 @@ export class Relay {
       this.log.warn('outbox rows that can never be relayed were marked failed', {rows: failed.length, first: failed[0]});
       await this.o.outbox.markFailed(failed, this.id);
     }
+  }
+
+  /**
+   * Writes one round of tasks into ax. If ax's database refuses the batch for its data (something
+   * the row checks missed), the batch is halved until the refused rows are found; they are returned
+   * to be marked failed, so one bad row never blocks the rest. Connection errors and timeouts are
+   * thrown (the batch is handed back and retried), and so is a refusal of every row of a batch of
+   * several, which is not about one row's data.
+   */
+  private async insertIsolating(
+    items: Array<{row: OutboxRow; task: NewTask}>,
+  ): Promise<{result: InsertResult; refused: Array<{id: number; error: string}>}> {
+    const result: InsertResult = {inserted: [], existing: [], conflicts: []};
+    const refused: Array<{id: number; error: string}> = [];
+    const write = async (part: typeof items): Promise<void> => {
+      try {
+        const r = await this.o.store.insertTasks(
+          part.map((t) => t.task),
+          this.id,
+        );
+        result.inserted.push(...r.inserted);
+        result.existing.push(...r.existing);
+        result.conflicts.push(...r.conflicts);
+      } catch (e) {
+        if (isAxError(e, 'unavailable') || isAxError(e, 'timeout') || isAxError(e, 'closed')) throw e;
+        if (part.length === 1) {
+          refused.push({id: part[0]!.row.id, error: `ax's database refused the task: ${errorMessage(e)}`});
+          return;
+        }
+        const mid = Math.ceil(part.length / 2);
+        await write(part.slice(0, mid));
+        await write(part.slice(mid));
+      }
+    };
+    await write(items);
+    if (items.length > 1 && refused.length === items.length) throw new Error(refused[0]!.error);
+    return {result, refused};
   }
 
   /** One relay loop; the `housekeeper` also refreshes the lag and purges sent rows. */
@@ -199,8 +261,12 @@ export class Relay {
           lastLag = mono;
         }
         if (housekeeper && this.o.retentionMs > 0 && mono - lastPurge > 60_000) {
-          const purged = await this.o.outbox.purgeSent(this.o.retentionMs, 5000);
-          this.stats.purged += purged;
+          // Keep deleting while a purge comes back full, so the purge keeps up with any relay rate.
+          const limit = this.o.purgeBatch ?? PURGE_BATCH;
+          for (let purged = limit; purged === limit && this.running;) {
+            purged = await this.o.outbox.purgeSent(this.o.retentionMs, limit);
+            this.stats.purged += purged;
+          }
           lastPurge = mono;
         }
         if (n < this.o.batchSize) await sleep(this.o.clock, this.o.intervalMs, signal);

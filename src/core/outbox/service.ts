@@ -14,6 +14,8 @@ export interface RelayServiceOptions {
   random: Random;
   logger: Logger;
   id?: string;
+  /** Sent rows deleted per purge statement (default 5000). */
+  purgeBatch?: number;
 }
 
 /** Builds a Relay from configuration (AX_RELAY_*, AX_OUTBOX_RETENTION, task defaults). */
@@ -27,6 +29,7 @@ export function createRelayService(o: RelayServiceOptions): Relay {
     random: o.random,
     logger: o.logger,
     ...(o.id === undefined ? {} : {id: o.id}),
+    ...(o.purgeBatch === undefined ? {} : {purgeBatch: o.purgeBatch}),
     defaults: {maxRetries: c.maxRetries, payloadLimitBytes: c.payloadLimitBytes, cell: c.cell},
     intervalMs: c.relayIntervalMs,
     batchSize: c.relayBatchSize,

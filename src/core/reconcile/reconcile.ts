@@ -2,7 +2,7 @@ import {errorMessage} from '../errors.js';
 import type {Logger} from '../log.js';
 import type {Broker} from '../broker/types.js';
 import {type BackoffOptions, nextAfterFailure, retryDelayMs} from '../retry/backoff.js';
-import type {Outcome, TaskStore} from '../store/types.js';
+import type {HeldForDispatch, Outcome, TaskStore} from '../store/types.js';
 import {type Clock, type Random, sleep} from '../time.js';
 
 export interface ReconcileOptions {
@@ -21,12 +21,21 @@ export interface ReconcileOptions {
   /** Report only; change nothing. */
   dryRun: boolean;
   actor: string;
+  /**
+   * Cron, when schedules exist: `repair` runs first (recreates missing occurrences; returns the
+   * schedules repaired) and `beforeRing` drops, and cancels, occurrences that must not be rung
+   * (paused or removed schedule, overlap policy) — the same check the scheduler makes at fire time.
+   * Neither runs in a dry run.
+   */
+  cron?: {repair(): Promise<string[]>; beforeRing(due: HeldForDispatch[]): Promise<HeldForDispatch[]>};
 }
 
 export interface ReconcileReport {
   dryRun: boolean;
   expiredLeases: {found: number; failed: number; dead: number; stale: number; ids: string[]};
   undispatched: {found: number; republished: number; ids: string[]};
+  /** Schedules whose missing occurrence was recreated; occurrences not rung (and cancelled) by their schedule's policy. */
+  cron: {repaired: string[]; skipped: number};
   /** True when a limit was reached: run again to handle the rest. */
   truncated: boolean;
   durationMs: number;
@@ -78,16 +87,21 @@ export async function reconcile(o: ReconcileOptions): Promise<ReconcileReport> {
     dryRun: o.dryRun,
     expiredLeases: {found: 0, failed: 0, dead: 0, stale: 0, ids: []},
     undispatched: {found: 0, republished: 0, ids: []},
+    cron: {repaired: [], skipped: 0},
     truncated: false,
     durationMs: 0,
   };
 
   report.expiredLeases = await rescueExpired(o);
 
-  const due = await o.store.findUndispatched(o.limit, o.republishAfterMs);
-  report.undispatched.found = due.length;
-  report.undispatched.ids = due.slice(0, SAMPLE).map((d) => d.id);
+  if (o.cron && !o.dryRun) report.cron.repaired = await o.cron.repair();
+
+  const found = await o.store.findUndispatched(o.limit, o.republishAfterMs);
+  report.undispatched.found = found.length;
+  report.undispatched.ids = found.slice(0, SAMPLE).map((d) => d.id);
   if (!o.dryRun) {
+    const due = o.cron ? await o.cron.beforeRing(found) : found;
+    report.cron.skipped = found.length - due.length;
     for (let i = 0; i < due.length; i += CHUNK) {
       const chunk = due.slice(i, i + CHUNK);
       const t0 = o.clock.monotonic();
@@ -104,7 +118,7 @@ export async function reconcile(o: ReconcileOptions): Promise<ReconcileReport> {
       if (i + CHUNK < due.length && spent < minMs) await sleep(o.clock, minMs - spent);
     }
   }
-  report.truncated = report.expiredLeases.found >= o.limit || due.length >= o.limit;
+  report.truncated = report.expiredLeases.found >= o.limit || found.length >= o.limit;
   report.durationMs = Math.round(o.clock.monotonic() - started);
   o.logger.info('reconcile done', {
     dryRun: o.dryRun,
@@ -113,6 +127,8 @@ export async function reconcile(o: ReconcileOptions): Promise<ReconcileReport> {
     rescuedDead: report.expiredLeases.dead,
     undispatched: report.undispatched.found,
     republished: report.undispatched.republished,
+    cronRepaired: report.cron.repaired.length,
+    cronSkipped: report.cron.skipped,
   });
   return report;
 }

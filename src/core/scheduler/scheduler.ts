@@ -35,8 +35,8 @@ export interface SchedulerOptions {
   onLoad?: () => Promise<void>;
   /** Decides at fire time whether a held task should still be rung (cron overlap policy). */
   beforeFire?: (due: HeldForDispatch[]) => Promise<HeldForDispatch[]>;
-  /** Hook called with every reconcile (cron repairs missing occurrences here). */
-  onReconcile?: () => Promise<void>;
+  /** Hook run first in every reconcile (cron recreates missing occurrences here; returns their schedules). */
+  onReconcile?: () => Promise<string[]>;
 }
 
 export interface SchedulerSummary {
@@ -250,8 +250,10 @@ export class Scheduler {
 
   private async runReconcile(): Promise<void> {
     try {
-      this.s.lastReconcile = await reconcile({...this.o, ...this.o.reconcile, dryRun: false, actor: this.id});
-      if (this.o.onReconcile) await this.o.onReconcile();
+      const {onReconcile, beforeFire} = this.o;
+      // Re-rung occurrences get the same check as at fire time (paused schedule, overlap policy).
+      const cron = onReconcile && beforeFire ? {cron: {repair: onReconcile, beforeRing: beforeFire}} : {};
+      this.s.lastReconcile = await reconcile({...this.o, ...this.o.reconcile, dryRun: false, actor: this.id, ...cron});
     } catch (e) {
       this.log.warn('reconcile failed', {error: errorMessage(e)});
     }

@@ -42,6 +42,8 @@ export interface Outcome {
   error?: string | null;
   /** A release: the attempt is given back (attempt − 1) and no error is recorded against it. */
   release?: boolean;
+  /** With a release: move the task to this pool's queue from now on (its handler runs there). */
+  pool?: PoolName;
   /** Apply only when the lease has already expired (the rescuer), so a renewal in between wins. */
   onlyIfLeaseExpired?: boolean;
 }
@@ -72,6 +74,8 @@ export interface DispatchRef {
 export interface HeldForDispatch extends DispatchRef {
   runAt: Date;
   scheduleName: string | null;
+  /** Attempts used so far: 0 for a first run, more for a retry waiting in `failed`. */
+  attempt: number;
 }
 
 export interface ListFilter {
@@ -138,7 +142,7 @@ export interface TaskStore {
    * Due `submitted`/`failed` tasks never published since they became due, or published longer than
    * `republishAfterMs` ago and still unclaimed; oldest due first.
    */
-  findUndispatched(limit: number, republishAfterMs: number): Promise<DispatchRef[]>;
+  findUndispatched(limit: number, republishAfterMs: number): Promise<HeldForDispatch[]>;
   /** Cancels a submitted or failed task. Returns the state it was in (null: unknown id). */
   cancel(id: string, actor: string, reason: string | null): Promise<{from: TaskState | null; cancelled: boolean}>;
   getTask(id: string): Promise<TaskRecord | null>;
@@ -202,8 +206,8 @@ export interface ScheduleStore {
     next: Date | null,
     last: {fireAt: Date; taskId: string} | null,
   ): Promise<boolean>;
-  /** The latest occurrence of a schedule due before `before` (for the overlap policy). */
-  previousOccurrence(name: string, before: Date): Promise<{id: string; state: TaskState} | null>;
+  /** The latest occurrence of a schedule due before `before`, other than `excludeId` (for the overlap policy). */
+  previousOccurrence(name: string, before: Date, excludeId?: string): Promise<{id: string; state: TaskState} | null>;
 }
 
 /** A `task_outbox` row as the relay reads it. */

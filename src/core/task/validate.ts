@@ -83,6 +83,20 @@ export function contentHash(type: string, payloadText: string): string {
   return createHash('sha256').update(type).update('\0').update(payloadText).digest('hex').slice(0, 32);
 }
 
+/**
+ * Parses an ISO-8601 time, refusing what `Date.parse` would roll over: February 30 becomes March 2
+ * there, and 24:00 the next day. NaN for anything invalid.
+ */
+export function parseIsoTime(s: string): number {
+  const m = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2}))?)?/.exec(s);
+  if (!m) return Number.NaN;
+  const [y, mo, d, h = 0, mi = 0, sec = 0] = m.slice(1).map((x) => (x === undefined ? undefined : Number(x))) as number[];
+  const day = new Date(Date.UTC(y!, mo! - 1, d!));
+  if (day.getUTCFullYear() !== y || day.getUTCMonth() !== mo! - 1 || day.getUTCDate() !== d) return Number.NaN;
+  if (h > 23 || mi > 59 || sec > 59) return Number.NaN;
+  return Date.parse(s);
+}
+
 function validateRunAt(runAt: unknown, nowMs: number): number {
   let ms: number;
   if (runAt instanceof Date) ms = runAt.getTime();
@@ -90,7 +104,7 @@ function validateRunAt(runAt: unknown, nowMs: number): number {
     if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/i.test(runAt.trim())) {
       throw invalid(`runAt "${runAt}" is not an ISO-8601 time with a zone, e.g. 2026-12-01T02:00:00+08:00`);
     }
-    ms = Date.parse(runAt.trim());
+    ms = parseIsoTime(runAt.trim());
   } else throw invalid('runAt must be a Date or an ISO-8601 string');
   if (!Number.isFinite(ms)) throw invalid(`runAt "${String(runAt)}" is not a valid time`);
   if (ms < nowMs - RUN_AT_PAST_TOLERANCE_MS)
@@ -136,6 +150,9 @@ export function validateTaskSpec(spec: unknown, defaults: TaskDefaults, nowMs: n
     if (typeof s.dedupKey !== 'string' || s.dedupKey.length === 0 || s.dedupKey.length > MAX_DEDUP_KEY_LENGTH) {
       throw invalid(`dedupKey must be a string of 1 to ${MAX_DEDUP_KEY_LENGTH} characters`);
     }
+    // MySQL compares keys ignoring trailing spaces: "k" and "k " would be one key to the database
+    // and two to ax.
+    if (/\s$/.test(s.dedupKey)) throw invalid('dedupKey must not end with whitespace');
     dedupKey = s.dedupKey;
   }
   let id: string;

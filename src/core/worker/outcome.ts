@@ -1,7 +1,15 @@
 import {type BackoffOptions, nextAfterFailure, retryDelayMs} from '../retry/backoff.js';
 import type {Outcome} from '../store/types.js';
+import type {PoolName} from '../task/model.js';
 import type {Random} from '../time.js';
 import type {JobResult} from './pool.js';
+
+/** A task handed back without being run; `pool` re-routes it to another pool's queue. */
+export interface NotStarted {
+  kind: 'notStarted';
+  message: string;
+  pool?: PoolName;
+}
 
 /** What the worker knows about a task it holds. */
 export interface Held {
@@ -16,17 +24,20 @@ export interface Held {
  * timeout → failed with jittered backoff, or dead once attempts exceed maxRetries or the handler
  * said unrecoverable; `notStarted` → released (no attempt used, due again now).
  */
-export function decideOutcome(
-  t: Held,
-  r: JobResult | {kind: 'notStarted'; message: string},
-  backoff: BackoffOptions,
-  random: Random,
-): Outcome {
+export function decideOutcome(t: Held, r: JobResult | NotStarted, backoff: BackoffOptions, random: Random): Outcome {
   switch (r.kind) {
     case 'success':
       return {id: t.id, fence: t.fence, to: 'succeeded'};
     case 'notStarted':
-      return {id: t.id, fence: t.fence, to: 'failed', release: true, retryDelayMs: 0, error: `released: ${r.message}`};
+      return {
+        id: t.id,
+        fence: t.fence,
+        to: 'failed',
+        release: true,
+        retryDelayMs: 0,
+        error: `released: ${r.message}`,
+        ...(r.pool === undefined ? {} : {pool: r.pool}),
+      };
     case 'fail':
     case 'timeout':
     case 'aborted': {

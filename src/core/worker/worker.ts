@@ -8,7 +8,7 @@ import type {JsonObject, PoolName} from '../task/model.js';
 import {type Clock, type Random, type TimerHandle, sleep} from '../time.js';
 import {MicroBatcher} from '../batcher.js';
 import type {HandlerMap} from './handlers.js';
-import {decideOutcome, type Held} from './outcome.js';
+import {decideOutcome, type Held, type NotStarted} from './outcome.js';
 import {type ExecutionPool, type JobResult, NOT_STARTED} from './pool.js';
 
 export interface WorkerOptions {
@@ -248,10 +248,14 @@ export class Worker {
       timeoutMs: t.timeoutMs ?? h.timeoutMs ?? this.o.defaultTimeoutMs,
     });
     if (!run) {
-      this.finish(heldTask, {
-        kind: 'notStarted',
-        message: pool ? `${h.pool} pool queue full` : `this worker does not run the ${h.pool} pool`,
-      });
+      // Not this worker's pool: the task moves to its handler's pool queue (rung there, and recorded
+      // on the row so later rings go there too) instead of coming back to this queue forever.
+      this.finish(
+        heldTask,
+        pool
+          ? {kind: 'notStarted', message: `${h.pool} pool queue full`}
+          : {kind: 'notStarted', message: `this worker does not run the ${h.pool} pool; moved to its queue`, pool: h.pool},
+      );
       return;
     }
     this.track(
@@ -265,7 +269,7 @@ export class Worker {
     );
   }
 
-  private finish(t: Held, r: JobResult | {kind: 'notStarted'; message: string}): void {
+  private finish(t: Held, r: JobResult | NotStarted): void {
     this.outcomes.push(decideOutcome(t, r, this.o.backoff, this.o.random));
   }
 
@@ -282,7 +286,7 @@ export class Worker {
           if (!applied.has(o.id)) continue;
           if (o.release) {
             this.stats.released++;
-            if (held) released.push({id: o.id, type: held.type, pool: held.queue});
+            if (held) released.push({id: o.id, type: held.type, pool: o.pool ?? held.queue});
           } else this.stats[o.to === 'succeeded' ? 'succeeded' : o.to === 'failed' ? 'failed' : 'dead']++;
           for (const l of this.listeners) l(o);
         }

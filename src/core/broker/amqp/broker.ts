@@ -85,6 +85,15 @@ class AckWindow {
   }
 }
 
+/** Heartbeat asked of the server unless the URL sets one: a dead peer is noticed within ~2 beats. */
+const DEFAULT_HEARTBEAT_S = 15;
+
+/** The URL with `heartbeat=15` added when it names none (RabbitMQ's own default is 60 s). */
+export function withHeartbeat(url: string): string {
+  if (/[?&]heartbeat=/.test(url)) return url;
+  return `${url}${url.includes('?') ? '&' : '?'}heartbeat=${DEFAULT_HEARTBEAT_S}`;
+}
+
 class Consumer {
   ch: Channel | undefined;
   acks: AckWindow | undefined;
@@ -137,7 +146,11 @@ export class AmqpBroker implements Broker {
   private async connect(): Promise<void> {
     let conn: ChannelModel | undefined;
     try {
-      conn = await amqp.connect(this.opts.url, {noDelay: true, timeout: 10_000, clientProperties: {connection_name: `ax ${process.pid}`}});
+      conn = await amqp.connect(withHeartbeat(this.opts.url), {
+        noDelay: true,
+        timeout: 10_000,
+        clientProperties: {connection_name: `ax ${process.pid}`},
+      });
       const c = conn;
       c.on('error', (e: Error) => this.opts.logger.warn('amqp connection error', {error: e.message}));
       c.on('blocked', (reason: string) => {

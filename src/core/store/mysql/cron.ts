@@ -106,13 +106,19 @@ export async function advanceSchedule(
  * `cron:<name>@<ISO fire time>` and ISO times sort as text, so this is one descending range read
  * of uq_tasks_dedup (cell, dedup_key).
  */
-export async function previousOccurrence(db: Db, cell: string, name: string, before: Date): Promise<{id: string; state: TaskState} | null> {
+export async function previousOccurrence(
+  db: Db,
+  cell: string,
+  name: string,
+  before: Date,
+  excludeId?: string,
+): Promise<{id: string; state: TaskState} | null> {
   const prefix = `cron:${name}@`;
   const rows = await select(
     db,
     db.pool,
-    'SELECT id, state FROM tasks WHERE cell = ? AND dedup_key >= ? AND dedup_key < ? ORDER BY dedup_key DESC LIMIT 1',
-    [cell, prefix, `${prefix}${before.toISOString()}`],
+    'SELECT id, state FROM tasks WHERE cell = ? AND dedup_key >= ? AND dedup_key < ? AND id <> ? ORDER BY dedup_key DESC LIMIT 1',
+    [cell, prefix, `${prefix}${before.toISOString()}`, excludeId ?? ''],
   );
   return rows[0] ? {id: rows[0].id as string, state: rows[0].state as TaskState} : null;
 }

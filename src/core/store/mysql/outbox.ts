@@ -49,18 +49,22 @@ export class MysqlOutboxStore implements OutboxStore {
       }
       throw e;
     }
-    if (opts.requireTable !== false) {
-      const rows = await select(
-        db,
-        db.pool,
-        "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'task_outbox'",
-      );
-      if (rows.length === 0) {
-        await db.pool.end().catch(() => undefined);
-        throw new AxError('unavailable', `task_outbox does not exist in database ${db.database}: create it with \`ax migrate --outbox\``);
-      }
+    const store = new MysqlOutboxStore(db);
+    if (opts.requireTable !== false && !(await store.tableExists())) {
+      await db.pool.end().catch(() => undefined);
+      throw new AxError('unavailable', `task_outbox does not exist in database ${db.database}: create it with \`ax migrate --outbox\``);
     }
-    return new MysqlOutboxStore(db);
+    return store;
+  }
+
+  /** Whether task_outbox exists in the business database (`ax migrate --outbox --status`). */
+  async tableExists(): Promise<boolean> {
+    const rows = await select(
+      this.db,
+      this.db.pool,
+      "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'task_outbox'",
+    );
+    return rows.length > 0;
   }
 
   /** Creates `task_outbox` if missing (`ax migrate --outbox`). */

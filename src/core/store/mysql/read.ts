@@ -1,5 +1,5 @@
 import type {HistoryEntry, TaskRecord} from '../../task/model.js';
-import type {DispatchRef, ExpiredLease, ListFilter, StatsRow, WorkerInfo, WorkerRow} from '../types.js';
+import type {ExpiredLease, HeldForDispatch, ListFilter, StatsRow, WorkerInfo, WorkerRow} from '../types.js';
 import type {TaskState} from '../../task/state.js';
 import {type Db, exec, select} from './db.js';
 import {TASK_COLUMNS, toHistoryEntry, toTaskRecord} from './rows.js';
@@ -13,7 +13,7 @@ export const HOT_SQL = {
   expiredLeases: `SELECT id, fence, attempt, max_retries, worker FROM tasks
       WHERE cell = ? AND state = 'running' AND lease_until < NOW(3) ORDER BY lease_until LIMIT ?`,
   /** Params: cell, republishAfter µs, limit. Index: idx_tasks_due (cell, state, run_at). */
-  undispatched: `SELECT id, type, pool, run_at FROM tasks
+  undispatched: `SELECT id, type, pool, run_at, schedule_name, attempt FROM tasks
       WHERE cell = ? AND state IN ('submitted', 'failed') AND run_at <= NOW(3)
         AND (published_at IS NULL OR published_at < NOW(3) - INTERVAL ? MICROSECOND)
       ORDER BY run_at LIMIT ?`,
@@ -86,9 +86,16 @@ export async function findExpiredLeases(db: Db, cell: string, limit: number): Pr
  * Due submitted/failed rows never rung since they became due, or rung `republishAfterMs` ago and
  * still unclaimed; one range scan of idx_tasks_due per state, oldest due first.
  */
-export async function findUndispatched(db: Db, cell: string, limit: number, republishAfterMs: number): Promise<DispatchRef[]> {
+export async function findUndispatched(db: Db, cell: string, limit: number, republishAfterMs: number): Promise<HeldForDispatch[]> {
   const rows = await select(db, db.pool, HOT_SQL.undispatched, [cell, republishAfterMs * 1000, limit]);
-  return rows.map((r) => ({id: r.id as string, type: r.type as string, pool: r.pool as DispatchRef['pool']}));
+  return rows.map((r) => ({
+    id: r.id as string,
+    type: r.type as string,
+    pool: r.pool as HeldForDispatch['pool'],
+    runAt: r.run_at as Date,
+    scheduleName: (r.schedule_name as string | null) ?? null,
+    attempt: Number(r.attempt),
+  }));
 }
 
 export async function upsertWorker(db: Db, cell: string, w: WorkerInfo, inFlight: number): Promise<void> {

@@ -113,8 +113,8 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
   advanceSchedule(name: string, expectedNext: Date | null, next: Date | null, last: {fireAt: Date; taskId: string} | null) {
     return cron.advanceSchedule(this.db, this.cell, name, expectedNext, next, last);
   }
-  previousOccurrence(name: string, before: Date) {
-    return cron.previousOccurrence(this.db, this.cell, name, before);
+  previousOccurrence(name: string, before: Date, excludeId?: string) {
+    return cron.previousOccurrence(this.db, this.cell, name, before, excludeId);
   }
   async close(): Promise<void> {
     await this.db.pool.end();

@@ -178,7 +178,7 @@ export async function holdForDispatch(
   const rows = await select(
     db,
     db.pool,
-    `SELECT id, type, pool, run_at, schedule_name FROM tasks
+    `SELECT id, type, pool, run_at, schedule_name, attempt FROM tasks
       WHERE cell = ? AND sched_owner = ? AND published_at IS NULL AND state IN ('submitted', 'failed') ORDER BY run_at`,
     [cell, owner],
   );
@@ -188,6 +188,7 @@ export async function holdForDispatch(
     pool: r.pool as HeldForDispatch['pool'],
     runAt: r.run_at as Date,
     scheduleName: (r.schedule_name as string | null) ?? null,
+    attempt: Number(r.attempt),
   }));
 }
 
@@ -353,13 +354,18 @@ export async function applyOutcomes(db: Db, outcomes: Outcome[], actor: string):
         failed.filter((o) => o.release).map((o) => [o.id, 1]),
         '0',
       );
+      const pool = caseById(
+        failed.filter((o) => o.release && o.pool !== undefined).map((o) => [o.id, o.pool]),
+        'pool',
+      );
       await exec(
         db,
         c,
         `UPDATE tasks SET state = 'failed', lease_until = NULL, published_at = NULL, updated_at = NOW(3),
-                run_at = NOW(3) + INTERVAL ${delay.sql} MICROSECOND, last_error = ${err.sql}, attempt = attempt - ${back.sql}
+                run_at = NOW(3) + INTERVAL ${delay.sql} MICROSECOND, last_error = ${err.sql}, attempt = attempt - ${back.sql},
+                pool = ${pool.sql}
           WHERE id IN (${marks(failed.length)})`,
-        [...delay.params, ...err.params, ...back.params, ...failed.map((o) => o.id)],
+        [...delay.params, ...err.params, ...back.params, ...pool.params, ...failed.map((o) => o.id)],
       );
     }
     const dead = group((o) => o.to === 'dead');
