@@ -2,6 +2,7 @@ import {Flags} from '@oclif/core';
 import {AxCommand} from '../cli/base.js';
 import {openBroker, openStore} from '../cli/runtime.js';
 import {waitForSignal} from '../cli/signals.js';
+import {startHealthServer} from '../cli/health.js';
 import {createCronService} from '../core/cron/service.js';
 import {createSchedulerService} from '../core/scheduler/service.js';
 import {parseDuration} from '../core/duration.js';
@@ -17,9 +18,19 @@ occurrences of cron schedules, rescues running tasks whose worker stopped renewi
 Run one or more; on SIGTERM/SIGINT a scheduler lets go of its tasks so another takes them at once.
 After a crash its tasks are taken over AX_SCHEDULER_HOLD (3s) after they are due. A summary line is
 logged every minute.`;
-  static override examples = ['<%= config.bin %> scheduler', 'AX_SCHEDULER_HORIZON=30s AX_LOG_LEVEL=info <%= config.bin %> scheduler'];
+  static override examples = [
+    '<%= config.bin %> scheduler',
+    'AX_SCHEDULER_HORIZON=30s AX_LOG_LEVEL=info <%= config.bin %> scheduler',
+    '<%= config.bin %> scheduler --health-port 8082',
+  ];
   static override flags = {
     'summary-every': Flags.string({description: 'log a summary line this often (0 to disable)', default: '1m'}),
+    'health-port': Flags.integer({
+      description: 'serve GET /healthz (the summary) and /readyz (200 while loads from MySQL succeed) on this port (0: any free port)',
+      min: 0,
+      max: 65_535,
+    }),
+    'health-host': Flags.string({description: 'address for --health-port', default: '127.0.0.1'}),
   };
 
   async run(): Promise<unknown> {
@@ -33,13 +44,24 @@ logged every minute.`;
         const cron = createCronService({...rt, store});
         const scheduler = createSchedulerService({...rt, store, broker, hooks: cron.hooks()});
         await scheduler.start();
-        if (!this.jsonEnabled()) this.logToStderr(`ax scheduler ${scheduler.id} running; Ctrl-C to stop`);
+        const health =
+          flags['health-port'] === undefined
+            ? undefined
+            : await startHealthServer({
+                host: flags['health-host'],
+                port: flags['health-port'],
+                ready: () => scheduler.ready(),
+                details: () => ({...scheduler.summary(), lastReconcile: undefined}),
+              });
+        const where = health ? `; health on http://${flags['health-host']}:${health.port}` : '';
+        if (!this.jsonEnabled()) this.logToStderr(`ax scheduler ${scheduler.id} running${where}; Ctrl-C to stop`);
         const timer =
           summaryEvery > 0
             ? setInterval(() => rt.logger.info('scheduler summary', {...scheduler.summary(), lastReconcile: undefined}), summaryEvery)
             : undefined;
         const signal = await waitForSignal();
         if (timer) clearInterval(timer);
+        await health?.close();
         await scheduler.stop();
         return {signal, ...scheduler.summary()};
       } finally {

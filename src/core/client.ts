@@ -6,6 +6,7 @@ import {cancelTask, showTask, type TaskDetail} from './inspect/inspect.js';
 import type {ScheduleStore, TaskStore} from './store/types.js';
 import {createCronService, type CronService} from './cron/service.js';
 import type {TaskSpec} from './task/model.js';
+import type {TaskState} from './task/state.js';
 import type {Clock, Random} from './time.js';
 
 /** The producer-side SDK handle returned by `connect()`. */
@@ -14,15 +15,20 @@ export interface AxClient {
   submit(task: TaskSpec): Promise<string>;
   /** Resolves when everything submitted so far is durable (see Producer.flush). */
   flush(): Promise<FlushReport>;
-  /** Cancels a submitted or failed task. */
-  cancel(id: string, reason?: string): Promise<void>;
+  /**
+   * Cancels a submitted or failed task; returns its state before. Throws not_found for an unknown
+   * id and conflict for a task that is running or finished.
+   */
+  cancel(id: string, reason?: string): Promise<{id: string; from: TaskState}>;
   /** A task and its history; throws not_found. */
   getTask(id: string): Promise<TaskDetail>;
   /** Cron schedules: add, list, show, pause, resume, remove, trigger (see CronService). */
-  cron: Pick<CronService, 'add' | 'list' | 'show' | 'pause' | 'resume' | 'remove' | 'trigger'>;
+  cron: PublicCron;
   /** Flushes, then closes the connections. */
   close(): Promise<FlushReport>;
 }
+
+type PublicCron = Pick<CronService, 'add' | 'list' | 'show' | 'pause' | 'resume' | 'remove' | 'trigger'>;
 
 export interface ClientParts {
   config: AxConfig;
@@ -54,13 +60,21 @@ export function createClient(p: ClientParts): AxClient {
   });
   let closing: Promise<FlushReport> | undefined;
   const cron = createCronService({config: p.config, store: p.store, broker: p.broker, clock: p.clock, logger: p.logger, actor: p.actor});
+  // Only the public operations: the scheduler's hooks (materialize, repair, …) are not the SDK's.
+  const publicCron: PublicCron = {
+    add: (input) => cron.add(input),
+    list: () => cron.list(),
+    show: (name, n) => cron.show(name, n),
+    pause: (name) => cron.pause(name),
+    resume: (name) => cron.resume(name),
+    remove: (name) => cron.remove(name),
+    trigger: (name) => cron.trigger(name),
+  };
   return {
-    cron,
+    cron: publicCron,
     submit: (t) => producer.submit(t),
     flush: () => producer.flush(),
-    cancel: async (id, reason) => {
-      await cancelTask(p.store, id, p.actor, reason ?? null);
-    },
+    cancel: (id, reason) => cancelTask(p.store, id, p.actor, reason ?? null),
     getTask: (id) => showTask(p.store, id),
     close: () =>
       (closing ??= (async () => {

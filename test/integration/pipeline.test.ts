@@ -287,10 +287,22 @@ describe('core pipeline', () => {
     expect(history[2]!.error).toMatch(/does not run the cpu pool; moved to its queue/);
   });
 
+  it('the SDK manages cron schedules with the public operations only', async () => {
+    expect(Object.keys(client.cron).sort()).toEqual(['add', 'list', 'pause', 'remove', 'resume', 'show', 'trigger']);
+    await client.cron.add({name: 'sdk-daily', cron: '0 2 * * *', tz: 'Asia/Shanghai', type: 'test_noop', payload: {}});
+    const shown = await client.cron.show('sdk-daily', 3);
+    expect(shown.nextFireTimes).toHaveLength(3);
+    for (const t of shown.nextFireTimes) expect(t.getUTCHours()).toBe(18); // 02:00 in Shanghai
+    await expect(client.cron.show('sdk-daily', 0)).rejects.toMatchObject({code: 'invalid_input'});
+    expect((await client.cron.list()).map((s) => s.name)).toContain('sdk-daily');
+    await client.cron.remove('sdk-daily');
+    await expect(client.cron.show('sdk-daily')).rejects.toMatchObject({code: 'not_found'});
+  });
+
   it('a cancelled task never runs even when its doorbell rings', async () => {
     const id = await client.submit({type: 'test_noop', payload: {c: 1}, delay: '1h'});
     await client.flush();
-    await client.cancel(id, 'test');
+    expect(await client.cancel(id, 'test')).toEqual({id, from: 'submitted'});
     const broker = await env.broker();
     const before = workers.reduce((n, w) => n + w.stats.staleDeliveries, 0);
     await broker.publish([{id, type: 'test_noop', pool: 'io'}]);

@@ -125,17 +125,25 @@ describe('scheduler', () => {
     expect(a.summary().published).toBeGreaterThan(0);
     const runs = await env.sql<{n: number}>("SELECT COUNT(*) AS n FROM task_history WHERE task_id IN (?) AND to_state = 'running'", [ids]);
     expect(Number(runs[0]!.n)).toBe(300);
+    expect(a.ready()).toBe(true);
     await a.stop();
+    expect(a.ready()).toBe(false);
     await b.stop();
   });
 
   it('kill -9 of a scheduler: another takes its tasks over, nothing lost or doubled', async () => {
-    const proc = spawnAx(['scheduler'], {
+    const proc = spawnAx(['scheduler', '--health-port', '0'], {
       ...env.env,
       AX_SCHEDULER_HORIZON: '5s',
       AX_SCHEDULER_LOAD_EVERY: '200ms',
       AX_SCHEDULER_HOLD: '1s',
     });
+    // Its health endpoints, on the port it names.
+    const port = await eventually(async () => /health on http:\/\/127\.0\.0\.1:(\d+)/.exec(proc.stderr())?.[1], 20_000, 'the health port');
+    const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
+    expect(ready.status).toBe(200);
+    const health = (await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()) as {ok: boolean; held: number; loads: number};
+    expect(health).toMatchObject({ok: true, held: expect.any(Number), loads: expect.any(Number)});
     const ids: string[] = [];
     for (let i = 0; i < 100; i++) ids.push(await client.submit({type: 'test_noop', payload: {k: i}, delay: 2500 + i * 10}));
     await client.flush();

@@ -155,7 +155,8 @@ export function createCronService(o: CronServiceOptions) {
     },
     /** A schedule and its next `n` fire times (1..100). */
     async show(name: string, n = 5): Promise<ScheduleView & {nextFireTimes: Date[]}> {
-      if (!Number.isInteger(n) || n < 1 || n > 100) throw invalid('--next must be a whole number from 1 to 100');
+      if (!Number.isInteger(n) || n < 1 || n > 100)
+        throw invalid(`the number of fire times to show (--next) must be a whole number from 1 to 100, got ${n}`);
       const s = await get(name);
       const times = nextFireTimes(parseSchedule(s.cron, s.tz), await dbNowMs(), n).map((t) => new Date(t));
       return {...view(s), nextFireTimes: times};

@@ -48,6 +48,8 @@ export interface SchedulerSummary {
   loads: number;
   rescued: number;
   lastReconcile: ReconcileReport | null;
+  /** When the last load from MySQL succeeded (epoch ms), or null before the first. */
+  lastLoadAt: number | null;
   clockUncertaintyMs: number;
 }
 
@@ -84,6 +86,7 @@ export class Scheduler {
     loads: 0,
     rescued: 0,
     lastReconcile: null,
+    lastLoadAt: null,
   };
   private readonly listeners = new Set<(ids: string[]) => void>();
 
@@ -109,6 +112,12 @@ export class Scheduler {
       clockUncertaintyMs: this.dbClock.uncertaintyMs,
       ...this.s,
     };
+  }
+
+  /** Ready: running, and a load from MySQL succeeded within five load periods (at least 30 s). */
+  ready(): boolean {
+    const last = this.s.lastLoadAt;
+    return this.state === 'running' && last !== null && this.o.clock.now() - last < Math.max(5 * this.o.loadEveryMs, 30_000);
   }
 
   /** Syncs the clock, loads once and starts the loops. Throws AxError('unavailable'). Idempotent. */
@@ -170,6 +179,7 @@ export class Scheduler {
       for (const id of [...this.inWheel]) if (!keep.has(id)) this.wheel.cancel(id);
       this.inWheel = keep;
       this.s.loads++;
+      this.s.lastLoadAt = this.o.clock.now();
       this.arm();
     } catch (e) {
       this.log.warn('scheduler load failed', {error: errorMessage(e)});
