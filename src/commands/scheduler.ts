@@ -43,7 +43,8 @@ logged every minute.`;
       try {
         const cron = createCronService({...rt, store});
         const scheduler = createSchedulerService({...rt, store, broker, hooks: cron.hooks()});
-        await scheduler.start();
+        // The health port first: if it is taken, nothing has started yet (/readyz is 503 until the
+        // scheduler runs).
         const health =
           flags['health-port'] === undefined
             ? undefined
@@ -53,6 +54,12 @@ logged every minute.`;
                 ready: () => scheduler.ready(),
                 details: () => ({...scheduler.summary(), lastReconcile: undefined}),
               });
+        try {
+          await scheduler.start();
+        } catch (e) {
+          await health?.close();
+          throw e;
+        }
         const where = health ? `; health on http://${flags['health-host']}:${health.port}` : '';
         if (!this.jsonEnabled()) this.logToStderr(`ax scheduler ${scheduler.id} running${where}; Ctrl-C to stop`);
         const timer =

@@ -378,6 +378,29 @@ describe('cron schedules', () => {
     expect(await starts(pausedTask)).toEqual([]);
   });
 
+  it('(h) overlap skip compares fire times: an occurrence due again late (released) is not skipped for a later one', async () => {
+    const cron = await cronService('test-h');
+    await add(cron, {name: 'h-skip', overlap: 'skip'});
+    const laterFire = await setNextFire('h-skip', MINUTE);
+    await cron.repair(); // the later occurrence, submitted and pending
+    const earlyFire = await setNextFire('h-skip', -5000);
+    await cron.repair(); // the earlier one
+    const early = idFromDedupKey('default', occurrenceKey('h-skip', earlyFire));
+    expect(await stateOf(idFromDedupKey('default', occurrenceKey('h-skip', laterFire)))).toBe('submitted');
+    // The earlier occurrence, handed back by a worker: due again now + 2 min, after the later one's fire time.
+    const due = {
+      id: early,
+      type: 'test_noop',
+      pool: 'io' as const,
+      runAt: new Date(laterFire + MINUTE),
+      scheduleName: 'h-skip',
+      attempt: 0,
+      dedupKey: occurrenceKey('h-skip', earlyFire),
+    };
+    expect((await cron.filterOverlaps([due])).map((t) => t.id)).toEqual([early]);
+    expect(await stateOf(early)).toBe('submitted');
+  });
+
   it('(e) repair recreates a pending occurrence deleted by hand, as the reconciler does', async () => {
     const cron = await cronService('test-e');
     await add(cron, {name: 'e-repair', cron: '0 2 * * *', tz: 'Asia/Shanghai'});

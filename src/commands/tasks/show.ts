@@ -5,7 +5,7 @@ import {invalid} from '../../core/errors.js';
 import {showTask, type TaskDetail} from '../../core/inspect/inspect.js';
 import {isTaskId} from '../../core/task/id.js';
 import type {HistoryEntry} from '../../core/task/model.js';
-import {table, taskJson, type TaskJson, when} from '../../cli/render.js';
+import {printable, table, taskJson, type TaskJson, when} from '../../cli/render.js';
 
 export interface HistoryJson extends Omit<HistoryEntry, 'at'> {
   at: string;
@@ -57,8 +57,8 @@ function render({task: t, history}: TaskDetail): string[] {
     `  created   ${when(t.createdAt)}    updated   ${when(t.updatedAt)}    finished ${when(t.finishedAt)}`,
   ];
   if (t.worker !== null || t.leaseUntil !== null) lines.push(`  worker    ${t.worker ?? '-'}    lease until ${when(t.leaseUntil)}`);
-  if (t.dedupKey !== null) lines.push(`  dedup key ${t.dedupKey}`);
-  if (t.lastError !== null) lines.push(`  last error ${t.lastError}`);
+  if (t.dedupKey !== null) lines.push(`  dedup key ${printable(t.dedupKey)}`);
+  if (t.lastError !== null) lines.push(`  last error ${printable(t.lastError)}`);
   lines.push(
     `  payload   ${payload.length > PAYLOAD_PREVIEW ? `${payload.slice(0, PAYLOAD_PREVIEW)}… (${payload.length} chars; --json for all)` : payload}`,
   );

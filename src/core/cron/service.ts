@@ -37,6 +37,12 @@ export function occurrenceKey(name: string, fireAtMs: number): string {
   return `cron:${name}@${new Date(fireAtMs).toISOString()}`;
 }
 
+/** An occurrence's fire time, from its dedup key (`cron:<name>@<ISO>`); its run_at otherwise. */
+function fireTimeOf(t: HeldForDispatch): Date {
+  const at = t.dedupKey?.startsWith(`cron:${t.scheduleName}@`) ? Date.parse(t.dedupKey.slice(`cron:${t.scheduleName}@`.length)) : NaN;
+  return Number.isFinite(at) ? new Date(at) : t.runAt;
+}
+
 const view = (s: ScheduleRecord): ScheduleView => ({...s, payload: JSON.parse(s.payload) as unknown});
 
 /**
@@ -243,7 +249,9 @@ export function createCronService(o: CronServiceOptions) {
           await o.store.cancel(t.id, o.actor, `skipped: schedule ${t.scheduleName} is ${s ? 'paused' : 'removed'}`);
           continue;
         }
-        const prev = s.overlap === 'skip' && t.attempt === 0 ? await o.store.previousOccurrence(t.scheduleName, t.runAt, t.id) : null;
+        // "Previous" is by fire time (from the occurrence's key), not run_at: a released occurrence
+        // is due again later than its fire time, after occurrences that come after it.
+        const prev = s.overlap === 'skip' && t.attempt === 0 ? await o.store.previousOccurrence(t.scheduleName, fireTimeOf(t), t.id) : null;
         if (shouldSkipForOverlap(s.overlap, prev?.state)) {
           await o.store.cancel(t.id, o.actor, `skipped: the previous occurrence ${prev?.id} is still ${prev?.state} (overlap=skip)`);
           o.logger.info('cron: occurrence skipped for overlap', {schedule: s.name, taskId: t.id});

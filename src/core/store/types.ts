@@ -76,6 +76,8 @@ export interface HeldForDispatch extends DispatchRef {
   scheduleName: string | null;
   /** Attempts used so far: 0 for a first run, more for a retry waiting in `failed`. */
   attempt: number;
+  /** The task's dedup key (a cron occurrence's names its schedule and fire time). */
+  dedupKey: string | null;
 }
 
 export interface ListFilter {

@@ -88,7 +88,7 @@ export function contentHash(type: string, payloadText: string): string {
  * there, and 24:00 the next day. NaN for anything invalid.
  */
 export function parseIsoTime(s: string): number {
-  const m = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2}))?)?/.exec(s);
+  const m = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2}))?)?/.exec(s);
   if (!m) return Number.NaN;
   const [y, mo, d, h = 0, mi = 0, sec = 0] = m.slice(1).map((x) => (x === undefined ? undefined : Number(x))) as number[];
   const day = new Date(Date.UTC(y!, mo! - 1, d!));

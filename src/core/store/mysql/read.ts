@@ -2,7 +2,7 @@ import type {HistoryEntry, TaskRecord} from '../../task/model.js';
 import type {ExpiredLease, HeldForDispatch, ListFilter, StatsRow, WorkerInfo, WorkerRow} from '../types.js';
 import type {TaskState} from '../../task/state.js';
 import {type Db, exec, select} from './db.js';
-import {TASK_COLUMNS, toHistoryEntry, toTaskRecord} from './rows.js';
+import {TASK_COLUMNS, toDueTask, toHistoryEntry, toTaskRecord} from './rows.js';
 
 /**
  * The statements that run all the time on a big table, with the index each must use
@@ -13,7 +13,7 @@ export const HOT_SQL = {
   expiredLeases: `SELECT id, fence, attempt, max_retries, worker FROM tasks
       WHERE cell = ? AND state = 'running' AND lease_until < NOW(3) ORDER BY lease_until LIMIT ?`,
   /** Params: cell, republishAfter µs, limit. Index: idx_tasks_due (cell, state, run_at). */
-  undispatched: `SELECT id, type, pool, run_at, schedule_name, attempt FROM tasks
+  undispatched: `SELECT id, type, pool, run_at, schedule_name, attempt, dedup_key FROM tasks
       WHERE cell = ? AND state IN ('submitted', 'failed') AND run_at <= NOW(3)
         AND (published_at IS NULL OR published_at < NOW(3) - INTERVAL ? MICROSECOND)
       ORDER BY run_at LIMIT ?`,
@@ -88,14 +88,7 @@ export async function findExpiredLeases(db: Db, cell: string, limit: number): Pr
  */
 export async function findUndispatched(db: Db, cell: string, limit: number, republishAfterMs: number): Promise<HeldForDispatch[]> {
   const rows = await select(db, db.pool, HOT_SQL.undispatched, [cell, republishAfterMs * 1000, limit]);
-  return rows.map((r) => ({
-    id: r.id as string,
-    type: r.type as string,
-    pool: r.pool as HeldForDispatch['pool'],
-    runAt: r.run_at as Date,
-    scheduleName: (r.schedule_name as string | null) ?? null,
-    attempt: Number(r.attempt),
-  }));
+  return rows.map(toDueTask);
 }
 
 export async function upsertWorker(db: Db, cell: string, w: WorkerInfo, inFlight: number): Promise<void> {

@@ -1,6 +1,7 @@
 import type {HistoryEntry, JsonObject, PoolName, TaskRecord} from '../../task/model.js';
 import type {TaskState} from '../../task/state.js';
 import type {Row} from './db.js';
+import type {HeldForDispatch} from '../types.js';
 
 /** Columns of `tasks` read into a TaskRecord (payload last: it may be large). */
 export const TASK_COLUMNS =
@@ -81,4 +82,17 @@ export function caseById(pairs: Array<[string, unknown]>, otherwise: string): {s
     params.push(id, v);
   }
   return {sql: `${sql} ELSE ${otherwise} END`, params};
+}
+
+/** A due task as the scheduler and the reconciler see it (columns id, type, pool, run_at, schedule_name, attempt, dedup_key). */
+export function toDueTask(r: Row): HeldForDispatch {
+  return {
+    id: r.id as string,
+    type: r.type as string,
+    pool: r.pool as HeldForDispatch['pool'],
+    runAt: r.run_at as Date,
+    scheduleName: (r.schedule_name as string | null) ?? null,
+    attempt: Number(r.attempt),
+    dedupKey: (r.dedup_key as string | null) ?? null,
+  };
 }

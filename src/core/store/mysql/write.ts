@@ -2,7 +2,7 @@ import type {NewTask} from '../../task/model.js';
 import {sourcesOf, type TaskState} from '../../task/state.js';
 import type {ClaimResult, ClaimedTask, HeldForDispatch, InsertResult, Outcome, OutcomeResult} from '../types.js';
 import {type Db, type PoolConnection, exec, marks, select, tx} from './db.js';
-import {caseById, clipError, historyInsert, type HistoryRow} from './rows.js';
+import {caseById, clipError, historyInsert, toDueTask, type HistoryRow} from './rows.js';
 
 const inList = (states: readonly TaskState[]): string => states.map((s) => `'${s}'`).join(', ');
 const MAX_DUP_RETRIES = 3;
@@ -178,18 +178,11 @@ export async function holdForDispatch(
   const rows = await select(
     db,
     db.pool,
-    `SELECT id, type, pool, run_at, schedule_name, attempt FROM tasks
+    `SELECT id, type, pool, run_at, schedule_name, attempt, dedup_key FROM tasks
       WHERE cell = ? AND sched_owner = ? AND published_at IS NULL AND state IN ('submitted', 'failed') ORDER BY run_at`,
     [cell, owner],
   );
-  return rows.map((r) => ({
-    id: r.id as string,
-    type: r.type as string,
-    pool: r.pool as HeldForDispatch['pool'],
-    runAt: r.run_at as Date,
-    scheduleName: (r.schedule_name as string | null) ?? null,
-    attempt: Number(r.attempt),
-  }));
+  return rows.map(toDueTask);
 }
 
 export async function releaseDispatch(db: Db, cell: string, owner: string): Promise<number> {
