@@ -11,11 +11,12 @@ export function when(d: Date | null, opts: {seconds?: boolean} = {}): string {
 }
 
 /**
- * Control characters (escape sequences, carriage returns…) as `\uFFFD`: row contents come from
- * producers and must not drive the operator's terminal.
+ * Control characters (escape sequences, carriage returns…) and bidirectional overrides as
+ * `\uFFFD`: row contents come from producers and must neither drive the operator's terminal nor
+ * reorder what it shows.
  */
 export function printable(s: string): string {
-  return s.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, '\uFFFD');
+  return s.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g, '\uFFFD');
 }
 
 /** One line, cut to `max` characters with an ellipsis. */

@@ -310,5 +310,8 @@ describe('terminal output', () => {
     for (const l of lines) expect(l).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
     expect(lines[1]).toContain('ab\uFFFD[31mRED');
     expect(clip(evil, 100)).toBe('ab\uFFFD[31mRED x\uFFFD');
+    // Bidirectional overrides would reorder the line; ordinary non-ASCII text stays as it is.
+    expect(clip('invoice \u202Efdp.exe', 100)).toBe('invoice \uFFFDfdp.exe');
+    expect(clip('Zürich 北京 ✓', 100)).toBe('Zürich 北京 ✓');
   });
 });
