@@ -99,6 +99,13 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
       expect(await s.getTask(due.id)).toMatchObject({state: 'running', worker: 'w1', attempt: 1, fence: 1});
     });
 
+    it('a value the database refuses is invalid_input for the whole batch, and nothing is written', async () => {
+      const good = task({type: 'order_notify', payload: {refused: 1}});
+      const bad = {...task({type: 'order_notify', payload: {refused: 2}}), runAtMs: Number.NaN}; // NULL in a NOT NULL column
+      await expect(s.insertTasks([good, bad], 'test')).rejects.toMatchObject({code: 'invalid_input'});
+      expect(await s.getTask(good.id)).toBeNull();
+    });
+
     it('lets exactly one of two concurrent claimers win each task', async () => {
       const tasks = Array.from({length: 200}, (_, i) => task({type: 'order_notify', payload: {i}}));
       await s.insertTasks(tasks, 'test');

@@ -535,7 +535,14 @@ describe('transactional outbox', () => {
       insertTasks: {
         value: (tasks: NewTask[], actor: string) =>
           tasks.some((t) => (JSON.parse(t.payload) as {k?: number}).k === 3)
-            ? Promise.reject(Object.assign(new Error("Data too long for column 'dedup_key' at row 4"), {code: 'ER_DATA_TOO_LONG'}))
+            ? Promise.reject(
+                new AxError('invalid_input', "ax's database refused a task of the batch: Data too long", {
+                  cause: Object.assign(new Error("Data too long for column 'dedup_key' at row 4"), {
+                    code: 'ER_DATA_TOO_LONG',
+                    sqlState: '22001',
+                  }),
+                }),
+              )
             : real.insertTasks(tasks, actor),
       },
     });

@@ -1,5 +1,5 @@
 import {hostname} from 'node:os';
-import {errorMessage} from '../errors.js';
+import {errorMessage, isAxError} from '../errors.js';
 import type {Logger} from '../log.js';
 import type {Broker} from '../broker/types.js';
 import type {InsertResult, OutboxRow, OutboxStore, TaskStore} from '../store/types.js';
@@ -31,28 +31,6 @@ export interface RelayOptions {
   /** Sent rows deleted per purge statement (default 5000); a full purge is followed by another. */
   purgeBatch?: number;
 }
-
-/**
- * MySQL's "this value cannot be stored" errors: SQLSTATE classes 22 (data exception) and 23
- * (integrity constraint), e.g. a NULL in a NOT NULL column, a duplicate key, a value too long or
- * out of range. Only these blame a row; anything else is the server's state, not the row's.
- */
-function isDataRefusal(e: unknown): boolean {
-  const err = (e as {sqlState?: unknown; code?: unknown; cause?: unknown}) ?? {};
-  const state = typeof err.sqlState === 'string' ? err.sqlState : '';
-  if (state.startsWith('22') || state.startsWith('23')) return true;
-  return typeof err.code === 'string' && DATA_ERROR_CODES.has(err.code);
-}
-
-const DATA_ERROR_CODES = new Set([
-  'ER_DUP_ENTRY',
-  'ER_BAD_NULL_ERROR',
-  'ER_DATA_TOO_LONG',
-  'ER_TRUNCATED_WRONG_VALUE',
-  'ER_TRUNCATED_WRONG_VALUE_FOR_FIELD',
-  'ER_WARN_DATA_OUT_OF_RANGE',
-  'ER_NO_REFERENCED_ROW_2',
-]);
 
 /** Sent rows deleted per statement by the housekeeping purge. */
 const PURGE_BATCH = 5000;
@@ -233,11 +211,11 @@ export class Relay {
   }
 
   /**
-   * Writes one round of tasks into ax. If ax's database refuses the batch for its data (a value it
-   * will not store: something the row checks missed), the batch is halved until the refused rows
-   * are found; they are returned to be marked failed, so one bad row never blocks the rest. Any
-   * other error (connection, timeout, deadlock, read-only server) is thrown: the batch is handed
-   * back and retried, and no row is blamed for it.
+   * Writes one round of tasks into ax. If ax's database refuses the batch for its data (the store
+   * says invalid_input: a value the row checks let through), the batch is halved until the refused
+   * rows are found; they are returned to be marked failed, so one bad row never blocks the rest.
+   * Any other error (connection, timeout, deadlock, read-only server) is thrown: the batch is
+   * handed back and retried, and no row is blamed for it.
    */
   private async insertIsolating(
     items: Array<{row: OutboxRow; task: NewTask}>,
@@ -254,9 +232,9 @@ export class Relay {
         result.existing.push(...r.existing);
         result.conflicts.push(...r.conflicts);
       } catch (e) {
-        if (!isDataRefusal(e)) throw e;
+        if (!isAxError(e, 'invalid_input')) throw e;
         if (part.length === 1) {
-          refused.push({id: part[0]!.row.id, error: `ax's database refused the task: ${errorMessage(e)}`});
+          refused.push({id: part[0]!.row.id, error: `ax's database refused the task: ${errorMessage(e.cause ?? e)}`});
           return;
         }
         const mid = Math.ceil(part.length / 2);

@@ -116,7 +116,11 @@ export interface WorkerRow extends WorkerInfo {
  */
 export interface TaskStore {
   readonly cell: string;
-  /** Writes new tasks and their `submitted` history, skipping existing ones (see InsertResult). */
+  /**
+   * Writes new tasks and their `submitted` history, skipping existing ones (see InsertResult).
+   * Throws AxError('invalid_input') when the database refuses a value of the batch (one the task
+   * checks let through): the batch, not the server, is at fault.
+   */
   insertTasks(tasks: NewTask[], actor: string): Promise<InsertResult>;
   /** Records that the doorbell for these tasks was confirmed by the broker (and drops scheduler holds). */
   markPublished(ids: string[]): Promise<void>;

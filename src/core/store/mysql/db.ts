@@ -38,6 +38,16 @@ const UNAVAILABLE_CODES = new Set([
   'ER_BAD_DB_ERROR',
 ]);
 
+/**
+ * MySQL's "this value cannot be stored" errors: SQLSTATE classes 22 (data exception) and 23
+ * (integrity constraint), e.g. a NULL in a NOT NULL column, a duplicate key, a value too long or
+ * out of range. They are about the data written, not the server's state.
+ */
+export function isDataError(e: unknown): boolean {
+  const state = (e as {sqlState?: unknown} | null)?.sqlState;
+  return typeof state === 'string' && (state.startsWith('22') || state.startsWith('23'));
+}
+
 /** Maps driver errors to AxError('unavailable'|'timeout'); anything else is returned unchanged. */
 export function mapDbError(e: unknown, url: string): unknown {
   const err = e as {code?: string; message?: string};

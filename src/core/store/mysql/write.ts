@@ -1,7 +1,8 @@
 import type {NewTask} from '../../task/model.js';
 import {sourcesOf, type TaskState} from '../../task/state.js';
 import type {ClaimResult, ClaimedTask, HeldForDispatch, InsertResult, Outcome, OutcomeResult} from '../types.js';
-import {type Db, type PoolConnection, exec, marks, select, tx} from './db.js';
+import {type Db, type PoolConnection, exec, isDataError, marks, select, tx} from './db.js';
+import {AxError, errorMessage} from '../../errors.js';
 import {caseById, clipError, historyInsert, toDueTask, type HistoryRow} from './rows.js';
 
 const inList = (states: readonly TaskState[]): string => states.map((s) => `'${s}'`).join(', ');
@@ -27,6 +28,7 @@ export async function insertTasks(db: Db, cell: string, tasks: NewTask[], actor:
         optimistic = false;
         continue;
       }
+      if (isDataError(e)) throw new AxError('invalid_input', `ax's database refused a task of the batch: ${errorMessage(e)}`, {cause: e});
       throw e;
     }
   }
