@@ -1,6 +1,5 @@
-import {Flags} from '@oclif/core';
 import {AxCommand} from '../cli/base.js';
-import {parseDuration} from '../core/duration.js';
+import {summaryEvery, summaryEveryFlag} from '../cli/summary.js';
 import {waitForSignal} from '../cli/signals.js';
 import {startRelay} from '../relay.js';
 
@@ -22,22 +21,19 @@ and the age of the oldest) is logged every minute, and the totals are printed on
     '<%= config.bin %> relay --summary-every 10s',
   ];
   static override flags = {
-    'summary-every': Flags.string({description: 'log a summary line this often (0 to disable)', default: '1m'}),
+    'summary-every': summaryEveryFlag,
   };
 
   async run(): Promise<unknown> {
     const {flags} = await this.parse(RelayCommand);
     const rt = this.runtime(flags.config);
-    const summaryEvery = parseDuration(flags['summary-every'], '--summary-every');
+    const summary = summaryEvery(flags['summary-every'], rt.logger, 'relay summary');
     const running = await startRelay(rt.config, rt.logger);
     if (!this.jsonEnabled()) this.logToStderr(`ax relay ${running.relay.id} running; Ctrl-C to stop`);
     const {relay} = running;
-    const timer =
-      summaryEvery > 0
-        ? setInterval(() => rt.logger.info('relay summary', {...relay.stats, ready: relay.ready()}), summaryEvery)
-        : undefined;
+    const stopSummary = summary.start(() => ({...relay.stats, ready: relay.ready()}));
     const signal = await waitForSignal();
-    if (timer) clearInterval(timer);
+    stopSummary();
     await running.stop();
     return {signal, relay: running.relay.id, ...running.relay.stats};
   }

@@ -5,7 +5,7 @@ import {waitForSignal} from '../cli/signals.js';
 import {startHealthServer} from '../cli/health.js';
 import {createCronService} from '../core/cron/service.js';
 import {createSchedulerService} from '../core/scheduler/service.js';
-import {parseDuration} from '../core/duration.js';
+import {summaryEvery, summaryEveryFlag} from '../cli/summary.js';
 
 export default class SchedulerCommand extends AxCommand {
   static override summary = 'Fire delayed tasks, retries and cron occurrences on time; rescue and reconcile.';
@@ -24,7 +24,7 @@ logged every minute.`;
     '<%= config.bin %> scheduler --health-port 8082',
   ];
   static override flags = {
-    'summary-every': Flags.string({description: 'log a summary line this often (0 to disable)', default: '1m'}),
+    'summary-every': summaryEveryFlag,
     'health-port': Flags.integer({
       description: 'serve GET /healthz (the summary) and /readyz (200 while loads from MySQL succeed) on this port (0: any free port)',
       min: 0,
@@ -36,7 +36,7 @@ logged every minute.`;
   async run(): Promise<unknown> {
     const {flags} = await this.parse(SchedulerCommand);
     const rt = this.runtime(flags.config);
-    const summaryEvery = parseDuration(flags['summary-every'], '--summary-every');
+    const summary = summaryEvery(flags['summary-every'], rt.logger, 'scheduler summary');
     const store = await openStore(rt);
     try {
       const broker = await openBroker(rt, {reconnect: true});
@@ -62,12 +62,9 @@ logged every minute.`;
         }
         const where = health ? `; health on http://${flags['health-host']}:${health.port}` : '';
         if (!this.jsonEnabled()) this.logToStderr(`ax scheduler ${scheduler.id} running${where}; Ctrl-C to stop`);
-        const timer =
-          summaryEvery > 0
-            ? setInterval(() => rt.logger.info('scheduler summary', {...scheduler.summary(), lastReconcile: undefined}), summaryEvery)
-            : undefined;
+        const stopSummary = summary.start(() => ({...scheduler.summary(), lastReconcile: undefined}));
         const signal = await waitForSignal();
-        if (timer) clearInterval(timer);
+        stopSummary();
         await health?.close();
         await scheduler.stop();
         return {signal, ...scheduler.summary()};
