@@ -291,14 +291,14 @@ export function createCronService(o: CronServiceOptions) {
         beforeRing: (due: HeldForDispatch[]) => this.filterOverlaps(due),
       };
     },
-    /** The scheduler hooks: occurrences on every load, the overlap policy at fire time, repair on reconcile. */
+    /** The scheduler hooks: occurrences on every load, the overlap policy at fire time, the cron part of reconcile. */
     hooks() {
       return {
         onLoad: async () => {
           await this.materialize(cfg.schedulerHorizonMs);
         },
         beforeFire: (due: HeldForDispatch[]) => this.filterOverlaps(due),
-        onReconcile: () => this.repair(),
+        reconcileCron: this.reconcileHooks(),
       };
     },
   };

@@ -3,7 +3,7 @@ import {errorMessage} from '../errors.js';
 import type {Logger} from '../log.js';
 import type {Broker} from '../broker/types.js';
 import type {BackoffOptions} from '../retry/backoff.js';
-import {reconcile, rescueExpired, type ReconcileReport} from '../reconcile/reconcile.js';
+import {reconcile, rescueExpired, type ReconcileOptions, type ReconcileReport} from '../reconcile/reconcile.js';
 import type {HeldForDispatch, TaskStore} from '../store/types.js';
 import {TimingWheel} from '../timing/wheel.js';
 import {type Clock, type Random, type TimerHandle} from '../time.js';
@@ -35,8 +35,8 @@ export interface SchedulerOptions {
   onLoad?: () => Promise<void>;
   /** Decides at fire time whether a held task should still be rung (cron overlap policy). */
   beforeFire?: (due: HeldForDispatch[]) => Promise<HeldForDispatch[]>;
-  /** Hook run first in every reconcile (cron recreates missing occurrences here; returns their schedules). */
-  onReconcile?: () => Promise<string[]>;
+  /** The cron part of every reconcile pass (see ReconcileOptions.cron). */
+  reconcileCron?: ReconcileOptions['cron'];
 }
 
 export interface SchedulerSummary {
@@ -260,9 +260,7 @@ export class Scheduler {
 
   private async runReconcile(): Promise<void> {
     try {
-      const {onReconcile, beforeFire} = this.o;
-      // Re-rung occurrences get the same check as at fire time (paused schedule, overlap policy).
-      const cron = onReconcile && beforeFire ? {cron: {repair: onReconcile, beforeRing: beforeFire}} : {};
+      const cron = this.o.reconcileCron ? {cron: this.o.reconcileCron} : {};
       this.s.lastReconcile = await reconcile({...this.o, ...this.o.reconcile, dryRun: false, actor: this.id, ...cron});
     } catch (e) {
       this.log.warn('reconcile failed', {error: errorMessage(e)});

@@ -13,7 +13,7 @@ export interface SchedulerServiceOptions {
   random: Random;
   logger: Logger;
   id?: string;
-  hooks?: Pick<SchedulerOptions, 'onLoad' | 'beforeFire' | 'onReconcile'>;
+  hooks?: Pick<SchedulerOptions, 'onLoad' | 'beforeFire' | 'reconcileCron'>;
 }
 
 /** Builds a Scheduler from configuration (AX_SCHEDULER_*, AX_RESCUE_EVERY, AX_RECONCILE_*). */
