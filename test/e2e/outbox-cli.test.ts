@@ -8,15 +8,14 @@ import {existsSync, mkdtempSync, rmSync} from 'node:fs';
 import {tmpdir} from 'node:os';
 import {join} from 'node:path';
 import {afterAll, beforeAll, describe, expect, test} from 'vitest';
-import {MysqlOutboxStore} from '../../src/core/store/mysql/outbox.js';
-import {MYSQL_ROOT, createTestEnv, type TestEnv} from '../helpers/env.js';
+import {createTestEnv, type TestEnv} from '../helpers/env.js';
+import {createBusinessDb, type BusinessDb} from '../helpers/outbox.js';
 import {ROOT, runCli, type CliRun} from '../helpers/spawn.js';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 let testEnv: TestEnv;
-let outbox: MysqlOutboxStore;
-let bizDb: string;
+let biz: BusinessDb;
 let env: Record<string, string>;
 let cwd: string;
 
@@ -30,8 +29,7 @@ function ax(args: string[], extraEnv: Record<string, string> = {}): Promise<Run>
 const flat = (stderr: string): string => stderr.replace(/\s*\n\s*›\s*/g, ' ');
 
 async function sql<T = Record<string, unknown>>(query: string, params: unknown[] = []): Promise<T[]> {
-  const [rows] = await outbox.db.pool.query(query, params);
-  return rows as T[];
+  return biz.sql<T>(query, params);
 }
 
 /** Inserts one row; `state` decides the relay columns. Returns its id. */
@@ -40,7 +38,7 @@ async function row(
   state: 'pending' | 'failed' | 'sent',
   extra: {ageS?: number; attempts?: number; error?: string} = {},
 ): Promise<number> {
-  const [r] = (await outbox.db.pool.query(
+  const [r] = (await biz.pool.query(
     `INSERT INTO task_outbox (type, payload, created_at, attempts, last_error, failed_at, sent_at)
      VALUES (?, '{"orderId": 1}', NOW(3) - INTERVAL ? SECOND, ?, ?, ${state === 'failed' ? 'NOW(3)' : 'NULL'}, ${state === 'sent' ? 'NOW(3)' : 'NULL'})`,
     [type, extra.ageS ?? 0, extra.attempts ?? 0, extra.error ?? null],
@@ -55,23 +53,12 @@ beforeAll(async () => {
   if (!existsSync(join(ROOT, 'dist/commands/outbox/list.js'))) throw new Error('the CLI is not built: run `npm run build` first');
   cwd = mkdtempSync(join(tmpdir(), 'ax-e2e-outbox-'));
   testEnv = await createTestEnv();
-  bizDb = `${testEnv.config.amqpPrefix}_biz`;
-  outbox = await MysqlOutboxStore.open({
-    url: `${MYSQL_ROOT}/${bizDb}`,
-    createDatabase: true,
-    queryTimeoutMs: 10_000,
-    connectionLimit: 2,
-    requireTable: false,
-  });
-  await outbox.migrate();
-  env = {...testEnv.env, AX_OUTBOX_MYSQL_URL: `${MYSQL_ROOT}/${bizDb}`};
+  biz = await createBusinessDb({migrate: true});
+  env = {...testEnv.env, AX_OUTBOX_MYSQL_URL: biz.url};
 });
 
 afterAll(async () => {
-  if (outbox) {
-    await outbox.db.pool.query(`DROP DATABASE IF EXISTS \`${bizDb}\``).catch(() => undefined);
-    await outbox.close().catch(() => undefined);
-  }
+  await biz?.dispose();
   await testEnv?.dispose();
   if (cwd) rmSync(cwd, {recursive: true, force: true});
 });
@@ -86,8 +73,8 @@ describe('an empty outbox', () => {
     ]);
     expect(stats.code, stats.stderr).toBe(0);
     // The business database, not ax's own: the commands open AX_OUTBOX_MYSQL_URL.
-    expect(stats.json).toEqual({database: bizDb, unsent: 0, failed: 0, oldestAgeMs: null});
-    expect(statsHuman.stdout).toMatch(new RegExp(`task_outbox in database ${bizDb}`));
+    expect(stats.json).toEqual({database: biz.name, unsent: 0, failed: 0, oldestAgeMs: null});
+    expect(statsHuman.stdout).toMatch(new RegExp(`task_outbox in database ${biz.name}`));
     expect(statsHuman.stdout).toMatch(/oldest unsent\s+-/);
     expect(list.code, list.stderr).toBe(0);
     expect(list.stdout.trim()).toBe('no pending outbox rows');
@@ -116,7 +103,7 @@ describe('with pending, failed and sent rows', () => {
   test('stats: unsent, failed and the age of the oldest unsent row (the outbox lag)', async () => {
     const [json, human] = await Promise.all([ax(['outbox', 'stats', '--json']), ax(['outbox', 'stats'])]);
     expect(json.code, json.stderr).toBe(0);
-    expect(json.json).toMatchObject({database: bizDb, unsent: 3, failed: 2});
+    expect(json.json).toMatchObject({database: biz.name, unsent: 3, failed: 2});
     expect(json.json.oldestAgeMs).toBeGreaterThanOrEqual(90_000);
     expect(json.json.oldestAgeMs).toBeLessThan(150_000);
     expect(human.code, human.stderr).toBe(0);

@@ -11,15 +11,14 @@ import {createServer, connect} from 'node:net';
 import {networkInterfaces, tmpdir} from 'node:os';
 import {join} from 'node:path';
 import {afterAll, beforeAll, describe, expect, test} from 'vitest';
-import {MysqlOutboxStore} from '../../src/core/store/mysql/outbox.js';
-import {MYSQL_ROOT, createTestEnv, eventually, type TestEnv} from '../helpers/env.js';
+import {createTestEnv, eventually, type TestEnv} from '../helpers/env.js';
+import {createBusinessDb, type BusinessDb} from '../helpers/outbox.js';
 import {ROOT} from '../helpers/spawn.js';
 
 const MAIN = join(ROOT, 'sidecar/main.js');
 
 let testEnv: TestEnv;
-let outbox: MysqlOutboxStore;
-let bizDb: string;
+let biz: BusinessDb;
 let cwd: string;
 const children: ChildProcess[] = [];
 
@@ -46,7 +45,7 @@ function sidecar(env: Record<string, string>, where = cwd): Sidecar {
 function sidecarEnv(port: number, extra: Record<string, string> = {}): Record<string, string> {
   return {
     ...testEnv.env,
-    AX_OUTBOX_MYSQL_URL: `${MYSQL_ROOT}/${bizDb}`,
+    AX_OUTBOX_MYSQL_URL: biz.url,
     AX_RELAY_HEALTH_PORT: String(port),
     AX_RELAY_INTERVAL: '200ms',
     AX_RELAY_BATCH: '20',
@@ -95,8 +94,7 @@ const nonLoopback = (): string | undefined =>
     .find((a) => a && a.family === 'IPv4' && !a.internal)?.address;
 
 async function outboxSql<T = Record<string, unknown>>(query: string, params: unknown[] = []): Promise<T[]> {
-  const [rows] = await outbox.db.pool.query(query, params);
-  return rows as T[];
+  return biz.sql<T>(query, params);
 }
 
 beforeAll(async () => {
@@ -104,23 +102,12 @@ beforeAll(async () => {
   cwd = mkdtempSync(join(tmpdir(), 'ax-e2e-sidecar-'));
   writeFileSync(join(cwd, 'ax.config.json'), '{"notASetting": true}');
   testEnv = await createTestEnv();
-  bizDb = `${testEnv.config.amqpPrefix}_biz`;
-  outbox = await MysqlOutboxStore.open({
-    url: `${MYSQL_ROOT}/${bizDb}`,
-    createDatabase: true,
-    queryTimeoutMs: 10_000,
-    connectionLimit: 2,
-    requireTable: false,
-  });
-  await outbox.migrate();
+  biz = await createBusinessDb({migrate: true});
 });
 
 afterAll(async () => {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  if (outbox) {
-    await outbox.db.pool.query(`DROP DATABASE IF EXISTS \`${bizDb}\``).catch(() => undefined);
-    await outbox.close().catch(() => undefined);
-  }
+  await biz?.dispose();
   await testEnv?.dispose();
   if (cwd) rmSync(cwd, {recursive: true, force: true});
 });
