@@ -54,6 +54,9 @@ logged every minute.`;
                 ready: () => scheduler.ready(),
                 details: () => ({...scheduler.summary(), lastReconcile: undefined}),
               });
+        // Listening before start(): a SIGTERM during the first load (seconds with a long horizon)
+        // must stop the scheduler and release its holds, not kill the process with them taken.
+        const signalled = waitForSignal();
         try {
           await scheduler.start();
         } catch (e) {
@@ -63,7 +66,7 @@ logged every minute.`;
         const where = health ? `; health on http://${flags['health-host']}:${health.port}` : '';
         if (!this.jsonEnabled()) this.logToStderr(`ax scheduler ${scheduler.id} running${where}; Ctrl-C to stop`);
         const stopSummary = summary.start(() => ({...scheduler.summary(), lastReconcile: undefined}));
-        const signal = await waitForSignal();
+        const signal = await signalled;
         stopSummary();
         await health?.close();
         await scheduler.stop();

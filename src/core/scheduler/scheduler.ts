@@ -120,13 +120,22 @@ export class Scheduler {
     return this.state === 'running' && last !== null && this.o.clock.now() - last < Math.max(5 * this.o.loadEveryMs, 30_000);
   }
 
-  /** Syncs the clock, loads once and starts the loops. Throws AxError('unavailable'). Idempotent. */
+  /**
+   * Syncs the clock, loads once and starts the loops. Throws AxError('unavailable'). Idempotent.
+   * A stop() called while this runs waits for the first load and releases what it took; the loops
+   * then never start.
+   */
   async start(): Promise<void> {
     if (this.state !== 'new') return;
     await this.dbClock.sync();
+    if (this.state !== 'new') return;
     this.wheel.advance(this.dbClock.safeNow());
     this.state = 'running';
-    await this.load();
+    // Tracked like the loops' work, so that a stop() during it waits for its holds to release them.
+    const first = this.load();
+    this.track(first);
+    await first;
+    if (this.state !== 'running') return;
     this.every('load', this.o.loadEveryMs, () => this.load());
     this.every('rescue', this.o.rescueEveryMs, () => this.rescue());
     this.every('reconcile', this.o.reconcileEveryMs, () => this.runReconcile());
