@@ -25,6 +25,7 @@ import {amqpCalibration, handBuiltProduce, rawInsert, taskTableDdl} from './lib/
 import {axConfig, HANDLE_METHODS, instrumentAx, startAxWorker, startHandBuilt} from './lib/consumers.js';
 import {renderMarkdown} from './lib/report.js';
 import {percentiles, sleep, summary} from './lib/stats.js';
+import {PhaseTimeoutError, formatMs, phase, phaseTimeouts, runLeftovers, stopChild, trackChild, within} from './lib/guard.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const HANDLERS = join(ROOT, 'bench', 'handlers.js');
@@ -51,6 +52,11 @@ const {values: argv} = parseArgs({
     outbox: {type: 'boolean'},
     wheel: {type: 'boolean'},
     'core-only': {type: 'boolean', default: false},
+    'phase-timeout': {type: 'string'},
+    'p6-far-future': {type: 'string'},
+    'p6-in-horizon': {type: 'string'},
+    'json-out': {type: 'string'},
+    compare: {type: 'string'},
     help: {type: 'boolean', short: 'h', default: false},
   },
 });
@@ -64,10 +70,19 @@ if (argv.help) {
   --worker child|inproc  where the ax worker and the hand-built consumer run (default child)
   --queue-types LIST   queue types of the end-to-end pairs (hand-built + P1), first = headline
                        (default quorum,classic; quick quorum)
-  --only LIST          run only these workloads: a,a2,p2,b,c,p1 (development; the report is partial)
+  --only LIST          run only these workloads: a,a2,p2,b,c,p1,p5a,p5b,p6,p3,wheel (development;
+                       the report is partial; naming p5a/p5b/p6, p3 or wheel turns that part on)
   --scheduler          run P5/P6 from bench/scheduler.js (default: on in full mode, off with --quick)
   --outbox             run P3 from bench/outbox.js (default: on in full mode, off with --quick)
   --wheel              run the timing-wheel micro-benchmark from bench/wheel.js (same default)
+  --p6-far-future N    P6: far-future rows in the table (default 1000000; quick 100000)
+  --p6-in-horizon N    P6: rows the scheduler holds within its 2 m horizon (default 50000; quick 5000)
+  --phase-timeout T    per phase (one workload of one round, or P5a, P5b, P6, P3, wheel): the phase
+                       fails after T, its child processes are killed and the suite stops with exit 1.
+                       "30m" for all, or "p6=5m,p1=20m,default=30m" (default 30m; quick 5m)
+  --compare REV        same-run comparison of P1 with git revision REV (see bench/compare.js):
+                       builds REV in a temporary worktree and alternates both in every round
+  --json-out FILE      also write the JSON report to FILE
   --core-only          only the calibrations, P1 and P2
   --profile            write V8 CPU profiles of the worker children to bench/results/profiles
   --no-write           do not write bench/results/<date>.{json,md}
@@ -93,8 +108,32 @@ const opts = {
   outbox: !argv['core-only'] && (argv.outbox ?? !quick),
   wheel: !argv['core-only'] && (argv.wheel ?? !quick),
   only: argv.only ? new Set(argv.only.split(',').map((x) => x.trim())) : null,
+  p6FarFuture: argv['p6-far-future'] === undefined ? undefined : int(argv['p6-far-future']),
+  p6InHorizon: argv['p6-in-horizon'] === undefined ? undefined : int(argv['p6-in-horizon']),
 };
 const wanted = (w) => !opts.only || opts.only.has(w);
+const SCHEDULER_PARTS = ['p5a', 'p5b', 'p6'];
+if (opts.only) {
+  // Naming an optional part in --only runs it (and only the parts named).
+  if (SCHEDULER_PARTS.some((p) => opts.only.has(p))) opts.scheduler = true;
+  else if (!argv.scheduler) opts.scheduler = false;
+  if (opts.only.has('p3')) opts.outbox = true;
+  else if (!argv.outbox) opts.outbox = false;
+  if (opts.only.has('wheel')) opts.wheel = true;
+  else if (!argv.wheel) opts.wheel = false;
+}
+let timeoutOf;
+try {
+  timeoutOf = phaseTimeouts(argv['phase-timeout'] ?? process.env.AX_BENCH_PHASE_TIMEOUT, quick ? 5 * 60_000 : 30 * 60_000);
+} catch (e) {
+  console.error(`--phase-timeout: ${e.message}`);
+  process.exit(2);
+}
+if (argv.compare !== undefined) {
+  // A different mode: P1 of this tree and of another revision, alternately (bench/compare.js).
+  const {runCompare} = await import('./compare.js');
+  process.exit(await runCompare({rev: argv.compare, argv: process.argv.slice(2)}));
+}
 opts.warmupN = int(argv['warmup-n'], quick ? 2000 : Math.max(1000, Math.round(opts.n / 10)));
 if (opts.queueTypes.length === 0) opts.queueTypes = ['quorum'];
 
@@ -110,16 +149,19 @@ const cleanups = [];
 let cleaning;
 async function cleanup() {
   cleaning ??= (async () => {
+    // Each step bounded, so that one stuck close can never keep the database from being dropped.
     for (const c of cleanups.reverse()) {
-      try {
-        await c();
-      } catch (e) {
-        log(`cleanup: ${e?.message ?? e}`);
-      }
+      const p = Promise.resolve()
+        .then(c)
+        .catch((e) => log(`cleanup: ${e?.message ?? e}`));
+      if (!(await within(p, 30_000))) log('cleanup: a step gave up after 30 s');
     }
+    await runLeftovers(log);
   })();
   return cleaning;
 }
+/** Runs one phase under its timeout (--phase-timeout); a timeout stops the suite (exit 1). */
+const runPhase = (name, fn) => phase(name, timeoutOf(name), fn, log);
 process.on('SIGINT', () => {
   log('interrupted: cleaning up');
   void cleanup().finally(() => process.exit(130));
@@ -221,10 +263,12 @@ try {
       mkdirSync(dir, {recursive: true});
       execArgv.push('--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-name=${label.replace(/\W+/g, '_')}-${Date.now()}.cpuprofile`);
     }
-    const child = fork(join(ROOT, 'bench', 'child.js'), [mode, JSON.stringify(o)], {
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-      execArgv,
-    });
+    const child = trackChild(
+      fork(join(ROOT, 'bench', 'child.js'), [mode, JSON.stringify(o)], {
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+        execArgv,
+      }),
+    );
     const pending = new Map();
     let seq = 0;
     let exited = false;
@@ -256,10 +300,11 @@ try {
     for (const m of HANDLE_METHODS) h[m] = (...a) => call(m, ...a);
     cleanups.push(async () => {
       if (exited) return;
-      const gone = new Promise((r) => child.once('exit', r));
-      await Promise.race([h.stop().catch(() => undefined), sleep(8000)]);
-      await Promise.race([gone, sleep(3000)]);
-      if (!exited) child.kill('SIGKILL');
+      await within(
+        h.stop().catch(() => undefined),
+        8000,
+      );
+      await stopChild(child, {signal: 'SIGTERM', graceMs: 3000});
     });
     return h;
   }
@@ -571,23 +616,23 @@ try {
       log(`${what} ${label}: ${Number.isFinite(r.value) ? Math.round(r.value).toLocaleString('en-US') : 'FAILED'} ${unit}${extra}`);
 
     if (wanted('a')) {
-      const ins = await wRawInsert(n);
+      const ins = await runPhase('a', () => wRawInsert(n));
       show('(a) raw 500-row INSERT', ins, 'rows/s');
       record('a.insert', ins, round);
     }
     if (wanted('a2')) {
-      const insPub = await wInsertPublish(n);
+      const insPub = await runPhase('a2', () => wInsertPublish(n));
       show("(a') raw INSERT + confirmed publish", insPub, 'tasks/s');
       record('a.insertPublish', insPub, round);
     }
     if (wanted('p2')) {
-      const p2 = await wP2(n);
+      const p2 = await runPhase('p2', () => wP2(n));
       show('P2 ax submit', p2, 'tasks/s', `; submit() p50 ${p2.submitUs.p50.toFixed(1)} µs p99 ${p2.submitUs.p99.toFixed(1)} µs`);
       record('p2', p2, round);
     }
     for (const qt of ['classic', 'quorum']) {
       if (!wanted('b')) continue;
-      const b = await wAmqp(qt, amqpN);
+      const b = await runPhase(`b.${qt}`, () => wAmqp(qt, amqpN));
       log(
         `${what} (b) ${qt}: publish ${Math.round(b.publish)} / consume ${Math.round(b.consume)} / together ${Math.round(b.together)} msg/s`,
       );
@@ -596,12 +641,12 @@ try {
 
     for (const qt of opts.queueTypes) {
       if (wanted('c')) {
-        const c = await wHandBuilt(qt, n);
+        const c = await runPhase(`c.${qt}`, () => wHandBuilt(qt, n));
         show(`(c) hand-built pipeline (${qt})`, c, 'tasks/s', c.ok ? '' : ` (${c.error})`);
         record(`c.${qt}`, c, round);
       }
       if (!wanted('p1')) continue;
-      const p1 = await wP1(qt, n);
+      const p1 = await runPhase(`p1.${qt}`, () => wP1(qt, n));
       show(
         `P1 ax end to end (${qt})`,
         p1,
@@ -617,8 +662,14 @@ try {
     log('scheduler benchmark (P5, P6) from bench/scheduler.js');
     try {
       const {runSchedulerBench} = await import('./scheduler.js');
-      scheduler = await runSchedulerBench({quick});
+      scheduler = await runSchedulerBench({
+        quick,
+        parts: opts.only ? SCHEDULER_PARTS.filter((p) => opts.only.has(p)) : SCHEDULER_PARTS,
+        runPhase,
+        sizes: {farFuture: opts.p6FarFuture, inHorizon: opts.p6InHorizon},
+      });
     } catch (e) {
+      if (e instanceof PhaseTimeoutError) throw e;
       log(`scheduler benchmark failed: ${e?.stack ?? e}`);
       scheduler = {error: String(e?.message ?? e)};
     }
@@ -629,8 +680,9 @@ try {
     log('outbox relay benchmark (P3) from bench/outbox.js');
     try {
       const {runOutboxBench} = await import('./outbox.js');
-      outbox = await runOutboxBench({quick});
+      outbox = await runPhase('p3', () => runOutboxBench({quick}));
     } catch (e) {
+      if (e instanceof PhaseTimeoutError) throw e;
       log(`outbox benchmark failed: ${e?.stack ?? e}`);
       outbox = {error: String(e?.message ?? e)};
     }
@@ -640,8 +692,9 @@ try {
     log('timing-wheel micro-benchmark from bench/wheel.js');
     try {
       const {runWheelBench} = await import('./wheel.js');
-      wheel = await runWheelBench({quick});
+      wheel = await runPhase('wheel', () => runWheelBench({quick}));
     } catch (e) {
+      if (e instanceof PhaseTimeoutError) throw e;
       log(`wheel benchmark failed: ${e?.stack ?? e}`);
       wheel = {error: String(e?.message ?? e)};
     }
@@ -696,12 +749,14 @@ try {
     writeFileSync(join(dir, `${stamp}.md`), `${md}\n`);
     log(`wrote bench/results/${stamp}.json and .md (${Math.round(elapsedS)} s of workloads)`);
   }
+  if (argv['json-out']) writeFileSync(argv['json-out'], `${JSON.stringify(report, null, 2)}\n`);
 } catch (e) {
   fatal = e;
-  log(`FAILED: ${e?.stack ?? e}`);
+  log(e instanceof PhaseTimeoutError ? `FAILED: ${e.message}` : `FAILED: ${e?.stack ?? e}`);
 } finally {
   await cleanup();
 }
+if (fatal instanceof PhaseTimeoutError) log(`the suite stopped at phase ${fatal.phase} (timeout ${formatMs(timeoutOf(fatal.phase))})`);
 const failed = Object.values(results)
   .flat()
   .some((r) => r.ok === false || (r.correctness && (r.correctness.lost > 0 || r.correctness.duplicates > 0)));

@@ -20,6 +20,7 @@ import {migrate} from '../dist/core/store/mysql/migrate.js';
 import {createClient} from '../dist/core/client.js';
 import {createSchedulerService} from '../dist/core/scheduler/service.js';
 import {createLogger} from '../dist/core/log.js';
+import {leftover, phase, phaseTimeouts, stopChild, trackChild} from './lib/guard.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const MYSQL_ROOT = process.env.AX_BENCH_MYSQL_ROOT ?? 'mysql://root@127.0.0.1:3306';
@@ -39,6 +40,23 @@ async function environment(extraEnv = {}) {
   const db = await openDatabase(rt);
   await migrate(db);
   const closers = [];
+  let disposing;
+  async function dispose() {
+    try {
+      for (const c of closers.reverse()) await c().catch(() => undefined);
+    } finally {
+      // Dropped whatever happened above.
+      await db.pool.query(`DROP DATABASE IF EXISTS \`${tag}\``);
+      await db.pool.end();
+      const conn = await amqp.connect(AMQP_URL);
+      const ch = await conn.createChannel();
+      for (const q of ['io', 'cpu', 'poison']) await ch.deleteQueue(`${tag}.default.${q}`).catch(() => undefined);
+      await ch.deleteExchange(tag).catch(() => undefined);
+      await conn.close();
+    }
+  }
+  // Also run if the phase using this environment times out (bench/lib/guard.js).
+  const forget = leftover(() => (disposing ??= dispose()));
   return {
     tag,
     env,
@@ -57,28 +75,22 @@ async function environment(extraEnv = {}) {
       return b;
     },
     spawnAx(args, env2 = {}) {
-      const child = spawn(process.execPath, ['bin/run.js', ...args], {
-        cwd: ROOT,
-        env: {...process.env, ...env, ...env2, NODE_ENV: 'production'},
-        stdio: ['ignore', 'ignore', 'inherit'],
-      });
-      closers.push(async () => {
-        if (child.exitCode === null) {
-          child.kill('SIGTERM');
-          await new Promise((r) => child.once('exit', r));
-        }
-      });
+      const child = trackChild(
+        spawn(process.execPath, ['bin/run.js', ...args], {
+          cwd: ROOT,
+          env: {...process.env, ...env, ...env2, NODE_ENV: 'production'},
+          stdio: ['ignore', 'ignore', 'pipe'],
+        }),
+      );
+      child.stderr.pipe(process.stderr, {end: false});
+      // stopChild also resolves for a child that is already gone (one killed by a signal has
+      // exitCode null: waiting for its 'exit' again hung the suite).
+      closers.push(() => stopChild(child));
       return child;
     },
     async dispose() {
-      for (const c of closers.reverse()) await c().catch(() => undefined);
-      await db.pool.query(`DROP DATABASE IF EXISTS \`${tag}\``);
-      await db.pool.end();
-      const conn = await amqp.connect(AMQP_URL);
-      const ch = await conn.createChannel();
-      for (const q of ['io', 'cpu', 'poison']) await ch.deleteQueue(`${tag}.default.${q}`).catch(() => undefined);
-      await ch.deleteExchange(tag).catch(() => undefined);
-      await conn.close();
+      forget();
+      await (disposing ??= dispose());
     },
   };
 }
@@ -133,13 +145,31 @@ function rssMb(pid) {
   return m ? Number(m[1]) / 1024 : NaN;
 }
 
-/** RSS of an `ax scheduler` process after a few loads over the table as it is. */
+/** Resolves when `child` writes a stderr line matching `re`; rejects if it exits first. */
+function stderrLine(child, re) {
+  return new Promise((resolve, reject) => {
+    let buf = '';
+    const onData = (d) => {
+      buf += d.toString();
+      if (re.test(buf)) {
+        child.stderr.off('data', onData);
+        child.off('exit', onExit);
+        resolve();
+      }
+    };
+    const onExit = (code, signal) => reject(new Error(`ax scheduler exited (${code ?? signal}) before it was running`));
+    child.stderr.on('data', onData);
+    child.once('exit', onExit);
+  });
+}
+
+/** RSS of an `ax scheduler` process a few loads after its start (the first load done) over the table as it is. */
 async function schedulerRss(e, settleMs) {
   const child = e.spawnAx(['scheduler', '--summary-every', '0'], {AX_SCHEDULER_LOAD_EVERY: '500ms'});
+  await stderrLine(child, /ax scheduler \S+ running/);
   await sleep(settleMs);
   const rss = rssMb(child.pid);
-  child.kill('SIGTERM');
-  await new Promise((r) => child.once('exit', r));
+  await stopChild(child);
   return rss;
 }
 
@@ -171,31 +201,77 @@ async function p6({farFuture, inHorizon, settleMs}) {
   }
 }
 
-/** Runs P5a, P5b and P6; returns the figures and a Markdown section. */
-export async function runSchedulerBench({quick = false} = {}) {
-  const n = quick ? 5000 : 50_000;
+export const SCHEDULER_PARTS = ['p5a', 'p5b', 'p6'];
+
+/**
+ * Runs P5a, P5b and P6 (or the `parts` named), each as one phase of `runPhase(name, fn)` (run.js
+ * passes its timeout wrapper; alone, bench/lib/guard.js's phase() with --phase-timeout). Sizes:
+ * `n` (P5 tasks), `farFuture` and `inHorizon` (P6 rows). Returns the figures and a Markdown section.
+ */
+export async function runSchedulerBench({quick = false, parts = SCHEDULER_PARTS, runPhase = (name, fn) => fn(), sizes = {}} = {}) {
+  const n = sizes.n ?? (quick ? 5000 : 50_000);
+  const farFuture = sizes.farFuture ?? (quick ? 100_000 : 1_000_000);
+  const inHorizon = sizes.inHorizon ?? (quick ? 5000 : 50_000);
   const spread = quick ? [3000, 15_000] : [5000, 60_000];
-  const p5a = await delayedRun({n, dueAt: (i, t0) => t0 + spread[0] + ((spread[1] - spread[0]) * i) / n, timeoutMs: spread[1] + 60_000});
-  const burstAt = Date.now() + (quick ? 8000 : 20_000);
-  const p5b = await delayedRun({n, dueAt: () => burstAt, timeoutMs: 120_000});
-  const p6r = await p6({farFuture: quick ? 100_000 : 1_000_000, inHorizon: quick ? 5000 : 50_000, settleMs: quick ? 3000 : 5000});
+  const want = new Set(parts);
+  const p5a = want.has('p5a')
+    ? await runPhase('p5a', () =>
+        delayedRun({n, dueAt: (i, t0) => t0 + spread[0] + ((spread[1] - spread[0]) * i) / n, timeoutMs: spread[1] + 60_000}),
+      )
+    : undefined;
+  const p5b = want.has('p5b')
+    ? await runPhase('p5b', () => {
+        const burstAt = Date.now() + (quick ? 8000 : 20_000);
+        return delayedRun({n, dueAt: () => burstAt, timeoutMs: 120_000});
+      })
+    : undefined;
+  const p6r = want.has('p6') ? await runPhase('p6', () => p6({farFuture, inHorizon, settleMs: quick ? 3000 : 5000})) : undefined;
   const f = (x, d = 0) => (Number.isFinite(x) ? x.toLocaleString('en-US', {maximumFractionDigits: d, minimumFractionDigits: d}) : '–');
-  const md = [
-    '### Scheduler (P5, P6)',
-    '',
-    '| workload | figure | goal |',
-    '| --- | --- | --- |',
-    `| P5a: ${f(n)} tasks due over ${spread[0] / 1000}–${spread[1] / 1000} s | lateness p50 ${f(p5a.p50, 1)} ms, p99 ${f(p5a.p99, 1)} ms, max ${f(p5a.max, 1)} ms; early ${p5a.early} | p99 ≤ 50 ms, early 0 |`,
-    `| P5b: ${f(n)} tasks due at one instant | last started ${f(p5b.max / 1000, 2)} s after it (p50 ${f(p5b.p50, 0)} ms); early ${p5b.early} | ≤ 5 s, early 0 |`,
-    `| P6: scheduler RSS, empty table | ${f(p6r.emptyMb, 1)} MB | |`,
-    `| P6: … with ${f(p6r.farFuture)} far-future tasks in the table | ${f(p6r.farFutureMb, 1)} MB | ≈ empty (bounded by the horizon) |`,
-    `| P6: … holding ${f(p6r.inHorizon)} tasks due within its horizon | ${f(p6r.holdingMb, 1)} MB | |`,
-  ].join('\n');
-  return {p5a, p5b, p6: p6r, markdown: md};
+  const md = ['### Scheduler (P5, P6)', '', '| workload | figure | goal |', '| --- | --- | --- |'];
+  if (p5a)
+    md.push(
+      `| P5a: ${f(n)} tasks due over ${spread[0] / 1000}–${spread[1] / 1000} s | lateness p50 ${f(p5a.p50, 1)} ms, p99 ${f(p5a.p99, 1)} ms, max ${f(p5a.max, 1)} ms; early ${p5a.early} | p99 ≤ 50 ms, early 0 |`,
+    );
+  if (p5b)
+    md.push(
+      `| P5b: ${f(n)} tasks due at one instant | last started ${f(p5b.max / 1000, 2)} s after it (p50 ${f(p5b.p50, 0)} ms); early ${p5b.early} | ≤ 5 s, early 0 |`,
+    );
+  if (p6r)
+    md.push(
+      `| P6: scheduler RSS, empty table | ${f(p6r.emptyMb, 1)} MB | |`,
+      `| P6: … with ${f(p6r.farFuture)} far-future tasks in the table | ${f(p6r.farFutureMb, 1)} MB | ≈ empty (bounded by the horizon) |`,
+      `| P6: … holding ${f(p6r.inHorizon)} tasks due within its horizon | ${f(p6r.holdingMb, 1)} MB | |`,
+    );
+  return {p5a, p5b, p6: p6r, markdown: md.join('\n')};
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const {values} = parseArgs({options: {quick: {type: 'boolean', default: false}, json: {type: 'boolean', default: false}}});
-  const r = await runSchedulerBench({quick: values.quick});
-  console.log(values.json ? JSON.stringify(r, null, 2) : r.markdown);
+  const {values} = parseArgs({
+    options: {
+      quick: {type: 'boolean', default: false},
+      json: {type: 'boolean', default: false},
+      only: {type: 'string'},
+      'phase-timeout': {type: 'string'},
+      n: {type: 'string'},
+      'far-future': {type: 'string'},
+      'in-horizon': {type: 'string'},
+    },
+  });
+  const int = (x) => (x === undefined ? undefined : Math.max(1, Number.parseInt(x, 10)));
+  const timeoutOf = phaseTimeouts(values['phase-timeout'], values.quick ? 5 * 60_000 : 20 * 60_000);
+  const log = (m) => process.stderr.write(`[bench scheduler] ${m}\n`);
+  try {
+    const r = await runSchedulerBench({
+      quick: values.quick,
+      parts: values.only ? values.only.split(',').map((x) => x.trim()) : SCHEDULER_PARTS,
+      runPhase: (name, fn) => phase(name, timeoutOf(name), fn, log),
+      sizes: {n: int(values.n), farFuture: int(values['far-future']), inHorizon: int(values['in-horizon'])},
+    });
+    console.log(values.json ? JSON.stringify(r, null, 2) : r.markdown);
+  } catch (e) {
+    log(`FAILED: ${e?.stack ?? e}`);
+    process.exitCode = 1;
+  }
+  // Pools and connections of an abandoned phase must not keep the process alive.
+  process.exit();
 }
