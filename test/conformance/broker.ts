@@ -23,7 +23,7 @@ export interface BrokerHarness {
   dispose(): Promise<void>;
 }
 
-const newId = createIdGenerator(() => Date.now(), Math.random);
+const newId = createIdGenerator(() => Date.now());
 
 /** Collects deliveries and lets a test await the n-th one. */
 function collector() {

@@ -20,7 +20,7 @@ export interface StoreHarness {
   dispose(): Promise<void>;
 }
 
-const newId = createIdGenerator(() => Date.now(), Math.random);
+const newId = createIdGenerator(() => Date.now());
 const defaults = {maxRetries: 5, payloadLimitBytes: 65_536, cell: 'default'};
 const task = (spec: TaskSpec): NewTask => validateTaskSpec(spec, defaults, Date.now(), newId);
 

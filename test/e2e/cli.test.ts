@@ -441,7 +441,7 @@ describe('ax reconcile', () => {
       {type: 'reconcile_me', payload: {r: 1}, pool: 'cpu'},
       {maxRetries: 5, payloadLimitBytes: 65_536, cell: 'default'},
       Date.now(),
-      createIdGenerator(Date.now, Math.random),
+      createIdGenerator(Date.now),
     );
     await store.insertTasks([task], 'e2e:1');
     const broker = await testEnv.broker();

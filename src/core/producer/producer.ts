@@ -81,7 +81,7 @@ export class Producer {
   private readonly marks: MicroBatcher<string>;
 
   constructor(private readonly o: ProducerOptions) {
-    this.newId = createIdGenerator(() => o.clock.now(), o.random);
+    this.newId = createIdGenerator(() => o.clock.now());
     this.marks = new MicroBatcher<string>({maxSize: 5000, maxWaitMs: 10, concurrency: 1, clock: o.clock, run: (ids) => this.mark(ids)});
   }
 
