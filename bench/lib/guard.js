@@ -95,6 +95,11 @@ export async function stopChild(child, {signal = 'SIGTERM', graceMs = 15_000} = 
   }
 }
 
+/** Stops every tracked child still alive (SIGTERM, then SIGKILL after `graceMs`). */
+export async function stopChildren(graceMs = 15_000) {
+  await Promise.all([...children].map((c) => stopChild(c, {graceMs})));
+}
+
 /** SIGKILLs every tracked child still alive; returns how many. */
 export function killChildren() {
   let n = 0;
