@@ -2,7 +2,7 @@ import type {OutboxRow, OutboxStore} from '../types.js';
 import {type Db, type DbOptions, type Row, exec, marks, openDb, select, tx} from './db.js';
 import {clipError} from './rows.js';
 import {AxError} from '../../errors.js';
-import {OUTBOX_DDL} from '../../outbox/schema.js';
+import {OUTBOX_CHECKS_PRESENT_SQL, OUTBOX_DDL, outboxChecksUpgradeSql, outboxViolationsSql} from '../../outbox/schema.js';
 
 const COLUMNS =
   'id, task_id, type, payload, run_at, delay_ms, pool, max_retries, timeout_ms, dedup_key, created_at, attempts, last_error, failed_at';
@@ -67,9 +67,26 @@ export class MysqlOutboxStore implements OutboxStore {
     return rows.length > 0;
   }
 
-  /** Creates `task_outbox` if missing (`ax migrate --outbox`). */
+  /**
+   * Creates `task_outbox` if missing, and gives a table made before them its CHECK constraints
+   * (`ax migrate --outbox`; re-runnable). Throws AxError('invalid_input'), changing nothing, when
+   * existing rows break a constraint (their ids are in the message).
+   */
   async migrate(): Promise<void> {
     await exec(this.db, this.db.pool, OUTBOX_DDL);
+    const present = new Set((await select(this.db, this.db.pool, OUTBOX_CHECKS_PRESENT_SQL)).map((r) => String(r.name)));
+    const upgrade = outboxChecksUpgradeSql(present);
+    if (upgrade === null) return;
+    const bad = (await select(this.db, this.db.pool, outboxViolationsSql(present))).map((r) => Number(r.id));
+    if (bad.length > 0) {
+      throw new AxError(
+        'invalid_input',
+        `task_outbox has rows out of range for its new CHECK constraints (ids ${bad.join(', ')}${bad.length === 20 ? ', …' : ''}): ` +
+          'delay_ms and timeout_ms must be 0/1 ms to 366 days, max_retries 0 to 100, attempts ≥ 0; fix or delete them and run `ax migrate --outbox` again',
+        {details: {ids: bad}},
+      );
+    }
+    await exec(this.db, this.db.pool, upgrade);
   }
 
   /** One short transaction: SELECT … FOR UPDATE SKIP LOCKED (idx_outbox_unsent), then the claim UPDATE. */
