@@ -5,12 +5,17 @@
  * the environment only (AX_MYSQL_URL, AX_OUTBOX_MYSQL_URL, AX_AMQP_URL, AX_RELAY_*, …; see
  * sidecar/README.md). Logs are JSON lines on stderr.
  *
+ * A server that cannot be reached at start is waited for: each attempt is logged, the backoff is
+ * jittered and capped (AX_CONNECT_RETRY_MAX), /readyz answers 503 meanwhile, and SIGTERM ends the
+ * waiting (exit 0). AX_CONNECT_FAIL_FAST=true exits 5 at once instead.
+ *
  * Exit codes: 0 after SIGTERM/SIGINT and a clean stop; 2 bad configuration; 5 a server is
- * unreachable (or ax's schema is not migrated) at start; 1 anything else, or a stop that outlasted
- * AX_SHUTDOWN_GRACE. A start-up failure is one JSON line on stderr saying what and why.
+ * unreachable with AX_CONNECT_FAIL_FAST, refuses the credentials, or ax's schema is not migrated at
+ * start; 1 anything else, or a stop that outlasted AX_SHUTDOWN_GRACE. A start-up failure is one JSON
+ * line on stderr saying what and why.
  */
 import {fileURLToPath} from 'node:url';
-import {createLogger, loadConfig, startHealthServer, startRelay} from 'ax-executor/relay';
+import {createLogger, isoTimes, loadConfig, logOptions, startHealthServer, startRelay} from 'ax-executor/relay';
 
 /** The CLI's exit codes (README "Exit codes"), for the AxError codes a start can end with. */
 const EXIT_CODES = {invalid_input: 2, not_found: 3, conflict: 4, unavailable: 5, timeout: 6};
@@ -35,15 +40,17 @@ async function main() {
   } catch (e) {
     return fatal('ax relay sidecar: bad configuration', e);
   }
-  const log = createLogger(config.logLevel, {service: 'ax-relay-sidecar', pid: process.pid});
+  const log = createLogger(config.logLevel, {service: 'ax-relay-sidecar', pid: process.pid}, undefined, logOptions(config));
   if (AX_CONFIG) log.warn('AX_CONFIG is ignored: the sidecar is configured from the environment only', {AX_CONFIG});
 
   let signalled;
   let wake = () => undefined;
   const stopRequested = new Promise((resolve) => (wake = resolve));
+  const starting = new AbortController(); // ends the connection retries at start
   const onSignal = (signal) => {
     if (signalled) process.exit(signal === 'SIGINT' ? 130 : 143); // a second signal: stop waiting
     signalled = signal;
+    starting.abort();
     wake();
   };
   process.on('SIGTERM', onSignal);
@@ -57,12 +64,16 @@ async function main() {
         host: config.relayHealthHost,
         port: config.relayHealthPort,
         ready: () => running?.relay.ready() ?? false,
-        details: () => (running ? {relay: running.relay.id, ...running.relay.stats} : {starting: true}),
+        details: () => (running ? isoTimes({relay: running.relay.id, ...running.relay.stats}) : {starting: true}),
       });
     }
-    running = await startRelay(config, log);
+    running = await startRelay(config, log, {signal: starting.signal});
   } catch (e) {
     await health?.close();
+    if (signalled && e?.code === 'closed') {
+      log.info('stopped before the relay could start', {signal: signalled});
+      return 0;
+    }
     return fatal('ax relay sidecar cannot start', e);
   }
   log.info('relay sidecar running', {

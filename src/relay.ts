@@ -4,13 +4,14 @@
  */
 import {type AxConfig} from './core/config/config.js';
 import type {Logger} from './core/log.js';
+import {connectWithRetry} from './core/connect-retry.js';
 import {createRelayService} from './core/outbox/service.js';
 import type {Relay} from './core/outbox/relay.js';
 import {createRuntime, openBroker, openOutbox, openStore} from './cli/runtime.js';
 
 export type {Relay, RelayStats} from './core/outbox/relay.js';
 export {loadConfig} from './core/config/config.js';
-export {createLogger} from './core/log.js';
+export {createLogger, isoTimes, logOptions} from './core/log.js';
 export {startHealthServer, type HealthServer} from './cli/health.js';
 
 export interface RunningRelay {
@@ -20,17 +21,21 @@ export interface RunningRelay {
 }
 
 /**
- * Connects to ax's database, the business database (outbox) and RabbitMQ, and starts a relay.
- * Throws AxError('unavailable') when a server cannot be reached or ax's schema is not migrated.
+ * Connects to ax's database, the business database (outbox) and RabbitMQ, and starts a relay. A
+ * server that cannot be reached is waited for (connectWithRetry: each attempt logged, jittered
+ * backoff) unless `config.connectFailFast`. Throws AxError('unavailable') when a server cannot be
+ * reached with connectFailFast, refuses the credentials, or ax's schema is not migrated, and
+ * AxError('closed') when `opts.signal` aborts the waiting.
  */
-export async function startRelay(config: AxConfig, logger?: Logger): Promise<RunningRelay> {
+export async function startRelay(config: AxConfig, logger?: Logger, opts: {signal?: AbortSignal} = {}): Promise<RunningRelay> {
   const rt = createRuntime(config, logger);
-  const store = await openStore(rt);
+  const retry = opts.signal ? {signal: opts.signal} : {};
+  const store = await connectWithRetry(rt, 'MySQL (ax)', () => openStore(rt), retry);
   const closers: Array<() => Promise<unknown>> = [() => store.close()];
   try {
-    const outbox = await openOutbox(rt);
+    const outbox = await connectWithRetry(rt, 'MySQL (outbox)', () => openOutbox(rt), retry);
     closers.unshift(() => outbox.close());
-    const broker = await openBroker(rt, {reconnect: true});
+    const broker = await connectWithRetry(rt, 'RabbitMQ', () => openBroker(rt, {reconnect: true}), retry);
     closers.unshift(() => broker.close());
     const relay = createRelayService({...rt, outbox, store, broker});
     relay.start();

@@ -7,7 +7,7 @@ import {AmqpBroker} from '../core/broker/amqp/broker.js';
 import type {Broker} from '../core/broker/types.js';
 import {createClient, type AxClient} from '../core/client.js';
 import {type AxConfig, type LoadConfigOptions, loadConfig} from '../core/config/config.js';
-import {createLogger, type Logger} from '../core/log.js';
+import {createLogger, logOptions, type Logger} from '../core/log.js';
 import {MysqlTaskStore} from '../core/store/mysql/store.js';
 import {type Db, openDb} from '../core/store/mysql/db.js';
 import {MysqlOutboxStore} from '../core/store/mysql/outbox.js';
@@ -24,7 +24,8 @@ export interface Runtime {
 
 export function createRuntime(config: AxConfig, logger?: Logger): Runtime {
   const actor = `${hostname()}:${process.pid}`;
-  return {config, clock: systemClock, random: systemRandom, logger: logger ?? createLogger(config.logLevel, {pid: process.pid}), actor};
+  const log = logger ?? createLogger(config.logLevel, {pid: process.pid}, undefined, logOptions(config));
+  return {config, clock: systemClock, random: systemRandom, logger: log, actor};
 }
 
 /** Opens the task store (checks the schema unless `requireSchema` is false). */

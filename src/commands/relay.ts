@@ -1,6 +1,8 @@
+import {Flags} from '@oclif/core';
 import {AxCommand} from '../cli/base.js';
 import {summaryEvery, summaryEveryFlag} from '../cli/summary.js';
 import {waitForSignal} from '../cli/signals.js';
+import {isoTimes} from '../core/log.js';
 import {startRelay} from '../relay.js';
 
 export default class RelayCommand extends AxCommand {
@@ -14,7 +16,9 @@ failed and skipped: see \`ax outbox list --failed\`.
 The outbox lives in AX_OUTBOX_MYSQL_URL (default: AX_MYSQL_URL); create it with \`ax migrate --outbox\`.
 The same relay runs as a separately deployed sidecar (sidecar/ in the package), which also serves
 /healthz and /readyz. A summary line (rows relayed, published, failed; the outbox lag: unsent rows
-and the age of the oldest) is logged every minute, and the totals are printed on exit.`;
+and the age of the oldest) is logged every minute, and the totals are printed on exit. A server down
+at start is waited for (each attempt logged, jittered backoff up to AX_CONNECT_RETRY_MAX);
+--fail-fast (AX_CONNECT_FAIL_FAST) exits 5 at once instead.`;
   static override examples = [
     '<%= config.bin %> relay',
     'AX_OUTBOX_MYSQL_URL=mysql://relay:secret@orders-db:3306/orders <%= config.bin %> relay',
@@ -22,11 +26,12 @@ and the age of the oldest) is logged every minute, and the totals are printed on
   ];
   static override flags = {
     'summary-every': summaryEveryFlag,
+    'fail-fast': Flags.boolean({description: 'exit 5 at once when a server is down at start (AX_CONNECT_FAIL_FAST)'}),
   };
 
   async run(): Promise<unknown> {
     const {flags} = await this.parse(RelayCommand);
-    const rt = this.runtime(flags.config);
+    const rt = this.runtime(flags.config, flags['fail-fast'] ? {connectFailFast: true} : {});
     const summary = summaryEvery(flags['summary-every'], rt.logger, 'relay summary');
     const running = await startRelay(rt.config, rt.logger);
     if (!this.jsonEnabled()) this.logToStderr(`ax relay ${running.relay.id} running; Ctrl-C to stop`);
@@ -35,6 +40,6 @@ and the age of the oldest) is logged every minute, and the totals are printed on
     const signal = await waitForSignal();
     stopSummary();
     await running.stop();
-    return {signal, relay: running.relay.id, ...running.relay.stats};
+    return isoTimes({signal, relay: running.relay.id, ...running.relay.stats});
   }
 }

@@ -6,6 +6,8 @@ import {startHealthServer} from '../cli/health.js';
 import {createCronService} from '../core/cron/service.js';
 import {createSchedulerService} from '../core/scheduler/service.js';
 import {summaryEvery, summaryEveryFlag} from '../cli/summary.js';
+import {connectWithRetry} from '../core/connect-retry.js';
+import {isoTimes} from '../core/log.js';
 
 export default class SchedulerCommand extends AxCommand {
   static override summary = 'Fire delayed tasks, retries and cron occurrences on time; rescue and reconcile.';
@@ -17,7 +19,8 @@ occurrences of cron schedules, rescues running tasks whose worker stopped renewi
 
 Run one or more; on SIGTERM/SIGINT a scheduler lets go of its tasks so another takes them at once.
 After a crash its tasks are taken over AX_SCHEDULER_HOLD (3s) after they are due. A summary line is
-logged every minute.`;
+logged every minute. A server down at start is waited for (each attempt logged, jittered backoff up
+to AX_CONNECT_RETRY_MAX); --fail-fast (AX_CONNECT_FAIL_FAST) exits 5 at once instead.`;
   static override examples = [
     '<%= config.bin %> scheduler',
     'AX_SCHEDULER_HORIZON=30s AX_LOG_LEVEL=info <%= config.bin %> scheduler',
@@ -31,15 +34,17 @@ logged every minute.`;
       max: 65_535,
     }),
     'health-host': Flags.string({description: 'address for --health-port', default: '127.0.0.1'}),
+    'fail-fast': Flags.boolean({description: 'exit 5 at once when MySQL or RabbitMQ is down at start (AX_CONNECT_FAIL_FAST)'}),
   };
 
   async run(): Promise<unknown> {
     const {flags} = await this.parse(SchedulerCommand);
-    const rt = this.runtime(flags.config);
+    const rt = this.runtime(flags.config, flags['fail-fast'] ? {connectFailFast: true} : {});
     const summary = summaryEvery(flags['summary-every'], rt.logger, 'scheduler summary');
-    const store = await openStore(rt);
+    // A server down at start is waited for (logged, jittered backoff) unless --fail-fast.
+    const store = await connectWithRetry(rt, 'MySQL', () => openStore(rt));
     try {
-      const broker = await openBroker(rt, {reconnect: true});
+      const broker = await connectWithRetry(rt, 'RabbitMQ', () => openBroker(rt, {reconnect: true}));
       try {
         const cron = createCronService({...rt, store});
         const scheduler = createSchedulerService({...rt, store, broker, hooks: cron.hooks()});
@@ -52,7 +57,7 @@ logged every minute.`;
                 host: flags['health-host'],
                 port: flags['health-port'],
                 ready: () => scheduler.ready(),
-                details: () => ({...scheduler.summary(), lastReconcile: undefined}),
+                details: () => isoTimes({...scheduler.summary(), lastReconcile: undefined}),
               });
         // Listening before start(): a SIGTERM during the first load (seconds with a long horizon)
         // must stop the scheduler and release its holds, not kill the process with them taken.
@@ -70,7 +75,7 @@ logged every minute.`;
         stopSummary();
         await health?.close();
         await scheduler.stop();
-        return {signal, ...scheduler.summary()};
+        return isoTimes({signal, ...scheduler.summary()});
       } finally {
         await broker.close();
       }

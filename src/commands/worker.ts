@@ -1,24 +1,37 @@
 import {Flags} from '@oclif/core';
 import {AxCommand} from '../cli/base.js';
+import {startHealthServer, type HealthServer} from '../cli/health.js';
 import {openBroker, openStore} from '../cli/runtime.js';
-import {waitForSignal} from '../cli/signals.js';
-import {createWorkerService} from '../core/worker/service.js';
+import {CRASH_EXIT_CODE, exitSoon, guardProcess} from '../cli/signals.js';
+import {connectWithRetry} from '../core/connect-retry.js';
+import {isAxError} from '../core/errors.js';
+import {startWorkerService, type RunningWorker} from '../core/worker/service.js';
 import type {PoolName} from '../core/task/model.js';
 
 export default class WorkerCommand extends AxCommand {
   static override summary = 'Run tasks: consume the pool queues and execute handlers until SIGTERM/SIGINT.';
   static override description = `Loads a handlers module (its default export, or its "handlers" export, must be
-defineHandlers({...})), consumes the queue of each pool it runs, claims tasks in batches, runs them
-and records the outcomes. IO handlers run on the event loop (concurrency cores × 2 × (1 + wait/compute)
-unless --io-concurrency is given); CPU handlers run in worker threads (cores + 1 unless
---cpu-threads is given), terminated on timeout.
+defineHandlers({...}, {onStart, onStop})), consumes the queue of each pool it runs, claims tasks in
+batches, runs them and records the outcomes. IO handlers run on the event loop (concurrency
+cores × 2 × (1 + wait/compute) unless --io-concurrency is given); CPU handlers run in worker threads
+(cores + 1 unless --cpu-threads is given), terminated on timeout.
+
+When MySQL or RabbitMQ cannot be reached at start, the worker retries with a jittered backoff (up to
+AX_CONNECT_RETRY_MAX, 30s, between attempts; each attempt logged) and /readyz answers 503 meanwhile;
+--fail-fast (AX_CONNECT_FAIL_FAST) exits 5 at once instead.
 
 On SIGTERM or SIGINT the worker stops consuming, lets in-flight tasks finish for the grace period
-(AX_SHUTDOWN_GRACE, default 30s), hands back what never started (no attempt used) and exits.`;
+(AX_SHUTDOWN_GRACE, default 30s), hands back what never started (no attempt used), awaits the
+module's onStop and exits 0, even if the module left a handle open. An unhandled promise rejection
+in handler code is logged and counted, and the worker keeps running; an uncaught exception is
+logged, in-flight work is drained the same way, and the worker exits ${CRASH_EXIT_CODE} (a supervisor restarts it).
+Exit codes: 0 stopped by a signal, 1 onStop failed, 2 bad flags or handlers module, 5 a server
+unreachable with --fail-fast (or refused the credentials), ${CRASH_EXIT_CODE} stopped after an uncaught exception.`;
   static override examples = [
     '<%= config.bin %> worker --handlers ./dist/handlers.js',
     '<%= config.bin %> worker --handlers ./handlers.js --pools io --io-concurrency 500',
     'AX_LEASE=10s <%= config.bin %> worker --handlers ./handlers.js --pools cpu --cpu-threads 4',
+    '<%= config.bin %> worker --handlers ./handlers.js --health-port 8083',
   ];
   static override flags = {
     handlers: Flags.string({description: 'module exporting defineHandlers({...})', required: true}),
@@ -26,6 +39,13 @@ On SIGTERM or SIGINT the worker stops consuming, lets in-flight tasks finish for
     'io-concurrency': Flags.integer({description: 'IO pool size (default from the formula)', min: 1, max: 100_000}),
     'cpu-threads': Flags.integer({description: 'CPU pool threads (default cores + 1)', min: 1, max: 256}),
     'queue-capacity': Flags.integer({description: 'local queue of each pool (default 2000)', min: 1, max: 60_000}),
+    'health-port': Flags.integer({
+      description: 'serve GET /healthz (the worker stats) and /readyz (200 while consuming) on this port (0: any free port, logged)',
+      min: 0,
+      max: 65_535,
+    }),
+    'health-host': Flags.string({description: 'address for --health-port', default: '127.0.0.1'}),
+    'fail-fast': Flags.boolean({description: 'exit 5 at once when MySQL or RabbitMQ is down at start (AX_CONNECT_FAIL_FAST)'}),
   };
 
   async run(): Promise<unknown> {
@@ -35,23 +55,72 @@ On SIGTERM or SIGINT the worker stops consuming, lets in-flight tasks finish for
       ...(flags['io-concurrency'] === undefined ? {} : {ioConcurrency: flags['io-concurrency']}),
       ...(flags['cpu-threads'] === undefined ? {} : {cpuThreads: flags['cpu-threads']}),
       ...(flags['queue-capacity'] === undefined ? {} : {poolQueueCapacity: flags['queue-capacity']}),
+      ...(flags['fail-fast'] ? {connectFailFast: true} : {}),
     });
-    const store = await openStore(rt);
+    const guard = guardProcess(rt.logger);
+    let phase: 'connecting' | 'running' | 'stopping' = 'connecting';
+    let running: RunningWorker | undefined;
+    let brokerUp = false;
+    let lastRetry: unknown;
+    let health: HealthServer | undefined;
     try {
-      const broker = await openBroker(rt, {reconnect: true});
-      try {
-        const worker = await createWorkerService({...rt, store, broker, handlersModule: flags.handlers, pools});
-        await worker.start();
-        if (!this.jsonEnabled()) this.logToStderr(`ax worker ${worker.id} running pools ${pools.join(', ')}; Ctrl-C to stop`);
-        const signal = await waitForSignal();
-        rt.logger.info('stopping worker', {signal, graceMs: rt.config.shutdownGraceMs});
-        await worker.stop(rt.config.shutdownGraceMs);
-        return {worker: worker.id, signal, ...worker.stats};
-      } finally {
-        await broker.close();
+      // The health port first: /readyz is 503 while the worker waits for its servers.
+      if (flags['health-port'] !== undefined) {
+        health = await startHealthServer({
+          host: flags['health-host'],
+          port: flags['health-port'],
+          ready: () => phase === 'running' && brokerUp,
+          details: () => ({
+            state: phase,
+            ...(running ? {worker: running.worker.id, inFlight: running.worker.inFlight, ...running.worker.stats} : {connect: lastRetry}),
+            unhandledRejections: guard.unhandledRejections,
+          }),
+        });
+        rt.logger.info('health endpoints listening', {url: `http://${flags['health-host']}:${health.port}`});
       }
+      const retry = {signal: guard.signal, onRetry: (r: unknown) => (lastRetry = r)};
+      const store = await connectWithRetry(rt, 'MySQL', () => openStore(rt), retry);
+      try {
+        const broker = await connectWithRetry(rt, 'RabbitMQ', () => openBroker(rt, {reconnect: true}), retry);
+        brokerUp = true;
+        broker.on('connected', () => (brokerUp = true));
+        broker.on('disconnected', () => (brokerUp = false));
+        try {
+          running = await startWorkerService({...rt, store, broker, handlersModule: flags.handlers, pools});
+          const {worker} = running;
+          phase = 'running';
+          const where = health ? `; health on http://${flags['health-host']}:${health.port}` : '';
+          if (!this.jsonEnabled()) this.logToStderr(`ax worker ${worker.id} running pools ${pools.join(', ')}${where}; Ctrl-C to stop`);
+          const reason = await guard.stop;
+          phase = 'stopping';
+          rt.logger.info('stopping worker', {
+            ...(reason.kind === 'signal' ? {signal: reason.signal} : {reason: 'uncaught exception'}),
+            graceMs: rt.config.shutdownGraceMs,
+          });
+          const {onStopFailed} = await running.stop(rt.config.shutdownGraceMs);
+          if (reason.kind === 'crash') process.exitCode = CRASH_EXIT_CODE;
+          else if (onStopFailed) process.exitCode = 1;
+          return {
+            worker: worker.id,
+            ...(reason.kind === 'signal' ? {signal: reason.signal} : {crashed: true}),
+            unhandledRejections: guard.unhandledRejections,
+            ...worker.stats,
+          };
+        } finally {
+          await broker.close();
+        }
+      } finally {
+        await store.close();
+      }
+    } catch (e) {
+      // Stopped (a signal, or a crash) while still waiting for a server: nothing ran.
+      if (!(isAxError(e, 'closed') && guard.signal.aborted)) throw e;
+      const reason = await guard.stop;
+      if (reason.kind === 'crash') process.exitCode = CRASH_EXIT_CODE;
+      return {stoppedBeforeStart: true, ...(reason.kind === 'signal' ? {signal: reason.signal} : {crashed: true})};
     } finally {
-      await store.close();
+      await health?.close();
+      exitSoon();
     }
   }
 }

@@ -62,6 +62,14 @@ export interface AxConfig {
   rescueEveryMs: number;
   reconcileEveryMs: number;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
+  /** `json` lines, `pretty` (pino-pretty), or `auto`: pretty when stderr is a terminal. */
+  logFormat: 'auto' | 'json' | 'pretty';
+  /** Extra field names whose values logs redact, comma-separated (URL passwords always are). */
+  logRedact: string;
+  /** Exit at once (code 5) when MySQL or RabbitMQ cannot be reached at start, instead of retrying. */
+  connectFailFast: boolean;
+  /** Longest wait between two connection attempts at start (the backoff's cap before jitter). */
+  connectRetryMaxMs: number;
 }
 
 type Kind = 'string' | 'bool' | 'int' | 'duration' | 'bytes';
@@ -204,6 +212,32 @@ export const SETTINGS: Record<keyof AxConfig, Setting> = {
     default: 'info',
     choices: ['debug', 'info', 'warn', 'error', 'silent'],
     doc: 'log level (logs go to stderr)',
+  },
+  logFormat: {
+    env: 'AX_LOG_FORMAT',
+    kind: 'string',
+    default: 'auto',
+    choices: ['auto', 'json', 'pretty'],
+    doc: 'log lines: json, pretty, or auto (pretty when stderr is a terminal)',
+  },
+  logRedact: {
+    env: 'AX_LOG_REDACT',
+    kind: 'string',
+    default: '',
+    doc: 'more field names logs redact, comma-separated (passwords in URLs always are)',
+  },
+  connectFailFast: {
+    env: 'AX_CONNECT_FAIL_FAST',
+    kind: 'bool',
+    default: false,
+    doc: 'worker, scheduler, relay: exit 5 at once when a server is down at start instead of retrying',
+  },
+  connectRetryMaxMs: {
+    env: 'AX_CONNECT_RETRY_MAX',
+    kind: 'duration',
+    default: 30_000,
+    min: 10,
+    doc: 'longest wait between connection attempts at start (jittered backoff from 250ms)',
   },
 };
 

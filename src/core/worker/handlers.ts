@@ -55,18 +55,41 @@ export interface ResolvedHandler {
   execute: HandlerDefinition['execute'];
 }
 
-/** A validated handler table, keyed by task type. */
+/** What the lifecycle hooks of a handlers module get. */
+export interface HandlerLifecycleContext {
+  logger: Logger;
+}
+
+/**
+ * The optional lifecycle of a handlers module, for resources its handlers share (a database pool,
+ * an HTTP agent). Both run once, in the worker's main thread (CPU-pool threads load the module
+ * but run neither).
+ */
+export interface HandlerLifecycle {
+  /** Awaited before the worker consumes anything; a throw stops the start (nothing was claimed). */
+  onStart?(ctx: HandlerLifecycleContext): Promise<void> | void;
+  /**
+   * Awaited after the drain on stop (no handler runs any more): close what onStart opened. The
+   * process exits once it resolves, so a handle left open cannot keep the worker alive.
+   */
+  onStop?(ctx: HandlerLifecycleContext): Promise<void> | void;
+}
+
+/** A validated handler table, keyed by task type, with the module's lifecycle hooks. */
 export interface HandlerMap {
   readonly __axHandlers: true;
   readonly byType: ReadonlyMap<string, ResolvedHandler>;
+  readonly lifecycle: Readonly<HandlerLifecycle>;
 }
 
 /**
  * Validates a table of handlers (`{order_notify: {pool: 'io', timeout: '30s', execute}}`) and
- * returns it in the form `ax worker --handlers` loads (export it as the module's default export or
- * as `handlers`). Throws invalid_input for bad type names, pools, timeouts or a missing execute.
+ * optional lifecycle hooks (`{onStart, onStop}`), and returns them in the form `ax worker
+ * --handlers` loads (export it as the module's default export or as `handlers`). Throws
+ * invalid_input for bad type names, pools, timeouts, a missing execute, or hooks that are not
+ * functions.
  */
-export function defineHandlers(table: Record<string, HandlerDefinition>): HandlerMap {
+export function defineHandlers(table: Record<string, HandlerDefinition>, lifecycle: HandlerLifecycle = {}): HandlerMap {
   if (table === null || typeof table !== 'object') throw invalid('defineHandlers expects an object of handlers');
   const byType = new Map<string, ResolvedHandler>();
   for (const [type, def] of Object.entries(table)) {
@@ -80,7 +103,16 @@ export function defineHandlers(table: Record<string, HandlerDefinition>): Handle
     byType.set(type, {type, pool, timeoutMs, execute: def.execute.bind(def)});
   }
   if (byType.size === 0) throw invalid('defineHandlers: no handlers given');
-  return {__axHandlers: true, byType};
+  if (lifecycle === null || typeof lifecycle !== 'object')
+    throw invalid('defineHandlers: the lifecycle must be an object {onStart, onStop}');
+  const hooks: HandlerLifecycle = {};
+  for (const name of ['onStart', 'onStop'] as const) {
+    const fn = lifecycle[name];
+    if (fn === undefined) continue;
+    if (typeof fn !== 'function') throw invalid(`defineHandlers: ${name} must be a function`);
+    hooks[name] = fn.bind(lifecycle);
+  }
+  return {__axHandlers: true, byType, lifecycle: hooks};
 }
 
 export function isHandlerMap(x: unknown): x is HandlerMap {

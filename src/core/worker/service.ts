@@ -1,14 +1,14 @@
 import {pathToFileURL} from 'node:url';
 import {isAbsolute, resolve} from 'node:path';
-import {invalid} from '../errors.js';
+import {AxError, errorMessage, invalid} from '../errors.js';
 import type {AxConfig} from '../config/config.js';
 import {cpuPoolSize, ioPoolSize} from '../config/config.js';
 import type {Broker} from '../broker/types.js';
 import type {Logger} from '../log.js';
 import type {TaskStore} from '../store/types.js';
 import {POOLS, type PoolName} from '../task/model.js';
-import type {Clock, Random} from '../time.js';
-import {loadHandlers} from './handlers.js';
+import type {Clock, Random, TimerHandle} from '../time.js';
+import {type HandlerMap, loadHandlers} from './handlers.js';
 import {createCpuPool} from './cpu-pool.js';
 import {createIoPool} from './io-pool.js';
 import type {ExecutionPool} from './pool.js';
@@ -42,7 +42,72 @@ export function handlersUrl(spec: string, cwd = process.cwd()): string {
  */
 export async function createWorkerService(o: WorkerServiceOptions): Promise<Worker> {
   const url = handlersUrl(o.handlersModule);
+  return buildWorker(o, await loadHandlers(url), url);
+}
+
+/** A started worker together with its handlers module's lifecycle. */
+export interface RunningWorker {
+  worker: Worker;
+  /**
+   * Drains the worker (Worker.stop with `graceMs`), then awaits the module's onStop. Resolves
+   * `{onStopFailed: true}` when onStop threw or outlasted `graceMs` (logged at error). Idempotent.
+   */
+  stop(graceMs: number): Promise<{onStopFailed: boolean}>;
+}
+
+/**
+ * Loads the handlers module, awaits its onStart, builds the worker and starts it. When the start
+ * fails after onStart, onStop is awaited before the error is thrown. Throws invalid_input as
+ * createWorkerService does, AxError('internal') wrapping a throw of onStart, or the start's error.
+ */
+export async function startWorkerService(o: WorkerServiceOptions): Promise<RunningWorker> {
+  const url = handlersUrl(o.handlersModule);
   const handlers = await loadHandlers(url);
+  const {onStart, onStop} = handlers.lifecycle;
+  const hookCtx = {logger: o.logger.child({handlers: o.handlersModule})};
+  if (onStart) {
+    try {
+      await onStart(hookCtx);
+    } catch (e) {
+      throw new AxError('internal', `the handlers module's onStart failed: ${errorMessage(e)}`, {cause: e});
+    }
+  }
+  const runStop = async (graceMs: number): Promise<{onStopFailed: boolean}> => {
+    if (!onStop) return {onStopFailed: false};
+    let timer: TimerHandle | undefined;
+    try {
+      await Promise.race([
+        onStop(hookCtx),
+        new Promise((_, reject) => (timer = o.clock.setTimeout(() => reject(new Error(`still running after ${graceMs}ms`)), graceMs))),
+      ]);
+      return {onStopFailed: false};
+    } catch (e) {
+      o.logger.error("the handlers module's onStop failed", {error: e});
+      return {onStopFailed: true};
+    } finally {
+      if (timer !== undefined) o.clock.clearTimeout(timer);
+    }
+  };
+  let worker: Worker;
+  try {
+    worker = await buildWorker(o, handlers, url);
+    await worker.start();
+  } catch (e) {
+    await runStop(o.config.shutdownGraceMs);
+    throw e;
+  }
+  let stopping: Promise<{onStopFailed: boolean}> | undefined;
+  return {
+    worker,
+    stop: (graceMs) =>
+      (stopping ??= (async () => {
+        await worker.stop(graceMs);
+        return runStop(Math.max(graceMs, 1000));
+      })()),
+  };
+}
+
+async function buildWorker(o: WorkerServiceOptions, handlers: HandlerMap, url: string): Promise<Worker> {
   const names = o.pools ?? [...POOLS];
   for (const n of names) if (!(POOLS as readonly string[]).includes(n)) throw invalid(`unknown pool "${n}": use ${POOLS.join(', ')}`);
   if (names.length === 0) throw invalid('a worker needs at least one pool');
