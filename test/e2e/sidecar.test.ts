@@ -196,21 +196,23 @@ describe('node sidecar/main.js', () => {
     for (const p of ports) expect(await tryConnect('127.0.0.1', p)).toBe('ECONNREFUSED');
   });
 
-  test('a server unreachable at start, or bad configuration: a non-zero exit and one clear line', async () => {
+  test('a server unreachable at start with AX_CONNECT_FAIL_FAST, or bad configuration: a non-zero exit and one clear line', async () => {
+    // Without AX_CONNECT_FAIL_FAST the sidecar waits for the server instead (test/integration/start-outage.test.ts).
+    const fast = {AX_CONNECT_FAIL_FAST: 'true'};
     const [p1, p2, p3, p4] = [await freePort(), await freePort(), await freePort(), await freePort()];
     const runs = [
       {
-        env: sidecarEnv(p1!, {AX_MYSQL_URL: 'mysql://root@127.0.0.1:1/ax_unreachable'}),
+        env: sidecarEnv(p1!, {...fast, AX_MYSQL_URL: 'mysql://root@127.0.0.1:1/ax_unreachable'}),
         exit: 5,
         msg: /MySQL at mysql:\/\/root@127\.0\.0\.1:1\/ax_unreachable is unavailable/,
       },
       {
-        env: sidecarEnv(p2!, {AX_OUTBOX_MYSQL_URL: 'mysql://root:secret@127.0.0.1:1/orders'}),
+        env: sidecarEnv(p2!, {...fast, AX_OUTBOX_MYSQL_URL: 'mysql://root:secret@127.0.0.1:1/orders'}),
         exit: 5,
         msg: /MySQL at mysql:\/\/root:\*\*\*@127\.0\.0\.1:1\/orders is unavailable/,
       },
       {
-        env: sidecarEnv(p3!, {AX_AMQP_URL: 'amqp://guest:guest@127.0.0.1:1'}),
+        env: sidecarEnv(p3!, {...fast, AX_AMQP_URL: 'amqp://guest:guest@127.0.0.1:1'}),
         exit: 5,
         msg: /RabbitMQ at amqp:\/\/guest:\*\*\*@127\.0\.0\.1:1 is unavailable/,
       },
