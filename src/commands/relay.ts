@@ -1,6 +1,5 @@
-import {Flags} from '@oclif/core';
 import {AxCommand} from '../cli/base.js';
-import {summaryEvery, summaryEveryFlag} from '../cli/summary.js';
+import {failFastFlag, summaryEvery, summaryEveryFlag} from '../cli/summary.js';
 import {waitForSignal} from '../cli/signals.js';
 import {isoTimes} from '../core/log.js';
 import {startRelay} from '../relay.js';
@@ -26,7 +25,7 @@ at start is waited for (each attempt logged, jittered backoff up to AX_CONNECT_R
   ];
   static override flags = {
     'summary-every': summaryEveryFlag,
-    'fail-fast': Flags.boolean({description: 'exit 5 at once when a server is down at start (AX_CONNECT_FAIL_FAST)'}),
+    'fail-fast': failFastFlag,
   };
 
   async run(): Promise<unknown> {

@@ -1,11 +1,10 @@
-import {Flags} from '@oclif/core';
 import {AxCommand} from '../cli/base.js';
 import {openBroker, openStore} from '../cli/runtime.js';
 import {waitForSignal} from '../cli/signals.js';
 import {startHealthServer} from '../cli/health.js';
 import {createCronService} from '../core/cron/service.js';
 import {createSchedulerService} from '../core/scheduler/service.js';
-import {summaryEvery, summaryEveryFlag} from '../cli/summary.js';
+import {failFastFlag, healthFlags, summaryEvery, summaryEveryFlag} from '../cli/summary.js';
 import {connectWithRetry} from '../core/connect-retry.js';
 import {isoTimes} from '../core/log.js';
 
@@ -28,13 +27,8 @@ to AX_CONNECT_RETRY_MAX); --fail-fast (AX_CONNECT_FAIL_FAST) exits 5 at once ins
   ];
   static override flags = {
     'summary-every': summaryEveryFlag,
-    'health-port': Flags.integer({
-      description: 'serve GET /healthz (the summary) and /readyz (200 while loads from MySQL succeed) on this port (0: any free port)',
-      min: 0,
-      max: 65_535,
-    }),
-    'health-host': Flags.string({description: 'address for --health-port', default: '127.0.0.1'}),
-    'fail-fast': Flags.boolean({description: 'exit 5 at once when MySQL or RabbitMQ is down at start (AX_CONNECT_FAIL_FAST)'}),
+    ...healthFlags('GET /healthz (the summary) and /readyz (200 while loads from MySQL succeed)'),
+    'fail-fast': failFastFlag,
   };
 
   async run(): Promise<unknown> {

@@ -3,6 +3,7 @@ import {AxCommand} from '../cli/base.js';
 import {startHealthServer, type HealthServer} from '../cli/health.js';
 import {openBroker, openStore} from '../cli/runtime.js';
 import {CRASH_EXIT_CODE, exitSoon, guardProcess} from '../cli/signals.js';
+import {failFastFlag, healthFlags} from '../cli/summary.js';
 import {connectWithRetry} from '../core/connect-retry.js';
 import {isAxError} from '../core/errors.js';
 import {startWorkerService, type RunningWorker} from '../core/worker/service.js';
@@ -39,13 +40,8 @@ unreachable with --fail-fast (or refused the credentials), ${CRASH_EXIT_CODE} st
     'io-concurrency': Flags.integer({description: 'IO pool size (default from the formula)', min: 1, max: 100_000}),
     'cpu-threads': Flags.integer({description: 'CPU pool threads (default cores + 1)', min: 1, max: 256}),
     'queue-capacity': Flags.integer({description: 'local queue of each pool (default 2000)', min: 1, max: 60_000}),
-    'health-port': Flags.integer({
-      description: 'serve GET /healthz (the worker stats) and /readyz (200 while consuming) on this port (0: any free port, logged)',
-      min: 0,
-      max: 65_535,
-    }),
-    'health-host': Flags.string({description: 'address for --health-port', default: '127.0.0.1'}),
-    'fail-fast': Flags.boolean({description: 'exit 5 at once when MySQL or RabbitMQ is down at start (AX_CONNECT_FAIL_FAST)'}),
+    ...healthFlags('GET /healthz (the worker stats) and /readyz (200 while consuming; the port is logged)'),
+    'fail-fast': failFastFlag,
   };
 
   async run(): Promise<unknown> {

@@ -8,18 +8,13 @@ import {spawn as spawnChild} from 'node:child_process';
 import {createServer} from 'node:net';
 import {join} from 'node:path';
 import {afterAll, beforeAll, describe, expect, it} from 'vitest';
-import {createClient, type AxClient} from '../../src/core/client.js';
-import {AMQP_URL, MYSQL_ROOT, createTestEnv, eventually, type TestEnv} from '../helpers/env.js';
+import type {AxClient} from '../../src/core/client.js';
+import {AMQP_URL, MYSQL_ROOT, eventually, type TestEnv} from '../helpers/env.js';
+import {createProcessTestEnv, logLines, type ProcessTestEnv} from '../helpers/processes.js';
 import {createBusinessDb, type BusinessDb} from '../helpers/outbox.js';
-import {ROOT, spawnAx, type Spawned} from '../helpers/spawn.js';
+import {ROOT, type Spawned} from '../helpers/spawn.js';
 import {startTcpProxy, type TcpProxy} from '../helpers/tcp-proxy.js';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-const logLines = (stderr: string): any[] =>
-  stderr
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l) as unknown);
 const retries = (p: Spawned, to: string): number =>
   logLines(p.stderr()).filter((l) => l.msg === 'cannot connect, retrying' && l.to === to).length;
 const get = async (url: string): Promise<{status: number; body: Record<string, unknown>}> => {
@@ -32,9 +27,9 @@ const target = (url: string): {host: string; port: number} => {
 };
 
 describe('start during an outage', () => {
+  let fx: ProcessTestEnv;
   let env: TestEnv;
   let client: AxClient;
-  const procs: Spawned[] = [];
   const proxies: TcpProxy[] = [];
 
   /** Fresh proxies to MariaDB and RabbitMQ (both down) and the env pointing a process at them. */
@@ -53,27 +48,16 @@ describe('start during an outage', () => {
     };
     return {mysql, amqp, env: through};
   };
-  const spawn = (args: string[], e: Record<string, string>): Spawned => {
-    const p = spawnAx(args, e);
-    procs.push(p);
-    return p;
-  };
+  const spawn = (args: string[], e: Record<string, string>): Spawned => fx.spawn(args, e);
 
   beforeAll(async () => {
-    env = await createTestEnv({submitFlushMs: 20});
-    client = createClient({
-      ...env.rt,
-      store: await env.store(),
-      broker: await env.broker({reconnect: true}),
-      release: async () => undefined,
-    });
+    fx = await createProcessTestEnv();
+    ({env, client} = fx);
   });
 
   afterAll(async () => {
-    for (const p of procs) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
     for (const p of proxies) await p.close();
-    await client?.close();
-    await env?.dispose();
+    await fx?.dispose();
   });
 
   it('a worker waits for MariaDB, then RabbitMQ, with /readyz 503, then becomes ready and runs a task', async () => {
@@ -156,7 +140,7 @@ describe('start during an outage', () => {
       child.stderr.on('data', (d: Buffer) => (err += d.toString()));
       const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
       const car = {child, stderr: () => err, stdout: () => '', exited: exited.then((code) => ({code, signal: null}))} as Spawned;
-      procs.push(car);
+      fx.track(car);
       await eventually(async () => retries(car, 'MySQL (ax)') >= 2, 20_000, 'MySQL retries');
       expect((await get(`http://127.0.0.1:${port}/readyz`)).status).toBe(503);
       o.mysql.up();

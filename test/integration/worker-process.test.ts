@@ -6,21 +6,22 @@ import {mkdtempSync, readFileSync, existsSync} from 'node:fs';
 import {tmpdir} from 'node:os';
 import {join} from 'node:path';
 import {afterAll, beforeAll, describe, expect, it} from 'vitest';
-import {createClient, type AxClient} from '../../src/core/client.js';
+import type {AxClient} from '../../src/core/client.js';
 import {reconcile} from '../../src/core/reconcile/reconcile.js';
-import {createTestEnv, eventually, type TestEnv} from '../helpers/env.js';
-import {spawnAx, type Spawned} from '../helpers/spawn.js';
+import {eventually, type TestEnv} from '../helpers/env.js';
+import {createProcessTestEnv, type ProcessTestEnv} from '../helpers/processes.js';
+import type {Spawned} from '../helpers/spawn.js';
 
 const lines = (file: string): string[] => (existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean) : []);
 
 describe('worker processes', () => {
+  let fx: ProcessTestEnv;
   let env: TestEnv;
   let client: AxClient;
   let dir: string;
-  const procs: Spawned[] = [];
 
-  const worker = (extra: Record<string, string> = {}, args: string[] = []): Spawned => {
-    const p = spawnAx(['worker', '--handlers', 'test/fixtures/handlers.js', '--pools', 'io', ...args], {
+  const worker = (extra: Record<string, string> = {}, args: string[] = []): Spawned =>
+    fx.spawn(['worker', '--handlers', 'test/fixtures/handlers.js', '--pools', 'io', ...args], {
       ...env.env,
       AX_LEASE: '1s',
       AX_RETRY_BASE: '100ms',
@@ -28,9 +29,6 @@ describe('worker processes', () => {
       AX_TEST_STARTED_LOG: join(dir, 'started.log'),
       ...extra,
     });
-    procs.push(p);
-    return p;
-  };
 
   const reconcileOnce = async () =>
     reconcile({
@@ -45,21 +43,12 @@ describe('worker processes', () => {
     });
 
   beforeAll(async () => {
-    env = await createTestEnv({submitFlushMs: 20});
+    fx = await createProcessTestEnv();
+    ({env, client} = fx);
     dir = mkdtempSync(join(tmpdir(), 'ax-worker-'));
-    client = createClient({
-      ...env.rt,
-      store: await env.store(),
-      broker: await env.broker({reconnect: true}),
-      release: async () => undefined,
-    });
   });
 
-  afterAll(async () => {
-    for (const p of procs) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
-    await client?.close();
-    await env?.dispose();
-  });
+  afterAll(async () => fx?.dispose());
 
   it('kill -9 mid-handler: the lease expires, reconcile retries it, it succeeds once, nothing lost', async () => {
     const first = worker();

@@ -8,52 +8,35 @@ import {mkdtempSync, readFileSync, existsSync} from 'node:fs';
 import {tmpdir} from 'node:os';
 import {join} from 'node:path';
 import {afterAll, beforeAll, describe, expect, it} from 'vitest';
-import {createClient, type AxClient} from '../../src/core/client.js';
-import {createTestEnv, eventually, type TestEnv} from '../helpers/env.js';
-import {spawnAx, type Spawned} from '../helpers/spawn.js';
+import type {AxClient} from '../../src/core/client.js';
+import {eventually, type TestEnv} from '../helpers/env.js';
+import {createProcessTestEnv, logLines, type ProcessTestEnv} from '../helpers/processes.js';
+import type {Spawned} from '../helpers/spawn.js';
 
 const lines = (file: string): string[] => (existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean) : []);
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-const logLines = (stderr: string): any[] =>
-  stderr
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l) as unknown);
 
 describe('worker process safety', () => {
+  let fx: ProcessTestEnv;
   let env: TestEnv;
   let client: AxClient;
   let dir: string;
-  const procs: Spawned[] = [];
 
-  const worker = (handlers: string, log: string, args: string[] = [], extra: Record<string, string> = {}): Spawned => {
-    const p = spawnAx(['worker', '--handlers', handlers, '--pools', 'io', ...args], {
+  const worker = (handlers: string, log: string, args: string[] = [], extra: Record<string, string> = {}): Spawned =>
+    fx.spawn(['worker', '--handlers', handlers, '--pools', 'io', ...args], {
       ...env.env,
       AX_LOG_FORMAT: 'json',
       AX_TEST_EXEC_LOG: log,
       ...extra,
     });
-    procs.push(p);
-    return p;
-  };
   const state = async (id: string): Promise<string> => (await client.getTask(id)).task.state;
 
   beforeAll(async () => {
-    env = await createTestEnv({submitFlushMs: 20});
+    fx = await createProcessTestEnv();
+    ({env, client} = fx);
     dir = mkdtempSync(join(tmpdir(), 'ax-safety-'));
-    client = createClient({
-      ...env.rt,
-      store: await env.store(),
-      broker: await env.broker({reconnect: true}),
-      release: async () => undefined,
-    });
   });
 
-  afterAll(async () => {
-    for (const p of procs) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
-    await client?.close();
-    await env?.dispose();
-  });
+  afterAll(async () => fx?.dispose());
 
   it('an unhandled rejection in handler code is logged with its stack and counted; the worker keeps running', async () => {
     const log = join(dir, 'reject.log');
