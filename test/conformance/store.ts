@@ -40,7 +40,7 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
       expect(await s.insertTasks([a, b], 'test:1')).toEqual({inserted: [a.id, b.id], existing: [], conflicts: []});
       const again = await s.insertTasks([{...a, submittedAtMs: Date.now()}], 'test:1');
       expect(again.inserted).toEqual([]);
-      expect(again.existing).toEqual([{id: a.id, existingId: a.id, state: 'submitted'}]);
+      expect(again.existing).toEqual([{id: a.id, existingId: a.id, state: 'submitted', fence: 0}]);
       const row = await s.getTask(a.id);
       expect(row).toMatchObject({
         id: a.id,
@@ -75,7 +75,7 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
       const other = {...task({type: 'user_register_credit', payload: {u: 2}}), dedupKey: 'signup-1'};
       const r = await s.insertTasks([same, other], 'test');
       expect(r.inserted).toEqual([]);
-      expect(r.existing).toEqual([{id: same.id, existingId: a.id, state: 'submitted'}]);
+      expect(r.existing).toEqual([{id: same.id, existingId: a.id, state: 'submitted', fence: 0}]);
       expect(r.conflicts.map((c) => c.id)).toEqual([other.id]);
     });
 
@@ -172,7 +172,7 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
     it('fails with a retry time from the database clock, releases without using an attempt, and dead-letters', async () => {
       const [f, r, d] = [1, 2, 3].map((i) => task({type: 'order_notify', payload: {f: i}}));
       await s.insertTasks([f!, r!, d!], 'test');
-      await s.markPublished([f!.id, r!.id, d!.id]);
+      await s.markPublished([f!, r!, d!].map((x) => ({id: x.id, fence: 0})));
       const claimed = (await s.claim([f!.id, r!.id, d!.id], 'w1', 30_000)).claimed;
       const fence = (id: string) => claimed.find((c) => c.id === id)?.fence ?? -1;
       const before = await s.now();
@@ -236,10 +236,33 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
       const ids = async (after: number) => (await s.findUndispatched(10_000, after)).map((d) => d.id);
       expect(await ids(60_000)).toContain(t.id);
       expect(await ids(60_000)).not.toContain(future.id);
-      await s.markPublished([t.id]);
+      await s.markPublished([{id: t.id, fence: 0}]);
       expect(await ids(60_000)).not.toContain(t.id);
       await h.waitDbMs(50);
       expect(await ids(1)).toContain(t.id);
+    });
+
+    it('marks a doorbell only at the fence it rang for: a late mark does not land on the retry', async () => {
+      const [a, b, c] = [1, 2, 3].map((i) => task({type: 'order_notify', payload: {mark: i}}));
+      await s.insertTasks([a!, b!, c!], 'test');
+      // a and b are rung (fence 0); before their mark lands a worker claims and fails a.
+      const [ca] = (await s.claim([a!.id], 'w1', 30_000)).claimed;
+      await s.applyOutcomes([{id: a!.id, fence: ca!.fence, to: 'failed', retryDelayMs: 0, error: 'boom'}], 'w1');
+      await s.markPublished([
+        {id: a!.id, fence: 0},
+        {id: b!.id, fence: 0},
+      ]);
+      expect(await s.getTask(a!.id)).toMatchObject({state: 'failed', fence: 1, publishedAt: null});
+      expect((await s.getTask(b!.id))?.publishedAt).toBeInstanceOf(Date);
+      const due = (await s.findUndispatched(10_000, 60_000)).find((d) => d.id === a!.id);
+      expect(due).toMatchObject({id: a!.id, attempt: 1, fence: 1});
+      // Marks for several fences in one call: each lands only at its own.
+      await s.markPublished([
+        {id: a!.id, fence: 1},
+        {id: c!.id, fence: 7},
+      ]);
+      expect((await s.getTask(a!.id))?.publishedAt).toBeInstanceOf(Date);
+      expect((await s.getTask(c!.id))?.publishedAt).toBeNull();
     });
 
     it('cancels submitted and failed tasks only; a cancelled task cannot be claimed', async () => {

@@ -395,6 +395,7 @@ describe('cron schedules', () => {
       runAt: new Date(laterFire + MINUTE),
       scheduleName: 'h-skip',
       attempt: 0,
+      fence: 0,
       dedupKey: occurrenceKey('h-skip', earlyFire),
     };
     expect((await cron.filterOverlaps([due])).map((t) => t.id)).toEqual([early]);

@@ -4,7 +4,7 @@
  */
 import {afterAll, beforeAll, describe, expect, it} from 'vitest';
 import {HOT_SQL} from '../../src/core/store/mysql/read.js';
-import {claimSelectSql} from '../../src/core/store/mysql/write.js';
+import {claimSelectSql, markPublishedSql} from '../../src/core/store/mysql/write.js';
 import {createTestEnv, type TestEnv} from '../helpers/env.js';
 
 interface Plan {
@@ -34,6 +34,26 @@ describe('query plans of the hot statements', () => {
     const p = await explain(claimSelectSql(2), [...ids, 'default']);
     expect(p.key).toBe('PRIMARY');
     expect(p.type).toBe('range');
+  });
+
+  it('doorbell mark: primary-key lookups, with one fence or several', async () => {
+    const id = (n: number) => `0000000${n}-0000-7000-8000-000000000000`;
+    for (const rung of [
+      [
+        {id: id(1), fence: 0},
+        {id: id(2), fence: 0},
+      ],
+      [
+        {id: id(1), fence: 1},
+        {id: id(2), fence: 0},
+        {id: id(3), fence: 1},
+      ],
+    ]) {
+      const q = markPublishedSql(rung);
+      const p = await explain(q.sql, q.params);
+      expect(p.key).toBe('PRIMARY');
+      expect(p.type).toBe('range');
+    }
   });
 
   it('rescuer: expired leases through idx_tasks_due (only the running rows)', async () => {

@@ -204,7 +204,7 @@ export function createCronService(o: CronServiceOptions) {
       if (o.broker) {
         try {
           await o.broker.publish([{id: task.id, type: task.type, pool: task.pool}]);
-          await o.store.markPublished([task.id]);
+          await o.store.markPublished([{id: task.id, fence: 0}]);
         } catch (e) {
           o.logger.warn('cron trigger: occurrence written but not rung; the scheduler will ring for it', {
             schedule: name,

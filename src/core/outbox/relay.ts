@@ -158,7 +158,7 @@ export class Relay {
       (rounds[i] ??= []).push(t);
     }
     const ok: number[] = [];
-    const ring: Array<{task: NewTask; id: string}> = [];
+    const ring: Array<{task: NewTask; id: string; fence: number}> = [];
     for (const round of rounds) {
       const {result, refused} = await this.insertIsolating(round);
       failed.push(...refused);
@@ -178,13 +178,14 @@ export class Relay {
         // claim absorbs duplicates), by the id the task has in ax: a row with the same dedup key and
         // content as an existing task is that task, whatever task_id the row named.
         const e = existing.get(t.task.id);
-        if (inserted.has(t.task.id)) ring.push({task: t.task, id: t.task.id});
-        else if (e?.state === 'submitted') ring.push({task: t.task, id: e.existingId});
+        if (inserted.has(t.task.id)) ring.push({task: t.task, id: t.task.id, fence: 0});
+        else if (e?.state === 'submitted') ring.push({task: t.task, id: e.existingId, fence: e.fence});
       }
     }
     const nowMs = this.o.clock.now();
-    const due = new Map<string, {id: string; type: string; pool: NewTask['pool']}>();
-    for (const {task, id} of ring) if (task.runAtMs === null || task.runAtMs <= nowMs) due.set(id, {id, type: task.type, pool: task.pool});
+    const due = new Map<string, {id: string; type: string; pool: NewTask['pool']; fence: number}>();
+    for (const {task, id, fence} of ring)
+      if (task.runAtMs === null || task.runAtMs <= nowMs) due.set(id, {id, type: task.type, pool: task.pool, fence});
     if (due.size > 0) {
       try {
         await this.o.broker.publish([...due.values()]);
@@ -196,7 +197,7 @@ export class Relay {
       this.stats.published += due.size;
       // Rung is what matters; a failed mark only means a scheduler may ring once more.
       await this.o.store
-        .markPublished([...due.keys()])
+        .markPublished([...due.values()].map((d) => ({id: d.id, fence: d.fence})))
         .catch((e: unknown) => this.log.warn('could not mark relayed tasks published', {error: errorMessage(e)}));
     }
     // Only after the confirm: the rows are sent. (Not `relayed += await …`: that reads the counter

@@ -1,7 +1,7 @@
 import {AxError, errorMessage, isAxError} from '../errors.js';
 import type {Logger} from '../log.js';
 import type {Broker} from '../broker/types.js';
-import type {InsertResult, TaskStore} from '../store/types.js';
+import type {InsertResult, RungRef, TaskStore} from '../store/types.js';
 import {createIdGenerator} from '../task/id.js';
 import type {NewTask, TaskSpec} from '../task/model.js';
 import {type TaskDefaults, validateTaskSpec} from '../task/validate.js';
@@ -78,19 +78,19 @@ export class Producer {
    * "Published" marks, merged across batches and written off the batch's critical path: a batch
    * is done once it is durable and rung; its mark follows within a few milliseconds.
    */
-  private readonly marks: MicroBatcher<string>;
+  private readonly marks: MicroBatcher<RungRef>;
 
   constructor(private readonly o: ProducerOptions) {
     this.newId = createIdGenerator(() => o.clock.now());
-    this.marks = new MicroBatcher<string>({maxSize: 5000, maxWaitMs: 10, concurrency: 1, clock: o.clock, run: (ids) => this.mark(ids)});
+    this.marks = new MicroBatcher<RungRef>({maxSize: 5000, maxWaitMs: 10, concurrency: 1, clock: o.clock, run: (rung) => this.mark(rung)});
   }
 
-  private async mark(ids: string[]): Promise<void> {
+  private async mark(rung: RungRef[]): Promise<void> {
     try {
-      await this.o.store.markPublished(ids);
+      await this.o.store.markPublished(rung);
     } catch (e) {
       // Rung but not marked: a scheduler may ring once more (harmless: the claim decides).
-      this.o.logger.warn('could not mark tasks published', {tasks: ids.length, error: errorMessage(e)});
+      this.o.logger.warn('could not mark tasks published', {tasks: rung.length, error: errorMessage(e)});
     }
   }
 
@@ -229,7 +229,8 @@ export class Producer {
     if (due.length === 0) return;
     try {
       await this.o.broker.publish(due.map((t) => ({id: t.id, type: t.type, pool: t.pool})));
-      for (const t of due) this.marks.push(t.id);
+      // A new row's fence is 0 until its first claim.
+      for (const t of due) this.marks.push({id: t.id, fence: 0});
     } catch (e) {
       // The tasks are durable; the reconciler rings for unpublished due tasks.
       this.report.unpublished += due.length;

@@ -107,7 +107,7 @@ export async function reconcile(o: ReconcileOptions): Promise<ReconcileReport> {
       const t0 = o.clock.monotonic();
       try {
         await o.broker.publish(chunk);
-        await o.store.markPublished(chunk.map((d) => d.id));
+        await o.store.markPublished(chunk.map((d) => ({id: d.id, fence: d.fence})));
         report.undispatched.republished += chunk.length;
       } catch (e) {
         o.logger.warn('reconcile: re-publish failed', {tasks: chunk.length, error: errorMessage(e)});

@@ -236,7 +236,7 @@ export class Scheduler {
         const chunk = due.slice(i, i + CHUNK);
         try {
           await this.o.broker.publish(chunk);
-          await this.o.store.markPublished(chunk.map((t) => t.id));
+          await this.o.store.markPublished(chunk.map((t) => ({id: t.id, fence: t.fence})));
           if (this.loading) for (const t of chunk) this.publishedDuringLoad.add(t.id);
           this.s.published += chunk.length;
           for (const l of this.listeners) l(chunk.map((t) => t.id));

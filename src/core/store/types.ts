@@ -6,7 +6,7 @@ export interface InsertResult {
   /** Newly written. */
   inserted: string[];
   /** Already there with the same content (same id, or same dedup key): idempotent success. */
-  existing: Array<{id: string; existingId: string; state: TaskState}>;
+  existing: Array<{id: string; existingId: string; state: TaskState; fence: number}>;
   /** Same id or dedup key with different content: refused, nothing written for them. */
   conflicts: Array<{id: string; existingId: string; reason: string}>;
 }
@@ -63,6 +63,12 @@ export interface ExpiredLease {
   worker: string | null;
 }
 
+/** A doorbell that was rung: the task and the fence it was rung for (0 for a task never claimed). */
+export interface RungRef {
+  id: string;
+  fence: number;
+}
+
 /** What the doorbell needs to route a task. */
 export interface DispatchRef {
   id: string;
@@ -76,6 +82,8 @@ export interface HeldForDispatch extends DispatchRef {
   scheduleName: string | null;
   /** Attempts used so far: 0 for a first run, more for a retry waiting in `failed`. */
   attempt: number;
+  /** The row's fence when read: a doorbell rung for it is marked only while the fence is unchanged. */
+  fence: number;
   /** The task's dedup key (a cron occurrence's names its schedule and fire time). */
   dedupKey: string | null;
 }
@@ -122,8 +130,12 @@ export interface TaskStore {
    * checks let through): the batch, not the server, is at fault.
    */
   insertTasks(tasks: NewTask[], actor: string): Promise<InsertResult>;
-  /** Records that the doorbell for these tasks was confirmed by the broker (and drops scheduler holds). */
-  markPublished(ids: string[]): Promise<void>;
+  /**
+   * Records that the doorbell for these tasks was confirmed by the broker (and drops scheduler
+   * holds), only for rows still submitted/failed at the fence they were rung for: a mark that
+   * arrives after the task was claimed (and perhaps failed, waiting for its retry) changes nothing.
+   */
+  markPublished(rung: RungRef[]): Promise<void>;
   /**
    * For scheduler `owner`: takes hold of unpublished submitted/failed tasks due within `horizonMs`
    * that no live scheduler holds (hold = until max(run_at, now) + `holdMs`), renews its existing

@@ -279,14 +279,14 @@ export class Worker {
         const res = await this.o.store.applyOutcomes(batch, this.id);
         const applied = new Set(res.applied);
         this.stats.staleOutcomes += res.stale.length;
-        const released: TaskMessage[] = [];
+        const released: Array<TaskMessage & {fence: number}> = [];
         for (const o of batch) {
           const held = this.held.get(o.id);
           this.held.delete(o.id);
           if (!applied.has(o.id)) continue;
           if (o.release) {
             this.stats.released++;
-            if (held) released.push({id: o.id, type: held.type, pool: o.pool ?? held.queue});
+            if (held) released.push({id: o.id, type: held.type, pool: o.pool ?? held.queue, fence: o.fence});
           } else this.stats[o.to === 'succeeded' ? 'succeeded' : o.to === 'failed' ? 'failed' : 'dead']++;
           for (const l of this.listeners) l(o);
         }
@@ -303,10 +303,11 @@ export class Worker {
   }
 
   /** Released tasks are due at once: ring for them so another worker takes them. */
-  private async ringAgain(refs: TaskMessage[]): Promise<void> {
+  private async ringAgain(refs: Array<TaskMessage & {fence: number}>): Promise<void> {
     try {
-      await this.o.broker.publish(refs);
-      await this.o.store.markPublished(refs.map((r) => r.id));
+      await this.o.broker.publish(refs.map((r) => ({id: r.id, type: r.type, pool: r.pool})));
+      // A release keeps the claim's fence: the mark lands only if nobody claimed the task since.
+      await this.o.store.markPublished(refs.map((r) => ({id: r.id, fence: r.fence})));
     } catch (e) {
       this.log.warn('could not ring for released tasks; the scheduler or reconciler will', {tasks: refs.length, error: errorMessage(e)});
     }

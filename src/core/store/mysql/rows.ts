@@ -84,7 +84,7 @@ export function caseById(pairs: Array<[string, unknown]>, otherwise: string): {s
   return {sql: `${sql} ELSE ${otherwise} END`, params};
 }
 
-/** A due task as the scheduler and the reconciler see it (columns id, type, pool, run_at, schedule_name, attempt, dedup_key). */
+/** A due task as the scheduler and the reconciler see it (columns id, type, pool, run_at, schedule_name, attempt, fence, dedup_key). */
 export function toDueTask(r: Row): HeldForDispatch {
   return {
     id: r.id as string,
@@ -93,6 +93,7 @@ export function toDueTask(r: Row): HeldForDispatch {
     runAt: r.run_at as Date,
     scheduleName: (r.schedule_name as string | null) ?? null,
     attempt: Number(r.attempt),
+    fence: Number(r.fence),
     dedupKey: (r.dedup_key as string | null) ?? null,
   };
 }

@@ -1,5 +1,5 @@
 import type {NewTask} from '../../task/model.js';
-import type {ListFilter, NewSchedule, Outcome, ScheduleStore, TaskStore, WorkerInfo} from '../types.js';
+import type {ListFilter, NewSchedule, Outcome, RungRef, ScheduleStore, TaskStore, WorkerInfo} from '../types.js';
 import * as cron from './cron.js';
 import {type Db, type DbOptions, openDb} from './db.js';
 import {assertMigrated} from './migrate.js';
@@ -41,8 +41,8 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
   insertTasks(tasks: NewTask[], actor: string) {
     return w.insertTasks(this.db, this.cell, tasks, actor, this.localNow());
   }
-  markPublished(ids: string[]) {
-    return w.markPublished(this.db, ids);
+  markPublished(rung: RungRef[]) {
+    return w.markPublished(this.db, rung);
   }
   holdForDispatch(owner: string, horizonMs: number, holdMs: number, limit: number) {
     return w.holdForDispatch(this.db, this.cell, owner, horizonMs, holdMs, limit);

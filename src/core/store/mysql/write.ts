@@ -49,32 +49,47 @@ async function insertOnce(
     await writeRows(db, c, cell, tasks, actor, localNowMs);
     return {inserted: tasks.map((t) => t.id), existing: [], conflicts: []};
   }
-  const byId = new Map<string, {hash: string; state: TaskState; dedupKey: string | null}>();
-  const byKey = new Map<string, {id: string; hash: string; state: TaskState}>();
+  const byId = new Map<string, {hash: string; state: TaskState; fence: number; dedupKey: string | null}>();
+  const byKey = new Map<string, {id: string; hash: string; state: TaskState; fence: number}>();
   const ids = [...new Set(tasks.map((t) => t.id))];
-  for (const r of await select(db, c, `SELECT id, dedup_key, content_hash, state FROM tasks WHERE id IN (${marks(ids.length)})`, ids)) {
-    byId.set(r.id as string, {hash: r.content_hash as string, state: r.state as TaskState, dedupKey: r.dedup_key as string | null});
+  for (const r of await select(
+    db,
+    c,
+    `SELECT id, dedup_key, content_hash, state, fence FROM tasks WHERE id IN (${marks(ids.length)})`,
+    ids,
+  )) {
+    byId.set(r.id as string, {
+      hash: r.content_hash as string,
+      state: r.state as TaskState,
+      fence: Number(r.fence),
+      dedupKey: r.dedup_key as string | null,
+    });
   }
   const keys = [...new Set(tasks.flatMap((t) => (t.dedupKey === null ? [] : [t.dedupKey])))];
   if (keys.length > 0) {
     const rows = await select(
       db,
       c,
-      `SELECT id, dedup_key, content_hash, state FROM tasks WHERE cell = ? AND dedup_key IN (${marks(keys.length)})`,
+      `SELECT id, dedup_key, content_hash, state, fence FROM tasks WHERE cell = ? AND dedup_key IN (${marks(keys.length)})`,
       [cell, ...keys],
     );
     for (const r of rows)
-      byKey.set(r.dedup_key as string, {id: r.id as string, hash: r.content_hash as string, state: r.state as TaskState});
+      byKey.set(r.dedup_key as string, {
+        id: r.id as string,
+        hash: r.content_hash as string,
+        state: r.state as TaskState,
+        fence: Number(r.fence),
+      });
   }
 
   const fresh: NewTask[] = [];
   for (const t of tasks) {
     const sameId = byId.get(t.id);
     const sameKey = t.dedupKey === null ? undefined : byKey.get(t.dedupKey);
-    const found = sameId ? {id: t.id, hash: sameId.hash, state: sameId.state} : sameKey;
+    const found = sameId ? {id: t.id, hash: sameId.hash, state: sameId.state, fence: sameId.fence} : sameKey;
     if (found) {
       if (found.hash === t.contentHash && (!sameKey || sameKey.id === found.id)) {
-        result.existing.push({id: t.id, existingId: found.id, state: found.state});
+        result.existing.push({id: t.id, existingId: found.id, state: found.state, fence: found.fence});
       } else {
         const what = t.dedupKey !== null && (!sameId || sameId.dedupKey === t.dedupKey) ? `dedup key "${t.dedupKey}"` : `id ${t.id}`;
         result.conflicts.push({id: t.id, existingId: found.id, reason: `${what} already exists with different content`});
@@ -82,8 +97,8 @@ async function insertOnce(
       continue;
     }
     // Later duplicates inside the same batch resolve against the first one.
-    byId.set(t.id, {hash: t.contentHash, state: 'submitted', dedupKey: t.dedupKey});
-    if (t.dedupKey !== null) byKey.set(t.dedupKey, {id: t.id, hash: t.contentHash, state: 'submitted'});
+    byId.set(t.id, {hash: t.contentHash, state: 'submitted', fence: 0, dedupKey: t.dedupKey});
+    if (t.dedupKey !== null) byKey.set(t.dedupKey, {id: t.id, hash: t.contentHash, state: 'submitted', fence: 0});
     fresh.push(t);
     result.inserted.push(t.id);
   }
@@ -135,18 +150,44 @@ async function writeRows(db: Db, c: PoolConnection, cell: string, fresh: NewTask
   await exec(db, c, h.sql, h.params);
 }
 
-/** Sets published_at = NOW(3) for still-unclaimed tasks. One statement. */
-export async function markPublished(db: Db, ids: string[]): Promise<void> {
-  if (ids.length === 0) return;
+/**
+ * The doorbell-mark guard: rows still `submitted`/`failed` AND at the fence each was rung for. A
+ * mark that arrives after a worker claimed (fence + 1) and failed the task must not land on the
+ * retry: the scheduler holds only unrung tasks, so the retry would wait for the reconciler. Ids are
+ * grouped by fence (one group, fence 0, for a producer's batch), so the PRIMARY range stays one IN.
+ */
+export function rungGuard(rung: ReadonlyArray<{id: string; fence: number}>): {sql: string; params: unknown[]} {
+  const byFence = new Map<number, string[]>();
+  for (const r of rung) byFence.set(r.fence, [...(byFence.get(r.fence) ?? []), r.id]);
+  const ids = rung.map((r) => r.id);
+  const params: unknown[] = [...ids];
+  let fence: string;
+  if (byFence.size === 1) {
+    fence = 'fence = ?';
+    params.push(rung[0]!.fence);
+  } else {
+    const parts: string[] = [];
+    for (const [f, group] of byFence) {
+      parts.push(`(fence = ? AND id IN (${marks(group.length)}))`);
+      params.push(f, ...group);
+    }
+    fence = `(${parts.join(' OR ')})`;
+  }
+  return {sql: `id IN (${marks(ids.length)}) AND state IN (${inList(sourcesOf('claim'))}) AND ${fence}`, params};
+}
+
+/** The doorbell mark. Params: from rungGuard. Index: PRIMARY (a range of n points). */
+export function markPublishedSql(rung: ReadonlyArray<{id: string; fence: number}>): {sql: string; params: unknown[]} {
+  const guard = rungGuard(rung);
+  return {sql: `UPDATE tasks SET published_at = NOW(3), sched_owner = NULL, sched_until = NULL WHERE ${guard.sql}`, params: guard.params};
+}
+
+/** Sets published_at = NOW(3) for tasks still unclaimed at the fence they were rung for. One statement. */
+export async function markPublished(db: Db, rung: ReadonlyArray<{id: string; fence: number}>): Promise<void> {
+  if (rung.length === 0) return;
+  const q = markPublishedSql(rung);
   // In a transaction of its own so that deadlocks with claims are retried (the update is idempotent).
-  await tx(db, (c) =>
-    exec(
-      db,
-      c,
-      `UPDATE tasks SET published_at = NOW(3), sched_owner = NULL, sched_until = NULL WHERE id IN (${marks(ids.length)}) AND state IN ('submitted', 'failed')`,
-      ids,
-    ),
-  );
+  await tx(db, (c) => exec(db, c, q.sql, q.params));
 }
 
 /** Grace for brand-new immediate tasks: their producer publishes them itself. */
@@ -180,7 +221,7 @@ export async function holdForDispatch(
   const rows = await select(
     db,
     db.pool,
-    `SELECT id, type, pool, run_at, schedule_name, attempt, dedup_key FROM tasks
+    `SELECT id, type, pool, run_at, schedule_name, attempt, fence, dedup_key FROM tasks
       WHERE cell = ? AND sched_owner = ? AND published_at IS NULL AND state IN ('submitted', 'failed') ORDER BY run_at`,
     [cell, owner],
   );
