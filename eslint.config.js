@@ -1,7 +1,9 @@
 // ESLint (flat config) with typescript-eslint. Beyond the recommended rules, this file enforces the
 // dependency rules of the architecture (shared/design/architecture.md, "Layout"):
 // - src/core never imports commands, cli, ui, sidecar, oclif, ink or react;
-// - services see only the TaskStore and Broker interfaces, not the MySQL/AMQP adapters;
+// - services (and src/core/client.ts, cron) see only the store and broker interfaces, not the MySQL/AMQP
+//   adapters; commands and src/cli do not import adapters either: only the composition root
+//   src/compose.ts (and sidecar/, through src/relay.ts) creates them;
 // - each driver package is imported in one place;
 // - core code takes time and randomness injected (no Date.now, Math.random, setTimeout);
 // - no focused or skipped tests.
@@ -17,12 +19,15 @@ const DRIVERS = {
 };
 const driverPattern = (name) => ({group: [name, `${name}/*`], message: `${name} is imported only in ${DRIVERS[name]}`});
 const CORE_FORBIDDEN = [
-  {group: ['**/commands/*', '**/cli/*', '**/ui/*', '**/sidecar/*'], message: 'src/core must not depend on commands, cli, ui or sidecar'},
+  {
+    group: ['**/commands/*', '**/cli/*', '**/ui/*', '**/sidecar/*', '**/compose.js'],
+    message: 'src/core must not depend on commands, cli, ui, sidecar or the composition root',
+  },
   {group: ['@oclif/*', 'ink', 'ink-*', 'react', 'react/*'], message: 'src/core knows nothing of oclif, Ink or React'},
 ];
 const ADAPTERS = {
   group: ['**/store/mysql/*', '**/broker/amqp/*'],
-  message: 'services see only the TaskStore and Broker interfaces; adapters are created in src/cli/runtime.ts or sidecar/',
+  message: 'services and commands see only the store and Broker interfaces (core/store/types.ts); adapters are created in src/compose.ts',
 };
 
 /** no-restricted-imports for a file: core rules (if in core), adapter rule (if a service), drivers except its own (a list). */
@@ -44,8 +49,15 @@ export default tseslint.config(
   },
   {files: ['src/core/**/*.ts'], rules: {'no-restricted-imports': imports({core: true})}},
   {
-    files: ['src/core/{producer,worker,reconcile,inspect,scheduler,outbox,dlq,metrics}/**/*.ts', 'src/core/client.ts'],
+    files: [
+      'src/core/{producer,worker,reconcile,inspect,scheduler,outbox,dlq,metrics,cron,types,archive,doctor}/**/*.ts',
+      'src/core/client.ts',
+    ],
     rules: {'no-restricted-imports': imports({core: true, service: true})},
+  },
+  {
+    files: ['src/commands/**/*.ts', 'src/cli/**/*.ts', 'src/ui/**/*.{ts,tsx}'],
+    rules: {'no-restricted-imports': imports({service: true})},
   },
   ...[...new Set(Object.values(DRIVERS))].map((file) => ({
     files: [file],

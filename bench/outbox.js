@@ -165,7 +165,7 @@ export async function runOutboxBench({quick = false} = {}) {
     for (const id of ids) {
       const {idFromDedupKey} = await import('../dist/core/task/id.js');
       const taskId = idFromDedupKey('default', `outbox:${id}:${created.get(id)}`);
-      const t = await e.store.getTask(taskId);
+      const t = await e.store.tasksGet({id: taskId});
       if (t?.publishedAt) lat.push(t.publishedAt.getTime() - created.get(id));
     }
     lat.sort((a, b) => a - b);

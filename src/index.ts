@@ -2,7 +2,7 @@
  * The ax SDK. Producers: `connect()` then `submit()`. Workers: export `defineHandlers({...})` from a
  * module and run `ax worker --handlers <module>`.
  */
-export {connect, type ConnectOptions} from './cli/runtime.js';
+export {connect, type ConnectOptions} from './compose.js';
 export type {AxClient} from './core/client.js';
 export {
   defineHandlers,

@@ -7,7 +7,7 @@ import type {Logger} from './core/log.js';
 import {connectWithRetry} from './core/connect-retry.js';
 import {createRelayService} from './core/outbox/service.js';
 import type {Relay} from './core/outbox/relay.js';
-import {createRuntime, openBroker, openOutbox, openStore} from './cli/runtime.js';
+import {createRuntime, openBroker, openOutbox, openStore} from './compose.js';
 
 export type {Relay, RelayStats} from './core/outbox/relay.js';
 export {loadConfig} from './core/config/config.js';

@@ -53,18 +53,18 @@ export function instrument(obj, method, counters, size, extra) {
 
 /** Instruments the store/broker methods on ax's hot paths. */
 export function instrumentAx(store, broker, counters) {
-  instrument(store, 'insertTasks', counters, (a) => a[0].length);
-  instrument(store, 'markPublished', counters, (a) => a[0].length);
+  instrument(store, 'tasksInsert', counters, (a) => a[0].tasks.length);
+  instrument(store, 'doorbellsMark', counters, (a) => a[0].rung.length);
   instrument(
     store,
-    'claim',
+    'tasksClaim',
     counters,
-    (a) => a[0].length,
+    (a) => a[0].ids.length,
     (c, r) => (c.claimed = (c.claimed ?? 0) + r.claimed.length),
   );
-  instrument(store, 'applyOutcomes', counters, (a) => a[0].length);
-  instrument(store, 'renewLeases', counters, (a) => a[0].length);
-  instrument(store, 'getTask', counters, () => 1);
+  instrument(store, 'outcomesApply', counters, (a) => a[0].outcomes.length);
+  instrument(store, 'leasesRenew', counters, (a) => a[0].held.length);
+  instrument(store, 'tasksGet', counters, () => 1);
   instrument(broker, 'publish', counters, (a) => a[0].length);
 }
 

@@ -145,19 +145,19 @@ export function renderMarkdown(report, opts) {
     '| --- | --- | ---: | ---: | ---: |',
   );
   const prod = [
-    ['insertTasks', 'insertTasks (one transaction: tasks + history)'],
+    ['tasksInsert', 'tasksInsert (one transaction: tasks + history)'],
     ['publish', 'broker.publish (confirmed)'],
-    ['markPublished', 'markPublished (UPDATE, autocommit)'],
+    ['doorbellsMark', 'doorbellsMark (UPDATE, in its own transaction)'],
   ];
   for (const l of callsTable(R.p2 ?? [], (r) => r.calls, prod)) lines.push(`| P2 producer ${l}`);
   for (const qt of opts.queueTypes) {
     const runs = R[`p1.${qt}`] ?? [];
     for (const l of callsTable(runs, (r) => r.producerCalls, prod)) lines.push(`| P1 ${qt} producer ${l}`);
     const wk = [
-      ['claim', 'claim (one transaction: read, UPDATE, history)'],
-      ['applyOutcomes', 'applyOutcomes (one transaction: read, UPDATE, history)'],
-      ['renewLeases', 'renewLeases'],
-      ['getTask', 'getTask (per row)'],
+      ['tasksClaim', 'tasksClaim (one transaction: read, UPDATE, history)'],
+      ['outcomesApply', 'outcomesApply (one transaction: read, UPDATE, history)'],
+      ['leasesRenew', 'leasesRenew'],
+      ['tasksGet', 'tasksGet (per row)'],
       ['publish', 'broker.publish (re-ring)'],
     ];
     for (const l of callsTable(runs, (r) => r.worker?.calls, wk)) lines.push(`| P1 ${qt} worker ${l}`);

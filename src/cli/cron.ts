@@ -2,12 +2,12 @@
 import {iso, table, when} from './render.js';
 import {openBroker, openStore, type Runtime} from './runtime.js';
 import type {Broker} from '../core/broker/types.js';
-import {createCronService, type CronService, type ScheduleView} from '../core/cron/service.js';
+import {createCronService, type CronService, type CronStore, type ScheduleView} from '../core/cron/service.js';
 import {MISFIRE_TOLERANCE_MS} from '../core/cron/schedule.js';
 import {formatDuration} from '../core/duration.js';
 import {zoneOf} from '../core/cron/zone.js';
 import {invalid} from '../core/errors.js';
-import type {ScheduleStore, TaskStore} from '../core/store/types.js';
+import type {InspectStore} from '../core/store/types.js';
 
 /** A schedule as the `ax cron` commands print it with --json: dates as ISO strings. */
 export interface ScheduleJson {
@@ -173,7 +173,7 @@ export function renderSchedule(r: CronShowResult, nowMs: number): string[] {
  */
 export async function withCron<T>(
   rt: Runtime,
-  fn: (cron: CronService, store: TaskStore & ScheduleStore) => Promise<T>,
+  fn: (cron: CronService, store: CronStore) => Promise<T>,
   opts: {broker?: boolean} = {},
 ): Promise<T> {
   const store = await openStore(rt);
@@ -189,8 +189,8 @@ export async function withCron<T>(
 }
 
 /** The fire times of cancelled occurrences (their run_at), for the output of pause and rm. */
-export async function cancelledJson(store: TaskStore, ids: string[]): Promise<CancelledJson[]> {
-  return Promise.all(ids.map(async (id) => ({taskId: id, fireAt: iso((await store.getTask(id))?.runAt ?? null)})));
+export async function cancelledJson(store: Pick<InspectStore, 'tasksGet'>, ids: string[]): Promise<CancelledJson[]> {
+  return Promise.all(ids.map(async (id) => ({taskId: id, fireAt: iso((await store.tasksGet({id}))?.runAt ?? null)})));
 }
 
 /** "cancelled its pending occurrence <id> (fire time …)" or "it had no pending occurrence". */

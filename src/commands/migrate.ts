@@ -1,7 +1,6 @@
 import {Flags} from '@oclif/core';
 import {AxCommand} from '../cli/base.js';
-import {openDatabase, openOutbox} from '../cli/runtime.js';
-import {migrate, migrationStatus} from '../core/store/mysql/migrate.js';
+import {openOutbox, openSchema} from '../cli/runtime.js';
 
 export default class Migrate extends AxCommand {
   static override summary = "Create or upgrade ax's tables in MySQL/MariaDB.";
@@ -26,10 +25,10 @@ The database named in AX_MYSQL_URL is created when missing and the user may crea
     const rt = this.runtime(flags.config);
     if (flags.outbox) {
       const outbox = await openOutbox(rt, {requireTable: false});
-      const database = outbox.db.database;
+      const database = outbox.database;
       try {
         if (flags.status) {
-          const exists = await outbox.tableExists();
+          const exists = await outbox.outboxTableExists();
           if (!this.jsonEnabled())
             this.log(
               exists
@@ -38,17 +37,17 @@ The database named in AX_MYSQL_URL is created when missing and the user may crea
             );
           return {outbox: true, database, exists};
         }
-        await outbox.migrate();
+        await outbox.outboxCreateTable();
       } finally {
         await outbox.close();
       }
       if (!this.jsonEnabled()) this.log(`task_outbox is ready in database ${database}`);
       return {outbox: true, database, exists: true};
     }
-    const db = await openDatabase(rt);
+    const db = await openSchema(rt);
     try {
       if (flags.status) {
-        const status = await migrationStatus(db);
+        const status = await db.schemaStatus();
         const pending = status.filter((s) => s.appliedAt === null).length;
         if (!this.jsonEnabled()) {
           for (const s of status)
@@ -59,14 +58,14 @@ The database named in AX_MYSQL_URL is created when missing and the user may crea
         }
         return {database: db.database, migrations: status, pending};
       }
-      const report = await migrate(db);
+      const report = await db.schemaMigrate();
       if (!this.jsonEnabled()) {
         for (const a of report.applied) this.log(`applied ${String(a.version).padStart(4, '0')} ${a.name}`);
         this.log(`database ${report.database} is at schema version ${report.current}`);
       }
       return report;
     } finally {
-      await db.pool.end().catch(() => undefined);
+      await db.close().catch(() => undefined);
     }
   }
 }

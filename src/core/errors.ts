@@ -39,3 +39,18 @@ export function errorMessage(e: unknown): string {
     return String(e);
   }
 }
+
+/** Most lines and characters of a stack kept per failed attempt. */
+export const STACK_LINES = 10;
+export const STACK_BYTES = 2048;
+
+/**
+ * The first STACK_LINES lines of an error's stack, at most STACK_BYTES characters (cut with "…"),
+ * or undefined when the thrown value has no string stack.
+ */
+export function stackHead(e: unknown): string | undefined {
+  const stack = typeof e === 'object' && e !== null ? (e as {stack?: unknown}).stack : undefined;
+  if (typeof stack !== 'string' || stack === '') return undefined;
+  const lines = stack.split('\n').slice(0, STACK_LINES).join('\n');
+  return lines.length > STACK_BYTES ? `${lines.slice(0, STACK_BYTES - 1)}…` : lines;
+}

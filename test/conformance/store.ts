@@ -1,18 +1,20 @@
 /**
- * The TaskStore conformance suite: the behaviour every TaskStore implementation must show. Run by
+ * The task-database conformance suite: the behaviour every implementation of the seams in
+ * core/store/types.ts (HotPathStore, DispatchHoldStore, RescueStore, InspectStore,
+ * WorkerRegistryStore, ScheduleStore) must show; every method is exercised. Run by
  * test/integration/store.test.ts against the MySQL store.
  */
 import {afterAll, beforeAll, describe, expect, it} from 'vitest';
-import type {TaskStore} from '../../src/core/store/types.js';
+import type {AxStore, NewSchedule} from '../../src/core/store/types.js';
 import {createIdGenerator} from '../../src/core/task/id.js';
 import {validateTaskSpec} from '../../src/core/task/validate.js';
 import type {NewTask, TaskSpec} from '../../src/core/task/model.js';
 import {allowedEdges} from '../../src/core/task/state.js';
 
 export interface StoreHarness {
-  store: TaskStore;
+  store: AxStore;
   /** A second, independent handle on the same data (for races). */
-  other: TaskStore;
+  other: AxStore;
   /** Waits until the store's clock has passed `ms` from now. */
   waitDbMs(ms: number): Promise<void>;
   /** Every (from, to) pair in the history so far. */
@@ -27,7 +29,7 @@ const task = (spec: TaskSpec): NewTask => validateTaskSpec(spec, defaults, Date.
 export function storeConformance(name: string, make: () => Promise<StoreHarness>): void {
   describe(`TaskStore conformance: ${name}`, () => {
     let h: StoreHarness;
-    let s: TaskStore;
+    let s: AxStore;
     beforeAll(async () => {
       h = await make();
       s = h.store;
@@ -37,11 +39,11 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
     it('inserts tasks with a submitted history row and reports idempotent re-submits', async () => {
       const a = task({type: 'order_notify', payload: {orderId: 1}});
       const b = task({type: 'order_notify', payload: {orderId: 2}});
-      expect(await s.insertTasks([a, b], 'test:1')).toEqual({inserted: [a.id, b.id], existing: [], conflicts: []});
-      const again = await s.insertTasks([{...a, submittedAtMs: Date.now()}], 'test:1');
+      expect(await s.tasksInsert({tasks: [a, b], actor: 'test:1'})).toEqual({inserted: [a.id, b.id], existing: [], conflicts: []});
+      const again = await s.tasksInsert({tasks: [{...a, submittedAtMs: Date.now()}], actor: 'test:1'});
       expect(again.inserted).toEqual([]);
       expect(again.existing).toEqual([{id: a.id, existingId: a.id, state: 'submitted', fence: 0}]);
-      const row = await s.getTask(a.id);
+      const row = await s.tasksGet({id: a.id});
       expect(row).toMatchObject({
         id: a.id,
         type: 'order_notify',
@@ -51,29 +53,29 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
         maxRetries: 5,
         payload: {orderId: 1},
       });
-      const hist = await s.history(a.id);
+      const hist = await s.historyList({taskId: a.id});
       expect(hist).toHaveLength(1);
       expect(hist[0]).toMatchObject({from: null, to: 'submitted', attempt: 0, worker: 'test:1'});
     });
 
     it('refuses the same id with different content as a conflict and writes nothing for it', async () => {
       const a = task({type: 'order_notify', payload: {orderId: 10}});
-      await s.insertTasks([a], 'test');
+      await s.tasksInsert({tasks: [a], actor: 'test'});
       const clash = {...task({type: 'order_notify', payload: {orderId: 11}}), id: a.id};
       const fresh = task({type: 'order_notify', payload: {orderId: 12}});
-      const r = await s.insertTasks([clash, fresh], 'test');
+      const r = await s.tasksInsert({tasks: [clash, fresh], actor: 'test'});
       expect(r.inserted).toEqual([fresh.id]);
       expect(r.conflicts).toHaveLength(1);
       expect(r.conflicts[0]).toMatchObject({id: a.id, existingId: a.id});
-      expect((await s.getTask(a.id))?.payload).toEqual({orderId: 10});
+      expect((await s.tasksGet({id: a.id}))?.payload).toEqual({orderId: 10});
     });
 
     it('deduplicates by dedup key: same content → the existing task, other content → conflict', async () => {
       const a = task({type: 'user_register_credit', payload: {u: 1}, dedupKey: 'signup-1'});
-      await s.insertTasks([a], 'test');
+      await s.tasksInsert({tasks: [a], actor: 'test'});
       const same = {...task({type: 'user_register_credit', payload: {u: 1}}), dedupKey: 'signup-1'};
       const other = {...task({type: 'user_register_credit', payload: {u: 2}}), dedupKey: 'signup-1'};
-      const r = await s.insertTasks([same, other], 'test');
+      const r = await s.tasksInsert({tasks: [same, other], actor: 'test'});
       expect(r.inserted).toEqual([]);
       expect(r.existing).toEqual([{id: same.id, existingId: a.id, state: 'submitted', fence: 0}]);
       expect(r.conflicts.map((c) => c.id)).toEqual([other.id]);
@@ -82,9 +84,9 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
     it('claims due tasks once, skipping running, unknown and not-yet-due ones', async () => {
       const due = task({type: 'order_notify', payload: {n: 1}});
       const later = task({type: 'order_notify', payload: {n: 2}, delay: '1h'});
-      await s.insertTasks([due, later], 'test');
+      await s.tasksInsert({tasks: [due, later], actor: 'test'});
       const unknown = newId();
-      const r = await s.claim([due.id, later.id, unknown, due.id], 'w1', 30_000);
+      const r = await s.tasksClaim({ids: [due.id, later.id, unknown, due.id], worker: 'w1', leaseMs: 30_000});
       expect(r.claimed).toHaveLength(1);
       expect(r.claimed[0]).toMatchObject({id: due.id, attempt: 1, fence: 1, type: 'order_notify', payload: '{"n":1}'});
       expect(r.skipped).toEqual(
@@ -93,76 +95,73 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
           {id: unknown, state: null},
         ]),
       );
-      const again = await s.claim([due.id], 'w2', 30_000);
+      const again = await s.tasksClaim({ids: [due.id], worker: 'w2', leaseMs: 30_000});
       expect(again.claimed).toEqual([]);
       expect(again.skipped).toEqual([{id: due.id, state: 'running'}]);
-      expect(await s.getTask(due.id)).toMatchObject({state: 'running', worker: 'w1', attempt: 1, fence: 1});
+      expect(await s.tasksGet({id: due.id})).toMatchObject({state: 'running', worker: 'w1', attempt: 1, fence: 1});
     });
 
     it('a value the database refuses is invalid_input for the whole batch, and nothing is written', async () => {
       const good = task({type: 'order_notify', payload: {refused: 1}});
       const bad = {...task({type: 'order_notify', payload: {refused: 2}}), runAtMs: Number.NaN}; // NULL in a NOT NULL column
-      await expect(s.insertTasks([good, bad], 'test')).rejects.toMatchObject({code: 'invalid_input'});
-      expect(await s.getTask(good.id)).toBeNull();
+      await expect(s.tasksInsert({tasks: [good, bad], actor: 'test'})).rejects.toMatchObject({code: 'invalid_input'});
+      expect(await s.tasksGet({id: good.id})).toBeNull();
     });
 
     it('lets exactly one of two concurrent claimers win each task', async () => {
       const tasks = Array.from({length: 200}, (_, i) => task({type: 'order_notify', payload: {i}}));
-      await s.insertTasks(tasks, 'test');
+      await s.tasksInsert({tasks: tasks, actor: 'test'});
       const ids = tasks.map((t) => t.id);
-      const [a, b] = await Promise.all([s.claim(ids, 'wa', 30_000), h.other.claim([...ids].reverse(), 'wb', 30_000)]);
+      const [a, b] = await Promise.all([
+        s.tasksClaim({ids: ids, worker: 'wa', leaseMs: 30_000}),
+        h.other.tasksClaim({ids: [...ids].reverse(), worker: 'wb', leaseMs: 30_000}),
+      ]);
       const won = [...a.claimed, ...b.claimed].map((t) => t.id).sort();
       expect(won).toEqual([...ids].sort());
     });
 
     it('applies outcomes only with the current fence (a zombie completion changes nothing)', async () => {
       const t = task({type: 'order_notify', payload: {z: 1}});
-      await s.insertTasks([t], 'test');
-      const [c] = (await s.claim([t.id], 'w1', 30_000)).claimed;
-      const stale = await s.applyOutcomes([{id: t.id, fence: (c?.fence ?? 0) - 1, to: 'succeeded'}], 'w0');
+      await s.tasksInsert({tasks: [t], actor: 'test'});
+      const [c] = (await s.tasksClaim({ids: [t.id], worker: 'w1', leaseMs: 30_000})).claimed;
+      const stale = await s.outcomesApply({outcomes: [{id: t.id, fence: (c?.fence ?? 0) - 1, kind: 'complete'}], actor: 'w0'});
       expect(stale).toEqual({applied: [], stale: [t.id]});
-      const ok = await s.applyOutcomes([{id: t.id, fence: c?.fence ?? 0, to: 'succeeded'}], 'w1');
+      const ok = await s.outcomesApply({outcomes: [{id: t.id, fence: c?.fence ?? 0, kind: 'complete'}], actor: 'w1'});
       expect(ok).toEqual({applied: [t.id], stale: []});
-      const twice = await s.applyOutcomes([{id: t.id, fence: c?.fence ?? 0, to: 'succeeded'}], 'w1');
+      const twice = await s.outcomesApply({outcomes: [{id: t.id, fence: c?.fence ?? 0, kind: 'complete'}], actor: 'w1'});
       expect(twice.stale).toEqual([t.id]);
-      const row = await s.getTask(t.id);
+      const row = await s.tasksGet({id: t.id});
       expect(row).toMatchObject({state: 'succeeded', leaseUntil: null});
       expect(row?.finishedAt).toBeInstanceOf(Date);
-      expect((await s.history(t.id)).map((e) => e.to)).toEqual(['submitted', 'running', 'succeeded']);
+      expect((await s.historyList({taskId: t.id})).map((e) => e.to)).toEqual(['submitted', 'running', 'succeeded']);
     });
 
     it('a batch of successes with one zombie among them: the others apply, the zombie changes nothing', async () => {
       const ts = [1, 2, 3].map((i) => task({type: 'order_notify', payload: {plain: i}}));
-      await s.insertTasks(ts, 'test');
-      const claimed = (
-        await s.claim(
-          ts.map((t) => t.id),
-          'w1',
-          30_000,
-        )
-      ).claimed;
+      await s.tasksInsert({tasks: ts, actor: 'test'});
+      const claimed = (await s.tasksClaim({ids: ts.map((t) => t.id), worker: 'w1', leaseMs: 30_000})).claimed;
       const success = (id: string, fenceDelta = 0) => {
         const c = claimed.find((x) => x.id === id)!;
-        return {id, fence: c.fence + fenceDelta, to: 'succeeded' as const};
+        return {id, fence: c.fence + fenceDelta, kind: 'complete' as const};
       };
       const [a, b, c] = ts.map((t) => t.id) as [string, string, string];
       // b's fence is a zombie's: a and c succeed, b stays running, and only a and c get a history row.
-      const res = await s.applyOutcomes([success(a), success(b, -1), success(c)], 'w1');
+      const res = await s.outcomesApply({outcomes: [success(a), success(b, -1), success(c)], actor: 'w1'});
       expect(res.applied.sort()).toEqual([a, c].sort());
       expect(res.stale).toEqual([b]);
-      expect(await s.getTask(b)).toMatchObject({state: 'running', fence: 1});
+      expect(await s.tasksGet({id: b})).toMatchObject({state: 'running', fence: 1});
       for (const id of [a, c]) {
-        expect(await s.getTask(id)).toMatchObject({state: 'succeeded', leaseUntil: null});
-        expect((await s.history(id)).map((e) => [e.to, e.attempt, e.worker])).toEqual([
+        expect(await s.tasksGet({id: id})).toMatchObject({state: 'succeeded', leaseUntil: null});
+        expect((await s.historyList({taskId: id})).map((e) => [e.to, e.attempt, e.worker])).toEqual([
           ['submitted', 0, 'test'],
           ['running', 1, 'w1'],
           ['succeeded', 1, 'w1'],
         ]);
       }
-      expect((await s.history(b)).map((e) => e.to)).toEqual(['submitted', 'running']);
+      expect((await s.historyList({taskId: b})).map((e) => e.to)).toEqual(['submitted', 'running']);
       // The current worker's own outcome for b still applies.
-      expect(await s.applyOutcomes([success(b)], 'w1')).toEqual({applied: [b], stale: []});
-      expect((await s.history(b)).map((e) => [e.to, e.attempt])).toEqual([
+      expect(await s.outcomesApply({outcomes: [success(b)], actor: 'w1'})).toEqual({applied: [b], stale: []});
+      expect((await s.historyList({taskId: b})).map((e) => [e.to, e.attempt])).toEqual([
         ['submitted', 0],
         ['running', 1],
         ['succeeded', 1],
@@ -171,72 +170,100 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
 
     it('fails with a retry time from the database clock, releases without using an attempt, and dead-letters', async () => {
       const [f, r, d] = [1, 2, 3].map((i) => task({type: 'order_notify', payload: {f: i}}));
-      await s.insertTasks([f!, r!, d!], 'test');
-      await s.markPublished([f!, r!, d!].map((x) => ({id: x.id, fence: 0})));
-      const claimed = (await s.claim([f!.id, r!.id, d!.id], 'w1', 30_000)).claimed;
+      await s.tasksInsert({tasks: [f!, r!, d!], actor: 'test'});
+      await s.doorbellsMark({rung: [f!, r!, d!].map((x) => ({id: x.id, fence: 0}))});
+      const claimed = (await s.tasksClaim({ids: [f!.id, r!.id, d!.id], worker: 'w1', leaseMs: 30_000})).claimed;
       const fence = (id: string) => claimed.find((c) => c.id === id)?.fence ?? -1;
-      const before = await s.now();
-      const res = await s.applyOutcomes(
-        [
-          {id: f!.id, fence: fence(f!.id), to: 'failed', retryDelayMs: 5000, error: 'boom'},
-          {id: r!.id, fence: fence(r!.id), to: 'failed', release: true, retryDelayMs: 0, error: 'released: shutdown'},
-          {id: d!.id, fence: fence(d!.id), to: 'dead', error: 'fatal'},
+      const before = await s.clockNow();
+      const res = await s.outcomesApply({
+        outcomes: [
+          {
+            kind: 'fail',
+            id: f!.id,
+            fence: fence(f!.id),
+            retryDelayMs: 5000,
+            error: 'boom',
+            stack: 'Error: boom\n    at handler (h.js:1:1)',
+          },
+          {kind: 'release', id: r!.id, fence: fence(r!.id), reason: 'released: shutdown'},
+          {kind: 'deadLetter', id: d!.id, fence: fence(d!.id), error: 'fatal'},
         ],
-        'w1',
-      );
+        actor: 'w1',
+      });
       expect(res.applied.sort()).toEqual([f!.id, r!.id, d!.id].sort());
-      const ff = await s.getTask(f!.id);
+      const ff = await s.tasksGet({id: f!.id});
       expect(ff).toMatchObject({state: 'failed', attempt: 1, lastError: 'boom', publishedAt: null, leaseUntil: null});
       const delay = (ff?.runAt.getTime() ?? 0) - before.getTime();
       expect(delay).toBeGreaterThanOrEqual(4900);
       expect(delay).toBeLessThan(7000);
-      expect(await s.getTask(r!.id)).toMatchObject({state: 'failed', attempt: 0, lastError: null});
-      expect(await s.getTask(d!.id)).toMatchObject({state: 'dead', lastError: 'fatal'});
+      expect(await s.tasksGet({id: r!.id})).toMatchObject({state: 'failed', attempt: 0, lastError: null});
+      expect(await s.tasksGet({id: d!.id})).toMatchObject({state: 'dead', lastError: 'fatal'});
+      // The stack goes to the failed attempt's history row only; a release records its reason there.
+      expect((await s.historyList({taskId: f!.id})).map((e) => [e.to, e.error, e.stack])).toEqual([
+        ['submitted', null, null],
+        ['running', null, null],
+        ['failed', 'boom', 'Error: boom\n    at handler (h.js:1:1)'],
+      ]);
+      expect((await s.historyList({taskId: r!.id})).at(-1)).toMatchObject({
+        to: 'failed',
+        attempt: 0,
+        error: 'released: shutdown',
+        stack: null,
+      });
+      expect((await s.historyList({taskId: d!.id})).at(-1)).toMatchObject({to: 'dead', error: 'fatal', stack: null});
       // a failed task can be claimed again once due (the released one is due at once)
-      const again = await s.claim([r!.id, f!.id], 'w2', 30_000);
+      const again = await s.tasksClaim({ids: [r!.id, f!.id], worker: 'w2', leaseMs: 30_000});
       expect(again.claimed.map((c) => c.id)).toEqual([r!.id]);
       expect(again.claimed[0]).toMatchObject({attempt: 1, fence: 2});
     });
 
     it('renews leases only for the current fence', async () => {
       const t = task({type: 'order_notify', payload: {renew: 1}});
-      await s.insertTasks([t], 'test');
-      const [c] = (await s.claim([t.id], 'w1', 1000)).claimed;
-      expect(await s.renewLeases([{id: t.id, fence: c!.fence}], 60_000)).toEqual([t.id]);
-      const row = await s.getTask(t.id);
-      expect((row?.leaseUntil?.getTime() ?? 0) - (await s.now()).getTime()).toBeGreaterThan(50_000);
-      expect(await s.renewLeases([{id: t.id, fence: c!.fence + 1}], 60_000)).toEqual([]);
+      await s.tasksInsert({tasks: [t], actor: 'test'});
+      const [c] = (await s.tasksClaim({ids: [t.id], worker: 'w1', leaseMs: 1000})).claimed;
+      expect(await s.leasesRenew({held: [{id: t.id, fence: c!.fence}], leaseMs: 60_000})).toEqual([t.id]);
+      const row = await s.tasksGet({id: t.id});
+      expect((row?.leaseUntil?.getTime() ?? 0) - (await s.clockNow()).getTime()).toBeGreaterThan(50_000);
+      expect(await s.leasesRenew({held: [{id: t.id, fence: c!.fence + 1}], leaseMs: 60_000})).toEqual([]);
     });
 
     it('finds expired leases, and the rescue applies only while the lease is still expired', async () => {
       const [x, y] = [1, 2].map((i) => task({type: 'order_notify', payload: {lease: i}}));
-      await s.insertTasks([x!, y!], 'test');
-      const claimed = (await s.claim([x!.id, y!.id], 'w-dead', 200)).claimed;
+      await s.tasksInsert({tasks: [x!, y!], actor: 'test'});
+      const claimed = (await s.tasksClaim({ids: [x!.id, y!.id], worker: 'w-dead', leaseMs: 200})).claimed;
       await h.waitDbMs(300);
-      const expired = await s.findExpiredLeases(100);
+      const expired = await s.leasesFindExpired({limit: 100});
       expect(expired.map((e) => e.id)).toEqual(expect.arrayContaining([x!.id, y!.id]));
       // y's worker comes back and renews before the rescuer writes
       const cy = claimed.find((c) => c.id === y!.id)!;
-      await s.renewLeases([{id: y!.id, fence: cy.fence}], 60_000);
+      await s.leasesRenew({held: [{id: y!.id, fence: cy.fence}], leaseMs: 60_000});
       const cx = claimed.find((c) => c.id === x!.id)!;
-      const res = await s.applyOutcomes(
-        [
-          {id: x!.id, fence: cx.fence, to: 'failed', retryDelayMs: 0, error: 'lease expired', onlyIfLeaseExpired: true},
-          {id: y!.id, fence: cy.fence, to: 'failed', retryDelayMs: 0, error: 'lease expired', onlyIfLeaseExpired: true},
+      const res = await s.outcomesApply({
+        outcomes: [
+          {kind: 'rescue', id: x!.id, fence: cx.fence, retryDelayMs: 0, error: 'lease expired'},
+          {kind: 'rescue', id: y!.id, fence: cy.fence, retryDelayMs: 0, error: 'lease expired'},
         ],
-        'rescuer',
-      );
+        actor: 'rescuer',
+      });
       expect(res).toEqual({applied: [x!.id], stale: [y!.id]});
+      expect(await s.tasksGet({id: x!.id})).toMatchObject({state: 'failed', lastError: 'lease expired'});
+      // A dead-lettering rescue is guarded the same way.
+      const dead = await s.outcomesApply({
+        outcomes: [{kind: 'rescueDeadLetter', id: y!.id, fence: cy.fence, error: 'x'}],
+        actor: 'rescuer',
+      });
+      expect(dead).toEqual({applied: [], stale: [y!.id]});
+      expect(await s.tasksGet({id: y!.id})).toMatchObject({state: 'running'});
     });
 
     it('lists due tasks never rung, and rings again only after republishAfter', async () => {
       const t = task({type: 'order_notify', payload: {ring: 1}});
       const future = task({type: 'order_notify', payload: {ring: 2}, delay: '1h'});
-      await s.insertTasks([t, future], 'test');
-      const ids = async (after: number) => (await s.findUndispatched(10_000, after)).map((d) => d.id);
+      await s.tasksInsert({tasks: [t, future], actor: 'test'});
+      const ids = async (after: number) => (await s.tasksFindUndispatched({limit: 10_000, republishAfterMs: after})).map((d) => d.id);
       expect(await ids(60_000)).toContain(t.id);
       expect(await ids(60_000)).not.toContain(future.id);
-      await s.markPublished([{id: t.id, fence: 0}]);
+      await s.doorbellsMark({rung: [{id: t.id, fence: 0}]});
       expect(await ids(60_000)).not.toContain(t.id);
       await h.waitDbMs(50);
       expect(await ids(1)).toContain(t.id);
@@ -244,60 +271,109 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
 
     it('marks a doorbell only at the fence it rang for: a late mark does not land on the retry', async () => {
       const [a, b, c] = [1, 2, 3].map((i) => task({type: 'order_notify', payload: {mark: i}}));
-      await s.insertTasks([a!, b!, c!], 'test');
+      await s.tasksInsert({tasks: [a!, b!, c!], actor: 'test'});
       // a and b are rung (fence 0); before their mark lands a worker claims and fails a.
-      const [ca] = (await s.claim([a!.id], 'w1', 30_000)).claimed;
-      await s.applyOutcomes([{id: a!.id, fence: ca!.fence, to: 'failed', retryDelayMs: 0, error: 'boom'}], 'w1');
-      await s.markPublished([
-        {id: a!.id, fence: 0},
-        {id: b!.id, fence: 0},
-      ]);
-      expect(await s.getTask(a!.id)).toMatchObject({state: 'failed', fence: 1, publishedAt: null});
-      expect((await s.getTask(b!.id))?.publishedAt).toBeInstanceOf(Date);
-      const due = (await s.findUndispatched(10_000, 60_000)).find((d) => d.id === a!.id);
+      const [ca] = (await s.tasksClaim({ids: [a!.id], worker: 'w1', leaseMs: 30_000})).claimed;
+      await s.outcomesApply({outcomes: [{id: a!.id, fence: ca!.fence, kind: 'fail', retryDelayMs: 0, error: 'boom'}], actor: 'w1'});
+      await s.doorbellsMark({
+        rung: [
+          {id: a!.id, fence: 0},
+          {id: b!.id, fence: 0},
+        ],
+      });
+      expect(await s.tasksGet({id: a!.id})).toMatchObject({state: 'failed', fence: 1, publishedAt: null});
+      expect((await s.tasksGet({id: b!.id}))?.publishedAt).toBeInstanceOf(Date);
+      const due = (await s.tasksFindUndispatched({limit: 10_000, republishAfterMs: 60_000})).find((d) => d.id === a!.id);
       expect(due).toMatchObject({id: a!.id, attempt: 1, fence: 1});
       // Marks for several fences in one call: each lands only at its own.
-      await s.markPublished([
-        {id: a!.id, fence: 1},
-        {id: c!.id, fence: 7},
-      ]);
-      expect((await s.getTask(a!.id))?.publishedAt).toBeInstanceOf(Date);
-      expect((await s.getTask(c!.id))?.publishedAt).toBeNull();
+      await s.doorbellsMark({
+        rung: [
+          {id: a!.id, fence: 1},
+          {id: c!.id, fence: 7},
+        ],
+      });
+      expect((await s.tasksGet({id: a!.id}))?.publishedAt).toBeInstanceOf(Date);
+      expect((await s.tasksGet({id: c!.id}))?.publishedAt).toBeNull();
     });
 
     it('cancels submitted and failed tasks only; a cancelled task cannot be claimed', async () => {
       const t = task({type: 'order_notify', payload: {cancel: 1}});
       const run = task({type: 'order_notify', payload: {cancel: 2}});
-      await s.insertTasks([t, run], 'test');
-      await s.claim([run.id], 'w1', 30_000);
-      expect(await s.cancel(t.id, 'admin', 'not needed')).toEqual({from: 'submitted', cancelled: true});
-      expect(await s.cancel(run.id, 'admin', null)).toEqual({from: 'running', cancelled: false});
-      expect(await s.cancel(newId(), 'admin', null)).toEqual({from: null, cancelled: false});
-      expect((await s.claim([t.id], 'w1', 30_000)).claimed).toEqual([]);
-      expect((await s.getTask(t.id))?.state).toBe('cancelled');
+      await s.tasksInsert({tasks: [t, run], actor: 'test'});
+      await s.tasksClaim({ids: [run.id], worker: 'w1', leaseMs: 30_000});
+      expect(await s.tasksCancel({id: t.id, actor: 'admin', reason: 'not needed'})).toEqual({from: 'submitted', cancelled: true});
+      expect(await s.tasksCancel({id: run.id, actor: 'admin', reason: null})).toEqual({from: 'running', cancelled: false});
+      expect(await s.tasksCancel({id: newId(), actor: 'admin', reason: null})).toEqual({from: null, cancelled: false});
+      expect((await s.tasksClaim({ids: [t.id], worker: 'w1', leaseMs: 30_000})).claimed).toEqual([]);
+      expect((await s.tasksGet({id: t.id}))?.state).toBe('cancelled');
     });
 
     it('lists newest first with filters and counts per type and state', async () => {
       const a = task({type: 'report_daily', payload: {k: 1}});
       const b = task({type: 'report_daily', payload: {k: 2}});
-      await s.insertTasks([a], 'test');
+      await s.tasksInsert({tasks: [a], actor: 'test'});
       await h.waitDbMs(5);
-      await s.insertTasks([b], 'test');
-      const list = await s.listTasks({type: 'report_daily', limit: 10});
+      await s.tasksInsert({tasks: [b], actor: 'test'});
+      const list = await s.tasksList({type: 'report_daily', limit: 10});
       expect(list.map((t) => t.id)).toEqual([b.id, a.id]);
-      expect(await s.listTasks({type: 'report_daily', state: 'running', limit: 10})).toEqual([]);
-      expect((await s.listTasks({type: 'report_daily', limit: 1})).length).toBe(1);
-      const stats = await s.stats();
+      expect(await s.tasksList({type: 'report_daily', state: 'running', limit: 10})).toEqual([]);
+      expect((await s.tasksList({type: 'report_daily', limit: 1})).length).toBe(1);
+      const stats = await s.tasksStats();
       expect(stats.find((r) => r.type === 'report_daily' && r.state === 'submitted')?.count).toBe(2);
     });
 
     it('registers workers and their heartbeats', async () => {
-      await s.upsertWorker({id: 'host:1', host: 'host', pid: 1, pools: {io: 8}}, 3);
-      let w = (await s.listWorkers()).find((x) => x.id === 'host:1');
+      await s.workersUpsert({info: {id: 'host:1', host: 'host', pid: 1, pools: {io: 8}}, inFlight: 3});
+      let w = (await s.workersList()).find((x) => x.id === 'host:1');
       expect(w).toMatchObject({inFlight: 3, pools: {io: 8}, stoppedAt: null});
-      await s.stopWorker('host:1');
-      w = (await s.listWorkers()).find((x) => x.id === 'host:1');
+      await s.workersStop({id: 'host:1'});
+      w = (await s.workersList()).find((x) => x.id === 'host:1');
       expect(w?.stoppedAt).toBeInstanceOf(Date);
+    });
+
+    it('an outcome whose transition does not start from the row state changes nothing (guard in the UPDATE)', async () => {
+      const t = task({type: 'order_notify', payload: {wrong: 1}});
+      await s.tasksInsert({tasks: [t], actor: 'test'});
+      const [c] = (await s.tasksClaim({ids: [t.id], worker: 'w1', leaseMs: 30_000})).claimed;
+      await s.outcomesApply({outcomes: [{kind: 'fail', id: t.id, fence: c!.fence, retryDelayMs: 60_000, error: 'first'}], actor: 'w1'});
+      const before = await s.tasksGet({id: t.id});
+      // Same fence, but the row is `failed`, not `running`: no outcome transition starts there.
+      for (const o of [
+        {kind: 'complete' as const, id: t.id, fence: c!.fence},
+        {kind: 'fail' as const, id: t.id, fence: c!.fence, retryDelayMs: 0, error: 'again'},
+        {kind: 'deadLetter' as const, id: t.id, fence: c!.fence, error: 'dead'},
+        {kind: 'release' as const, id: t.id, fence: c!.fence, reason: 'released'},
+        {kind: 'rescue' as const, id: t.id, fence: c!.fence, retryDelayMs: 0, error: 'rescued'},
+      ]) {
+        expect(await s.outcomesApply({outcomes: [o], actor: 'zombie'}), o.kind).toEqual({applied: [], stale: [t.id]});
+      }
+      expect(await s.tasksGet({id: t.id})).toEqual(before);
+      expect((await s.historyList({taskId: t.id})).map((e) => e.to)).toEqual(['submitted', 'running', 'failed']);
+      // An unknown id is stale too.
+      expect(await s.outcomesApply({outcomes: [{kind: 'complete', id: newId(), fence: 1}], actor: 'w1'})).toMatchObject({applied: []});
+    });
+
+    it('holds delayed tasks for one scheduler at a time, renews its own, and lets go on release or mark', async () => {
+      const soon = task({type: 'order_notify', payload: {hold: 1}, delay: 2000});
+      const far = task({type: 'order_notify', payload: {hold: 2}, delay: '1h'});
+      await s.tasksInsert({tasks: [soon, far], actor: 'test'});
+      const take = (owner: string) => s.holdsTake({owner, horizonMs: 60_000, holdMs: 30_000, limit: 10_000});
+      const mine = (await take('sched-a')).filter((x) => x.id === soon.id || x.id === far.id);
+      expect(mine).toEqual([expect.objectContaining({id: soon.id, type: 'order_notify', pool: 'io', attempt: 0, fence: 0})]);
+      expect((await take('sched-b')).map((x) => x.id)).not.toContain(soon.id);
+      expect((await take('sched-a')).map((x) => x.id)).toContain(soon.id);
+      expect(await s.holdsRelease({owner: 'sched-a'})).toBeGreaterThanOrEqual(1);
+      expect((await take('sched-b')).map((x) => x.id)).toContain(soon.id);
+      // A confirmed doorbell drops the hold: the task is no longer held by anyone.
+      await s.doorbellsMark({rung: [{id: soon.id, fence: 0}]});
+      expect((await take('sched-b')).map((x) => x.id)).not.toContain(soon.id);
+      expect(await s.holdsRelease({owner: 'nobody'})).toBe(0);
+    });
+
+    it('the database clock moves', async () => {
+      const a = await s.clockNow();
+      await h.waitDbMs(5);
+      expect((await s.clockNow()).getTime()).toBeGreaterThan(a.getTime());
     });
 
     it('records only transitions the state machine allows', async () => {
@@ -306,6 +382,77 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
         if (from === null) expect(to).toBe('submitted');
         else expect(allowed.has(`${from}>${to}`), `${from} → ${to}`).toBe(true);
       }
+    });
+  });
+
+  describe(`ScheduleStore conformance: ${name}`, () => {
+    let h: StoreHarness;
+    let s: AxStore;
+    beforeAll(async () => {
+      h = await make();
+      s = h.store;
+    });
+    afterAll(async () => h?.dispose());
+    const schedule = (name: string, nextFireAt: Date | null = null): NewSchedule => ({
+      name,
+      cron: '*/5 * * * *',
+      tz: 'UTC',
+      type: 'report_daily',
+      payload: '{}',
+      pool: 'io',
+      maxRetries: null,
+      timeoutMs: null,
+      overlap: 'allow',
+      misfire: 'fire-once',
+      nextFireAt,
+    });
+
+    it('adds, refuses a duplicate name, gets and lists', async () => {
+      await s.schedulesAdd({schedule: schedule('conf-a')});
+      await expect(s.schedulesAdd({schedule: schedule('conf-a')})).rejects.toMatchObject({code: 'conflict'});
+      expect(await s.schedulesGet({name: 'conf-a'})).toMatchObject({name: 'conf-a', paused: false, nextFireAt: null, lastTaskId: null});
+      expect(await s.schedulesGet({name: 'conf-none'})).toBeNull();
+      expect((await s.schedulesList()).map((x) => x.name)).toContain('conf-a');
+    });
+
+    it('pauses and resumes (optionally moving the next fire time); due only when unpaused and within the horizon', async () => {
+      const now = await s.clockNow();
+      await s.schedulesAdd({schedule: schedule('conf-p', new Date(now.getTime() + 10_000))});
+      const due = async (horizonMs: number) => (await s.schedulesDue({horizonMs})).map((x) => x.name);
+      expect(await due(60_000)).toContain('conf-p');
+      expect(await due(1_000)).not.toContain('conf-p');
+      expect(await s.schedulesSetPaused({name: 'conf-p', paused: true})).toBe(true);
+      expect(await due(60_000)).not.toContain('conf-p');
+      const next = new Date(now.getTime() + 500);
+      expect(await s.schedulesSetPaused({name: 'conf-p', paused: false, nextFireAt: next})).toBe(true);
+      expect((await s.schedulesGet({name: 'conf-p'}))?.nextFireAt?.getTime()).toBe(next.getTime());
+      expect(await due(1_000)).toContain('conf-p');
+      expect(await s.schedulesSetPaused({name: 'conf-none', paused: true})).toBe(false);
+    });
+
+    it('advances only from the expected next fire time (compare-and-set), and removes', async () => {
+      const t0 = new Date(Date.UTC(2030, 0, 1, 0, 0));
+      const t1 = new Date(Date.UTC(2030, 0, 1, 0, 5));
+      await s.schedulesAdd({schedule: schedule('conf-adv', t0)});
+      const last = {fireAt: t0, taskId: newId()};
+      expect(await s.schedulesAdvance({name: 'conf-adv', expectedNext: t0, next: t1, last})).toBe(true);
+      expect(await s.schedulesAdvance({name: 'conf-adv', expectedNext: t0, next: t1, last: null})).toBe(false);
+      expect(await s.schedulesGet({name: 'conf-adv'})).toMatchObject({nextFireAt: t1, lastFireAt: t0, lastTaskId: last.taskId});
+      expect(await s.schedulesRemove({name: 'conf-adv'})).toBe(true);
+      expect(await s.schedulesRemove({name: 'conf-adv'})).toBe(false);
+      expect(await s.schedulesGet({name: 'conf-adv'})).toBeNull();
+    });
+
+    it('finds the previous occurrence of a schedule by its dedup key, excluding one id', async () => {
+      const key = (iso: string) => `cron:conf-occ@${iso}`;
+      const a = {...task({type: 'report_daily', payload: {o: 1}}), dedupKey: key('2030-01-01T00:00:00.000Z'), scheduleName: 'conf-occ'};
+      const b = {...task({type: 'report_daily', payload: {o: 2}}), dedupKey: key('2030-01-01T00:05:00.000Z'), scheduleName: 'conf-occ'};
+      await s.tasksInsert({tasks: [a, b], actor: 'test'});
+      const before = new Date(Date.UTC(2030, 0, 1, 0, 10));
+      expect(await s.occurrencesPrevious({name: 'conf-occ', before})).toEqual({id: b.id, state: 'submitted'});
+      expect(await s.occurrencesPrevious({name: 'conf-occ', before, excludeId: b.id})).toEqual({id: a.id, state: 'submitted'});
+      expect(await s.occurrencesPrevious({name: 'conf-occ', before: new Date(Date.UTC(2030, 0, 1, 0, 1)), excludeId: a.id})).toBeNull();
+      expect(await s.occurrencesPrevious({name: 'conf-other', before})).toBeNull();
     });
   });
 }

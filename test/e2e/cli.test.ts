@@ -348,6 +348,33 @@ describe('ax tasks show', () => {
     expect(human.stdout).toMatch(/· → submitted/);
   });
 
+  test("a failed attempt's stack: stored with its history row, printed under the history", async () => {
+    const store = await testEnv.store();
+    const t = validateTaskSpec(
+      {type: 'show_stack', payload: {}},
+      {maxRetries: 5, payloadLimitBytes: 65_536, cell: 'default'},
+      Date.now(),
+      createIdGenerator(Date.now),
+    );
+    await store.tasksInsert({tasks: [t], actor: 'e2e:1'});
+    const [c] = (await store.tasksClaim({ids: [t.id], worker: 'e2e:w', leaseMs: 60_000})).claimed;
+    const stack = 'Error: payment gateway said no\n    at capture (handlers.js:12:9)\n    at run (worker.js:3:1)';
+    await store.outcomesApply({
+      outcomes: [{kind: 'fail', id: t.id, fence: c!.fence, retryDelayMs: 3_600_000, error: 'Error: payment gateway said no', stack}],
+      actor: 'e2e:w',
+    });
+    const r = await ax(['tasks', 'show', t.id, '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.json.history.map((h: {to: string; stack: string | null}) => [h.to, h.stack])).toEqual([
+      ['submitted', null],
+      ['running', null],
+      ['failed', stack],
+    ]);
+    const human = await ax(['tasks', 'show', t.id]);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(/stack of attempt 1\n {2}Error: payment gateway said no\n {6}at capture \(handlers\.js:12:9\)/);
+  });
+
   test.concurrent.each<[string, string[], number, RegExp]>([
     ['malformed id', ['not-an-id'], 2, /"not-an-id" is not a task id/],
     ['SQL in the id', ["x' OR '1'='1"], 2, /is not a task id/],
@@ -443,7 +470,7 @@ describe('ax reconcile', () => {
       Date.now(),
       createIdGenerator(Date.now),
     );
-    await store.insertTasks([task], 'e2e:1');
+    await store.tasksInsert({tasks: [task], actor: 'e2e:1'});
     const broker = await testEnv.broker();
     const cpuQueue = `${testEnv.env.AX_AMQP_PREFIX}.default.cpu`;
     expect((await broker.queueDepths())[cpuQueue]).toBe(0);

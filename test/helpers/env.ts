@@ -6,10 +6,10 @@ import {randomBytes} from 'node:crypto';
 import amqp from 'amqplib';
 import mysql from 'mysql2/promise';
 import {loadConfig, type AxConfig} from '../../src/core/config/config.js';
-import {createRuntime, openBroker, openDatabase, openStore, type Runtime} from '../../src/cli/runtime.js';
+import {createRuntime, openBroker, openDatabase, openStore, type Runtime} from '../../src/compose.js';
 import {migrate} from '../../src/core/store/mysql/migrate.js';
 import {createLogger} from '../../src/core/log.js';
-import type {MysqlTaskStore} from '../../src/core/store/mysql/store.js';
+import type {AxStore} from '../../src/core/store/types.js';
 import type {AmqpBroker} from '../../src/core/broker/amqp/broker.js';
 import {topology} from '../../src/core/broker/amqp/topology.js';
 import {decodeMessage} from '../../src/core/broker/types.js';
@@ -26,7 +26,8 @@ export interface TestEnv {
   rt: Runtime;
   /** Raw SQL on the test database, for assertions. */
   sql<T = Record<string, unknown>>(query: string, params?: unknown[]): Promise<T[]>;
-  store(): Promise<MysqlTaskStore>;
+  store(): Promise<AxStore>;
+  /** The AMQP adapter itself: tests look at queue names and depths. */
   broker(opts?: {reconnect?: boolean}): Promise<AmqpBroker>;
   dispose(): Promise<void>;
 }
@@ -59,7 +60,7 @@ export async function createTestEnv(overrides: Partial<AxConfig> = {}): Promise<
       return s;
     },
     async broker(opts = {}) {
-      const b = await openBroker(rt, {reconnect: opts.reconnect ?? false});
+      const b = (await openBroker(rt, {reconnect: opts.reconnect ?? false})) as AmqpBroker;
       closers.push(() => b.close());
       return b;
     },

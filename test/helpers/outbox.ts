@@ -38,7 +38,7 @@ export async function createBusinessDb(opts: {migrate?: boolean} = {}): Promise<
     stores.push(s);
     return s;
   };
-  if (opts.migrate) await (await open()).migrate();
+  if (opts.migrate) await (await open()).outboxCreateTable();
   return {
     name,
     url,

@@ -115,7 +115,7 @@ describe('task_outbox CHECK constraints', () => {
     await biz.sql('DELETE FROM task_outbox WHERE delay_ms = 0');
 
     const store = await biz.outbox();
-    await store.migrate();
+    await store.outboxCreateTable();
     expect(await constraints(biz)).toEqual(OUTBOX_CHECKS.map((c) => c.name).sort());
     expect(await columnType(biz, 'delay_ms')).toBe('bigint(20)');
     const rows = await biz.sql('SELECT payload, delay_ms, max_retries, timeout_ms, attempts FROM task_outbox ORDER BY id');
@@ -124,7 +124,7 @@ describe('task_outbox CHECK constraints', () => {
       {payload: '{"k":2}', delay_ms: null, max_retries: null, timeout_ms: null, attempts: 0},
     ]);
     for (const [, column, value] of BAD) expect(await insertNonStrict(biz, column, value), `${column} = ${String(value)}`).toBe(4025);
-    await store.migrate();
+    await store.outboxCreateTable();
     expect(await constraints(biz)).toHaveLength(OUTBOX_CHECKS.length);
     expect(await count(biz)).toBe(2);
   });
@@ -135,14 +135,14 @@ describe('task_outbox CHECK constraints', () => {
     await biz.sql("INSERT INTO task_outbox (type, payload, max_retries) VALUES ('order_notify', '{}', 3), ('order_notify', '{}', 500)");
     await biz.sql("INSERT INTO task_outbox (type, payload, timeout_ms) VALUES ('order_notify', '{}', 0)");
     const store = await biz.outbox();
-    await expect(store.migrate()).rejects.toMatchObject({
+    await expect(store.outboxCreateTable()).rejects.toMatchObject({
       code: 'invalid_input',
       message: expect.stringMatching(/ids 2, 3\b.*run `ax migrate --outbox` again/),
     });
     expect(await constraints(biz)).toEqual([]);
     expect(await columnType(biz, 'max_retries')).toBe('smallint(5) unsigned');
     await biz.sql('DELETE FROM task_outbox WHERE id IN (2, 3)');
-    await store.migrate();
+    await store.outboxCreateTable();
     expect(await constraints(biz)).toHaveLength(OUTBOX_CHECKS.length);
   });
 });

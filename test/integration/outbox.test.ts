@@ -96,7 +96,7 @@ describe('transactional outbox', () => {
     env = await createTestEnv({...SCHED, outboxMysqlUrl: biz.url, relayIntervalMs: 50});
     outbox = await biz.outbox();
     // migrate() is idempotent (CREATE TABLE IF NOT EXISTS).
-    await outbox.migrate();
+    await outbox.outboxCreateTable();
     worker = await createTestWorker(env);
     await worker.start();
     scheduler = createSchedulerService({
@@ -432,19 +432,19 @@ describe('transactional outbox', () => {
       expect(r.last_error ?? '', name).toMatch(re);
     }
     const failedIds = Object.keys(reasons).map((n) => ids[n as keyof typeof ids]);
-    const listed = (await outbox.listFailed(1000)).filter((f) => failedIds.includes(f.id));
+    const listed = (await outbox.outboxListFailed({limit: 1000})).filter((f) => failedIds.includes(f.id));
     expect(listed.map((f) => f.id)).toEqual([...failedIds].sort((a, b) => a - b));
     for (const f of listed) expect(f.failedAt).toBeInstanceOf(Date);
     expect(listed.find((f) => f.id === ids.badJson)!.lastError).toMatch(reasons.badJson!);
-    expect((await outbox.lag()).failed).toBeGreaterThanOrEqual(7);
+    expect((await outbox.outboxLag()).failed).toBeGreaterThanOrEqual(7);
     // Failed rows are never claimed again.
     expect(await drain(relay)).toBe(0);
 
     // Fix two rows by SQL, retry just those: relayed.
     await biz.sql('UPDATE task_outbox SET payload = ? WHERE id = ?', [p(1), ids.badJson]);
     await biz.sql("UPDATE task_outbox SET type = 'test_noop' WHERE id = ?", [ids.badType]);
-    expect(await outbox.retryFailed([ids.badJson, ids.badType])).toBe(2);
-    expect(await outbox.retryFailed([ids.badJson])).toBe(0);
+    expect(await outbox.outboxRetryFailed({ids: [ids.badJson, ids.badType]})).toBe(2);
+    expect(await outbox.outboxRetryFailed({ids: [ids.badJson]})).toBe(0);
     expect(await drain(relay)).toBe(2);
     let t = new Map<number, TaskRow>();
     await eventually(
@@ -461,7 +461,7 @@ describe('transactional outbox', () => {
 
     // Retrying the unfixed ones fails them again with the same reasons (attempts counted).
     const stillBad = failedIds.filter((id) => id !== ids.badJson && id !== ids.badType);
-    expect(await outbox.retryFailed(stillBad)).toBe(stillBad.length);
+    expect(await outbox.outboxRetryFailed({ids: stillBad})).toBe(stillBad.length);
     expect(await drain(relay)).toBe(stillBad.length);
     const again = await biz.sql<{attempts: number; failed_at: Date | null}>('SELECT attempts, failed_at FROM task_outbox WHERE id IN (?)', [
       stillBad,
@@ -496,7 +496,7 @@ describe('transactional outbox', () => {
     await biz.sql('INSERT INTO task_outbox (type, payload) VALUES (?, ?)', ['Bad Type', JSON.stringify({run, k: 99})]);
     expect(await drain(probe)).toBe(1);
     await insertLedger(biz, run, 1, {from: 3});
-    const failedBefore = (await outbox.lag()).failed;
+    const failedBefore = (await outbox.outboxLag()).failed;
     expect(failedBefore).toBeGreaterThan(0);
     const sentTotal = async () =>
       Number((await biz.sql<{n: number}>('SELECT COUNT(*) AS n FROM task_outbox WHERE sent_at IS NOT NULL'))[0]!.n);
@@ -507,9 +507,9 @@ describe('transactional outbox', () => {
       "UPDATE task_outbox SET sent_at = sent_at - INTERVAL 2 HOUR WHERE JSON_VALUE(payload, '$.run') = ? AND sent_at IS NOT NULL",
       [run],
     );
-    expect(await outbox.purgeSent(3_600_000, 2)).toBe(2);
-    expect(await outbox.purgeSent(3_600_000, 100)).toBe(1);
-    expect(await outbox.purgeSent(3_600_000, 100)).toBe(0);
+    expect(await outbox.outboxPurgeSent({olderThanMs: 3_600_000, limit: 2})).toBe(2);
+    expect(await outbox.outboxPurgeSent({olderThanMs: 3_600_000, limit: 100})).toBe(1);
+    expect(await outbox.outboxPurgeSent({olderThanMs: 3_600_000, limit: 100})).toBe(0);
     expect(await sentTotal()).toBe(sentBefore - 3);
     expect(await outboxCounts(biz, run)).toMatchObject({rows: 2, unsent: 1, failed: 1});
 
@@ -521,7 +521,7 @@ describe('transactional outbox', () => {
     await eventually(async () => r.stats.purged > 0 && (await sentTotal()) === 0, 10_000, 'the relay to purge the sent rows');
     await r.stop();
     expect(r.stats.lag).not.toBeNull();
-    expect((await outbox.lag()).failed).toBe(failedBefore);
+    expect((await outbox.outboxLag()).failed).toBe(failedBefore);
     // The unsent row was relayed by that relay, then purged in a later pass.
     await eventually(async () => (await byKey(run)).get(3)?.state === 'succeeded', 20_000, 'the last row to run');
   });
@@ -532,8 +532,8 @@ describe('transactional outbox', () => {
     // Stands for data the row checks miss and the database refuses (a column limit, a collation
     // quirk): the real store, except that any batch holding the task with k = 3 fails as MySQL would.
     const refusing: TaskStore = Object.create(real, {
-      insertTasks: {
-        value: (tasks: NewTask[], actor: string) =>
+      tasksInsert: {
+        value: ({tasks, actor}: {tasks: NewTask[]; actor: string}) =>
           tasks.some((t) => (JSON.parse(t.payload) as {k?: number}).k === 3)
             ? Promise.reject(
                 new AxError('invalid_input', "ax's database refused a task of the batch: Data too long", {
@@ -543,7 +543,7 @@ describe('transactional outbox', () => {
                   }),
                 }),
               )
-            : real.insertTasks(tasks, actor),
+            : real.tasksInsert({tasks, actor}),
       },
     });
     const relay = await manualRelay({}, systemClock, {store: refusing});
@@ -566,7 +566,7 @@ describe('transactional outbox', () => {
     // handed back whole, and relayed once the server is itself again.
     const run2 = newRun('refused-all');
     const refuseAll: TaskStore = Object.create(real, {
-      insertTasks: {
+      tasksInsert: {
         value: () =>
           Promise.reject(Object.assign(new Error('Deadlock found when trying to get lock'), {code: 'ER_LOCK_DEADLOCK', sqlState: '40001'})),
       },
@@ -628,7 +628,7 @@ describe('transactional outbox', () => {
     const run = newRun('lag');
     const probe = await manualRelay();
     await drain(probe);
-    const base = await outbox.lag();
+    const base = await outbox.outboxLag();
     expect(base).toMatchObject({unsent: 0, oldestAgeMs: null});
     const ins = (k: number, ageSec: number) =>
       biz.sql('INSERT INTO task_outbox (type, payload, created_at) VALUES (?, ?, UTC_TIMESTAMP(3) - INTERVAL ? SECOND)', [
@@ -639,22 +639,18 @@ describe('transactional outbox', () => {
     await ins(0, 90);
     await ins(1, 30);
     await ins(2, 0);
-    const lag = await outbox.lag();
+    const lag = await outbox.outboxLag();
     expect(lag.unsent).toBe(3);
     expect(lag.failed).toBe(base.failed);
     expect(lag.oldestAgeMs).toBeGreaterThanOrEqual(90_000);
     expect(lag.oldestAgeMs).toBeLessThan(100_000);
     // A claimed row is still unsent.
-    const claimed = await outbox.claim('lag-probe', 1, 60_000);
+    const claimed = await outbox.outboxClaim({owner: 'lag-probe', limit: 1, leaseMs: 60_000});
     expect(claimed).toHaveLength(1);
-    expect((await outbox.lag()).unsent).toBe(3);
-    await outbox.release(
-      claimed.map((c) => c.id),
-      'lag-probe',
-      'test',
-    );
+    expect((await outbox.outboxLag()).unsent).toBe(3);
+    await outbox.outboxRelease({ids: claimed.map((c) => c.id), owner: 'lag-probe', error: 'test'});
     expect(await drain(probe)).toBe(3);
-    expect(await outbox.lag()).toMatchObject({unsent: 0, oldestAgeMs: null, failed: base.failed});
+    expect(await outbox.outboxLag()).toMatchObject({unsent: 0, oldestAgeMs: null, failed: base.failed});
     const report = await waitForQuiescence(env, biz, run, 3, 20_000);
     expect(report).toMatchObject({lost: 0, duplicated: 0, notSucceeded: 0});
     expect(await checkInvariants(env, biz, run, 3)).toMatchObject({doubledTasks: 0, unexpected: 0});

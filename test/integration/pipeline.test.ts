@@ -86,7 +86,7 @@ describe('core pipeline', () => {
     const id = await client.submit({type: 'test_noop', payload: {n: 1}});
     const done = outcomeOf(id);
     await client.flush();
-    expect((await done).to).toBe('succeeded');
+    expect((await done).kind).toBe('complete');
     const {task, history} = await client.getTask(id);
     expect(task).toMatchObject({state: 'succeeded', attempt: 1, publishedAt: expect.any(Date)});
     expect(history.map((h) => `${h.from ?? ''}>${h.to}`)).toEqual(['>submitted', 'submitted>running', 'running>succeeded']);
@@ -97,7 +97,7 @@ describe('core pipeline', () => {
     const id = await client.submit({type: 'test_flaky', payload: {succeedOn: 2}});
     const first = outcomeOf(id);
     await client.flush();
-    expect((await first).to).toBe('failed');
+    expect((await first).kind).toBe('fail');
     const [row] = await env.sql<{run_at: Date; state: string; last_error: string}>(
       'SELECT run_at, state, last_error FROM tasks WHERE id = ?',
       [id],
@@ -108,6 +108,12 @@ describe('core pipeline', () => {
     expect(gap).toBeGreaterThanOrEqual(lo - 1);
     expect(gap).toBeLessThanOrEqual(hi + 1);
     expect(row!.last_error).toContain('flaky failure on attempt 1');
+    // The thrown error's stack (first lines) is kept with that attempt's history row.
+    const [failedRow] = await env.sql<{stack: string | null}>("SELECT stack FROM task_history WHERE task_id = ? AND to_state = 'failed'", [
+      id,
+    ]);
+    expect(failedRow!.stack).toMatch(/^Error: flaky failure on attempt 1\n\s+at /);
+    expect(failedRow!.stack!.split('\n').length).toBeLessThanOrEqual(10);
     const second = outcomeOf(id);
     await eventually(
       async () => {
@@ -117,7 +123,7 @@ describe('core pipeline', () => {
       10_000,
       'the retry to be rung',
     );
-    expect((await second).to).toBe('succeeded');
+    expect((await second).kind).toBe('complete');
     expect((await client.getTask(id)).task.attempt).toBe(2);
   });
 
@@ -157,8 +163,8 @@ describe('core pipeline', () => {
     const s = await client.submit({type: 'test_throw_string', payload: {}, maxRetries: 0});
     const [ou, os] = [outcomeOf(u), outcomeOf(s)];
     await client.flush();
-    expect(await ou).toMatchObject({to: 'dead', error: 'cannot ever work'});
-    expect(await os).toMatchObject({to: 'dead'});
+    expect(await ou).toMatchObject({kind: 'deadLetter', error: 'cannot ever work'});
+    expect(await os).toMatchObject({kind: 'deadLetter'});
     expect((await client.getTask(s)).task.lastError).toContain('a string, not an Error');
   });
 
@@ -166,7 +172,7 @@ describe('core pipeline', () => {
     const id = await client.submit({type: 'nobody_handles', payload: {}});
     const o = outcomeOf(id);
     await client.flush();
-    expect(await o).toMatchObject({to: 'dead'});
+    expect(await o).toMatchObject({kind: 'deadLetter'});
     expect((await client.getTask(id)).task.lastError).toMatch(/unknown task type "nobody_handles"/);
   });
 
@@ -174,7 +180,7 @@ describe('core pipeline', () => {
     const id = await client.submit({type: 'test_timeout', payload: {}, maxRetries: 0});
     const o = outcomeOf(id);
     await client.flush();
-    expect(await o).toMatchObject({to: 'dead'});
+    expect(await o).toMatchObject({kind: 'deadLetter'});
     expect((await client.getTask(id)).task.lastError).toMatch(/timed out/);
   });
 

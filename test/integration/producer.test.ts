@@ -7,7 +7,7 @@ import {Producer, type ProducerOptions} from '../../src/core/producer/producer.j
 import {AxError, isAxError} from '../../src/core/errors.js';
 import {reconcile} from '../../src/core/reconcile/reconcile.js';
 import type {Broker} from '../../src/core/broker/types.js';
-import type {TaskStore} from '../../src/core/store/types.js';
+import type {TaskStore, TasksInsertParams} from '../../src/core/store/types.js';
 import {createTestEnv, takeRung, type TestEnv} from '../helpers/env.js';
 
 describe('producer', () => {
@@ -43,7 +43,7 @@ describe('producer', () => {
   it('writes 500-task batches, publishes the due ones and marks them published', async () => {
     const sizes: number[] = [];
     const counting: TaskStore = Object.create(store, {
-      insertTasks: {value: (t: Parameters<TaskStore['insertTasks']>[0], a: string) => (sizes.push(t.length), store.insertTasks(t, a))},
+      tasksInsert: {value: (p: TasksInsertParams) => (sizes.push(p.tasks.length), store.tasksInsert(p))},
     });
     const p = producer({store: counting});
     const ids = await Promise.all(Array.from({length: 1200}, (_, i) => p.submit({type: 'order_notify', payload: {i}})));
@@ -61,9 +61,9 @@ describe('producer', () => {
     let written!: () => void;
     const done = new Promise<void>((r) => (written = r));
     const watching: TaskStore = Object.create(store, {
-      insertTasks: {
-        value: async (t: Parameters<TaskStore['insertTasks']>[0], a: string) => {
-          const r = await store.insertTasks(t, a);
+      tasksInsert: {
+        value: async (p: TasksInsertParams) => {
+          const r = await store.tasksInsert(p);
           written();
           return r;
         },
@@ -80,7 +80,7 @@ describe('producer', () => {
     let open!: () => void;
     const gate = new Promise<void>((r) => (open = r));
     const held: TaskStore = Object.create(store, {
-      insertTasks: {value: async (t: Parameters<TaskStore['insertTasks']>[0], a: string) => (await gate, store.insertTasks(t, a))},
+      tasksInsert: {value: async (p: TasksInsertParams) => (await gate, store.tasksInsert(p))},
     });
     const p = producer({store: held, batchSize: 5, bufferLimit: 10, maxConcurrentBatches: 2});
     let resolved = 0;
@@ -98,9 +98,9 @@ describe('producer', () => {
   it('retries a batch while MySQL is unavailable and loses nothing', async () => {
     let failures = 2;
     const flaky: TaskStore = Object.create(store, {
-      insertTasks: {
-        value: (t: Parameters<TaskStore['insertTasks']>[0], a: string) =>
-          failures-- > 0 ? Promise.reject(new AxError('unavailable', 'MySQL down (test)')) : store.insertTasks(t, a),
+      tasksInsert: {
+        value: (p: TasksInsertParams) =>
+          failures-- > 0 ? Promise.reject(new AxError('unavailable', 'MySQL down (test)')) : store.tasksInsert(p),
       },
     });
     const p = producer({store: flaky});
@@ -121,7 +121,7 @@ describe('producer', () => {
     const err = await p.flush().catch((e: unknown) => e);
     expect(isAxError(err, 'conflict')).toBe(true);
     expect((err as AxError).message).toMatch(/dedup key "order-42" already exists with different content/);
-    expect((await store.getTask(id))?.payload).toEqual({v: 1});
+    expect((await store.tasksGet({id}))?.payload).toEqual({v: 1});
     expect(await count('id = ?', [ok])).toBe(1);
   });
 

@@ -11,7 +11,7 @@ import {createClient, type AxClient} from '../../src/core/client.js';
 import {createSchedulerService} from '../../src/core/scheduler/service.js';
 import type {Scheduler} from '../../src/core/scheduler/scheduler.js';
 import type {Worker} from '../../src/core/worker/worker.js';
-import type {RungRef, TaskStore} from '../../src/core/store/types.js';
+import type {DoorbellsMarkParams, RungRef, TaskStore} from '../../src/core/store/types.js';
 import {createTestEnv, createTestWorker, eventually, type TestEnv} from '../helpers/env.js';
 
 const N = 3000;
@@ -22,10 +22,10 @@ const OVERDUE_MS = 5000;
 function lateMarks<S extends TaskStore>(store: S, gate: (rung: RungRef[]) => Promise<void>): S {
   return new Proxy(store, {
     get(target, prop, receiver) {
-      if (prop === 'markPublished')
-        return async (rung: RungRef[]) => {
-          await gate(rung);
-          return target.markPublished(rung);
+      if (prop === 'doorbellsMark')
+        return async (p: DoorbellsMarkParams) => {
+          await gate(p.rung);
+          return target.doorbellsMark(p);
         };
       const v = Reflect.get(target, prop, receiver) as unknown;
       return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
@@ -125,7 +125,7 @@ describe('publish mark vs. a fast failure', () => {
         });
       const w = await createTestWorker(env2, {workerId: 'late-mark'});
       w.onOutcome((o) => {
-        if (o.to === 'succeeded') return;
+        if (o.kind === 'complete') return;
         failedAt.set(o.id, (failedAt.get(o.id) ?? new Set()).add(o.fence));
         for (const check of [...waiters]) check();
       });

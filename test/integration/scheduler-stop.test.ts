@@ -5,7 +5,7 @@
  */
 import {afterAll, beforeAll, describe, expect, it} from 'vitest';
 import {createSchedulerService} from '../../src/core/scheduler/service.js';
-import type {MysqlTaskStore} from '../../src/core/store/mysql/store.js';
+import type {HoldsTakeParams} from '../../src/core/store/types.js';
 import {createTestEnv, eventually, type TestEnv} from '../helpers/env.js';
 import {spawnAx, type Spawned} from '../helpers/spawn.js';
 
@@ -46,12 +46,12 @@ describe('scheduler stopped during its start', () => {
     // The real store, with the first hold held back until the test has called stop().
     const store = new Proxy(real, {
       get(target, prop, receiver) {
-        if (prop === 'holdForDispatch')
-          return async (...args: Parameters<MysqlTaskStore['holdForDispatch']>) => {
+        if (prop === 'holdsTake')
+          return async (p: HoldsTakeParams) => {
             loads++;
             loadStarted();
             await gate;
-            return target.holdForDispatch(...args);
+            return target.holdsTake(p);
           };
         const v: unknown = Reflect.get(target, prop, receiver);
         return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;

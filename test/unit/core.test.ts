@@ -71,28 +71,32 @@ describe('backoff', () => {
   });
   it('decides outcomes: success, retry with backoff, dead, release', () => {
     const held = {id: 'x', fence: 3, attempt: 2, maxRetries: 2};
-    expect(decideOutcome(held, {kind: 'success'}, opts, () => 0)).toEqual({id: 'x', fence: 3, to: 'succeeded'});
-    expect(decideOutcome(held, {kind: 'fail', message: 'm', unrecoverable: false}, opts, () => 0)).toEqual({
+    expect(decideOutcome(held, {kind: 'success'}, opts, () => 0)).toEqual({kind: 'complete', id: 'x', fence: 3});
+    expect(decideOutcome(held, {kind: 'fail', message: 'm', unrecoverable: false, stack: 'Error: m\n    at h'}, opts, () => 0)).toEqual({
+      kind: 'fail',
       id: 'x',
       fence: 3,
-      to: 'failed',
       error: 'm',
+      stack: 'Error: m\n    at h',
       retryDelayMs: 2000,
     });
     expect(decideOutcome({...held, attempt: 3}, {kind: 'timeout', message: 't'}, opts, () => 0)).toMatchObject({
-      to: 'dead',
+      kind: 'deadLetter',
       error: expect.stringMatching(/^timeout: t .*no retries left/),
+      stack: null,
     });
     expect(decideOutcome(held, {kind: 'fail', message: 'm', unrecoverable: true}, opts, () => 0)).toEqual({
+      kind: 'deadLetter',
       id: 'x',
       fence: 3,
-      to: 'dead',
       error: 'm',
+      stack: null,
     });
-    expect(decideOutcome(held, {kind: 'notStarted', message: 'queue full'}, opts, () => 0)).toMatchObject({
-      to: 'failed',
-      release: true,
-      retryDelayMs: 0,
+    expect(decideOutcome(held, {kind: 'notStarted', message: 'queue full'}, opts, () => 0)).toEqual({
+      kind: 'release',
+      id: 'x',
+      fence: 3,
+      reason: 'released: queue full',
     });
   });
 });

@@ -66,7 +66,12 @@ describe('cpu pool', () => {
       {kind: 'fail', message: 'handler threw a non-Error: "boom"', unrecoverable: false},
     ]);
     // instanceof UnrecoverableError works: fixture and thread share one handlers.ts module instance
-    expect(await run(pool, job('5', 'pool_unrecoverable'))).toEqual({kind: 'fail', message: 'bad payload', unrecoverable: true});
+    expect(await run(pool, job('5', 'pool_unrecoverable'))).toEqual({
+      kind: 'fail',
+      message: 'bad payload',
+      unrecoverable: true,
+      stack: expect.stringMatching(/^UnrecoverableError: bad payload\n\s+at /),
+    });
     expect(await run(pool, job('6', 'no_such_type'))).toEqual({kind: 'fail', message: 'unknown task type', unrecoverable: true});
   });
 

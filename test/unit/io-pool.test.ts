@@ -112,7 +112,12 @@ describe('io pool', () => {
     expect(await run('1', 'test_ok')).toEqual({kind: 'success'});
     expect(await run('2', 'test_fail')).toEqual({kind: 'fail', message: 'nope', unrecoverable: false});
     expect(await run('3', 'test_throw_string')).toEqual({kind: 'fail', message: 'handler threw a non-Error: "boom"', unrecoverable: false});
-    expect(await run('4', 'test_unrecoverable')).toEqual({kind: 'fail', message: 'bad payload', unrecoverable: true});
+    expect(await run('4', 'test_unrecoverable')).toEqual({
+      kind: 'fail',
+      message: 'bad payload',
+      unrecoverable: true,
+      stack: expect.stringMatching(/^UnrecoverableError: bad payload\n\s+at /),
+    });
     expect(await run('5', 'no_such_type')).toEqual({kind: 'fail', message: 'unknown task type', unrecoverable: true});
   });
 

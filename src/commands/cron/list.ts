@@ -2,7 +2,7 @@ import {AxCommand} from '../../cli/base.js';
 import {table, when} from '../../cli/render.js';
 import {nextFireTimes, parseSchedule} from '../../core/cron/parse.js';
 import type {ScheduleView} from '../../core/cron/service.js';
-import type {ScheduleStore, TaskStore} from '../../core/store/types.js';
+import type {CronStore} from '../../core/cron/service.js';
 import type {TaskState} from '../../core/task/state.js';
 import {scheduleJson, withCron, type ScheduleJson} from '../../cli/cron.js';
 
@@ -42,7 +42,7 @@ Exit codes: 5 MySQL unavailable.`;
     const rt = this.runtime(flags.config);
     const items = await withCron(rt, async (cron, store) => {
       const schedules = await cron.list();
-      const nowMs = (await store.now()).getTime();
+      const nowMs = (await store.clockNow()).getTime();
       return Promise.all(schedules.map(async (s) => toItem(s, nowMs, await lastOccurrence(store, s.name, nowMs))));
     });
     if (!this.jsonEnabled()) {
@@ -55,9 +55,9 @@ Exit codes: 5 MySQL unavailable.`;
   }
 }
 
-async function lastOccurrence(store: TaskStore & ScheduleStore, name: string, nowMs: number): Promise<LastOccurrenceJson | null> {
-  const prev = await store.previousOccurrence(name, new Date(nowMs + 1));
-  const task = prev ? await store.getTask(prev.id) : null;
+async function lastOccurrence(store: CronStore, name: string, nowMs: number): Promise<LastOccurrenceJson | null> {
+  const prev = await store.occurrencesPrevious({name, before: new Date(nowMs + 1)});
+  const task = prev ? await store.tasksGet({id: prev.id}) : null;
   return task ? {taskId: task.id, fireAt: task.runAt.toISOString(), state: task.state} : null;
 }
 

@@ -56,7 +56,7 @@ export default class OutboxList extends AxCommand {
     const outbox = await openOutbox(rt);
     let rows: Listed[];
     try {
-      rows = kind === 'failed' ? await outbox.listFailed(limit) : await outbox.listUnsent(limit);
+      rows = kind === 'failed' ? await outbox.outboxListFailed({limit}) : await outbox.outboxListUnsent({limit});
     } finally {
       await outbox.close().catch(() => undefined);
     }

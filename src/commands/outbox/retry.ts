@@ -38,8 +38,8 @@ Exit codes: 2 malformed id (or ids together with --all, or neither), 3 no such r
     const outbox = await openOutbox(rt);
     let retried: number;
     try {
-      if (ids !== 'all') mustBeFailed(ids, await outbox.rowStates(ids));
-      retried = await outbox.retryFailed(ids);
+      if (ids !== 'all') mustBeFailed(ids, await outbox.outboxRowStates({ids}));
+      retried = await outbox.outboxRetryFailed({ids});
     } finally {
       await outbox.close().catch(() => undefined);
     }
@@ -65,8 +65,7 @@ function parseIds(argv: string[], all: boolean): number[] | 'all' {
 
 /**
  * Refuses (changing nothing) unless every id is a failed row: not_found for unknown ids, conflict
- * for pending or sent ones. NOTE: this SELECT belongs in MysqlOutboxStore; it lives here only until
- * the store can say which of a set of ids are failed.
+ * for pending or sent ones.
  */
 function mustBeFailed(ids: number[], found: Map<number, 'pending' | 'sent' | 'failed'>): void {
   const missing = ids.filter((id) => !found.has(id));

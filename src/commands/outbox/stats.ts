@@ -28,11 +28,11 @@ export default class OutboxStats extends AxCommand {
     const outbox = await openOutbox(rt);
     let lag: Omit<OutboxStatsResult, 'database'>;
     try {
-      lag = await outbox.lag();
+      lag = await outbox.outboxLag();
     } finally {
       await outbox.close().catch(() => undefined);
     }
-    const result = {database: outbox.db.database, ...lag};
+    const result = {database: outbox.database, ...lag};
     if (!this.jsonEnabled()) {
       this.log(`task_outbox in database ${result.database}`);
       const rows = [

@@ -71,5 +71,8 @@ function render({task: t, history}: TaskDetail): string[] {
     (h.error ?? '').replace(/\s+/g, ' '),
   ]);
   lines.push(...table(['TIME', 'TRANSITION', 'ATTEMPT', 'BY', 'ERROR / REASON'], rows, {indent: '  '}));
+  // The latest failed attempt's stack (first lines, as stored); --json has every attempt's.
+  const last = history.findLast((h) => h.stack !== null);
+  if (last?.stack) lines.push('', `stack of attempt ${last.attempt}`, ...last.stack.split('\n').map((l) => `  ${printable(l)}`));
   return lines;
 }

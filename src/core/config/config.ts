@@ -3,6 +3,7 @@ import {availableParallelism} from 'node:os';
 import {resolve} from 'node:path';
 import {invalid} from '../errors.js';
 import {parseDuration} from '../duration.js';
+import {parseMysqlUrl} from '../store/mysql/url.js';
 
 /** Every setting of ax. README "Configuration" lists the same keys, env variables and defaults. */
 export interface AxConfig {
@@ -332,6 +333,7 @@ export function loadConfig(opts: LoadConfigOptions = {}): AxConfig {
   if (!/^[a-z0-9][a-z0-9_-]{0,31}$/.test(cfg.cell)) throw invalid('cell must be 1-32 characters of a-z, 0-9, _ and -');
   if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(cfg.amqpPrefix))
     throw invalid('amqpPrefix must be 1-64 characters of A-Z, a-z, 0-9, _, . and -');
+  // Checked here so that a bad URL fails at load, before any connection is tried.
   parseMysqlUrl(cfg.mysqlUrl);
   if (cfg.outboxMysqlUrl !== '') parseMysqlUrl(cfg.outboxMysqlUrl);
   if (!/^amqps?:\/\//.test(cfg.amqpUrl)) throw invalid('amqpUrl must start with amqp:// or amqps://');
@@ -346,36 +348,6 @@ export function ioPoolSize(cfg: Pick<AxConfig, 'ioConcurrency' | 'ioWaitRatio'>,
 /** CPU pool size: cores + 1 unless configured. */
 export function cpuPoolSize(cfg: Pick<AxConfig, 'cpuThreads'>, cores = availableParallelism()): number {
   return cfg.cpuThreads > 0 ? cfg.cpuThreads : cores + 1;
-}
-
-export interface MysqlTarget {
-  host: string;
-  port: number;
-  user: string;
-  password: string;
-  database: string;
-  ssl: boolean;
-}
-
-/** Splits a mysql:// URL; throws invalid_input when it is not one or names no database. */
-export function parseMysqlUrl(url: string): MysqlTarget {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    throw invalid('mysqlUrl is not a URL (expected mysql://user:password@host:3306/database)');
-  }
-  if (u.protocol !== 'mysql:' && u.protocol !== 'mariadb:') throw invalid('mysqlUrl must start with mysql://');
-  const database = decodeURIComponent(u.pathname.replace(/^\//, ''));
-  if (!/^[A-Za-z0-9_]{1,64}$/.test(database)) throw invalid('mysqlUrl must name a database of letters, digits and _');
-  return {
-    host: u.hostname || '127.0.0.1',
-    port: u.port ? Number(u.port) : 3306,
-    user: decodeURIComponent(u.username || 'root'),
-    password: decodeURIComponent(u.password),
-    database,
-    ssl: u.searchParams.get('ssl') === 'true',
-  };
 }
 
 /** A URL with its password replaced by `***`, for logs and error messages. */

@@ -2,7 +2,7 @@ import {AxError, errorMessage, invalid} from '../errors.js';
 import type {AxConfig} from '../config/config.js';
 import type {Broker} from '../broker/types.js';
 import type {Logger} from '../log.js';
-import type {HeldForDispatch, ScheduleRecord, ScheduleStore, TaskStore} from '../store/types.js';
+import type {HeldForDispatch, HotPathStore, InspectStore, ScheduleRecord, ScheduleStore} from '../store/types.js';
 import type {NewTask} from '../task/model.js';
 import {contentHash} from '../task/validate.js';
 import {idFromDedupKey} from '../task/id.js';
@@ -17,9 +17,14 @@ import {
   type CronInput,
 } from './schedule.js';
 
+/** What cron needs of the task database: schedules, occurrence inserts and rings, reads and cancels. */
+export type CronStore = ScheduleStore &
+  Pick<HotPathStore, 'tasksInsert' | 'doorbellsMark'> &
+  Pick<InspectStore, 'tasksGet' | 'tasksCancel' | 'clockNow'>;
+
 export interface CronServiceOptions {
   config: AxConfig;
-  store: TaskStore & ScheduleStore;
+  store: CronStore;
   /** Needed only by trigger() (it rings for the occurrence it creates). */
   broker?: Broker;
   clock: Clock;
@@ -54,11 +59,11 @@ const view = (s: ScheduleRecord): ScheduleView => ({...s, payload: JSON.parse(s.
  */
 export function createCronService(o: CronServiceOptions) {
   const cfg = o.config;
-  const dbNowMs = async (): Promise<number> => (await o.store.now()).getTime();
+  const dbNowMs = async (): Promise<number> => (await o.store.clockNow()).getTime();
 
   async function get(name: string): Promise<ScheduleRecord> {
     validateScheduleName(name);
-    const s = await o.store.getSchedule(name);
+    const s = await o.store.schedulesGet({name});
     if (!s) throw new AxError('not_found', `schedule "${name}" does not exist`);
     return s;
   }
@@ -95,17 +100,17 @@ export function createCronService(o: CronServiceOptions) {
     // The pending occurrence left over from before a downtime is a missed fire time too: with
     // `skip` it must not run late, and with `fire-once` the catch-up planned after it replaces it.
     if (s.nextFireAt && s.nextFireAt.getTime() < nowMs - MISFIRE_TOLERANCE_MS && (s.misfire === 'skip' || p.missed !== null)) {
-      const stale = await o.store.getTask(idFromDedupKey(cfg.cell, occurrenceKey(s.name, s.nextFireAt.getTime())));
+      const stale = await o.store.tasksGet({id: idFromDedupKey(cfg.cell, occurrenceKey(s.name, s.nextFireAt.getTime()))});
       if (stale && stale.state === 'submitted' && stale.publishedAt === null) {
-        await o.store.cancel(
-          stale.id,
-          o.actor,
-          `missed fire time (misfire=${s.misfire}): no scheduler ran at ${s.nextFireAt.toISOString()}`,
-        );
+        await o.store.tasksCancel({
+          id: stale.id,
+          actor: o.actor,
+          reason: `missed fire time (misfire=${s.misfire}): no scheduler ran at ${s.nextFireAt.toISOString()}`,
+        });
       }
     }
     const tasks = p.fireAtMs.map((t) => occurrence(s, t, nowMs));
-    const res = await o.store.insertTasks(tasks, o.actor);
+    const res = await o.store.tasksInsert({tasks, actor: o.actor});
     for (const c of res.conflicts)
       o.logger.error('cron: an occurrence exists with other content', {schedule: s.name, taskId: c.id, reason: c.reason});
     if (p.missed) o.logger.warn('cron: missed fire times', {schedule: s.name, missed: p.missed.count, policy: s.misfire});
@@ -113,19 +118,19 @@ export function createCronService(o: CronServiceOptions) {
     const fired = tasks.filter((t) => (t.runAtMs as number) <= nowMs).at(-1);
     const previous = s.nextFireAt && s.nextFireAt.getTime() <= nowMs ? occurrence(s, s.nextFireAt.getTime(), nowMs) : undefined;
     const last = fired ?? previous;
-    await o.store.advanceSchedule(
-      s.name,
-      s.nextFireAt,
-      new Date(p.nextFireMs),
-      last ? {fireAt: new Date(last.runAtMs as number), taskId: last.id} : null,
-    );
+    await o.store.schedulesAdvance({
+      name: s.name,
+      expectedNext: s.nextFireAt,
+      next: new Date(p.nextFireMs),
+      last: last ? {fireAt: new Date(last.runAtMs as number), taskId: last.id} : null,
+    });
     return res.inserted.length;
   }
 
   /** The created occurrence at the schedule's next fire time, while it has not started. */
   async function pendingOf(s: ScheduleRecord): Promise<{taskId: string; fireAt: Date} | null> {
     if (!s.nextFireAt) return null;
-    const t = await o.store.getTask(idFromDedupKey(cfg.cell, occurrenceKey(s.name, s.nextFireAt.getTime())));
+    const t = await o.store.tasksGet({id: idFromDedupKey(cfg.cell, occurrenceKey(s.name, s.nextFireAt.getTime()))});
     return t && t.state === 'submitted' ? {taskId: t.id, fireAt: s.nextFireAt} : null;
   }
 
@@ -133,7 +138,7 @@ export function createCronService(o: CronServiceOptions) {
   async function cancelPending(s: ScheduleRecord, reason: string): Promise<string[]> {
     const pending = await pendingOf(s);
     if (!pending) return [];
-    return (await o.store.cancel(pending.taskId, o.actor, reason)).cancelled ? [pending.taskId] : [];
+    return (await o.store.tasksCancel({id: pending.taskId, actor: o.actor, reason})).cancelled ? [pending.taskId] : [];
   }
 
   return {
@@ -141,23 +146,25 @@ export function createCronService(o: CronServiceOptions) {
     async add(input: CronInput): Promise<ScheduleView> {
       const nowMs = await dbNowMs();
       const v = validateCronInput(input, {payloadLimitBytes: cfg.payloadLimitBytes, nowMs});
-      await o.store.addSchedule({
-        name: v.name,
-        cron: v.cron,
-        tz: v.tz,
-        type: v.type,
-        payload: v.payload,
-        pool: v.pool,
-        maxRetries: v.maxRetries,
-        timeoutMs: v.timeoutMs,
-        overlap: v.overlap,
-        misfire: v.misfire,
-        nextFireAt: null,
+      await o.store.schedulesAdd({
+        schedule: {
+          name: v.name,
+          cron: v.cron,
+          tz: v.tz,
+          type: v.type,
+          payload: v.payload,
+          pool: v.pool,
+          maxRetries: v.maxRetries,
+          timeoutMs: v.timeoutMs,
+          overlap: v.overlap,
+          misfire: v.misfire,
+          nextFireAt: null,
+        },
       });
       return view(await get(v.name));
     },
     async list(): Promise<ScheduleView[]> {
-      return (await o.store.listSchedules()).map(view);
+      return (await o.store.schedulesList()).map(view);
     },
     /** A schedule and its next `n` fire times (1..100). */
     async show(name: string, n = 5): Promise<ScheduleView & {nextFireTimes: Date[]}> {
@@ -174,7 +181,7 @@ export function createCronService(o: CronServiceOptions) {
      */
     async pause(name: string): Promise<ScheduleView & {pending: {taskId: string; fireAt: Date} | null}> {
       const s = await get(name);
-      await o.store.setPaused(name, true);
+      await o.store.schedulesSetPaused({name, paused: true});
       return {...view(await get(name)), pending: await pendingOf(s)};
     },
     /** Resumes from now: fire times that passed while paused are not "missed". */
@@ -184,14 +191,14 @@ export function createCronService(o: CronServiceOptions) {
         const nowMs = await dbNowMs();
         // A pending occurrence still ahead stays the next run; otherwise plan from now on.
         const keep = s.nextFireAt !== null && s.nextFireAt.getTime() > nowMs && (await pendingOf(s)) !== null;
-        await o.store.setPaused(name, false, keep ? s.nextFireAt : new Date(nowMs));
+        await o.store.schedulesSetPaused({name, paused: false, nextFireAt: keep ? s.nextFireAt : new Date(nowMs)});
       }
       return view(await get(name));
     },
     /** Deletes a schedule and cancels its occurrences that have not run yet. */
     async remove(name: string): Promise<{name: string; cancelled: string[]}> {
       const s = await get(name);
-      await o.store.removeSchedule(name);
+      await o.store.schedulesRemove({name});
       const cancelled = await cancelPending(s, `schedule ${name} removed`);
       return {name, cancelled};
     },
@@ -200,11 +207,11 @@ export function createCronService(o: CronServiceOptions) {
       const s = await get(name);
       const nowMs = await dbNowMs();
       const task = occurrence(s, nowMs, nowMs);
-      await o.store.insertTasks([task], o.actor);
+      await o.store.tasksInsert({tasks: [task], actor: o.actor});
       if (o.broker) {
         try {
           await o.broker.publish([{id: task.id, type: task.type, pool: task.pool}]);
-          await o.store.markPublished([{id: task.id, fence: 0}]);
+          await o.store.doorbellsMark({rung: [{id: task.id, fence: 0}]});
         } catch (e) {
           o.logger.warn('cron trigger: occurrence written but not rung; the scheduler will ring for it', {
             schedule: name,
@@ -221,7 +228,7 @@ export function createCronService(o: CronServiceOptions) {
     async materialize(horizonMs: number): Promise<number> {
       const nowMs = await dbNowMs();
       let created = 0;
-      for (const s of await o.store.dueSchedules(horizonMs)) {
+      for (const s of await o.store.schedulesDue({horizonMs})) {
         try {
           created += await plan(s, nowMs);
         } catch (e) {
@@ -243,17 +250,28 @@ export function createCronService(o: CronServiceOptions) {
           keep.push(t);
           continue;
         }
-        if (!schedules.has(t.scheduleName)) schedules.set(t.scheduleName, await o.store.getSchedule(t.scheduleName));
+        if (!schedules.has(t.scheduleName)) schedules.set(t.scheduleName, await o.store.schedulesGet({name: t.scheduleName}));
         const s = schedules.get(t.scheduleName);
         if (!s || s.paused) {
-          await o.store.cancel(t.id, o.actor, `skipped: schedule ${t.scheduleName} is ${s ? 'paused' : 'removed'}`);
+          await o.store.tasksCancel({
+            id: t.id,
+            actor: o.actor,
+            reason: `skipped: schedule ${t.scheduleName} is ${s ? 'paused' : 'removed'}`,
+          });
           continue;
         }
         // "Previous" is by fire time (from the occurrence's key), not run_at: a released occurrence
         // is due again later than its fire time, after occurrences that come after it.
-        const prev = s.overlap === 'skip' && t.attempt === 0 ? await o.store.previousOccurrence(t.scheduleName, fireTimeOf(t), t.id) : null;
+        const prev =
+          s.overlap === 'skip' && t.attempt === 0
+            ? await o.store.occurrencesPrevious({name: t.scheduleName, before: fireTimeOf(t), excludeId: t.id})
+            : null;
         if (shouldSkipForOverlap(s.overlap, prev?.state)) {
-          await o.store.cancel(t.id, o.actor, `skipped: the previous occurrence ${prev?.id} is still ${prev?.state} (overlap=skip)`);
+          await o.store.tasksCancel({
+            id: t.id,
+            actor: o.actor,
+            reason: `skipped: the previous occurrence ${prev?.id} is still ${prev?.state} (overlap=skip)`,
+          });
           o.logger.info('cron: occurrence skipped for overlap', {schedule: s.name, taskId: t.id});
         } else keep.push(t);
       }
@@ -267,11 +285,11 @@ export function createCronService(o: CronServiceOptions) {
     async repair(): Promise<string[]> {
       const nowMs = await dbNowMs();
       const repaired: string[] = [];
-      for (const s of await o.store.listSchedules()) {
+      for (const s of await o.store.schedulesList()) {
         if (s.paused || !s.nextFireAt) continue;
         const task = occurrence(s, s.nextFireAt.getTime(), nowMs);
-        if (await o.store.getTask(task.id)) continue;
-        await o.store.insertTasks([task], o.actor);
+        if (await o.store.tasksGet({id: task.id})) continue;
+        await o.store.tasksInsert({tasks: [task], actor: o.actor});
         repaired.push(s.name);
         o.logger.warn('cron: recreated a missing occurrence', {schedule: s.name, fireAt: s.nextFireAt.toISOString()});
       }

@@ -1,6 +1,6 @@
 import {AxError, invalid} from '../errors.js';
 import {parseDuration} from '../duration.js';
-import type {ListFilter, StatsRow, TaskStore} from '../store/types.js';
+import type {InspectStore, ListFilter, StatsRow} from '../store/types.js';
 import {isTaskId} from '../task/id.js';
 import type {HistoryEntry, TaskRecord} from '../task/model.js';
 import {TASK_STATES, type TaskState, isTaskState} from '../task/state.js';
@@ -39,8 +39,8 @@ export function parseListFilter(input: ListInput, nowMs: number): ListFilter {
   return f;
 }
 
-export function listTasks(store: TaskStore, filter: ListFilter): Promise<TaskRecord[]> {
-  return store.listTasks(filter);
+export function listTasks(store: Pick<InspectStore, 'tasksList'>, filter: ListFilter): Promise<TaskRecord[]> {
+  return store.tasksList(filter);
 }
 
 export interface TaskDetail {
@@ -49,11 +49,11 @@ export interface TaskDetail {
 }
 
 /** A task and its timeline. Throws invalid_input for a malformed id, not_found for an unknown one. */
-export async function showTask(store: TaskStore, id: string): Promise<TaskDetail> {
+export async function showTask(store: Pick<InspectStore, 'tasksGet' | 'historyList'>, id: string): Promise<TaskDetail> {
   if (!isTaskId(id)) throw invalid(`"${id}" is not a task id (a lower-case UUID)`);
-  const task = await store.getTask(id);
+  const task = await store.tasksGet({id});
   if (!task) throw new AxError('not_found', `task ${id} does not exist`);
-  return {task, history: await store.history(id)};
+  return {task, history: await store.historyList({taskId: id})};
 }
 
 export interface StatsReport {
@@ -63,8 +63,8 @@ export interface StatsReport {
 }
 
 /** Counts per type × state, plus totals per state. */
-export async function taskStats(store: TaskStore): Promise<StatsReport> {
-  const rows = await store.stats();
+export async function taskStats(store: Pick<InspectStore, 'tasksStats'>): Promise<StatsReport> {
+  const rows = await store.tasksStats();
   const byState = Object.fromEntries(TASK_STATES.map((s) => [s, 0])) as Record<TaskState, number>;
   for (const r of rows) byState[r.state] += r.count;
   return {rows, byState, total: rows.reduce((n, r) => n + r.count, 0)};
@@ -75,13 +75,13 @@ export async function taskStats(store: TaskStore): Promise<StatsReport> {
  * Throws not_found for an unknown id and conflict when the task is running or finished.
  */
 export async function cancelTask(
-  store: TaskStore,
+  store: Pick<InspectStore, 'tasksCancel'>,
   id: string,
   actor: string,
   reason: string | null,
 ): Promise<{id: string; from: TaskState}> {
   if (!isTaskId(id)) throw invalid(`"${id}" is not a task id (a lower-case UUID)`);
-  const r = await store.cancel(id, actor, reason);
+  const r = await store.tasksCancel({id, actor, reason});
   if (r.from === null) throw new AxError('not_found', `task ${id} does not exist`);
   if (!r.cancelled) throw new AxError('conflict', `task ${id} is ${r.from}: only submitted or failed tasks can be cancelled`);
   return {id, from: r.from};

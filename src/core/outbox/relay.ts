@@ -2,15 +2,15 @@ import {hostname} from 'node:os';
 import {errorMessage, isAxError} from '../errors.js';
 import type {Logger} from '../log.js';
 import type {Broker} from '../broker/types.js';
-import type {InsertResult, OutboxRow, OutboxStore, TaskStore} from '../store/types.js';
+import type {HotPathStore, InsertResult, OutboxRelayStore, OutboxRow} from '../store/types.js';
 import type {NewTask} from '../task/model.js';
 import type {TaskDefaults} from '../task/validate.js';
 import {type Clock, type Random, sleep} from '../time.js';
 import {outboxRowToTask} from './convert.js';
 
 export interface RelayOptions {
-  outbox: OutboxStore;
-  store: TaskStore;
+  outbox: OutboxRelayStore;
+  store: Pick<HotPathStore, 'tasksInsert' | 'doorbellsMark'>;
   broker: Broker;
   clock: Clock;
   random: Random;
@@ -118,17 +118,13 @@ export class Relay {
 
   /** Relays one batch; returns how many rows it claimed (0: nothing to do). Throws on server errors. */
   async once(): Promise<number> {
-    const rows = await this.o.outbox.claim(this.id, this.o.batchSize, this.o.leaseMs);
+    const rows = await this.o.outbox.outboxClaim({owner: this.id, limit: this.o.batchSize, leaseMs: this.o.leaseMs});
     if (rows.length === 0) return 0;
     try {
       await this.relay(rows);
     } catch (e) {
       await this.o.outbox
-        .release(
-          rows.map((r) => r.id),
-          this.id,
-          `relay: ${errorMessage(e)}`,
-        )
+        .outboxRelease({ids: rows.map((r) => r.id), owner: this.id, error: `relay: ${errorMessage(e)}`})
         .catch(() => undefined);
       throw e;
     }
@@ -197,17 +193,17 @@ export class Relay {
       this.stats.published += due.size;
       // Rung is what matters; a failed mark only means a scheduler may ring once more.
       await this.o.store
-        .markPublished([...due.values()].map((d) => ({id: d.id, fence: d.fence})))
+        .doorbellsMark({rung: [...due.values()].map((d) => ({id: d.id, fence: d.fence}))})
         .catch((e: unknown) => this.log.warn('could not mark relayed tasks published', {error: errorMessage(e)}));
     }
     // Only after the confirm: the rows are sent. (Not `relayed += await …`: that reads the counter
     // before the await, and the relay's loops run concurrently, so updates would be lost.)
-    const sent = await this.o.outbox.markSent(ok, this.id);
+    const sent = await this.o.outbox.outboxMarkSent({ids: ok, owner: this.id});
     this.stats.relayed += sent;
     if (failed.length > 0) {
       this.stats.failedRows += failed.length;
       this.log.warn('outbox rows that can never be relayed were marked failed', {rows: failed.length, first: failed[0]});
-      await this.o.outbox.markFailed(failed, this.id);
+      await this.o.outbox.outboxMarkFailed({rows: failed, owner: this.id});
     }
   }
 
@@ -225,10 +221,7 @@ export class Relay {
     const refused: Array<{id: number; error: string}> = [];
     const write = async (part: typeof items): Promise<void> => {
       try {
-        const r = await this.o.store.insertTasks(
-          part.map((t) => t.task),
-          this.id,
-        );
+        const r = await this.o.store.tasksInsert({tasks: part.map((t) => t.task), actor: this.id});
         result.inserted.push(...r.inserted);
         result.existing.push(...r.existing);
         result.conflicts.push(...r.conflicts);
@@ -265,14 +258,14 @@ export class Relay {
         errors = 0;
         const mono = this.o.clock.monotonic();
         if (housekeeper && mono - lastLag > 10_000) {
-          this.stats.lag = await this.o.outbox.lag();
+          this.stats.lag = await this.o.outbox.outboxLag();
           lastLag = mono;
         }
         if (housekeeper && this.o.retentionMs > 0 && mono - lastPurge > 60_000) {
           // Keep deleting while a purge comes back full, so the purge keeps up with any relay rate.
           const limit = this.o.purgeBatch ?? PURGE_BATCH;
           for (let purged = limit; purged === limit && this.running;) {
-            purged = await this.o.outbox.purgeSent(this.o.retentionMs, limit);
+            purged = await this.o.outbox.outboxPurgeSent({olderThanMs: this.o.retentionMs, limit});
             this.stats.purged += purged;
           }
           lastPurge = mono;

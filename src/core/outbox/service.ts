@@ -1,14 +1,14 @@
 import type {AxConfig} from '../config/config.js';
 import type {Broker} from '../broker/types.js';
 import type {Logger} from '../log.js';
-import type {OutboxStore, TaskStore} from '../store/types.js';
+import type {HotPathStore, OutboxRelayStore} from '../store/types.js';
 import type {Clock, Random} from '../time.js';
 import {Relay} from './relay.js';
 
 export interface RelayServiceOptions {
   config: AxConfig;
-  outbox: OutboxStore;
-  store: TaskStore;
+  outbox: OutboxRelayStore;
+  store: Pick<HotPathStore, 'tasksInsert' | 'doorbellsMark'>;
   broker: Broker;
   clock: Clock;
   random: Random;

@@ -1,7 +1,7 @@
 import {AxError, errorMessage, isAxError} from '../errors.js';
 import type {Logger} from '../log.js';
 import type {Broker} from '../broker/types.js';
-import type {InsertResult, RungRef, TaskStore} from '../store/types.js';
+import type {HotPathStore, InsertResult, RungRef} from '../store/types.js';
 import {createIdGenerator} from '../task/id.js';
 import type {NewTask, TaskSpec} from '../task/model.js';
 import {type TaskDefaults, validateTaskSpec} from '../task/validate.js';
@@ -9,7 +9,7 @@ import {type Clock, type Random, type TimerHandle, sleep} from '../time.js';
 import {MicroBatcher} from '../batcher.js';
 
 export interface ProducerOptions {
-  store: TaskStore;
+  store: Pick<HotPathStore, 'tasksInsert' | 'doorbellsMark'>;
   broker: Broker;
   clock: Clock;
   random: Random;
@@ -87,7 +87,7 @@ export class Producer {
 
   private async mark(rung: RungRef[]): Promise<void> {
     try {
-      await this.o.store.markPublished(rung);
+      await this.o.store.doorbellsMark({rung});
     } catch (e) {
       // Rung but not marked: a scheduler may ring once more (harmless: the claim decides).
       this.o.logger.warn('could not mark tasks published', {tasks: rung.length, error: errorMessage(e)});
@@ -201,7 +201,7 @@ export class Producer {
     const started = this.o.clock.monotonic();
     for (let attempt = 1; !result; attempt++) {
       try {
-        result = await this.o.store.insertTasks(tasks, this.o.actor);
+        result = await this.o.store.tasksInsert({tasks, actor: this.o.actor});
       } catch (e) {
         const transient = isAxError(e, 'unavailable') || isAxError(e, 'timeout');
         const expired = this.o.giveUpAfterMs !== undefined && this.o.clock.monotonic() - started >= this.o.giveUpAfterMs;

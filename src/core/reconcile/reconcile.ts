@@ -2,11 +2,14 @@ import {errorMessage} from '../errors.js';
 import type {Logger} from '../log.js';
 import type {Broker} from '../broker/types.js';
 import {type BackoffOptions, nextAfterFailure, retryDelayMs} from '../retry/backoff.js';
-import type {HeldForDispatch, Outcome, TaskStore} from '../store/types.js';
+import type {HeldForDispatch, HotPathStore, Outcome, RescueStore} from '../store/types.js';
 import {type Clock, type Random, sleep} from '../time.js';
 
+/** What the rescuer and the reconciler need of the task database. */
+export type ReconcileStore = RescueStore & Pick<HotPathStore, 'outcomesApply' | 'doorbellsMark'>;
+
 export interface ReconcileOptions {
-  store: TaskStore;
+  store: ReconcileStore;
   broker: Broker;
   clock: Clock;
   random: Random;
@@ -54,21 +57,20 @@ export type RescueOptions = Pick<ReconcileOptions, 'store' | 'random' | 'backoff
  */
 export async function rescueExpired(o: RescueOptions): Promise<ReconcileReport['expiredLeases']> {
   const out: ReconcileReport['expiredLeases'] = {found: 0, failed: 0, dead: 0, stale: 0, ids: []};
-  const expired = await o.store.findExpiredLeases(o.limit);
+  const expired = await o.store.leasesFindExpired({limit: o.limit});
   out.found = expired.length;
   out.ids = expired.slice(0, SAMPLE).map((e) => e.id);
   if (o.dryRun) return out;
   for (let i = 0; i < expired.length; i += CHUNK) {
     const outcomes: Outcome[] = expired.slice(i, i + CHUNK).map((e) => {
-      const to = nextAfterFailure(e.attempt, e.maxRetries, false);
       const error = `lease expired: worker ${e.worker ?? '?'} stopped renewing it (attempt ${e.attempt})`;
-      return to === 'dead'
-        ? {id: e.id, fence: e.fence, to, error, onlyIfLeaseExpired: true}
-        : {id: e.id, fence: e.fence, to, error, retryDelayMs: retryDelayMs(e.attempt, o.backoff, o.random), onlyIfLeaseExpired: true};
+      return nextAfterFailure(e.attempt, e.maxRetries, false) === 'dead'
+        ? {kind: 'rescueDeadLetter', id: e.id, fence: e.fence, error}
+        : {kind: 'rescue', id: e.id, fence: e.fence, error, retryDelayMs: retryDelayMs(e.attempt, o.backoff, o.random)};
     });
-    const res = await o.store.applyOutcomes(outcomes, o.actor);
+    const res = await o.store.outcomesApply({outcomes, actor: o.actor});
     const applied = new Set(res.applied);
-    for (const o2 of outcomes) if (applied.has(o2.id)) out[o2.to === 'dead' ? 'dead' : 'failed']++;
+    for (const o2 of outcomes) if (applied.has(o2.id)) out[o2.kind === 'rescueDeadLetter' ? 'dead' : 'failed']++;
     out.stale += res.stale.length;
   }
   return out;
@@ -96,7 +98,7 @@ export async function reconcile(o: ReconcileOptions): Promise<ReconcileReport> {
 
   if (o.cron && !o.dryRun) report.cron.repaired = await o.cron.repair();
 
-  const found = await o.store.findUndispatched(o.limit, o.republishAfterMs);
+  const found = await o.store.tasksFindUndispatched({limit: o.limit, republishAfterMs: o.republishAfterMs});
   report.undispatched.found = found.length;
   report.undispatched.ids = found.slice(0, SAMPLE).map((d) => d.id);
   if (!o.dryRun) {
@@ -107,7 +109,7 @@ export async function reconcile(o: ReconcileOptions): Promise<ReconcileReport> {
       const t0 = o.clock.monotonic();
       try {
         await o.broker.publish(chunk);
-        await o.store.markPublished(chunk.map((d) => ({id: d.id, fence: d.fence})));
+        await o.store.doorbellsMark({rung: chunk.map((d) => ({id: d.id, fence: d.fence}))});
         report.undispatched.republished += chunk.length;
       } catch (e) {
         o.logger.warn('reconcile: re-publish failed', {tasks: chunk.length, error: errorMessage(e)});

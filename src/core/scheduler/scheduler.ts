@@ -4,13 +4,17 @@ import type {Logger} from '../log.js';
 import type {Broker} from '../broker/types.js';
 import type {BackoffOptions} from '../retry/backoff.js';
 import {reconcile, rescueExpired, type ReconcileOptions, type ReconcileReport} from '../reconcile/reconcile.js';
-import type {HeldForDispatch, TaskStore} from '../store/types.js';
+import type {DispatchHoldStore, HeldForDispatch, HotPathStore, RescueStore} from '../store/types.js';
 import {TimingWheel} from '../timing/wheel.js';
 import {type Clock, type Random, type TimerHandle} from '../time.js';
 import {DbClock} from './db-clock.js';
 
+/** What the scheduler needs of the task database. */
+export type SchedulerStore = DispatchHoldStore & RescueStore & Pick<HotPathStore, 'outcomesApply' | 'doorbellsMark'>;
+
 export interface SchedulerOptions {
-  store: TaskStore;
+  /** Holds and the database clock; the rescuer's and reconciler's reads; outcomes and doorbell marks. */
+  store: SchedulerStore;
   broker: Broker;
   clock: Clock;
   random: Random;
@@ -93,7 +97,7 @@ export class Scheduler {
   constructor(private readonly o: SchedulerOptions) {
     this.id = o.id ?? `scheduler:${hostname()}:${process.pid}`;
     this.log = o.logger.child({scheduler: this.id});
-    this.dbClock = new DbClock(o.clock, () => o.store.now());
+    this.dbClock = new DbClock(o.clock, () => o.store.clockNow());
     this.wheel = new TimingWheel<HeldForDispatch>({slots: 1024, tickMs: o.tickMs, startMs: 0});
   }
 
@@ -177,7 +181,12 @@ export class Scheduler {
     try {
       await this.dbClock.sync();
       if (this.o.onLoad) await this.o.onLoad();
-      const held = await this.o.store.holdForDispatch(this.id, this.o.horizonMs, this.o.holdMs, this.o.maxHeld);
+      const held = await this.o.store.holdsTake({
+        owner: this.id,
+        horizonMs: this.o.horizonMs,
+        holdMs: this.o.holdMs,
+        limit: this.o.maxHeld,
+      });
       const keep = new Set<string>();
       for (const h of held) {
         if (this.publishing.has(h.id) || this.publishedDuringLoad.has(h.id)) continue;
@@ -236,7 +245,7 @@ export class Scheduler {
         const chunk = due.slice(i, i + CHUNK);
         try {
           await this.o.broker.publish(chunk);
-          await this.o.store.markPublished(chunk.map((t) => ({id: t.id, fence: t.fence})));
+          await this.o.store.doorbellsMark({rung: chunk.map((t) => ({id: t.id, fence: t.fence}))});
           if (this.loading) for (const t of chunk) this.publishedDuringLoad.add(t.id);
           this.s.published += chunk.length;
           for (const l of this.listeners) l(chunk.map((t) => t.id));
@@ -290,7 +299,7 @@ export class Scheduler {
     this.timers.clear();
     while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
     await this.o.store
-      .releaseDispatch(this.id)
+      .holdsRelease({owner: this.id})
       .catch((e: unknown) => this.log.warn('releasing holds failed; they expire on their own', {error: errorMessage(e)}));
     this.wheel.clear();
     this.inWheel.clear();

@@ -1,13 +1,13 @@
 import type {AxConfig} from '../config/config.js';
 import type {Broker} from '../broker/types.js';
 import type {Logger} from '../log.js';
-import type {TaskStore} from '../store/types.js';
+
 import type {Clock, Random} from '../time.js';
-import {Scheduler, type SchedulerOptions} from './scheduler.js';
+import {Scheduler, type SchedulerOptions, type SchedulerStore} from './scheduler.js';
 
 export interface SchedulerServiceOptions {
   config: AxConfig;
-  store: TaskStore;
+  store: SchedulerStore;
   broker: Broker;
   clock: Clock;
   random: Random;

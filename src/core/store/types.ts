@@ -29,24 +29,43 @@ export interface ClaimResult {
   skipped: Array<{id: string; state: TaskState | null; notDue?: boolean}>;
 }
 
-/**
- * The end of one attempt, or a hand-back. Applied only while the row is still `running` with the
- * same fence, so a late (zombie) completion changes nothing.
- */
-export interface Outcome {
+/** Fields every outcome has: the task and the fence of the claim it ends. */
+interface OutcomeBase {
   id: string;
   fence: number;
-  to: 'succeeded' | 'failed' | 'dead';
-  /** For `failed`: run again after this many ms (database clock). */
-  retryDelayMs?: number;
-  error?: string | null;
-  /** A release: the attempt is given back (attempt − 1) and no error is recorded against it. */
-  release?: boolean;
-  /** With a release: move the task to this pool's queue from now on (its handler runs there). */
-  pool?: PoolName;
-  /** Apply only when the lease has already expired (the rescuer), so a renewal in between wins. */
-  onlyIfLeaseExpired?: boolean;
 }
+
+/** A failed attempt's error as recorded: the message, and the first lines of its stack when known. */
+export interface AttemptError {
+  error: string;
+  /** Truncated (≤ 2 KiB, ~10 lines); stored in the history row of this attempt only. */
+  stack?: string | null;
+}
+
+/**
+ * The end of one attempt, or a hand-back, keyed by the transition it makes (TRANSITIONS in
+ * core/task/state.ts). Each is applied only while the row is still in the transition's source
+ * state with the same fence (and, for a rescue, an expired lease), so a late (zombie) or repeated
+ * outcome changes nothing.
+ */
+export type Outcome =
+  /** running → succeeded. */
+  | (OutcomeBase & {kind: 'complete'})
+  /** running → failed: retried after `retryDelayMs` (database clock). */
+  | (OutcomeBase & AttemptError & {kind: 'fail'; retryDelayMs: number})
+  /** running → dead: out of retries, or unrecoverable. */
+  | (OutcomeBase & AttemptError & {kind: 'deadLetter'})
+  /**
+   * running → failed, due now, the attempt given back (attempt − 1) and no error recorded against
+   * the task (`reason` goes to history only); `pool` moves it to that pool's queue from now on.
+   */
+  | (OutcomeBase & {kind: 'release'; reason: string; pool?: PoolName})
+  /** The rescuer: running → failed with a retry, only while the lease is still expired. */
+  | (OutcomeBase & {kind: 'rescue'; error: string; retryDelayMs: number})
+  /** The rescuer: running → dead (out of retries), only while the lease is still expired. */
+  | (OutcomeBase & {kind: 'rescueDeadLetter'; error: string});
+
+export type OutcomeKind = Outcome['kind'];
 
 export interface OutcomeResult {
   applied: string[];
@@ -116,64 +135,162 @@ export interface WorkerRow extends WorkerInfo {
   stoppedAt: Date | null;
 }
 
+/** A store that holds connections: close it, or `await using` it. */
+export interface Closable {
+  /** Ends the connection pool; idempotent. */
+  close(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+export interface TasksInsertParams {
+  tasks: NewTask[];
+  /** Recorded in history as who submitted (host:pid). */
+  actor: string;
+}
+export interface DoorbellsMarkParams {
+  rung: RungRef[];
+}
+export interface TasksClaimParams {
+  ids: string[];
+  worker: string;
+  leaseMs: number;
+}
+export interface LeasesRenewParams {
+  held: Array<{id: string; fence: number}>;
+  leaseMs: number;
+}
+export interface OutcomesApplyParams {
+  outcomes: Outcome[];
+  actor: string;
+}
+
 /**
- * The storage seam. MySQL is the truth: every state change is a guarded update checked against the
- * transition table, written together with its history rows in one transaction. All batch methods
- * take up to a few thousand ids per call. Methods throw AxError('unavailable') when the database
- * cannot be reached and retry deadlocks/lock-wait timeouts a bounded number of times.
+ * The hot path: producers insert and ring, workers claim, renew and write outcomes. MySQL is the
+ * truth: every state change is a guarded update whose guard (source states, fence) comes from the
+ * transition table, written with its history rows in one transaction. Batch methods take up to a
+ * few thousand ids per call. Methods throw AxError('unavailable') when the database cannot be
+ * reached and retry deadlocks/lock-wait timeouts a bounded number of times.
  */
-export interface TaskStore {
-  readonly cell: string;
+export interface HotPathStore {
   /**
    * Writes new tasks and their `submitted` history, skipping existing ones (see InsertResult).
    * Throws AxError('invalid_input') when the database refuses a value of the batch (one the task
    * checks let through): the batch, not the server, is at fault.
    */
-  insertTasks(tasks: NewTask[], actor: string): Promise<InsertResult>;
+  tasksInsert(p: TasksInsertParams): Promise<InsertResult>;
   /**
    * Records that the doorbell for these tasks was confirmed by the broker (and drops scheduler
    * holds), only for rows still submitted/failed at the fence they were rung for: a mark that
    * arrives after the task was claimed (and perhaps failed, waiting for its retry) changes nothing.
    */
-  markPublished(rung: RungRef[]): Promise<void>;
+  doorbellsMark(p: DoorbellsMarkParams): Promise<void>;
+  /**
+   * Claims due `submitted`/`failed` tasks among `ids` for `worker`: state → running, attempt + 1,
+   * fence + 1, lease = now + leaseMs. Ids not claimable are reported in `skipped`.
+   */
+  tasksClaim(p: TasksClaimParams): Promise<ClaimResult>;
+  /** Extends the leases of tasks still held with these fences; returns the ids renewed. */
+  leasesRenew(p: LeasesRenewParams): Promise<string[]>;
+  /** Applies outcomes, each guarded by its transition (see Outcome), with history, in one transaction. */
+  outcomesApply(p: OutcomesApplyParams): Promise<OutcomeResult>;
+}
+
+export interface HoldsTakeParams {
+  owner: string;
+  horizonMs: number;
+  holdMs: number;
+  limit: number;
+}
+export interface HoldsReleaseParams {
+  owner: string;
+}
+
+/** The database clock, for services that compare due times with it. */
+export interface DbClockStore {
+  /** The database's NOW(3). */
+  clockNow(): Promise<Date>;
+}
+
+/** The scheduler's dispatch holds on delayed tasks and retries. */
+export interface DispatchHoldStore extends DbClockStore {
   /**
    * For scheduler `owner`: takes hold of unpublished submitted/failed tasks due within `horizonMs`
    * that no live scheduler holds (hold = until max(run_at, now) + `holdMs`), renews its existing
    * holds, and returns everything it holds, oldest due first. Brand-new immediate tasks are left to
    * their producer's own publish.
    */
-  holdForDispatch(owner: string, horizonMs: number, holdMs: number, limit: number): Promise<HeldForDispatch[]>;
+  holdsTake(p: HoldsTakeParams): Promise<HeldForDispatch[]>;
   /** Lets go of every hold of `owner` (graceful scheduler stop); returns how many. */
-  releaseDispatch(owner: string): Promise<number>;
-  /**
-   * Claims due `submitted`/`failed` tasks among `ids` for `worker`: state → running, attempt + 1,
-   * fence + 1, lease = now + leaseMs. Ids not claimable are reported in `skipped`.
-   */
-  claim(ids: string[], worker: string, leaseMs: number): Promise<ClaimResult>;
-  /** Extends the leases of tasks still held with these fences; returns the ids renewed. */
-  renewLeases(held: Array<{id: string; fence: number}>, leaseMs: number): Promise<string[]>;
-  /** Applies outcomes guarded by fence (see Outcome), with history, in one transaction. */
-  applyOutcomes(outcomes: Outcome[], actor: string): Promise<OutcomeResult>;
+  holdsRelease(p: HoldsReleaseParams): Promise<number>;
+}
+
+export interface LeasesFindExpiredParams {
+  limit: number;
+}
+export interface TasksFindUndispatchedParams {
+  limit: number;
+  republishAfterMs: number;
+}
+
+/** What the rescuer and the reconciler look for (they write through HotPathStore's outcomes and marks). */
+export interface RescueStore {
   /** Running tasks whose lease expired before the database's now, oldest first. */
-  findExpiredLeases(limit: number): Promise<ExpiredLease[]>;
+  leasesFindExpired(p: LeasesFindExpiredParams): Promise<ExpiredLease[]>;
   /**
    * Due `submitted`/`failed` tasks never published since they became due, or published longer than
    * `republishAfterMs` ago and still unclaimed; oldest due first.
    */
-  findUndispatched(limit: number, republishAfterMs: number): Promise<HeldForDispatch[]>;
-  /** Cancels a submitted or failed task. Returns the state it was in (null: unknown id). */
-  cancel(id: string, actor: string, reason: string | null): Promise<{from: TaskState | null; cancelled: boolean}>;
-  getTask(id: string): Promise<TaskRecord | null>;
-  history(id: string): Promise<HistoryEntry[]>;
-  listTasks(filter: ListFilter): Promise<TaskRecord[]>;
-  stats(): Promise<StatsRow[]>;
-  upsertWorker(info: WorkerInfo, inFlight: number): Promise<void>;
-  stopWorker(id: string): Promise<void>;
-  listWorkers(): Promise<WorkerRow[]>;
-  /** The database clock. */
-  now(): Promise<Date>;
-  close(): Promise<void>;
+  tasksFindUndispatched(p: TasksFindUndispatchedParams): Promise<HeldForDispatch[]>;
 }
+
+export interface TasksGetParams {
+  id: string;
+}
+export interface HistoryListParams {
+  taskId: string;
+}
+export interface TasksCancelParams {
+  id: string;
+  actor: string;
+  reason: string | null;
+}
+
+/** Admin and inspection (`ax tasks …`, the SDK's getTask/cancel); the DLQ, types and stats features extend it. */
+export interface InspectStore extends DbClockStore {
+  tasksGet(p: TasksGetParams): Promise<TaskRecord | null>;
+  /** A task's history, oldest first. */
+  historyList(p: HistoryListParams): Promise<HistoryEntry[]>;
+  /** Newest first, filtered. All filter values are bound parameters. */
+  tasksList(p: ListFilter): Promise<TaskRecord[]>;
+  /** Counts per type × state. */
+  tasksStats(): Promise<StatsRow[]>;
+  /** Cancels a submitted or failed task. Returns the state it was in (null: unknown id). */
+  tasksCancel(p: TasksCancelParams): Promise<{from: TaskState | null; cancelled: boolean}>;
+}
+
+export interface WorkersUpsertParams {
+  info: WorkerInfo;
+  inFlight: number;
+}
+export interface WorkersStopParams {
+  id: string;
+}
+
+/** The `workers` registry: heartbeats of running workers. */
+export interface WorkerRegistryStore {
+  workersUpsert(p: WorkersUpsertParams): Promise<void>;
+  workersStop(p: WorkersStopParams): Promise<void>;
+  workersList(): Promise<WorkerRow[]>;
+}
+
+/**
+ * Everything ax's task database offers, for composition roots and tests. Services and commands
+ * take the narrow seams above (or a Pick of them), never this.
+ */
+export type TaskStore = HotPathStore & DispatchHoldStore & RescueStore & InspectStore & WorkerRegistryStore & Closable;
+
+/** The task store and the schedules in the same database: what `openStore()` hands out. */
+export type AxStore = TaskStore & ScheduleStore;
 
 /** A cron schedule as stored. */
 export interface ScheduleRecord {
@@ -198,6 +315,33 @@ export interface ScheduleRecord {
 
 export type NewSchedule = Omit<ScheduleRecord, 'paused' | 'lastFireAt' | 'lastTaskId' | 'createdAt' | 'updatedAt'>;
 
+export interface SchedulesAddParams {
+  schedule: NewSchedule;
+}
+export interface ScheduleNameParams {
+  name: string;
+}
+export interface SchedulesSetPausedParams {
+  name: string;
+  paused: boolean;
+  /** When given, the next fire time is set too. */
+  nextFireAt?: Date | null;
+}
+export interface SchedulesDueParams {
+  horizonMs: number;
+}
+export interface SchedulesAdvanceParams {
+  name: string;
+  expectedNext: Date | null;
+  next: Date | null;
+  last: {fireAt: Date; taskId: string} | null;
+}
+export interface OccurrencesPreviousParams {
+  name: string;
+  before: Date;
+  excludeId?: string;
+}
+
 /**
  * Storage of cron schedules (same database, same cell as the tasks). Occurrences are ordinary
  * tasks with `scheduleName` set and the dedup key `cron:<name>@<fire time ISO>`, so each
@@ -205,27 +349,22 @@ export type NewSchedule = Omit<ScheduleRecord, 'paused' | 'lastFireAt' | 'lastTa
  */
 export interface ScheduleStore {
   /** Throws AxError('conflict') when the name exists. */
-  addSchedule(s: NewSchedule): Promise<void>;
-  getSchedule(name: string): Promise<ScheduleRecord | null>;
-  listSchedules(): Promise<ScheduleRecord[]>;
+  schedulesAdd(p: SchedulesAddParams): Promise<void>;
+  schedulesGet(p: ScheduleNameParams): Promise<ScheduleRecord | null>;
+  schedulesList(): Promise<ScheduleRecord[]>;
   /** Returns false when the name does not exist. */
-  setPaused(name: string, paused: boolean, nextFireAt?: Date | null): Promise<boolean>;
+  schedulesSetPaused(p: SchedulesSetPausedParams): Promise<boolean>;
   /** Deletes the schedule; returns false when it did not exist. */
-  removeSchedule(name: string): Promise<boolean>;
+  schedulesRemove(p: ScheduleNameParams): Promise<boolean>;
   /** Unpaused schedules whose next occurrence is due within `horizonMs` (or unknown). */
-  dueSchedules(horizonMs: number): Promise<ScheduleRecord[]>;
+  schedulesDue(p: SchedulesDueParams): Promise<ScheduleRecord[]>;
   /**
    * Moves a schedule on after its occurrences were created, only if its next fire time is still
    * `expectedNext` (another scheduler may have done it first). Returns whether it moved.
    */
-  advanceSchedule(
-    name: string,
-    expectedNext: Date | null,
-    next: Date | null,
-    last: {fireAt: Date; taskId: string} | null,
-  ): Promise<boolean>;
+  schedulesAdvance(p: SchedulesAdvanceParams): Promise<boolean>;
   /** The latest occurrence of a schedule due before `before`, other than `excludeId` (for the overlap policy). */
-  previousOccurrence(name: string, before: Date, excludeId?: string): Promise<{id: string; state: TaskState} | null>;
+  occurrencesPrevious(p: OccurrencesPreviousParams): Promise<{id: string; state: TaskState} | null>;
 }
 
 /** A `task_outbox` row as the relay reads it. */
@@ -246,25 +385,110 @@ export interface OutboxRow {
   failedAt: Date | null;
 }
 
+export interface OutboxClaimParams {
+  owner: string;
+  limit: number;
+  leaseMs: number;
+}
+export interface OutboxMarkSentParams {
+  ids: number[];
+  owner: string;
+}
+export interface OutboxMarkFailedParams {
+  rows: Array<{id: number; error: string}>;
+  owner: string;
+}
+export interface OutboxReleaseParams {
+  ids: number[];
+  owner: string;
+  error: string;
+}
+export interface OutboxPurgeSentParams {
+  olderThanMs: number;
+  limit: number;
+}
+export interface OutboxListParams {
+  limit: number;
+}
+export interface OutboxRowStatesParams {
+  ids: number[];
+}
+export interface OutboxRetryFailedParams {
+  /** These rows, or every failed row. */
+  ids: number[] | 'all';
+}
+
+export interface OutboxLag {
+  unsent: number;
+  failed: number;
+  oldestAgeMs: number | null;
+}
+
 /**
- * The outbox seam (the business database's `task_outbox`). Claims are short transactions with
+ * The relay's seam on the business database's `task_outbox`. Claims are short transactions with
  * `FOR UPDATE SKIP LOCKED` so several relays share one table; no lock is held across a publish.
  */
-export interface OutboxStore {
+export interface OutboxRelayStore {
   /** Takes up to `limit` unsent, unfailed rows not claimed by a live relay, oldest first, for `leaseMs`. */
-  claim(owner: string, limit: number, leaseMs: number): Promise<OutboxRow[]>;
+  outboxClaim(p: OutboxClaimParams): Promise<OutboxRow[]>;
   /** Marks rows sent (only those still claimed by `owner`); returns how many. */
-  markSent(ids: number[], owner: string): Promise<number>;
+  outboxMarkSent(p: OutboxMarkSentParams): Promise<number>;
   /** Marks rows that can never be relayed as failed, with the reason; they are skipped from then on. */
-  markFailed(rows: Array<{id: number; error: string}>, owner: string): Promise<void>;
+  outboxMarkFailed(p: OutboxMarkFailedParams): Promise<void>;
   /** Hands rows back after a transient error (the error is recorded; another pass retries them). */
-  release(ids: number[], owner: string, error: string): Promise<void>;
+  outboxRelease(p: OutboxReleaseParams): Promise<void>;
   /** Deletes sent rows older than `olderThanMs`, at most `limit`; returns how many. */
-  purgeSent(olderThanMs: number, limit: number): Promise<number>;
+  outboxPurgeSent(p: OutboxPurgeSentParams): Promise<number>;
   /** Unsent rows and the age of the oldest (the outbox lag). */
-  lag(): Promise<{unsent: number; failed: number; oldestAgeMs: number | null}>;
-  listFailed(limit: number): Promise<OutboxRow[]>;
-  /** Clears the failure of these rows (or all failed rows) so the relay tries them again. */
-  retryFailed(ids: number[] | 'all'): Promise<number>;
-  close(): Promise<void>;
+  outboxLag(): Promise<OutboxLag>;
 }
+
+/** `ax outbox …` and `ax migrate --outbox`: inspection and repair of `task_outbox`. */
+export interface OutboxAdminStore {
+  /** The business database's name (for messages). */
+  readonly database: string;
+  outboxLag(): Promise<OutboxLag>;
+  /** Rows not yet sent nor failed, oldest first. */
+  outboxListUnsent(p: OutboxListParams): Promise<OutboxRow[]>;
+  /** Failed rows, oldest first. */
+  outboxListFailed(p: OutboxListParams): Promise<OutboxRow[]>;
+  /** Where each row stands: pending, sent or failed (missing ids are absent from the map). */
+  outboxRowStates(p: OutboxRowStatesParams): Promise<Map<number, 'pending' | 'sent' | 'failed'>>;
+  /** Clears the failure of these rows (or all failed rows) so the relay tries them again; returns how many. */
+  outboxRetryFailed(p: OutboxRetryFailedParams): Promise<number>;
+  /** Whether task_outbox exists in the business database. */
+  outboxTableExists(): Promise<boolean>;
+  /**
+   * Creates task_outbox if missing and gives a table made before them its CHECK constraints
+   * (idempotent). Throws AxError('invalid_input'), changing nothing, when existing rows break a
+   * constraint (their ids are in the message).
+   */
+  outboxCreateTable(): Promise<void>;
+}
+
+/** One numbered migration of ax's database and when it was applied (null: pending). */
+export interface MigrationStatus {
+  version: number;
+  name: string;
+  appliedAt: Date | null;
+}
+
+export interface MigrateReport {
+  database: string;
+  applied: Array<{version: number; name: string}>;
+  current: number;
+  latest: number;
+}
+
+/** `ax migrate`: the numbered, forward-only migrations of ax's own database. */
+export interface SchemaStore extends Closable {
+  /** The database's name (for messages). */
+  readonly database: string;
+  /** Every known migration with its applied time. */
+  schemaStatus(): Promise<MigrationStatus[]>;
+  /** Applies the pending migrations in order under a named lock; concurrent runs are safe. */
+  schemaMigrate(): Promise<MigrateReport>;
+}
+
+/** Everything the business database's outbox offers, for composition roots and tests. */
+export type OutboxStore = OutboxRelayStore & OutboxAdminStore & Closable;

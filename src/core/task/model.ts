@@ -82,4 +82,6 @@ export interface HistoryEntry {
   worker: string | null;
   at: Date;
   error: string | null;
+  /** The first lines of the error's stack, for a failed or dead attempt whose error had one. */
+  stack: string | null;
 }

@@ -1,26 +1,64 @@
 /**
  * The six task states and the transitions between them. This table is the single source of truth:
- * the MySQL store builds every guarded `UPDATE … WHERE state IN (…)` from `sourcesOf()`, and
- * `assertTransition()` rejects anything else before it reaches SQL.
+ * the MySQL store builds the guard of every state-changing `UPDATE` (`state IN (…)`, and the fence
+ * and expired-lease conditions a transition asks for) from `guardOf()`, and `assertTransition()`
+ * rejects a move the table does not allow before it reaches SQL.
  */
+import {AxError} from '../errors.js';
+
 export const TASK_STATES = ['submitted', 'running', 'succeeded', 'failed', 'dead', 'cancelled'] as const;
 export type TaskState = (typeof TASK_STATES)[number];
 
 export const TERMINAL_STATES: readonly TaskState[] = ['succeeded', 'dead', 'cancelled'];
 
-/** The named transitions, each with the states it may start from and the state it leads to. */
+/**
+ * A transition: the states it may start from, the state it leads to, and what else its guarded
+ * UPDATE must check. `fenced`: only the claim holding this fence may make it (a late "zombie"
+ * outcome changes nothing). `leaseExpired`: only while the lease is over (a renewal in between wins).
+ */
+export interface Transition {
+  from: readonly TaskState[];
+  to: TaskState;
+  fenced?: true;
+  leaseExpired?: true;
+}
+
+/** The named transitions. Outcomes (core/store/types.ts) are keyed by these names. */
 export const TRANSITIONS = {
   claim: {from: ['submitted', 'failed'], to: 'running'},
-  succeed: {from: ['running'], to: 'succeeded'},
-  fail: {from: ['running'], to: 'failed'},
+  complete: {from: ['running'], to: 'succeeded', fenced: true},
+  fail: {from: ['running'], to: 'failed', fenced: true},
+  deadLetter: {from: ['running'], to: 'dead', fenced: true},
   /** A claimed task handed back unstarted (pool queue full, shutdown); no attempt is used. */
-  release: {from: ['running'], to: 'failed'},
-  kill: {from: ['running'], to: 'dead'},
+  release: {from: ['running'], to: 'failed', fenced: true},
+  /** The rescuer: a running task whose worker stopped renewing its lease; the attempt counts. */
+  rescue: {from: ['running'], to: 'failed', fenced: true, leaseExpired: true},
+  rescueDeadLetter: {from: ['running'], to: 'dead', fenced: true, leaseExpired: true},
   cancel: {from: ['submitted', 'failed'], to: 'cancelled'},
   replay: {from: ['dead'], to: 'submitted'},
-} as const satisfies Record<string, {from: readonly TaskState[]; to: TaskState}>;
+} as const satisfies Record<string, Transition>;
 
 export type TransitionName = keyof typeof TRANSITIONS;
+
+/** The guard a transition's UPDATE must carry, from the table (see Transition). */
+export interface Guard {
+  from: readonly TaskState[];
+  fenced: boolean;
+  leaseExpired: boolean;
+}
+
+export function guardOf(t: TransitionName): Guard {
+  const x: Transition = TRANSITIONS[t];
+  return {from: x.from, fenced: x.fenced === true, leaseExpired: x.leaseExpired === true};
+}
+
+/** Throws AxError('conflict') unless `t` may move a task that is in state `from`; returns the target state. */
+export function assertTransition(t: TransitionName, from: TaskState): TaskState {
+  if (!canApply(t, from)) {
+    throw new AxError('conflict', `transition ${t} cannot start from ${from} (allowed from: ${TRANSITIONS[t].from.join(', ')})`);
+  }
+  return TRANSITIONS[t].to;
+}
 
 export function isTaskState(s: unknown): s is TaskState {
   return typeof s === 'string' && (TASK_STATES as readonly string[]).includes(s);

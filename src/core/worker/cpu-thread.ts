@@ -5,7 +5,7 @@
  * local and never aborted from outside; its logger writes JSON lines to stderr.
  */
 import {parentPort, workerData} from 'node:worker_threads';
-import {errorMessage} from '../errors.js';
+import {errorMessage, stackHead} from '../errors.js';
 import {createLogger} from '../log.js';
 import type {JsonObject} from '../task/model.js';
 import {loadHandlers, runHandler, type HandlerMap, type TaskOutcome} from './handlers.js';
@@ -42,7 +42,10 @@ async function main(): Promise<void> {
       ? runHandler(handler, ctx)
       : Promise.resolve({ok: false, message: 'unknown task type', unrecoverable: true});
     run
-      .catch((e: unknown): TaskOutcome => ({ok: false, message: `handler failed: ${errorMessage(e)}`, unrecoverable: false}))
+      .catch((e: unknown): TaskOutcome => {
+        const stack = stackHead(e);
+        return {ok: false, message: `handler failed: ${errorMessage(e)}`, unrecoverable: false, ...(stack === undefined ? {} : {stack})};
+      })
       .then((outcome) => post({jobId, outcome}));
   });
   post({ready: true});

@@ -1,11 +1,14 @@
-import {invalid} from '../errors.js';
+import {invalid, stackHead} from '../errors.js';
 import {parseDuration} from '../duration.js';
 import type {Logger} from '../log.js';
 import {POOLS, type JsonObject, type PoolName} from '../task/model.js';
 import {validateTypeName} from '../task/validate.js';
 
-/** What a handler returns: success, a retryable failure, or an unrecoverable one (dead at once). */
-export type TaskOutcome = {ok: true} | {ok: false; message: string; unrecoverable: boolean};
+/**
+ * What a handler returns: success, a retryable failure, or an unrecoverable one (dead at once).
+ * `stack` is set by ax for a thrown error (its first lines), and stored with the attempt's history.
+ */
+export type TaskOutcome = {ok: true} | {ok: false; message: string; unrecoverable: boolean; stack?: string};
 
 export const TaskResult = {
   success: (): TaskOutcome => ({ok: true}),
@@ -150,9 +153,11 @@ export async function runHandler(h: Pick<ResolvedHandler, 'execute'>, ctx: TaskC
     return {ok: false, message: 'handler returned something that is not a TaskResult', unrecoverable: false};
   } catch (e) {
     // By name as well: a handlers module may load its own copy of ax.
+    const stack = stackHead(e);
+    const withStack = stack === undefined ? {} : {stack};
     if (e instanceof UnrecoverableError || (e instanceof Error && e.name === 'UnrecoverableError'))
-      return {ok: false, message: e.message, unrecoverable: true};
-    if (e instanceof Error) return {ok: false, message: `${e.name}: ${e.message}`, unrecoverable: false};
+      return {ok: false, message: e.message, unrecoverable: true, ...withStack};
+    if (e instanceof Error) return {ok: false, message: `${e.name}: ${e.message}`, unrecoverable: false, ...withStack};
     let text: string;
     try {
       text = JSON.stringify(e) ?? String(e);

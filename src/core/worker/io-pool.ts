@@ -1,5 +1,5 @@
 import pLimit from 'p-limit';
-import {errorMessage, invalid} from '../errors.js';
+import {errorMessage, invalid, stackHead} from '../errors.js';
 import type {Logger} from '../log.js';
 import type {Clock, TimerHandle} from '../time.js';
 import {runHandler, type HandlerMap, type TaskContext} from './handlers.js';
@@ -129,7 +129,13 @@ export function createIoPool(opts: IoPoolOptions): ExecutionPool {
           });
         }
       },
-      (err: unknown) => finish(e, {kind: 'fail', unrecoverable: false, message: `handler failed: ${errorMessage(err)}`}),
+      (err: unknown) =>
+        finish(e, {
+          kind: 'fail',
+          unrecoverable: false,
+          message: `handler failed: ${errorMessage(err)}`,
+          ...(stackHead(err) === undefined ? {} : {stack: stackHead(err)}),
+        }),
     );
     return slot;
   };

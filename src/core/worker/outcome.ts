@@ -20,24 +20,17 @@ export interface Held {
 }
 
 /**
- * Turns the result of one attempt into the outcome to write: success → succeeded; failure or
- * timeout → failed with jittered backoff, or dead once attempts exceed maxRetries or the handler
- * said unrecoverable; `notStarted` → released (no attempt used, due again now).
+ * Turns the result of one attempt into the outcome to write: success → complete; failure or
+ * timeout → fail with jittered backoff, or deadLetter once attempts exceed maxRetries or the
+ * handler said unrecoverable (with the error's stack when there was one); `notStarted` → release
+ * (no attempt used, due again now).
  */
 export function decideOutcome(t: Held, r: JobResult | NotStarted, backoff: BackoffOptions, random: Random): Outcome {
   switch (r.kind) {
     case 'success':
-      return {id: t.id, fence: t.fence, to: 'succeeded'};
+      return {kind: 'complete', id: t.id, fence: t.fence};
     case 'notStarted':
-      return {
-        id: t.id,
-        fence: t.fence,
-        to: 'failed',
-        release: true,
-        retryDelayMs: 0,
-        error: `released: ${r.message}`,
-        ...(r.pool === undefined ? {} : {pool: r.pool}),
-      };
+      return {kind: 'release', id: t.id, fence: t.fence, reason: `released: ${r.message}`, ...(r.pool === undefined ? {} : {pool: r.pool})};
     case 'fail':
     case 'timeout':
     case 'aborted': {
@@ -45,9 +38,17 @@ export function decideOutcome(t: Held, r: JobResult | NotStarted, backoff: Backo
       const to = nextAfterFailure(t.attempt, t.maxRetries, unrecoverable);
       const prefix = r.kind === 'fail' ? '' : `${r.kind}: `;
       const why = to === 'dead' && !unrecoverable ? ` (attempt ${t.attempt} of ${t.maxRetries + 1}, no retries left)` : '';
+      const stack = r.kind === 'fail' ? (r.stack ?? null) : null;
       return to === 'dead'
-        ? {id: t.id, fence: t.fence, to, error: `${prefix}${r.message}${why}`}
-        : {id: t.id, fence: t.fence, to, error: `${prefix}${r.message}`, retryDelayMs: retryDelayMs(t.attempt, backoff, random)};
+        ? {kind: 'deadLetter', id: t.id, fence: t.fence, error: `${prefix}${r.message}${why}`, stack}
+        : {
+            kind: 'fail',
+            id: t.id,
+            fence: t.fence,
+            error: `${prefix}${r.message}`,
+            stack,
+            retryDelayMs: retryDelayMs(t.attempt, backoff, random),
+          };
     }
   }
 }

@@ -17,7 +17,8 @@ export interface PoolJob {
 /** How an attempt ended, from the pool's point of view. */
 export type JobResult =
   | {kind: 'success'}
-  | {kind: 'fail'; message: string; unrecoverable: boolean}
+  /** `stack`: the first lines of the thrown error's stack (see stackHead in core/errors.ts), when it had one. */
+  | {kind: 'fail'; message: string; unrecoverable: boolean; stack?: string}
   | {kind: 'timeout'; message: string}
   | {kind: 'aborted'; message: string};
 
@@ -48,7 +49,8 @@ export interface ExecutionPool {
 
 /** Maps a handler's TaskOutcome to a JobResult. */
 export function outcomeToResult(o: TaskOutcome): JobResult {
-  return o.ok ? {kind: 'success'} : {kind: 'fail', message: o.message, unrecoverable: o.unrecoverable};
+  if (o.ok) return {kind: 'success'};
+  return {kind: 'fail', message: o.message, unrecoverable: o.unrecoverable, ...(o.stack === undefined ? {} : {stack: o.stack})};
 }
 
 /** The reason put on an AbortSignal: a DOMException named like the platform's own aborts. */

@@ -5,7 +5,7 @@ import type {AxConfig} from '../config/config.js';
 import {cpuPoolSize, ioPoolSize} from '../config/config.js';
 import type {Broker} from '../broker/types.js';
 import type {Logger} from '../log.js';
-import type {TaskStore} from '../store/types.js';
+import type {WorkerStore} from './worker.js';
 import {POOLS, type PoolName} from '../task/model.js';
 import type {Clock, Random, TimerHandle} from '../time.js';
 import {type HandlerMap, loadHandlers} from './handlers.js';
@@ -16,7 +16,7 @@ import {Worker} from './worker.js';
 
 export interface WorkerServiceOptions {
   config: AxConfig;
-  store: TaskStore;
+  store: WorkerStore;
   broker: Broker;
   clock: Clock;
   random: Random;

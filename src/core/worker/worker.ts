@@ -3,7 +3,7 @@ import {errorMessage} from '../errors.js';
 import type {Logger} from '../log.js';
 import {type Broker, type Delivery, type Subscription, type TaskMessage, decodeMessage, splitDelivery} from '../broker/types.js';
 import type {BackoffOptions} from '../retry/backoff.js';
-import type {ClaimedTask, Outcome, TaskStore} from '../store/types.js';
+import type {ClaimedTask, HotPathStore, Outcome, WorkerRegistryStore} from '../store/types.js';
 import type {JsonObject, PoolName} from '../task/model.js';
 import {type Clock, type Random, type TimerHandle, sleep} from '../time.js';
 import {MicroBatcher} from '../batcher.js';
@@ -11,8 +11,12 @@ import type {HandlerMap} from './handlers.js';
 import {decideOutcome, type Held, type NotStarted} from './outcome.js';
 import {type ExecutionPool, type JobResult, NOT_STARTED} from './pool.js';
 
+/** What a worker needs of the task database: the hot path and its registry row. */
+export type WorkerStore = Pick<HotPathStore, 'tasksClaim' | 'leasesRenew' | 'outcomesApply' | 'doorbellsMark'> &
+  Pick<WorkerRegistryStore, 'workersUpsert' | 'workersStop'>;
+
 export interface WorkerOptions {
-  store: TaskStore;
+  store: WorkerStore;
   broker: Broker;
   clock: Clock;
   random: Random;
@@ -129,7 +133,7 @@ export class Worker {
   async start(): Promise<void> {
     if (this.state !== 'new') return;
     this.state = 'running';
-    await this.o.store.upsertWorker(this.info(), 0);
+    await this.o.store.workersUpsert({info: this.info(), inFlight: 0});
     for (const [name, pool] of Object.entries(this.o.pools) as Array<[PoolName, ExecutionPool]>) {
       // Room for full doorbells, but never fewer than 32 messages (or the room): small ones (cron,
       // re-rings, a quiet scheduler tick) must not shrink the claim batches to a few tasks.
@@ -186,7 +190,7 @@ export class Worker {
     let result;
     for (let attempt = 1; ; attempt++) {
       try {
-        result = await this.o.store.claim([...byId.keys()], this.id, this.o.leaseMs);
+        result = await this.o.store.tasksClaim({ids: [...byId.keys()], worker: this.id, leaseMs: this.o.leaseMs});
         break;
       } catch (e) {
         if (this.state !== 'running') return; // unacked deliveries go back to the queue with the channel
@@ -276,7 +280,7 @@ export class Worker {
   private async writeOutcomes(batch: Outcome[]): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        const res = await this.o.store.applyOutcomes(batch, this.id);
+        const res = await this.o.store.outcomesApply({outcomes: batch, actor: this.id});
         const applied = new Set(res.applied);
         this.stats.staleOutcomes += res.stale.length;
         const released: Array<TaskMessage & {fence: number}> = [];
@@ -284,10 +288,10 @@ export class Worker {
           const held = this.held.get(o.id);
           this.held.delete(o.id);
           if (!applied.has(o.id)) continue;
-          if (o.release) {
+          if (o.kind === 'release') {
             this.stats.released++;
             if (held) released.push({id: o.id, type: held.type, pool: o.pool ?? held.queue, fence: o.fence});
-          } else this.stats[o.to === 'succeeded' ? 'succeeded' : o.to === 'failed' ? 'failed' : 'dead']++;
+          } else this.stats[o.kind === 'complete' ? 'succeeded' : o.kind === 'fail' ? 'failed' : 'dead']++;
           for (const l of this.listeners) l(o);
         }
         if (released.length > 0) await this.ringAgain(released);
@@ -307,7 +311,7 @@ export class Worker {
     try {
       await this.o.broker.publish(refs.map((r) => ({id: r.id, type: r.type, pool: r.pool})));
       // A release keeps the claim's fence: the mark lands only if nobody claimed the task since.
-      await this.o.store.markPublished(refs.map((r) => ({id: r.id, fence: r.fence})));
+      await this.o.store.doorbellsMark({rung: refs.map((r) => ({id: r.id, fence: r.fence}))});
     } catch (e) {
       this.log.warn('could not ring for released tasks; the scheduler or reconciler will', {tasks: refs.length, error: errorMessage(e)});
     }
@@ -332,7 +336,7 @@ export class Worker {
     try {
       const renewed = new Set<string>();
       for (let i = 0; i < held.length; i += 1000)
-        for (const id of await this.o.store.renewLeases(held.slice(i, i + 1000), this.o.leaseMs)) renewed.add(id);
+        for (const id of await this.o.store.leasesRenew({held: held.slice(i, i + 1000), leaseMs: this.o.leaseMs})) renewed.add(id);
       for (const h of held) {
         if (renewed.has(h.id) || !this.held.has(h.id)) continue;
         // Another process took the task over (our lease had expired): stop working on it.
@@ -349,7 +353,7 @@ export class Worker {
     this.beatTimer = this.o.clock.setTimeout(() => {
       this.track(
         this.o.store
-          .upsertWorker(this.info(), this.held.size)
+          .workersUpsert({info: this.info(), inFlight: this.held.size})
           .catch((e: unknown) => this.log.warn('heartbeat failed', {error: errorMessage(e)}))
           .finally(() => {
             if (this.state === 'running') this.scheduleBeat();
@@ -381,7 +385,7 @@ export class Worker {
     if (this.renewTimer) this.o.clock.clearTimeout(this.renewTimer);
     if (this.beatTimer) this.o.clock.clearTimeout(this.beatTimer);
     this.state = 'stopped';
-    if (wasRunning) await this.o.store.stopWorker(this.id).catch(() => undefined);
+    if (wasRunning) await this.o.store.workersStop({id: this.id}).catch(() => undefined);
     this.log.info('worker stopped', {...this.stats});
   }
 }

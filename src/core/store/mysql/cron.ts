@@ -1,6 +1,12 @@
 import {AxError} from '../../errors.js';
 import type {TaskState} from '../../task/state.js';
-import type {NewSchedule, ScheduleRecord} from '../types.js';
+import type {
+  OccurrencesPreviousParams,
+  ScheduleRecord,
+  SchedulesAddParams,
+  SchedulesAdvanceParams,
+  SchedulesSetPausedParams,
+} from '../types.js';
 import {type Db, type Row, exec, select} from './db.js';
 
 const COLUMNS =
@@ -27,7 +33,7 @@ function toRecord(r: Row): ScheduleRecord {
   };
 }
 
-export async function addSchedule(db: Db, cell: string, s: NewSchedule): Promise<void> {
+export async function addSchedule(db: Db, cell: string, {schedule: s}: SchedulesAddParams): Promise<void> {
   try {
     await exec(
       db,
@@ -51,7 +57,7 @@ export async function listSchedules(db: Db, cell: string): Promise<ScheduleRecor
   return (await select(db, db.pool, `SELECT ${COLUMNS} FROM cron_schedules WHERE cell = ? ORDER BY name`, [cell])).map(toRecord);
 }
 
-export async function setPaused(db: Db, cell: string, name: string, paused: boolean, nextFireAt?: Date | null): Promise<boolean> {
+export async function setPaused(db: Db, cell: string, {name, paused, nextFireAt}: SchedulesSetPausedParams): Promise<boolean> {
   const r =
     nextFireAt === undefined
       ? await exec(db, db.pool, 'UPDATE cron_schedules SET paused = ?, updated_at = NOW(3) WHERE cell = ? AND name = ?', [
@@ -83,14 +89,7 @@ export async function dueSchedules(db: Db, cell: string, horizonMs: number): Pro
   return rows.map(toRecord);
 }
 
-export async function advanceSchedule(
-  db: Db,
-  cell: string,
-  name: string,
-  expectedNext: Date | null,
-  next: Date | null,
-  last: {fireAt: Date; taskId: string} | null,
-): Promise<boolean> {
+export async function advanceSchedule(db: Db, cell: string, {name, expectedNext, next, last}: SchedulesAdvanceParams): Promise<boolean> {
   const r = await exec(
     db,
     db.pool,
@@ -109,9 +108,7 @@ export async function advanceSchedule(
 export async function previousOccurrence(
   db: Db,
   cell: string,
-  name: string,
-  before: Date,
-  excludeId?: string,
+  {name, before, excludeId}: OccurrencesPreviousParams,
 ): Promise<{id: string; state: TaskState} | null> {
   const prefix = `cron:${name}@`;
   const rows = await select(

@@ -1,7 +1,8 @@
 import mysql from 'mysql2/promise';
 import type {Pool, PoolConnection, ResultSetHeader, RowDataPacket} from 'mysql2/promise';
 import {AxError} from '../../errors.js';
-import {parseMysqlUrl, redactUrl} from '../../config/config.js';
+import {redactUrl} from '../../config/config.js';
+import {parseMysqlUrl} from './url.js';
 
 export type Conn = Pool | PoolConnection;
 export type Row = RowDataPacket;

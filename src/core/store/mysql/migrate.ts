@@ -1,19 +1,9 @@
 import {AxError} from '../../errors.js';
 import {type Db, type Row, exec, select} from './db.js';
 import {MIGRATIONS, LATEST_VERSION, type Migration} from './migrations.js';
+import type {MigrateReport, MigrationStatus, SchemaStore} from '../types.js';
 
-export interface MigrationStatus {
-  version: number;
-  name: string;
-  appliedAt: Date | null;
-}
-
-export interface MigrateReport {
-  database: string;
-  applied: Array<{version: number; name: string}>;
-  current: number;
-  latest: number;
-}
+export type {MigrateReport, MigrationStatus} from '../types.js';
 
 const LOCK_NAME = 'ax_migrate';
 const LOCK_WAIT_S = 60;
@@ -97,4 +87,17 @@ export async function assertMigrated(db: Db): Promise<void> {
       `database ${db.database} is at schema version ${version}, ax needs ${LATEST_VERSION}: run \`ax migrate\``,
     );
   }
+}
+
+/** The SchemaStore over an open database handle; closing it ends the handle's pool. */
+export function schemaStore(db: Db): SchemaStore {
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => (closing ??= db.pool.end());
+  return {
+    database: db.database,
+    schemaStatus: () => migrationStatus(db),
+    schemaMigrate: () => migrate(db),
+    close,
+    [Symbol.asyncDispose]: close,
+  };
 }

@@ -137,6 +137,17 @@ export const MIGRATIONS: Migration[] = [
       },
     ],
   },
+  {
+    version: 4,
+    name: 'stack of each failed attempt in history',
+    statements: [
+      {
+        // The first lines of the error's stack, for the history row of a failed or dead attempt only.
+        sql: 'ALTER TABLE task_history ADD COLUMN stack TEXT NULL AFTER error',
+        unless: columnExists('task_history', 'stack'),
+      },
+    ],
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.reduce((m, x) => Math.max(m, x.version), 0);

@@ -1,4 +1,16 @@
-import type {OutboxRow, OutboxStore} from '../types.js';
+import type {
+  OutboxClaimParams,
+  OutboxLag,
+  OutboxListParams,
+  OutboxMarkFailedParams,
+  OutboxMarkSentParams,
+  OutboxPurgeSentParams,
+  OutboxReleaseParams,
+  OutboxRetryFailedParams,
+  OutboxRow,
+  OutboxRowStatesParams,
+  OutboxStore,
+} from '../types.js';
 import {type Db, type DbOptions, type Row, exec, marks, openDb, select, tx} from './db.js';
 import {clipError} from './rows.js';
 import {AxError} from '../../errors.js';
@@ -27,9 +39,13 @@ function toRow(r: Row): OutboxRow {
   };
 }
 
-/** The OutboxStore on the business database's MySQL/MariaDB (10.6+ for SKIP LOCKED). */
+/** The outbox seams on the business database's MySQL/MariaDB (10.6+ for SKIP LOCKED). */
 export class MysqlOutboxStore implements OutboxStore {
-  private constructor(readonly db: Db) {}
+  private closing: Promise<void> | undefined;
+  readonly database: string;
+  private constructor(readonly db: Db) {
+    this.database = db.database;
+  }
 
   /**
    * Opens the business database. Unless `requireTable` is false (migrations), checks that
@@ -50,7 +66,7 @@ export class MysqlOutboxStore implements OutboxStore {
       throw e;
     }
     const store = new MysqlOutboxStore(db);
-    if (opts.requireTable !== false && !(await store.tableExists())) {
+    if (opts.requireTable !== false && !(await store.outboxTableExists())) {
       await db.pool.end().catch(() => undefined);
       throw new AxError('unavailable', `task_outbox does not exist in database ${db.database}: create it with \`ax migrate --outbox\``);
     }
@@ -58,7 +74,7 @@ export class MysqlOutboxStore implements OutboxStore {
   }
 
   /** Whether task_outbox exists in the business database (`ax migrate --outbox --status`). */
-  async tableExists(): Promise<boolean> {
+  async outboxTableExists(): Promise<boolean> {
     const rows = await select(
       this.db,
       this.db.pool,
@@ -72,7 +88,7 @@ export class MysqlOutboxStore implements OutboxStore {
    * (`ax migrate --outbox`; re-runnable). Throws AxError('invalid_input'), changing nothing, when
    * existing rows break a constraint (their ids are in the message).
    */
-  async migrate(): Promise<void> {
+  async outboxCreateTable(): Promise<void> {
     await exec(this.db, this.db.pool, OUTBOX_DDL);
     const present = new Set((await select(this.db, this.db.pool, OUTBOX_CHECKS_PRESENT_SQL)).map((r) => String(r.name)));
     const upgrade = outboxChecksUpgradeSql(present);
@@ -90,7 +106,7 @@ export class MysqlOutboxStore implements OutboxStore {
   }
 
   /** One short transaction: SELECT … FOR UPDATE SKIP LOCKED (idx_outbox_unsent), then the claim UPDATE. */
-  claim(owner: string, limit: number, leaseMs: number): Promise<OutboxRow[]> {
+  outboxClaim({owner, limit, leaseMs}: OutboxClaimParams): Promise<OutboxRow[]> {
     return tx(this.db, async (c) => {
       const rows = await select(
         this.db,
@@ -112,7 +128,7 @@ export class MysqlOutboxStore implements OutboxStore {
     });
   }
 
-  async markSent(ids: number[], owner: string): Promise<number> {
+  async outboxMarkSent({ids, owner}: OutboxMarkSentParams): Promise<number> {
     if (ids.length === 0) return 0;
     const r = await exec(
       this.db,
@@ -124,7 +140,7 @@ export class MysqlOutboxStore implements OutboxStore {
     return r.affectedRows;
   }
 
-  async markFailed(rows: Array<{id: number; error: string}>, owner: string): Promise<void> {
+  async outboxMarkFailed({rows, owner}: OutboxMarkFailedParams): Promise<void> {
     for (const r of rows) {
       await exec(
         this.db,
@@ -135,7 +151,7 @@ export class MysqlOutboxStore implements OutboxStore {
     }
   }
 
-  async release(ids: number[], owner: string, error: string): Promise<void> {
+  async outboxRelease({ids, owner, error}: OutboxReleaseParams): Promise<void> {
     if (ids.length === 0) return;
     await exec(
       this.db,
@@ -145,7 +161,7 @@ export class MysqlOutboxStore implements OutboxStore {
     );
   }
 
-  async purgeSent(olderThanMs: number, limit: number): Promise<number> {
+  async outboxPurgeSent({olderThanMs, limit}: OutboxPurgeSentParams): Promise<number> {
     const r = await exec(
       this.db,
       this.db.pool,
@@ -155,7 +171,7 @@ export class MysqlOutboxStore implements OutboxStore {
     return r.affectedRows;
   }
 
-  async lag(): Promise<{unsent: number; failed: number; oldestAgeMs: number | null}> {
+  async outboxLag(): Promise<OutboxLag> {
     const [u] = await select(
       this.db,
       this.db.pool,
@@ -174,7 +190,7 @@ export class MysqlOutboxStore implements OutboxStore {
   }
 
   /** Rows not yet sent nor failed, oldest first. */
-  async listUnsent(limit: number): Promise<OutboxRow[]> {
+  async outboxListUnsent({limit}: OutboxListParams): Promise<OutboxRow[]> {
     const rows = await select(
       this.db,
       this.db.pool,
@@ -185,7 +201,7 @@ export class MysqlOutboxStore implements OutboxStore {
   }
 
   /** Where each row stands: pending, sent or failed (missing ids are absent from the map). */
-  async rowStates(ids: number[]): Promise<Map<number, 'pending' | 'sent' | 'failed'>> {
+  async outboxRowStates({ids}: OutboxRowStatesParams): Promise<Map<number, 'pending' | 'sent' | 'failed'>> {
     if (ids.length === 0) return new Map();
     const rows = await select(
       this.db,
@@ -196,7 +212,7 @@ export class MysqlOutboxStore implements OutboxStore {
     return new Map(rows.map((r) => [Number(r.id), Number(r.sent) ? 'sent' : Number(r.failed) ? 'failed' : 'pending'] as const));
   }
 
-  async listFailed(limit: number): Promise<OutboxRow[]> {
+  async outboxListFailed({limit}: OutboxListParams): Promise<OutboxRow[]> {
     const rows = await select(
       this.db,
       this.db.pool,
@@ -206,7 +222,7 @@ export class MysqlOutboxStore implements OutboxStore {
     return rows.map(toRow);
   }
 
-  async retryFailed(ids: number[] | 'all'): Promise<number> {
+  async outboxRetryFailed({ids}: OutboxRetryFailedParams): Promise<number> {
     if (ids !== 'all' && ids.length === 0) return 0;
     const where = ids === 'all' ? '' : ` AND id IN (${marks(ids.length)})`;
     const r = await exec(
@@ -218,7 +234,11 @@ export class MysqlOutboxStore implements OutboxStore {
     return r.affectedRows;
   }
 
-  async close(): Promise<void> {
-    await this.db.pool.end();
+  /** Ends the pool; idempotent. */
+  close(): Promise<void> {
+    return (this.closing ??= this.db.pool.end());
+  }
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
   }
 }

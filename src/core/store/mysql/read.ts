@@ -1,5 +1,14 @@
 import type {HistoryEntry, TaskRecord} from '../../task/model.js';
-import type {ExpiredLease, HeldForDispatch, ListFilter, StatsRow, WorkerInfo, WorkerRow} from '../types.js';
+import type {
+  ExpiredLease,
+  HeldForDispatch,
+  LeasesFindExpiredParams,
+  ListFilter,
+  StatsRow,
+  TasksFindUndispatchedParams,
+  WorkersUpsertParams,
+  WorkerRow,
+} from '../types.js';
 import type {TaskState} from '../../task/state.js';
 import {type Db, exec, select} from './db.js';
 import {TASK_COLUMNS, toDueTask, toHistoryEntry, toTaskRecord} from './rows.js';
@@ -20,7 +29,7 @@ export const HOT_SQL = {
   /** Params: cell. Index: idx_tasks_type_state, covering. */
   stats: 'SELECT type, state, COUNT(*) AS n FROM tasks WHERE cell = ? GROUP BY type, state ORDER BY type, state',
   /** Params: task id. Index: idx_history_task. */
-  history: 'SELECT task_id, from_state, to_state, attempt, worker, at, error FROM task_history WHERE task_id = ? ORDER BY seq',
+  history: 'SELECT task_id, from_state, to_state, attempt, worker, at, error, stack FROM task_history WHERE task_id = ? ORDER BY seq',
 };
 
 /** One task by id (primary key). */
@@ -71,7 +80,7 @@ export async function stats(db: Db, cell: string): Promise<StatsRow[]> {
 }
 
 /** Running rows whose lease is before NOW(3), oldest lease first (idx_tasks_lease). */
-export async function findExpiredLeases(db: Db, cell: string, limit: number): Promise<ExpiredLease[]> {
+export async function findExpiredLeases(db: Db, cell: string, {limit}: LeasesFindExpiredParams): Promise<ExpiredLease[]> {
   const rows = await select(db, db.pool, HOT_SQL.expiredLeases, [cell, limit]);
   return rows.map((r) => ({
     id: r.id as string,
@@ -86,12 +95,16 @@ export async function findExpiredLeases(db: Db, cell: string, limit: number): Pr
  * Due submitted/failed rows never rung since they became due, or rung `republishAfterMs` ago and
  * still unclaimed; one range scan of idx_tasks_due per state, oldest due first.
  */
-export async function findUndispatched(db: Db, cell: string, limit: number, republishAfterMs: number): Promise<HeldForDispatch[]> {
+export async function findUndispatched(
+  db: Db,
+  cell: string,
+  {limit, republishAfterMs}: TasksFindUndispatchedParams,
+): Promise<HeldForDispatch[]> {
   const rows = await select(db, db.pool, HOT_SQL.undispatched, [cell, republishAfterMs * 1000, limit]);
   return rows.map(toDueTask);
 }
 
-export async function upsertWorker(db: Db, cell: string, w: WorkerInfo, inFlight: number): Promise<void> {
+export async function upsertWorker(db: Db, cell: string, {info: w, inFlight}: WorkersUpsertParams): Promise<void> {
   await exec(
     db,
     db.pool,

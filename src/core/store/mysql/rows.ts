@@ -48,11 +48,12 @@ export function toHistoryEntry(r: Row): HistoryEntry {
     worker: (r.worker as string | null) ?? null,
     at: r.at as Date,
     error: (r.error as string | null) ?? null,
+    stack: (r.stack as string | null) ?? null,
   };
 }
 
-/** A history row to append: (task_id, from_state, to_state, attempt, worker, error). */
-export type HistoryRow = [string, TaskState | null, TaskState, number, string | null, string | null];
+/** A history row to append: (task_id, from_state, to_state, attempt, worker, error, stack). */
+export type HistoryRow = [string, TaskState | null, TaskState, number, string | null, string | null, string | null];
 
 export const MAX_ERROR_LENGTH = 4000;
 
@@ -61,15 +62,26 @@ export function clipError(e: string | null | undefined): string | null {
   return e.length > MAX_ERROR_LENGTH ? `${e.slice(0, MAX_ERROR_LENGTH - 1)}…` : e;
 }
 
+/** Longest stack kept per failed attempt (the pools already keep ~10 lines). */
+export const MAX_STACK_LENGTH = 2048;
+
+export function clipStack(s: string | null | undefined): string | null {
+  if (s === null || s === undefined || s === '') return null;
+  return s.length > MAX_STACK_LENGTH ? `${s.slice(0, MAX_STACK_LENGTH - 1)}…` : s;
+}
+
 /** `INSERT INTO task_history …` for many rows at once, stamped with the database clock. */
 export function historyInsert(rows: HistoryRow[]): {sql: string; params: unknown[]} {
   const params: unknown[] = [];
   const values: string[] = [];
   for (const r of rows) {
-    values.push('(?, ?, ?, ?, ?, NOW(3), ?)');
+    values.push('(?, ?, ?, ?, ?, NOW(3), ?, ?)');
     params.push(...r);
   }
-  return {sql: `INSERT INTO task_history (task_id, from_state, to_state, attempt, worker, at, error) VALUES ${values.join(', ')}`, params};
+  return {
+    sql: `INSERT INTO task_history (task_id, from_state, to_state, attempt, worker, at, error, stack) VALUES ${values.join(', ')}`,
+    params,
+  };
 }
 
 /** `CASE id WHEN ? THEN ? … ELSE <otherwise> END` with its parameters. */

@@ -1,5 +1,28 @@
-import type {NewTask} from '../../task/model.js';
-import type {ListFilter, NewSchedule, Outcome, RungRef, ScheduleStore, TaskStore, WorkerInfo} from '../types.js';
+import type {
+  DoorbellsMarkParams,
+  HistoryListParams,
+  HoldsReleaseParams,
+  HoldsTakeParams,
+  LeasesFindExpiredParams,
+  LeasesRenewParams,
+  ListFilter,
+  OccurrencesPreviousParams,
+  OutcomesApplyParams,
+  ScheduleNameParams,
+  ScheduleStore,
+  SchedulesAddParams,
+  SchedulesAdvanceParams,
+  SchedulesDueParams,
+  SchedulesSetPausedParams,
+  TaskStore,
+  TasksCancelParams,
+  TasksClaimParams,
+  TasksFindUndispatchedParams,
+  TasksGetParams,
+  TasksInsertParams,
+  WorkersStopParams,
+  WorkersUpsertParams,
+} from '../types.js';
 import * as cron from './cron.js';
 import {type Db, type DbOptions, openDb} from './db.js';
 import {assertMigrated} from './migrate.js';
@@ -14,11 +37,15 @@ export interface MysqlStoreOptions extends DbOptions {
   requireSchema?: boolean;
 }
 
-/** The TaskStore on MySQL/MariaDB. SQL lives in read.ts and write.ts beside it. */
+/**
+ * Every task-database seam (core/store/types.ts) on MySQL/MariaDB. SQL lives in read.ts, write.ts
+ * and cron.ts beside it. Only composition roots see this class; they hand out the interfaces.
+ */
 export class MysqlTaskStore implements TaskStore, ScheduleStore {
   readonly cell: string;
   readonly db: Db;
   private readonly localNow: () => number;
+  private closing: Promise<void> | undefined;
 
   private constructor(db: Db, cell: string, now: () => number) {
     this.db = db;
@@ -38,85 +65,89 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
     return new MysqlTaskStore(db, opts.cell, opts.now);
   }
 
-  insertTasks(tasks: NewTask[], actor: string) {
-    return w.insertTasks(this.db, this.cell, tasks, actor, this.localNow());
+  tasksInsert(p: TasksInsertParams) {
+    return w.insertTasks(this.db, this.cell, p, this.localNow());
   }
-  markPublished(rung: RungRef[]) {
-    return w.markPublished(this.db, rung);
+  doorbellsMark(p: DoorbellsMarkParams) {
+    return w.markPublished(this.db, p.rung);
   }
-  holdForDispatch(owner: string, horizonMs: number, holdMs: number, limit: number) {
-    return w.holdForDispatch(this.db, this.cell, owner, horizonMs, holdMs, limit);
+  tasksClaim(p: TasksClaimParams) {
+    return w.claim(this.db, this.cell, p);
   }
-  releaseDispatch(owner: string) {
-    return w.releaseDispatch(this.db, this.cell, owner);
+  leasesRenew(p: LeasesRenewParams) {
+    return w.renewLeases(this.db, p);
   }
-  claim(ids: string[], worker: string, leaseMs: number) {
-    return w.claim(this.db, this.cell, ids, worker, leaseMs);
+  outcomesApply(p: OutcomesApplyParams) {
+    return w.applyOutcomes(this.db, p.outcomes, p.actor);
   }
-  renewLeases(held: Array<{id: string; fence: number}>, leaseMs: number) {
-    return w.renewLeases(this.db, held, leaseMs);
+  holdsTake(p: HoldsTakeParams) {
+    return w.holdForDispatch(this.db, this.cell, p);
   }
-  applyOutcomes(outcomes: Outcome[], actor: string) {
-    return w.applyOutcomes(this.db, outcomes, actor);
+  holdsRelease(p: HoldsReleaseParams) {
+    return w.releaseDispatch(this.db, this.cell, p.owner);
   }
-  cancel(id: string, actor: string, reason: string | null) {
-    return w.cancel(this.db, this.cell, id, actor, reason);
+  leasesFindExpired(p: LeasesFindExpiredParams) {
+    return r.findExpiredLeases(this.db, this.cell, p);
   }
-  findExpiredLeases(limit: number) {
-    return r.findExpiredLeases(this.db, this.cell, limit);
+  tasksFindUndispatched(p: TasksFindUndispatchedParams) {
+    return r.findUndispatched(this.db, this.cell, p);
   }
-  findUndispatched(limit: number, republishAfterMs: number) {
-    return r.findUndispatched(this.db, this.cell, limit, republishAfterMs);
+  tasksCancel(p: TasksCancelParams) {
+    return w.cancel(this.db, this.cell, p);
   }
-  getTask(id: string) {
-    return r.getTask(this.db, this.cell, id);
+  tasksGet(p: TasksGetParams) {
+    return r.getTask(this.db, this.cell, p.id);
   }
-  history(id: string) {
-    return r.history(this.db, id);
+  historyList(p: HistoryListParams) {
+    return r.history(this.db, p.taskId);
   }
-  listTasks(filter: ListFilter) {
-    return r.listTasks(this.db, this.cell, filter);
+  tasksList(p: ListFilter) {
+    return r.listTasks(this.db, this.cell, p);
   }
-  stats() {
+  tasksStats() {
     return r.stats(this.db, this.cell);
   }
-  upsertWorker(info: WorkerInfo, inFlight: number) {
-    return r.upsertWorker(this.db, this.cell, info, inFlight);
+  workersUpsert(p: WorkersUpsertParams) {
+    return r.upsertWorker(this.db, this.cell, p);
   }
-  stopWorker(id: string) {
-    return r.stopWorker(this.db, id);
+  workersStop(p: WorkersStopParams) {
+    return r.stopWorker(this.db, p.id);
   }
-  listWorkers() {
+  workersList() {
     return r.listWorkers(this.db, this.cell);
   }
-  now() {
+  clockNow() {
     return r.dbNow(this.db);
   }
-  addSchedule(s: NewSchedule) {
-    return cron.addSchedule(this.db, this.cell, s);
+  schedulesAdd(p: SchedulesAddParams) {
+    return cron.addSchedule(this.db, this.cell, p);
   }
-  getSchedule(name: string) {
-    return cron.getSchedule(this.db, this.cell, name);
+  schedulesGet(p: ScheduleNameParams) {
+    return cron.getSchedule(this.db, this.cell, p.name);
   }
-  listSchedules() {
+  schedulesList() {
     return cron.listSchedules(this.db, this.cell);
   }
-  setPaused(name: string, paused: boolean, nextFireAt?: Date | null) {
-    return cron.setPaused(this.db, this.cell, name, paused, nextFireAt);
+  schedulesSetPaused(p: SchedulesSetPausedParams) {
+    return cron.setPaused(this.db, this.cell, p);
   }
-  removeSchedule(name: string) {
-    return cron.removeSchedule(this.db, this.cell, name);
+  schedulesRemove(p: ScheduleNameParams) {
+    return cron.removeSchedule(this.db, this.cell, p.name);
   }
-  dueSchedules(horizonMs: number) {
-    return cron.dueSchedules(this.db, this.cell, horizonMs);
+  schedulesDue(p: SchedulesDueParams) {
+    return cron.dueSchedules(this.db, this.cell, p.horizonMs);
   }
-  advanceSchedule(name: string, expectedNext: Date | null, next: Date | null, last: {fireAt: Date; taskId: string} | null) {
-    return cron.advanceSchedule(this.db, this.cell, name, expectedNext, next, last);
+  schedulesAdvance(p: SchedulesAdvanceParams) {
+    return cron.advanceSchedule(this.db, this.cell, p);
   }
-  previousOccurrence(name: string, before: Date, excludeId?: string) {
-    return cron.previousOccurrence(this.db, this.cell, name, before, excludeId);
+  occurrencesPrevious(p: OccurrencesPreviousParams) {
+    return cron.previousOccurrence(this.db, this.cell, p);
   }
-  async close(): Promise<void> {
-    await this.db.pool.end();
+  /** Ends the pool; idempotent. */
+  close(): Promise<void> {
+    return (this.closing ??= this.db.pool.end());
+  }
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
   }
 }

@@ -1,11 +1,23 @@
 import type {NewTask} from '../../task/model.js';
-import {sourcesOf, type TaskState} from '../../task/state.js';
-import type {ClaimResult, ClaimedTask, HeldForDispatch, InsertResult, Outcome, OutcomeResult} from '../types.js';
+import {TRANSITIONS, guardOf, type TaskState, type TransitionName} from '../../task/state.js';
+import type {
+  ClaimResult,
+  ClaimedTask,
+  HeldForDispatch,
+  HoldsTakeParams,
+  InsertResult,
+  LeasesRenewParams,
+  Outcome,
+  OutcomeKind,
+  OutcomeResult,
+  TasksCancelParams,
+  TasksClaimParams,
+  TasksInsertParams,
+} from '../types.js';
 import {type Db, type PoolConnection, exec, isDataError, marks, select, tx} from './db.js';
 import {AxError, errorMessage} from '../../errors.js';
-import {caseById, clipError, historyInsert, toDueTask, type HistoryRow} from './rows.js';
-
-const inList = (states: readonly TaskState[]): string => states.map((s) => `'${s}'`).join(', ');
+import {caseById, clipError, clipStack, historyInsert, toDueTask, type HistoryRow} from './rows.js';
+import {type FencedRef, guardedWhere, inList, rungWhere} from './guards.js';
 const MAX_DUP_RETRIES = 3;
 
 /**
@@ -14,7 +26,7 @@ const MAX_DUP_RETRIES = 3;
  * `submittedAt + delay − localNow`, added to the database's NOW(3).
  * Params: up to a few thousand tasks. Returns which were inserted, already there, or in conflict.
  */
-export async function insertTasks(db: Db, cell: string, tasks: NewTask[], actor: string, localNowMs: number): Promise<InsertResult> {
+export async function insertTasks(db: Db, cell: string, {tasks, actor}: TasksInsertParams, localNowMs: number): Promise<InsertResult> {
   // Fast path: a batch of fresh ids and keys (the usual case) is written without reading first;
   // a duplicate key error rolls it back and the careful path below sorts out what exists.
   const keys = tasks.flatMap((t) => (t.dedupKey === null ? [] : [t.dedupKey]));
@@ -146,44 +158,18 @@ async function writeRows(db: Db, c: PoolConnection, cell: string, fresh: NewTask
     `INSERT INTO tasks (id, cell, type, pool, state, attempt, max_retries, run_at, timeout_ms, fence, dedup_key, schedule_name, content_hash, created_at, updated_at, payload) VALUES ${values.join(', ')}`,
     params,
   );
-  const h = historyInsert(fresh.map((t): HistoryRow => [t.id, null, 'submitted', 0, actor, null]));
+  const h = historyInsert(fresh.map((t): HistoryRow => [t.id, null, 'submitted', 0, actor, null, null]));
   await exec(db, c, h.sql, h.params);
 }
 
-/**
- * The doorbell-mark guard: rows still `submitted`/`failed` AND at the fence each was rung for. A
- * mark that arrives after a worker claimed (fence + 1) and failed the task must not land on the
- * retry: the scheduler holds only unrung tasks, so the retry would wait for the reconciler. Ids are
- * grouped by fence (one group, fence 0, for a producer's batch), so the PRIMARY range stays one IN.
- */
-export function rungGuard(rung: ReadonlyArray<{id: string; fence: number}>): {sql: string; params: unknown[]} {
-  const byFence = new Map<number, string[]>();
-  for (const r of rung) byFence.set(r.fence, [...(byFence.get(r.fence) ?? []), r.id]);
-  const ids = rung.map((r) => r.id);
-  const params: unknown[] = [...ids];
-  let fence: string;
-  if (byFence.size === 1) {
-    fence = 'fence = ?';
-    params.push(rung[0]!.fence);
-  } else {
-    const parts: string[] = [];
-    for (const [f, group] of byFence) {
-      parts.push(`(fence = ? AND id IN (${marks(group.length)}))`);
-      params.push(f, ...group);
-    }
-    fence = `(${parts.join(' OR ')})`;
-  }
-  return {sql: `id IN (${marks(ids.length)}) AND state IN (${inList(sourcesOf('claim'))}) AND ${fence}`, params};
-}
-
-/** The doorbell mark. Params: from rungGuard. Index: PRIMARY (a range of n points). */
-export function markPublishedSql(rung: ReadonlyArray<{id: string; fence: number}>): {sql: string; params: unknown[]} {
-  const guard = rungGuard(rung);
+/** The doorbell mark (guard: rungWhere). Index: PRIMARY (a range of n points). */
+export function markPublishedSql(rung: readonly FencedRef[]): {sql: string; params: unknown[]} {
+  const guard = rungWhere(rung);
   return {sql: `UPDATE tasks SET published_at = NOW(3), sched_owner = NULL, sched_until = NULL WHERE ${guard.sql}`, params: guard.params};
 }
 
 /** Sets published_at = NOW(3) for tasks still unclaimed at the fence they were rung for. One statement. */
-export async function markPublished(db: Db, rung: ReadonlyArray<{id: string; fence: number}>): Promise<void> {
+export async function markPublished(db: Db, rung: readonly FencedRef[]): Promise<void> {
   if (rung.length === 0) return;
   const q = markPublishedSql(rung);
   // In a transaction of its own so that deadlocks with claims are retried (the update is idempotent).
@@ -200,10 +186,7 @@ const PRODUCER_GRACE_US = 2_000_000;
 export async function holdForDispatch(
   db: Db,
   cell: string,
-  owner: string,
-  horizonMs: number,
-  holdMs: number,
-  limit: number,
+  {owner, horizonMs, holdMs, limit}: HoldsTakeParams,
 ): Promise<HeldForDispatch[]> {
   // Deadlocks with claims and outcomes are retried by tx().
   await tx(db, (c) =>
@@ -211,7 +194,7 @@ export async function holdForDispatch(
       db,
       c,
       `UPDATE tasks SET sched_owner = ?, sched_until = GREATEST(run_at, NOW(3)) + INTERVAL ? MICROSECOND
-      WHERE cell = ? AND published_at IS NULL AND state IN ('submitted', 'failed') AND run_at <= NOW(3) + INTERVAL ? MICROSECOND
+      WHERE cell = ? AND published_at IS NULL AND state IN (${inList(guardOf('claim').from)}) AND run_at <= NOW(3) + INTERVAL ? MICROSECOND
         AND (sched_owner IS NULL OR sched_owner = ? OR sched_until < NOW(3))
         AND (state = 'failed' OR run_at > created_at OR created_at < NOW(3) - INTERVAL ${PRODUCER_GRACE_US} MICROSECOND)
       ORDER BY run_at LIMIT ?`,
@@ -246,13 +229,13 @@ export const claimSelectSql = (n: number): string =>
  * SELECT (rows in primary-key order, so concurrent claimers cannot deadlock on each other), one
  * UPDATE, one history INSERT.
  */
-export async function claim(db: Db, cell: string, ids: string[], worker: string, leaseMs: number): Promise<ClaimResult> {
+export async function claim(db: Db, cell: string, {ids, worker, leaseMs}: TasksClaimParams): Promise<ClaimResult> {
   const unique = [...new Set(ids)].sort();
   if (unique.length === 0) return {claimed: [], skipped: []};
   return tx(db, async (c) => {
     const rows = await select(db, c, claimSelectSql(unique.length), [...unique, cell]);
     const found = new Map(rows.map((r) => [r.id as string, r]));
-    const claimable = sourcesOf('claim');
+    const claimable = guardOf('claim').from;
     const claimed: ClaimedTask[] = [];
     const history: HistoryRow[] = [];
     const skipped: ClaimResult['skipped'] = [];
@@ -278,7 +261,7 @@ export async function claim(db: Db, cell: string, ids: string[], worker: string,
         fence: Number(r.fence) + 1,
         timeoutMs: r.timeout_ms === null ? null : Number(r.timeout_ms),
       });
-      history.push([id, state, 'running', attempt, worker, null]);
+      history.push([id, state, TRANSITIONS.claim.to, attempt, worker, null, null]);
     }
     // A doorbell that rang early (clock estimate off, or a stray publish) must not silence the task:
     // forget that it was rung so the scheduler rings again when it is due.
@@ -296,7 +279,7 @@ export async function claim(db: Db, cell: string, ids: string[], worker: string,
       await exec(
         db,
         c,
-        `UPDATE tasks SET state = 'running', attempt = attempt + 1, fence = fence + 1, worker = ?,
+        `UPDATE tasks SET state = '${TRANSITIONS.claim.to}', attempt = attempt + 1, fence = fence + 1, worker = ?,
                 lease_until = NOW(3) + INTERVAL ? MICROSECOND, updated_at = NOW(3)
           WHERE id IN (${marks(claimedIds.length)}) AND state IN (${inList(claimable)})`,
         [worker, leaseMs * 1000, ...claimedIds],
@@ -309,7 +292,7 @@ export async function claim(db: Db, cell: string, ids: string[], worker: string,
 }
 
 /** Extends leases of rows still running with the given fences. Returns the ids renewed. */
-export async function renewLeases(db: Db, held: Array<{id: string; fence: number}>, leaseMs: number): Promise<string[]> {
+export async function renewLeases(db: Db, {held, leaseMs}: LeasesRenewParams): Promise<string[]> {
   if (held.length === 0) return [];
   const fence = caseById(
     held.map((h) => [h.id, h.fence]),
@@ -334,9 +317,95 @@ export async function renewLeases(db: Db, held: Array<{id: string; fence: number
   });
 }
 
+/** The transition each outcome kind makes: the same names as the table. */
+const TRANSITION_OF: Record<OutcomeKind, TransitionName> = {
+  complete: 'complete',
+  fail: 'fail',
+  deadLetter: 'deadLetter',
+  release: 'release',
+  rescue: 'rescue',
+  rescueDeadLetter: 'rescueDeadLetter',
+};
+
+/** The error an outcome records against the task (last_error) and in history, and its stack. */
+function errorOf(o: Outcome): {error: string | null; stack: string | null} {
+  switch (o.kind) {
+    case 'complete':
+      return {error: null, stack: null};
+    case 'release':
+      return {error: o.reason, stack: null};
+    case 'fail':
+    case 'deadLetter':
+      return {error: o.error, stack: o.stack ?? null};
+    case 'rescue':
+    case 'rescueDeadLetter':
+      return {error: o.error, stack: null};
+  }
+}
+
 /**
- * Applies outcomes guarded by state = running and fence (and an expired lease when asked), with
- * one UPDATE per target state and one history INSERT, in one transaction.
+ * The SET clause of each transition an outcome makes, over its group of outcomes. The target
+ * state comes from the table; the guard is added by guardedWhere.
+ */
+function setClause(t: TransitionName, group: Outcome[]): {sql: string; params: unknown[]} {
+  const to = TRANSITIONS[t].to;
+  const err = () =>
+    caseById(
+      group.map((o) => [o.id, clipError(errorOf(o).error)]),
+      'last_error',
+    );
+  const delay = () =>
+    caseById(
+      group.map((o) => [o.id, Math.max(0, Math.round('retryDelayMs' in o ? o.retryDelayMs : 0)) * 1000]),
+      '0',
+    );
+  switch (t) {
+    case 'complete':
+      return {sql: `state = '${to}', lease_until = NULL, finished_at = NOW(3), updated_at = NOW(3), last_error = NULL`, params: []};
+    case 'fail':
+    case 'rescue': {
+      const d = delay();
+      const e = err();
+      return {
+        sql: `state = '${to}', lease_until = NULL, published_at = NULL, updated_at = NOW(3), run_at = NOW(3) + INTERVAL ${d.sql} MICROSECOND, last_error = ${e.sql}`,
+        params: [...d.params, ...e.params],
+      };
+    }
+    case 'release': {
+      // No attempt used, no error recorded against the task; due at once, perhaps on another pool.
+      const pool = caseById(
+        group.flatMap((o) => (o.kind === 'release' && o.pool !== undefined ? [[o.id, o.pool] as [string, unknown]] : [])),
+        'pool',
+      );
+      return {
+        sql: `state = '${to}', lease_until = NULL, published_at = NULL, updated_at = NOW(3), run_at = NOW(3), attempt = attempt - 1, pool = ${pool.sql}`,
+        params: pool.params,
+      };
+    }
+    case 'deadLetter':
+    case 'rescueDeadLetter': {
+      const e = err();
+      return {
+        sql: `state = '${to}', lease_until = NULL, finished_at = NOW(3), updated_at = NOW(3), last_error = ${e.sql}`,
+        params: e.params,
+      };
+    }
+    default:
+      throw new AxError('internal', `transition ${t} is not an outcome`);
+  }
+}
+
+/** One outcome transition's UPDATE over `group` (non-empty), guarded from the table. Exported for tests. */
+export function outcomeUpdateSql(t: TransitionName, group: Outcome[]): {sql: string; params: unknown[]} {
+  const set = setClause(t, group);
+  const where = guardedWhere(t, group);
+  return {sql: `UPDATE tasks SET ${set.sql} WHERE ${where.sql}`, params: [...set.params, ...where.params]};
+}
+
+/**
+ * Applies outcomes (see TaskStore.outcomesApply): a locking read decides which are current (and
+ * the attempt each history row records), then one UPDATE per transition present, each carrying
+ * its own guard from the transition table, and one history INSERT, in one transaction.
  */
 export async function applyOutcomes(db: Db, outcomes: Outcome[], actor: string): Promise<OutcomeResult> {
   if (outcomes.length === 0) return {applied: [], stale: []};
@@ -350,79 +419,39 @@ export async function applyOutcomes(db: Db, outcomes: Outcome[], actor: string):
       ids,
     );
     const current = new Map(rows.map((r) => [r.id as string, r]));
-    const applied: Outcome[] = [];
+    const groups = new Map<TransitionName, Outcome[]>();
     const stale: string[] = [];
     const history: HistoryRow[] = [];
     for (const id of ids) {
       const o = byId.get(id) as Outcome;
+      const t = TRANSITION_OF[o.kind];
+      const g = guardOf(t);
       const r = current.get(id);
-      const ok = r && r.state === 'running' && Number(r.fence) === o.fence && (!o.onlyIfLeaseExpired || Number(r.expired) === 1);
+      const ok =
+        r &&
+        g.from.includes(r.state as TaskState) &&
+        (!g.fenced || Number(r.fence) === o.fence) &&
+        (!g.leaseExpired || Number(r.expired) === 1);
       if (!ok) {
         stale.push(id);
         continue;
       }
-      applied.push(o);
-      const attempt = Number(r.attempt) - (o.release ? 1 : 0);
-      history.push([id, 'running', o.to, attempt, actor, clipError(o.error)]);
+      const group = groups.get(t);
+      if (group) group.push(o);
+      else groups.set(t, [o]);
+      const attempt = Number(r.attempt) - (o.kind === 'release' ? 1 : 0);
+      const e = errorOf(o);
+      history.push([id, r.state as TaskState, TRANSITIONS[t].to, attempt, actor, clipError(e.error), clipStack(e.stack)]);
     }
-    const group = (pred: (o: Outcome) => boolean): Outcome[] => applied.filter(pred);
-    const succeeded = group((o) => o.to === 'succeeded');
-    if (succeeded.length > 0) {
-      await exec(
-        db,
-        c,
-        `UPDATE tasks SET state = 'succeeded', lease_until = NULL, finished_at = NOW(3), updated_at = NOW(3), last_error = NULL
-          WHERE id IN (${marks(succeeded.length)})`,
-        succeeded.map((o) => o.id),
-      );
-    }
-    const failed = group((o) => o.to === 'failed');
-    if (failed.length > 0) {
-      const delay = caseById(
-        failed.map((o) => [o.id, Math.max(0, Math.round(o.retryDelayMs ?? 0)) * 1000]),
-        '0',
-      );
-      const err = caseById(
-        failed.filter((o) => !o.release).map((o) => [o.id, clipError(o.error)]),
-        'last_error',
-      );
-      const back = caseById(
-        failed.filter((o) => o.release).map((o) => [o.id, 1]),
-        '0',
-      );
-      const pool = caseById(
-        failed.filter((o) => o.release && o.pool !== undefined).map((o) => [o.id, o.pool]),
-        'pool',
-      );
-      await exec(
-        db,
-        c,
-        `UPDATE tasks SET state = 'failed', lease_until = NULL, published_at = NULL, updated_at = NOW(3),
-                run_at = NOW(3) + INTERVAL ${delay.sql} MICROSECOND, last_error = ${err.sql}, attempt = attempt - ${back.sql},
-                pool = ${pool.sql}
-          WHERE id IN (${marks(failed.length)})`,
-        [...delay.params, ...err.params, ...back.params, ...pool.params, ...failed.map((o) => o.id)],
-      );
-    }
-    const dead = group((o) => o.to === 'dead');
-    if (dead.length > 0) {
-      const err = caseById(
-        dead.map((o) => [o.id, clipError(o.error)]),
-        'last_error',
-      );
-      await exec(
-        db,
-        c,
-        `UPDATE tasks SET state = 'dead', lease_until = NULL, finished_at = NOW(3), updated_at = NOW(3), last_error = ${err.sql}
-          WHERE id IN (${marks(dead.length)})`,
-        [...err.params, ...dead.map((o) => o.id)],
-      );
+    for (const [t, group] of groups) {
+      const q = outcomeUpdateSql(t, group);
+      await exec(db, c, q.sql, q.params);
     }
     if (history.length > 0) {
       const h = historyInsert(history);
       await exec(db, c, h.sql, h.params);
     }
-    return {applied: applied.map((o) => o.id), stale};
+    return {applied: [...groups.values()].flat().map((o) => o.id), stale};
   });
 }
 
@@ -430,20 +459,22 @@ export async function applyOutcomes(db: Db, outcomes: Outcome[], actor: string):
 export async function cancel(
   db: Db,
   cell: string,
-  id: string,
-  actor: string,
-  reason: string | null,
+  {id, actor, reason}: TasksCancelParams,
 ): Promise<{from: TaskState | null; cancelled: boolean}> {
   return tx(db, async (c) => {
     const rows = await select(db, c, 'SELECT state, attempt FROM tasks WHERE id = ? AND cell = ? FOR UPDATE', [id, cell]);
     const r = rows[0];
     if (!r) return {from: null, cancelled: false};
     const from = r.state as TaskState;
-    if (!sourcesOf('cancel').includes(from)) return {from, cancelled: false};
-    await exec(db, c, "UPDATE tasks SET state = 'cancelled', finished_at = NOW(3), updated_at = NOW(3), lease_until = NULL WHERE id = ?", [
-      id,
-    ]);
-    const h = historyInsert([[id, from, 'cancelled', Number(r.attempt), actor, clipError(reason)]]);
+    if (!guardOf('cancel').from.includes(from)) return {from, cancelled: false};
+    const where = guardedWhere('cancel', [{id, fence: 0}]);
+    await exec(
+      db,
+      c,
+      `UPDATE tasks SET state = '${TRANSITIONS.cancel.to}', finished_at = NOW(3), updated_at = NOW(3), lease_until = NULL WHERE ${where.sql}`,
+      where.params,
+    );
+    const h = historyInsert([[id, from, TRANSITIONS.cancel.to, Number(r.attempt), actor, clipError(reason), null]]);
     await exec(db, c, h.sql, h.params);
     return {from, cancelled: true};
   });

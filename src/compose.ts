@@ -1,0 +1,123 @@
+/**
+ * The composition root: the one module that creates the MySQL stores and the AMQP broker from a
+ * configuration, and hands them out as interface types only. The CLI (src/cli/runtime.ts), the
+ * SDK's connect() (src/index.ts), the relay unit (src/relay.ts, hence the sidecar) and the tools
+ * (bench, demo, tests) get their services from here; nothing else imports an adapter.
+ */
+import {hostname} from 'node:os';
+import {AmqpBroker} from './core/broker/amqp/broker.js';
+import type {Broker} from './core/broker/types.js';
+import {createClient, type AxClient} from './core/client.js';
+import {type AxConfig, type LoadConfigOptions, loadConfig} from './core/config/config.js';
+import {createLogger, logOptions, type Logger} from './core/log.js';
+import {MysqlTaskStore} from './core/store/mysql/store.js';
+import {type Db, openDb} from './core/store/mysql/db.js';
+import {schemaStore} from './core/store/mysql/migrate.js';
+import {MysqlOutboxStore} from './core/store/mysql/outbox.js';
+import type {AxStore, OutboxStore, SchemaStore} from './core/store/types.js';
+import {type Clock, type Random, systemClock, systemRandom} from './core/time.js';
+
+export interface Runtime {
+  config: AxConfig;
+  clock: Clock;
+  random: Random;
+  logger: Logger;
+  /** host:pid, recorded in history. */
+  actor: string;
+}
+
+export function createRuntime(config: AxConfig, logger?: Logger): Runtime {
+  const actor = `${hostname()}:${process.pid}`;
+  const log = logger ?? createLogger(config.logLevel, {pid: process.pid}, undefined, logOptions(config));
+  return {config, clock: systemClock, random: systemRandom, logger: log, actor};
+}
+
+/** Opens the task store (checks the schema unless `requireSchema` is false). Throws AxError('unavailable'). */
+export function openStore(rt: Runtime, opts: {requireSchema?: boolean; connectionLimit?: number} = {}): Promise<AxStore> {
+  return MysqlTaskStore.open({
+    url: rt.config.mysqlUrl,
+    createDatabase: rt.config.createDatabase,
+    queryTimeoutMs: rt.config.queryTimeoutMs,
+    cell: rt.config.cell,
+    now: () => rt.clock.now(),
+    ...(opts.requireSchema === undefined ? {} : {requireSchema: opts.requireSchema}),
+    ...(opts.connectionLimit === undefined ? {} : {connectionLimit: opts.connectionLimit}),
+  });
+}
+
+/** Opens ax's database for `ax migrate` (created when missing and allowed). Throws AxError('unavailable'). */
+export async function openSchema(rt: Runtime): Promise<SchemaStore> {
+  return schemaStore(await openDatabase(rt));
+}
+
+/**
+ * A raw database handle on ax's database, for tools and tests that run their own SQL (the bench,
+ * test setup). Services and commands use the seams above instead.
+ */
+export function openDatabase(rt: Runtime): Promise<Db> {
+  return openDb({
+    url: rt.config.mysqlUrl,
+    createDatabase: rt.config.createDatabase,
+    queryTimeoutMs: rt.config.queryTimeoutMs,
+    connectionLimit: 2,
+  });
+}
+
+/** Opens the business database's outbox (AX_OUTBOX_MYSQL_URL, else AX_MYSQL_URL); never creates the database. */
+export function openOutbox(rt: Runtime, opts: {requireTable?: boolean} = {}): Promise<OutboxStore> {
+  return MysqlOutboxStore.open({
+    url: rt.config.outboxMysqlUrl || rt.config.mysqlUrl,
+    createDatabase: false,
+    queryTimeoutMs: rt.config.queryTimeoutMs,
+    connectionLimit: 4,
+    ...(opts.requireTable === undefined ? {} : {requireTable: opts.requireTable}),
+  });
+}
+
+/** Connects to RabbitMQ and declares the topology. `reconnect` for long-running services. */
+export async function openBroker(rt: Runtime, opts: {reconnect: boolean}): Promise<Broker> {
+  const b = new AmqpBroker({
+    url: rt.config.amqpUrl,
+    prefix: rt.config.amqpPrefix,
+    cell: rt.config.cell,
+    queueType: rt.config.queueType,
+    tasksPerMessage: rt.config.doorbellBatch,
+    confirmTimeoutMs: rt.config.confirmTimeoutMs,
+    clock: rt.clock,
+    random: rt.random,
+    logger: rt.logger,
+    reconnect: opts.reconnect,
+  });
+  await b.start();
+  return b;
+}
+
+export interface ConnectOptions extends LoadConfigOptions {
+  logger?: Logger;
+}
+
+/**
+ * The SDK entry point: loads the configuration (file, env, `overrides`), connects to MySQL and
+ * RabbitMQ and returns a producer client. Throws AxError('invalid_input') for bad configuration and
+ * AxError('unavailable') when a server cannot be reached or the schema is not migrated.
+ */
+export async function connect(opts: ConnectOptions = {}): Promise<AxClient> {
+  const rt = createRuntime(loadConfig(opts), opts.logger);
+  const store = await openStore(rt);
+  let broker: Broker;
+  try {
+    broker = await openBroker(rt, {reconnect: true});
+  } catch (e) {
+    await store.close().catch(() => undefined);
+    throw e;
+  }
+  return createClient({
+    ...rt,
+    store,
+    broker,
+    release: async () => {
+      await broker.close().catch(() => undefined);
+      await store.close().catch(() => undefined);
+    },
+  });
+}

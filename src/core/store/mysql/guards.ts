@@ -1,0 +1,66 @@
+/**
+ * The guards of state-changing UPDATEs, built from the transition table (core/task/state.ts): each
+ * statement carries its own `state IN (…)`, fence and lease conditions in its WHERE clause, so the
+ * guard holds whether or not a locking read ran before it.
+ */
+import {guardOf, type TaskState, type TransitionName} from '../../task/state.js';
+import {marks} from './db.js';
+
+/** `'a', 'b'`: states are a fixed enum, never user input. */
+export const inList = (states: readonly TaskState[]): string => states.map((s) => `'${s}'`).join(', ');
+
+/** A row a guarded statement targets: its id and the fence the caller holds. */
+export interface FencedRef {
+  id: string;
+  fence: number;
+}
+
+/**
+ * `fence = ?` when every row has the same fence (a producer's batch, a batch of first attempts),
+ * else `((fence = ? AND id IN (…)) OR …)`, one group per fence: no per-row CASE to evaluate.
+ */
+export function fenceCondition(rows: readonly FencedRef[]): {sql: string; params: unknown[]} {
+  const byFence = new Map<number, string[]>();
+  for (const r of rows) {
+    const group = byFence.get(r.fence);
+    if (group) group.push(r.id);
+    else byFence.set(r.fence, [r.id]);
+  }
+  if (byFence.size === 1) return {sql: 'fence = ?', params: [rows[0]!.fence]};
+  const parts: string[] = [];
+  const params: unknown[] = [];
+  for (const [fence, ids] of byFence) {
+    parts.push(`(fence = ? AND id IN (${marks(ids.length)}))`);
+    params.push(fence, ...ids);
+  }
+  return {sql: `(${parts.join(' OR ')})`, params};
+}
+
+/**
+ * The WHERE clause of transition `t` applied to `rows` (non-empty): `id IN (…)`, the source states,
+ * and, as the table says, the fence each row was claimed with and an expired lease.
+ */
+export function guardedWhere(t: TransitionName, rows: readonly FencedRef[]): {sql: string; params: unknown[]} {
+  const g = guardOf(t);
+  const parts = [`id IN (${marks(rows.length)})`, `state IN (${inList(g.from)})`];
+  const params: unknown[] = rows.map((r) => r.id);
+  if (g.fenced) {
+    const f = fenceCondition(rows);
+    parts.push(f.sql);
+    params.push(...f.params);
+  }
+  if (g.leaseExpired) parts.push('lease_until < NOW(3)');
+  return {sql: parts.join(' AND '), params};
+}
+
+/**
+ * Rows a doorbell was rung for, still claimable at that fence: what a "published" mark may touch.
+ * (Not a transition: no state changes, but the same source states as a claim.)
+ */
+export function rungWhere(rung: readonly FencedRef[]): {sql: string; params: unknown[]} {
+  const f = fenceCondition(rung);
+  return {
+    sql: `id IN (${marks(rung.length)}) AND state IN (${inList(guardOf('claim').from)}) AND ${f.sql}`,
+    params: [...rung.map((r) => r.id), ...f.params],
+  };
+}
