@@ -6,7 +6,7 @@ import {spawn} from 'node:child_process';
 import {fileURLToPath} from 'node:url';
 import {connect} from 'ax-executor';
 import {loadConfig} from '../dist/core/config/config.js';
-import {createRuntime, openStore} from '../dist/cli/runtime.js';
+import {createRuntime, openStore} from '../dist/compose.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 // Short retry delays so the demo reaches `dead` in seconds (production default: 1s, 2s, 4s, ...).

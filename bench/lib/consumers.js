@@ -76,7 +76,7 @@ export async function axConfig(overrides) {
 
 /** An ax worker (IO pool only, default sizing) over ax's own store and broker. */
 export async function startAxWorker({overrides, handlersModule, workerId}) {
-  const {createRuntime, openStore, openBroker} = await import('../../dist/cli/runtime.js');
+  const {createRuntime, openStore, openBroker} = await import('../../dist/compose.js');
   const {createWorkerService} = await import('../../dist/core/worker/service.js');
   const rt = createRuntime(await axConfig(overrides));
   const store = await openStore(rt);

@@ -383,76 +383,70 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
         else expect(allowed.has(`${from}>${to}`), `${from} → ${to}`).toBe(true);
       }
     });
-  });
 
-  describe(`ScheduleStore conformance: ${name}`, () => {
-    let h: StoreHarness;
-    let s: AxStore;
-    beforeAll(async () => {
-      h = await make();
-      s = h.store;
-    });
-    afterAll(async () => h?.dispose());
-    const schedule = (name: string, nextFireAt: Date | null = null): NewSchedule => ({
-      name,
-      cron: '*/5 * * * *',
-      tz: 'UTC',
-      type: 'report_daily',
-      payload: '{}',
-      pool: 'io',
-      maxRetries: null,
-      timeoutMs: null,
-      overlap: 'allow',
-      misfire: 'fire-once',
-      nextFireAt,
-    });
+    // Schedules live in the same database, on the same handle.
+    describe('ScheduleStore', () => {
+      const schedule = (name: string, nextFireAt: Date | null = null): NewSchedule => ({
+        name,
+        cron: '*/5 * * * *',
+        tz: 'UTC',
+        type: 'report_daily',
+        payload: '{}',
+        pool: 'io',
+        maxRetries: null,
+        timeoutMs: null,
+        overlap: 'allow',
+        misfire: 'fire-once',
+        nextFireAt,
+      });
 
-    it('adds, refuses a duplicate name, gets and lists', async () => {
-      await s.schedulesAdd({schedule: schedule('conf-a')});
-      await expect(s.schedulesAdd({schedule: schedule('conf-a')})).rejects.toMatchObject({code: 'conflict'});
-      expect(await s.schedulesGet({name: 'conf-a'})).toMatchObject({name: 'conf-a', paused: false, nextFireAt: null, lastTaskId: null});
-      expect(await s.schedulesGet({name: 'conf-none'})).toBeNull();
-      expect((await s.schedulesList()).map((x) => x.name)).toContain('conf-a');
-    });
+      it('adds, refuses a duplicate name, gets and lists', async () => {
+        await s.schedulesAdd({schedule: schedule('conf-a')});
+        await expect(s.schedulesAdd({schedule: schedule('conf-a')})).rejects.toMatchObject({code: 'conflict'});
+        expect(await s.schedulesGet({name: 'conf-a'})).toMatchObject({name: 'conf-a', paused: false, nextFireAt: null, lastTaskId: null});
+        expect(await s.schedulesGet({name: 'conf-none'})).toBeNull();
+        expect((await s.schedulesList()).map((x) => x.name)).toContain('conf-a');
+      });
 
-    it('pauses and resumes (optionally moving the next fire time); due only when unpaused and within the horizon', async () => {
-      const now = await s.clockNow();
-      await s.schedulesAdd({schedule: schedule('conf-p', new Date(now.getTime() + 10_000))});
-      const due = async (horizonMs: number) => (await s.schedulesDue({horizonMs})).map((x) => x.name);
-      expect(await due(60_000)).toContain('conf-p');
-      expect(await due(1_000)).not.toContain('conf-p');
-      expect(await s.schedulesSetPaused({name: 'conf-p', paused: true})).toBe(true);
-      expect(await due(60_000)).not.toContain('conf-p');
-      const next = new Date(now.getTime() + 500);
-      expect(await s.schedulesSetPaused({name: 'conf-p', paused: false, nextFireAt: next})).toBe(true);
-      expect((await s.schedulesGet({name: 'conf-p'}))?.nextFireAt?.getTime()).toBe(next.getTime());
-      expect(await due(1_000)).toContain('conf-p');
-      expect(await s.schedulesSetPaused({name: 'conf-none', paused: true})).toBe(false);
-    });
+      it('pauses and resumes (optionally moving the next fire time); due only when unpaused and within the horizon', async () => {
+        const now = await s.clockNow();
+        await s.schedulesAdd({schedule: schedule('conf-p', new Date(now.getTime() + 10_000))});
+        const due = async (horizonMs: number) => (await s.schedulesDue({horizonMs})).map((x) => x.name);
+        expect(await due(60_000)).toContain('conf-p');
+        expect(await due(1_000)).not.toContain('conf-p');
+        expect(await s.schedulesSetPaused({name: 'conf-p', paused: true})).toBe(true);
+        expect(await due(60_000)).not.toContain('conf-p');
+        const next = new Date(now.getTime() + 500);
+        expect(await s.schedulesSetPaused({name: 'conf-p', paused: false, nextFireAt: next})).toBe(true);
+        expect((await s.schedulesGet({name: 'conf-p'}))?.nextFireAt?.getTime()).toBe(next.getTime());
+        expect(await due(1_000)).toContain('conf-p');
+        expect(await s.schedulesSetPaused({name: 'conf-none', paused: true})).toBe(false);
+      });
 
-    it('advances only from the expected next fire time (compare-and-set), and removes', async () => {
-      const t0 = new Date(Date.UTC(2030, 0, 1, 0, 0));
-      const t1 = new Date(Date.UTC(2030, 0, 1, 0, 5));
-      await s.schedulesAdd({schedule: schedule('conf-adv', t0)});
-      const last = {fireAt: t0, taskId: newId()};
-      expect(await s.schedulesAdvance({name: 'conf-adv', expectedNext: t0, next: t1, last})).toBe(true);
-      expect(await s.schedulesAdvance({name: 'conf-adv', expectedNext: t0, next: t1, last: null})).toBe(false);
-      expect(await s.schedulesGet({name: 'conf-adv'})).toMatchObject({nextFireAt: t1, lastFireAt: t0, lastTaskId: last.taskId});
-      expect(await s.schedulesRemove({name: 'conf-adv'})).toBe(true);
-      expect(await s.schedulesRemove({name: 'conf-adv'})).toBe(false);
-      expect(await s.schedulesGet({name: 'conf-adv'})).toBeNull();
-    });
+      it('advances only from the expected next fire time (compare-and-set), and removes', async () => {
+        const t0 = new Date(Date.UTC(2030, 0, 1, 0, 0));
+        const t1 = new Date(Date.UTC(2030, 0, 1, 0, 5));
+        await s.schedulesAdd({schedule: schedule('conf-adv', t0)});
+        const last = {fireAt: t0, taskId: newId()};
+        expect(await s.schedulesAdvance({name: 'conf-adv', expectedNext: t0, next: t1, last})).toBe(true);
+        expect(await s.schedulesAdvance({name: 'conf-adv', expectedNext: t0, next: t1, last: null})).toBe(false);
+        expect(await s.schedulesGet({name: 'conf-adv'})).toMatchObject({nextFireAt: t1, lastFireAt: t0, lastTaskId: last.taskId});
+        expect(await s.schedulesRemove({name: 'conf-adv'})).toBe(true);
+        expect(await s.schedulesRemove({name: 'conf-adv'})).toBe(false);
+        expect(await s.schedulesGet({name: 'conf-adv'})).toBeNull();
+      });
 
-    it('finds the previous occurrence of a schedule by its dedup key, excluding one id', async () => {
-      const key = (iso: string) => `cron:conf-occ@${iso}`;
-      const a = {...task({type: 'report_daily', payload: {o: 1}}), dedupKey: key('2030-01-01T00:00:00.000Z'), scheduleName: 'conf-occ'};
-      const b = {...task({type: 'report_daily', payload: {o: 2}}), dedupKey: key('2030-01-01T00:05:00.000Z'), scheduleName: 'conf-occ'};
-      await s.tasksInsert({tasks: [a, b], actor: 'test'});
-      const before = new Date(Date.UTC(2030, 0, 1, 0, 10));
-      expect(await s.occurrencesPrevious({name: 'conf-occ', before})).toEqual({id: b.id, state: 'submitted'});
-      expect(await s.occurrencesPrevious({name: 'conf-occ', before, excludeId: b.id})).toEqual({id: a.id, state: 'submitted'});
-      expect(await s.occurrencesPrevious({name: 'conf-occ', before: new Date(Date.UTC(2030, 0, 1, 0, 1)), excludeId: a.id})).toBeNull();
-      expect(await s.occurrencesPrevious({name: 'conf-other', before})).toBeNull();
+      it('finds the previous occurrence of a schedule by its dedup key, excluding one id', async () => {
+        const key = (iso: string) => `cron:conf-occ@${iso}`;
+        const a = {...task({type: 'report_daily', payload: {o: 1}}), dedupKey: key('2030-01-01T00:00:00.000Z'), scheduleName: 'conf-occ'};
+        const b = {...task({type: 'report_daily', payload: {o: 2}}), dedupKey: key('2030-01-01T00:05:00.000Z'), scheduleName: 'conf-occ'};
+        await s.tasksInsert({tasks: [a, b], actor: 'test'});
+        const before = new Date(Date.UTC(2030, 0, 1, 0, 10));
+        expect(await s.occurrencesPrevious({name: 'conf-occ', before})).toEqual({id: b.id, state: 'submitted'});
+        expect(await s.occurrencesPrevious({name: 'conf-occ', before, excludeId: b.id})).toEqual({id: a.id, state: 'submitted'});
+        expect(await s.occurrencesPrevious({name: 'conf-occ', before: new Date(Date.UTC(2030, 0, 1, 0, 1)), excludeId: a.id})).toBeNull();
+        expect(await s.occurrencesPrevious({name: 'conf-other', before})).toBeNull();
+      });
     });
   });
 }

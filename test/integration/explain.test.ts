@@ -4,7 +4,7 @@
  */
 import {afterAll, beforeAll, describe, expect, it} from 'vitest';
 import {HOT_SQL} from '../../src/core/store/mysql/read.js';
-import {claimSelectSql, markPublishedSql} from '../../src/core/store/mysql/write.js';
+import {claimSelectSql, markPublishedSql, outcomeUpdateSql} from '../../src/core/store/mysql/write.js';
 import {createTestEnv, type TestEnv} from '../helpers/env.js';
 
 interface Plan {
@@ -50,6 +50,23 @@ describe('query plans of the hot statements', () => {
       ],
     ]) {
       const q = markPublishedSql(rung);
+      const p = await explain(q.sql, q.params);
+      expect(p.key).toBe('PRIMARY');
+      expect(p.type).toBe('range');
+    }
+  });
+
+  it('outcome UPDATEs with their guards: primary-key lookups, one fence or several', async () => {
+    const id = (n: number) => `0000000${n}-0000-7000-8000-000000000000`;
+    const q1 = outcomeUpdateSql('complete', [
+      {kind: 'complete', id: id(1), fence: 1},
+      {kind: 'complete', id: id(2), fence: 1},
+    ]);
+    const q2 = outcomeUpdateSql('rescue', [
+      {kind: 'rescue', id: id(1), fence: 1, error: 'e', retryDelayMs: 0},
+      {kind: 'rescue', id: id(3), fence: 2, error: 'e', retryDelayMs: 0},
+    ]);
+    for (const q of [q1, q2]) {
       const p = await explain(q.sql, q.params);
       expect(p.key).toBe('PRIMARY');
       expect(p.type).toBe('range');
