@@ -1,8 +1,9 @@
 /**
  * The six task states and the transitions between them. This table is the single source of truth:
  * the MySQL store builds the guard of every state-changing `UPDATE` (`state IN (…)`, and the fence
- * and expired-lease conditions a transition asks for) from `guardOf()`, and `assertTransition()`
- * rejects a move the table does not allow before it reaches SQL.
+ * and expired-lease conditions a transition asks for) from `guardOf()`, so the database refuses any
+ * move the table does not allow. Code that decides in memory first asks `canApply()`, or
+ * `assertTransition()` to refuse with AxError('conflict').
  */
 import {AxError} from '../errors.js';
 
