@@ -12,7 +12,7 @@ import {parseArgs} from 'node:util';
 import amqp from 'amqplib';
 import mysql from 'mysql2/promise';
 import {loadConfig} from '../dist/core/config/config.js';
-import {createRuntime, openBroker, openDatabase, openOutbox, openStore} from '../dist/compose.js';
+import {createRuntime, openBroker, openDatabase, openOutbox, openStore} from './lib/ax.js';
 import {migrate} from '../dist/core/store/mysql/migrate.js';
 import {createRelayService} from '../dist/core/outbox/service.js';
 import {createLogger} from '../dist/core/log.js';

@@ -182,7 +182,7 @@ try {
 
   {
     // ax's schema through ax's own migrate(), like `ax migrate`.
-    const {createRuntime, openDatabase} = await import('../dist/compose.js');
+    const {createRuntime, openDatabase} = await import('./lib/ax.js');
     const {migrate} = await import('../dist/core/store/mysql/migrate.js');
     const db = await openDatabase(createRuntime(await axConfig({mysqlUrl})));
     await migrate(db);
@@ -220,7 +220,7 @@ try {
 
   /** An ax producer (the SDK client) for one queue type, with its store/broker instrumented. */
   async function startAxProducer(queueType, prefix = `${tag}_${queueType[0]}`) {
-    const {createRuntime, openStore, openBroker} = await import('../dist/compose.js');
+    const {createRuntime, openStore, openBroker} = await import('./lib/ax.js');
     const {createClient} = await import('../dist/core/client.js');
     const overrides = {mysqlUrl, amqpUrl: AMQP_URL, amqpPrefix: prefix, queueType};
     const rt = createRuntime(await axConfig(overrides));

@@ -15,7 +15,7 @@ import {fileURLToPath} from 'node:url';
 import {parseArgs} from 'node:util';
 import amqp from 'amqplib';
 import {loadConfig} from '../dist/core/config/config.js';
-import {createRuntime, openBroker, openDatabase, openStore} from '../dist/compose.js';
+import {createRuntime, openBroker, openDatabase, openStore} from './lib/ax.js';
 import {migrate} from '../dist/core/store/mysql/migrate.js';
 import {createClient} from '../dist/core/client.js';
 import {createSchedulerService} from '../dist/core/scheduler/service.js';

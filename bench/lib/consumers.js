@@ -35,6 +35,8 @@ function target() {
 
 /** Wraps `obj[method]` to count calls, items (by `size(args)`) and time spent. */
 export function instrument(obj, method, counters, size, extra) {
+  // A revision without this method (bench --compare against a tree from before a store rename): not counted.
+  if (typeof obj[method] !== 'function') return;
   const orig = obj[method].bind(obj);
   obj[method] = async (...args) => {
     const c = (counters[method] ??= {calls: 0, items: 0, ms: 0});
@@ -76,7 +78,7 @@ export async function axConfig(overrides) {
 
 /** An ax worker (IO pool only, default sizing) over ax's own store and broker. */
 export async function startAxWorker({overrides, handlersModule, workerId}) {
-  const {createRuntime, openStore, openBroker} = await import('../../dist/compose.js');
+  const {createRuntime, openStore, openBroker} = await import('./ax.js');
   const {createWorkerService} = await import('../../dist/core/worker/service.js');
   const rt = createRuntime(await axConfig(overrides));
   const store = await openStore(rt);
