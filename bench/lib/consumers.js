@@ -89,7 +89,8 @@ export async function startAxWorker({overrides, handlersModule, workerId}) {
   await worker.start();
   const t = target();
   worker.onOutcome((o) => {
-    if (o.to === 'succeeded' && !o.release) t.add(1);
+    // `kind` since outcomes are keyed by transition; `to`/`release` in older trees (bench --compare).
+    if (o.kind === 'complete' || (o.kind === undefined && o.to === 'succeeded' && !o.release)) t.add(1);
   });
   const base = () => ({...worker.stats});
   let statsAtReset = base();
