@@ -1,0 +1,150 @@
+/**
+ * The one event stream of ax. Producer, worker, scheduler, relay and reconciler emit typed events
+ * (noun:verb names, as graphile-worker's WorkerEventMap) on an {@link AxEvents} emitter; counters,
+ * log lines, health and summaries, breaker windows, metrics and tests are subscribers. Events carry
+ * the task type where there is one, so a per-type counter is a subscriber, not new plumbing.
+ *
+ * Emitting is synchronous and, with no listener, costs a property read and a length check: no
+ * allocation beyond the event object the caller passes (see bench/events.js). Hot paths that build
+ * an event from several values may check `has(name)` first and skip even that.
+ */
+import type {ReconcileReport} from './reconcile/reconcile.js';
+import type {PoolName} from './task/model.js';
+
+/** Who rang a doorbell. */
+export type DoorbellSource = 'producer' | 'scheduler' | 'relay' | 'reconciler' | 'worker';
+
+/** The attempt of one task as the worker ran it. */
+export interface AttemptEvent {
+  id: string;
+  type: string;
+  /** 1 for the first run. */
+  attempt: number;
+  /** From the hand-over to the pool (local queueing included) until the attempt ended. */
+  durationMs: number;
+}
+
+/** A failed attempt: the error recorded on the row, and the stack when the failure had one. */
+export interface FailureEvent extends AttemptEvent {
+  error: string;
+  stack?: string;
+}
+
+/** Every event of ax and its payload. Outcome events are emitted once the outcome is durable. */
+export interface AxEventMap {
+  /** A producer batch wrote `count` new tasks of `type` (ids or dedup keys that existed are not counted). */
+  'task:submitted': {type: string; count: number};
+  /** A worker won the claim of a task (state → running, attempt + 1). */
+  'task:claimed': {id: string; type: string; attempt: number; pool: PoolName};
+  'task:succeeded': AttemptEvent;
+  /** Failed with attempts left: due again after `retryDelayMs`. */
+  'task:failed': FailureEvent & {retryDelayMs: number};
+  /** Out of attempts, or the handler said unrecoverable. */
+  'task:dead': FailureEvent;
+  /** Handed back without using an attempt (never started, pool full, another pool's task). */
+  'task:released': AttemptEvent & {reason: string};
+  /** Outcomes whose row had moved on (another fence, not running): nothing was written. */
+  'outcome:stale': {count: number};
+  /** Doorbells were published and confirmed by RabbitMQ (the rows' published marks follow). */
+  'doorbell:published': {by: DoorbellSource; count: number; ids: readonly string[]};
+  /** A doorbell rang for a task already running, finished or not yet due: acked and dropped. */
+  'doorbell:stale': {id: string; type: string};
+  /** Extra doorbells for a task claimed in the same batch: acked with the claim. */
+  'doorbell:duplicate': {id: string; type: string; extra: number};
+  /** A message ax cannot use was moved to the poison queue (or dropped). */
+  'doorbell:poisoned': {reason: string; bytes: number};
+  /** Another process took over a task this worker held (its lease had expired): the attempt is aborted. */
+  'lease:lost': {id: string; type: string};
+  /** The rescuer moved a running task whose lease expired to failed or dead (the attempt counts). */
+  'lease:expired': {id: string; attempt: number; to: 'failed' | 'dead'; worker: string | null};
+  /** A scheduler load from MySQL succeeded: `held` tasks are in its wheel. */
+  'scheduler:loaded': {held: number; at: number};
+  /** A scheduler could not publish due tasks; they stay held and are retried shortly. */
+  'scheduler:publish-failed': {count: number; error: string};
+  /** One reconcile pass finished: what it found and did. */
+  'reconcile:done': ReconcileReport;
+  /** A relay batch went all the way through. */
+  'relay:batch': {rows: number; relayed: number; published: number; failed: number};
+  /** A relay pass ended: `error` null when it succeeded. */
+  'relay:pass': {at: number; error: string | null};
+  /** RabbitMQ blocked (memory or disk alarm) or unblocked this relay's publishes. */
+  'relay:blocked': {blocked: boolean};
+  'relay:purged': {rows: number};
+  'relay:lag': {lag: {unsent: number; failed: number; oldestAgeMs: number | null}};
+}
+
+export type AxEventName = keyof AxEventMap;
+export type AxListener<K extends AxEventName> = (event: AxEventMap[K]) => void;
+
+type Listeners = {[K in AxEventName]?: Array<AxListener<K>>};
+
+export interface AxEventsOptions {
+  /**
+   * Called when a listener throws (the event still reaches the other listeners, and the emitter
+   * never throws into the service). Default: a process warning.
+   */
+  onListenerError?: (error: unknown, event: AxEventName) => void;
+}
+
+/**
+ * A small typed, synchronous emitter. Listeners run in the order they were added, inside `emit`;
+ * a listener that throws is reported through `onListenerError` and does not stop the others.
+ * Listener arrays are copied on change, never on emit, so a listener may unsubscribe during emit.
+ */
+export class AxEvents {
+  private readonly ls: Listeners = Object.create(null) as Listeners;
+  private readonly onListenerError: (error: unknown, event: AxEventName) => void;
+
+  constructor(o: AxEventsOptions = {}) {
+    this.onListenerError =
+      o.onListenerError ??
+      ((e, name) => process.emitWarning(`ax event listener for "${name}" threw: ${String(e)}`, 'AxEventListenerError'));
+  }
+
+  /** Adds a listener; returns the function that removes it. */
+  on<K extends AxEventName>(name: K, fn: AxListener<K>): () => void {
+    this.ls[name] = [...((this.ls[name] as Array<AxListener<K>> | undefined) ?? []), fn] as Listeners[K];
+    return () => this.off(name, fn);
+  }
+
+  off<K extends AxEventName>(name: K, fn: AxListener<K>): void {
+    const cur = this.ls[name] as Array<AxListener<K>> | undefined;
+    if (!cur) return;
+    const i = cur.indexOf(fn);
+    if (i < 0) return;
+    const next = cur.slice(0, i).concat(cur.slice(i + 1));
+    this.ls[name] = (next.length === 0 ? undefined : next) as Listeners[K];
+  }
+
+  /** True when `name` has a listener (to skip building an expensive event). */
+  has(name: AxEventName): boolean {
+    return this.ls[name] !== undefined;
+  }
+
+  emit<K extends AxEventName>(name: K, event: AxEventMap[K]): void {
+    const cur = this.ls[name] as Array<AxListener<K>> | undefined;
+    if (cur === undefined) return;
+    for (let i = 0; i < cur.length; i++) {
+      try {
+        cur[i]!(event);
+      } catch (e) {
+        this.onListenerError(e, name);
+      }
+    }
+  }
+}
+
+/** Resolves with the first `name` event that satisfies `pred` (tests and one-shot waits). */
+export function nextEvent<K extends AxEventName>(
+  events: AxEvents,
+  name: K,
+  pred: (e: AxEventMap[K]) => boolean = () => true,
+): Promise<AxEventMap[K]> {
+  return new Promise((resolve) => {
+    const off = events.on(name, (e) => {
+      if (!pred(e)) return;
+      off();
+      resolve(e);
+    });
+  });
+}
