@@ -14,9 +14,9 @@ export {loadConfig} from './core/config/config.js';
 export {createLogger, isoTimes, logOptions} from './core/log.js';
 export {startHealthServer, type HealthServer} from './cli/health.js';
 
-export interface RunningRelay {
+export interface RunningRelay extends AsyncDisposable {
   relay: Relay;
-  /** Stops the relay, then closes its connections. Idempotent. */
+  /** Stops the relay, then closes its connections. Idempotent; also what `await using` calls. */
   stop(): Promise<void>;
 }
 
@@ -38,16 +38,14 @@ export async function startRelay(config: AxConfig, logger?: Logger, opts: {signa
     const broker = await connectWithRetry(rt, 'RabbitMQ', () => openBroker(rt, {reconnect: true}), retry);
     closers.unshift(() => broker.close());
     const relay = createRelayService({...rt, outbox, store, broker});
-    relay.start();
+    await relay.start();
     let stopping: Promise<void> | undefined;
-    return {
-      relay,
-      stop: () =>
-        (stopping ??= (async () => {
-          await relay.stop();
-          for (const c of closers) await c().catch(() => undefined);
-        })()),
-    };
+    const stop = (): Promise<void> =>
+      (stopping ??= (async () => {
+        await relay.stop();
+        for (const c of closers) await c().catch(() => undefined);
+      })());
+    return {relay, stop, [Symbol.asyncDispose]: stop};
   } catch (e) {
     for (const c of closers) await c().catch(() => undefined);
     throw e;

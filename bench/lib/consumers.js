@@ -88,10 +88,13 @@ export async function startAxWorker({overrides, handlersModule, workerId}) {
   const worker = await createWorkerService({...rt, store, broker, handlersModule, pools: ['io'], workerId});
   await worker.start();
   const t = target();
-  worker.onOutcome((o) => {
-    // `kind` since outcomes are keyed by transition; `to`/`release` in older trees (bench --compare).
-    if (o.kind === 'complete' || (o.kind === undefined && o.to === 'succeeded' && !o.release)) t.add(1);
-  });
+  // `--compare` runs this harness against older revisions too: those have onOutcome, not events.
+  if (worker.events) worker.events.on('task:succeeded', () => t.add(1));
+  else
+    worker.onOutcome((o) => {
+      // `kind` since outcomes are keyed by transition; `to`/`release` in older trees.
+      if (o.kind === 'complete' || (o.kind === undefined && o.to === 'succeeded' && !o.release)) t.add(1);
+    });
   const base = () => ({...worker.stats});
   let statsAtReset = base();
   return {
@@ -110,7 +113,7 @@ export async function startAxWorker({overrides, handlersModule, workerId}) {
       return {inFlight: worker.inFlight, worker: delta, calls: JSON.parse(JSON.stringify(counted)), mem: process.memoryUsage().rss};
     },
     async stop() {
-      await worker.stop(5000);
+      await worker.stop({graceMs: 5000});
       await broker.close();
       await store.close();
     },

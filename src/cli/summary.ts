@@ -1,7 +1,9 @@
 /** Flags shared by the long-running commands (`ax worker`, `ax scheduler`, `ax relay`) and their periodic summary line. */
 import {Flags} from '@oclif/core';
 import {parseDuration} from '../core/duration.js';
+import {Periodic} from '../core/lifecycle.js';
 import {isoTimes, type Logger} from '../core/log.js';
+import {systemClock} from '../core/time.js';
 
 export const summaryEveryFlag = Flags.string({description: 'log a summary line this often (0 to disable)', default: '1m'});
 
@@ -26,8 +28,15 @@ export function summaryEvery(flag: string, logger: Logger, msg: string): {start(
   return {
     start(fields) {
       if (ms === 0) return () => undefined;
-      const timer = setInterval(() => logger.info(msg, isoTimes(fields())), ms);
-      return () => clearInterval(timer);
+      const loop = new Periodic({
+        name: msg,
+        clock: systemClock,
+        everyMs: ms,
+        run: () => logger.info(msg, isoTimes(fields())),
+        onError: (e) => logger.warn(`${msg} failed`, {error: String(e)}),
+      });
+      loop.start();
+      return () => void loop.stop();
     },
   };
 }

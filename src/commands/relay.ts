@@ -32,7 +32,7 @@ at start is waited for (each attempt logged, jittered backoff up to AX_CONNECT_R
     const {flags} = await this.parse(RelayCommand);
     const rt = this.runtime(flags.config, flags['fail-fast'] ? {connectFailFast: true} : {});
     const summary = summaryEvery(flags['summary-every'], rt.logger, 'relay summary');
-    const running = await startRelay(rt.config, rt.logger);
+    await using running = await startRelay(rt.config, rt.logger);
     if (!this.jsonEnabled()) this.logToStderr(`ax relay ${running.relay.id} running; Ctrl-C to stop`);
     const {relay} = running;
     const stopSummary = summary.start(() => ({...relay.stats, ready: relay.ready()}));

@@ -1,6 +1,7 @@
 import {AxCommand} from '../cli/base.js';
 import {openBroker, openStore} from '../cli/runtime.js';
 import {waitForSignal} from '../cli/signals.js';
+import {disposable} from '../cli/dispose.js';
 import {startHealthServer} from '../cli/health.js';
 import {createCronService} from '../core/cron/service.js';
 import {createSchedulerService} from '../core/scheduler/service.js';
@@ -36,45 +37,34 @@ to AX_CONNECT_RETRY_MAX); --fail-fast (AX_CONNECT_FAIL_FAST) exits 5 at once ins
     const rt = this.runtime(flags.config, flags['fail-fast'] ? {connectFailFast: true} : {});
     const summary = summaryEvery(flags['summary-every'], rt.logger, 'scheduler summary');
     // A server down at start is waited for (logged, jittered backoff) unless --fail-fast.
-    const store = await connectWithRetry(rt, 'MySQL', () => openStore(rt));
-    try {
-      const broker = await connectWithRetry(rt, 'RabbitMQ', () => openBroker(rt, {reconnect: true}));
-      try {
-        const cron = createCronService({...rt, store});
-        const scheduler = createSchedulerService({...rt, store, broker, hooks: cron.hooks()});
-        // The health port first: if it is taken, nothing has started yet (/readyz is 503 until the
-        // scheduler runs).
-        const health =
-          flags['health-port'] === undefined
-            ? undefined
-            : await startHealthServer({
-                host: flags['health-host'],
-                port: flags['health-port'],
-                ready: () => scheduler.ready(),
-                details: () => isoTimes({...scheduler.summary(), lastReconcile: undefined}),
-              });
-        // Listening before start(): a SIGTERM during the first load (seconds with a long horizon)
-        // must stop the scheduler and release its holds, not kill the process with them taken.
-        const signalled = waitForSignal();
-        try {
-          await scheduler.start();
-        } catch (e) {
-          await health?.close();
-          throw e;
-        }
-        const where = health ? `; health on http://${flags['health-host']}:${health.port}` : '';
-        if (!this.jsonEnabled()) this.logToStderr(`ax scheduler ${scheduler.id} running${where}; Ctrl-C to stop`);
-        const stopSummary = summary.start(() => ({...scheduler.summary(), lastReconcile: undefined}));
-        const signal = await signalled;
-        stopSummary();
-        await health?.close();
-        await scheduler.stop();
-        return isoTimes({signal, ...scheduler.summary()});
-      } finally {
-        await broker.close();
-      }
-    } finally {
-      await store.close();
-    }
+    await using store = disposable(await connectWithRetry(rt, 'MySQL', () => openStore(rt)));
+    await using broker = disposable(await connectWithRetry(rt, 'RabbitMQ', () => openBroker(rt, {reconnect: true})));
+    const cron = createCronService({...rt, store});
+    await using scheduler = createSchedulerService({...rt, store, broker, hooks: cron.hooks()});
+    // The health port first: if it is taken, nothing has started yet (/readyz is 503 until the
+    // scheduler runs).
+    await using health =
+      flags['health-port'] === undefined
+        ? undefined
+        : disposable(
+            await startHealthServer({
+              host: flags['health-host'],
+              port: flags['health-port'],
+              ready: () => scheduler.ready(),
+              details: () => isoTimes({...scheduler.summary(), lastReconcile: undefined}),
+            }),
+          );
+    // Listening before start(): a SIGTERM during the first load (seconds with a long horizon)
+    // must stop the scheduler and release its holds, not kill the process with them taken.
+    const signalled = waitForSignal();
+    await scheduler.start();
+    const where = health ? `; health on http://${flags['health-host']}:${health.port}` : '';
+    if (!this.jsonEnabled()) this.logToStderr(`ax scheduler ${scheduler.id} running${where}; Ctrl-C to stop`);
+    const stopSummary = summary.start(() => ({...scheduler.summary(), lastReconcile: undefined}));
+    const signal = await signalled;
+    stopSummary();
+    await health?.close();
+    await scheduler.stop();
+    return isoTimes({signal, ...scheduler.summary()});
   }
 }

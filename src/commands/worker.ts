@@ -3,7 +3,8 @@ import {AxCommand} from '../cli/base.js';
 import {startHealthServer, type HealthServer} from '../cli/health.js';
 import {openBroker, openStore} from '../cli/runtime.js';
 import {CRASH_EXIT_CODE, exitSoon, guardProcess} from '../cli/signals.js';
-import {failFastFlag, healthFlags} from '../cli/summary.js';
+import {disposable} from '../cli/dispose.js';
+import {failFastFlag, healthFlags, summaryEvery, summaryEveryFlag} from '../cli/summary.js';
 import {connectWithRetry} from '../core/connect-retry.js';
 import {isAxError} from '../core/errors.js';
 import {startWorkerService, type RunningWorker} from '../core/worker/service.js';
@@ -27,10 +28,15 @@ module's onStop and exits 0, even if the module left a handle open. An unhandled
 in handler code is logged and counted, and the worker keeps running; an uncaught exception is
 logged, in-flight work is drained the same way, and the worker exits ${CRASH_EXIT_CODE} (a supervisor restarts it).
 Exit codes: 0 stopped by a signal, 1 onStop failed, 2 bad flags or handlers module, 5 a server
-unreachable with --fail-fast (or refused the credentials), ${CRASH_EXIT_CODE} stopped after an uncaught exception.`;
+unreachable with --fail-fast (or refused the credentials), ${CRASH_EXIT_CODE} stopped after an uncaught exception.
+
+Each failed attempt is logged at warn (type, id, attempt, error and the first lines of its stack),
+each dead-letter at error, and a summary line (claimed, succeeded, failed, dead, released, in
+flight) every --summary-every (default 1m).`;
   static override examples = [
     '<%= config.bin %> worker --handlers ./dist/handlers.js',
     '<%= config.bin %> worker --handlers ./handlers.js --pools io --io-concurrency 500',
+    '<%= config.bin %> worker --handlers ./handlers.js --summary-every 10s',
     'AX_LEASE=10s <%= config.bin %> worker --handlers ./handlers.js --pools cpu --cpu-threads 4',
     '<%= config.bin %> worker --handlers ./handlers.js --health-port 8083',
   ];
@@ -42,6 +48,7 @@ unreachable with --fail-fast (or refused the credentials), ${CRASH_EXIT_CODE} st
     'queue-capacity': Flags.integer({description: 'local queue of each pool (default 2000)', min: 1, max: 60_000}),
     ...healthFlags('GET /healthz (the worker stats) and /readyz (200 while consuming; the port is logged)'),
     'fail-fast': failFastFlag,
+    'summary-every': summaryEveryFlag,
   };
 
   async run(): Promise<unknown> {
@@ -53,6 +60,7 @@ unreachable with --fail-fast (or refused the credentials), ${CRASH_EXIT_CODE} st
       ...(flags['queue-capacity'] === undefined ? {} : {poolQueueCapacity: flags['queue-capacity']}),
       ...(flags['fail-fast'] ? {connectFailFast: true} : {}),
     });
+    const summary = summaryEvery(flags['summary-every'], rt.logger, 'worker summary');
     const guard = guardProcess(rt.logger);
     let phase: 'connecting' | 'running' | 'stopping' = 'connecting';
     let running: RunningWorker | undefined;
@@ -75,39 +83,34 @@ unreachable with --fail-fast (or refused the credentials), ${CRASH_EXIT_CODE} st
         rt.logger.info('health endpoints listening', {url: `http://${flags['health-host']}:${health.port}`});
       }
       const retry = {signal: guard.signal, onRetry: (r: unknown) => (lastRetry = r)};
-      const store = await connectWithRetry(rt, 'MySQL', () => openStore(rt), retry);
-      try {
-        const broker = await connectWithRetry(rt, 'RabbitMQ', () => openBroker(rt, {reconnect: true}), retry);
-        brokerUp = true;
-        broker.on('connected', () => (brokerUp = true));
-        broker.on('disconnected', () => (brokerUp = false));
-        try {
-          running = await startWorkerService({...rt, store, broker, handlersModule: flags.handlers, pools});
-          const {worker} = running;
-          phase = 'running';
-          const where = health ? `; health on http://${flags['health-host']}:${health.port}` : '';
-          if (!this.jsonEnabled()) this.logToStderr(`ax worker ${worker.id} running pools ${pools.join(', ')}${where}; Ctrl-C to stop`);
-          const reason = await guard.stop;
-          phase = 'stopping';
-          rt.logger.info('stopping worker', {
-            ...(reason.kind === 'signal' ? {signal: reason.signal} : {reason: 'uncaught exception'}),
-            graceMs: rt.config.shutdownGraceMs,
-          });
-          const {onStopFailed} = await running.stop(rt.config.shutdownGraceMs);
-          if (reason.kind === 'crash') process.exitCode = CRASH_EXIT_CODE;
-          else if (onStopFailed) process.exitCode = 1;
-          return {
-            worker: worker.id,
-            ...(reason.kind === 'signal' ? {signal: reason.signal} : {crashed: true}),
-            unhandledRejections: guard.unhandledRejections,
-            ...worker.stats,
-          };
-        } finally {
-          await broker.close();
-        }
-      } finally {
-        await store.close();
-      }
+      await using store = disposable(await connectWithRetry(rt, 'MySQL', () => openStore(rt), retry));
+      await using broker = disposable(await connectWithRetry(rt, 'RabbitMQ', () => openBroker(rt, {reconnect: true}), retry));
+      brokerUp = true;
+      broker.on('connected', () => (brokerUp = true));
+      broker.on('disconnected', () => (brokerUp = false));
+      await using started = await startWorkerService({...rt, store, broker, handlersModule: flags.handlers, pools});
+      running = started;
+      const {worker} = started;
+      phase = 'running';
+      const where = health ? `; health on http://${flags['health-host']}:${health.port}` : '';
+      if (!this.jsonEnabled()) this.logToStderr(`ax worker ${worker.id} running pools ${pools.join(', ')}${where}; Ctrl-C to stop`);
+      const stopSummary = summary.start(() => ({...worker.stats, inFlight: worker.inFlight}));
+      const reason = await guard.stop;
+      stopSummary();
+      phase = 'stopping';
+      rt.logger.info('stopping worker', {
+        ...(reason.kind === 'signal' ? {signal: reason.signal} : {reason: 'uncaught exception'}),
+        graceMs: rt.config.shutdownGraceMs,
+      });
+      const {onStopFailed} = await started.stop(rt.config.shutdownGraceMs);
+      if (reason.kind === 'crash') process.exitCode = CRASH_EXIT_CODE;
+      else if (onStopFailed) process.exitCode = 1;
+      return {
+        worker: worker.id,
+        ...(reason.kind === 'signal' ? {signal: reason.signal} : {crashed: true}),
+        unhandledRejections: guard.unhandledRejections,
+        ...worker.stats,
+      };
     } catch (e) {
       // Stopped (a signal, or a crash) while still waiting for a server: nothing ran.
       if (!(isAxError(e, 'closed') && guard.signal.aborted)) throw e;

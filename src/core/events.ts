@@ -20,6 +20,8 @@ export interface AttemptEvent {
   type: string;
   /** 1 for the first run. */
   attempt: number;
+  /** The claim's fence: which claim of the task this attempt was. */
+  fence: number;
   /** From the hand-over to the pool (local queueing included) until the attempt ended. */
   durationMs: number;
 }

@@ -118,7 +118,7 @@ describe('cron schedules', () => {
   });
 
   afterAll(async () => {
-    await worker?.stop(1000);
+    await worker?.stop({graceMs: 1000});
     await env?.dispose();
   });
 

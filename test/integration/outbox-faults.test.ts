@@ -89,14 +89,14 @@ describe('outbox relay under faults', () => {
 
   afterEach(async () => {
     for (const r of relays.splice(0)) await r.kill9();
-    for (const w of workers.splice(0)) await w.stop(1000);
+    for (const w of workers.splice(0)) await w.stop({graceMs: 1000});
   });
 
   afterAll(async () => {
     // Whatever happened, leave the shared MariaDB running.
     await ensureMariadbUp();
     for (const r of relays.splice(0)) await r.kill9();
-    for (const w of workers.splice(0)) await w.stop(1000);
+    for (const w of workers.splice(0)) await w.stop({graceMs: 1000});
     await scheduler?.stop();
     await env?.dispose();
     await biz?.dispose();

@@ -9,7 +9,6 @@ import {createClient, type AxClient} from '../../src/core/client.js';
 import {reconcile} from '../../src/core/reconcile/reconcile.js';
 import {createWorkerService} from '../../src/core/worker/service.js';
 import type {Worker} from '../../src/core/worker/worker.js';
-import type {Outcome} from '../../src/core/store/types.js';
 import type {Broker} from '../../src/core/broker/types.js';
 import {AxError} from '../../src/core/errors.js';
 import {AMQP_URL, createTestEnv, eventually, type TestEnv} from '../helpers/env.js';
@@ -22,20 +21,22 @@ describe('core pipeline', () => {
   let client: AxClient;
   const workers: Worker[] = [];
 
-  /** Resolves with the outcome of `id` once a worker has made it durable. */
-  const outcomeOf = (id: string, timeoutMs = 15_000): Promise<Outcome> =>
+  /** Resolves with the outcome of `id` once a worker has made it durable (from the workers' events). */
+  type Seen = {kind: 'complete' | 'fail' | 'deadLetter'; error?: string};
+  const outcomeOf = (id: string, timeoutMs = 15_000): Promise<Seen> =>
     new Promise((resolve, reject) => {
       const offs: Array<() => void> = [];
       const t = setTimeout(() => (offs.forEach((f) => f()), reject(new Error(`no outcome for ${id}`))), timeoutMs);
-      for (const w of workers)
-        offs.push(
-          w.onOutcome((o) => {
-            if (o.id !== id) return;
-            clearTimeout(t);
-            offs.forEach((f) => f());
-            resolve(o);
-          }),
-        );
+      const done = (o: Seen): void => {
+        clearTimeout(t);
+        offs.forEach((f) => f());
+        resolve(o);
+      };
+      for (const w of workers) {
+        offs.push(w.events.on('task:succeeded', (e) => e.id === id && done({kind: 'complete'})));
+        offs.push(w.events.on('task:failed', (e) => e.id === id && done({kind: 'fail', error: e.error})));
+        offs.push(w.events.on('task:dead', (e) => e.id === id && done({kind: 'deadLetter', error: e.error})));
+      }
     });
 
   const startWorker = async (): Promise<Worker> => {
@@ -77,7 +78,7 @@ describe('core pipeline', () => {
   });
 
   afterAll(async () => {
-    for (const w of workers) await w.stop(1000);
+    for (const w of workers) await w.stop({graceMs: 1000});
     await client?.close();
     await env?.dispose();
   });
@@ -280,7 +281,7 @@ describe('core pipeline', () => {
     try {
       await eventually(async () => (await client.getTask(id)).task.state === 'succeeded', 15_000, 'the task to run on the cpu worker');
     } finally {
-      await cpuWorker.stop(1000);
+      await cpuWorker.stop({graceMs: 1000});
     }
     const {history} = await client.getTask(id);
     expect(history.map((h) => [h.to, h.worker?.startsWith('test-cpu') ?? false])).toEqual([
@@ -346,7 +347,7 @@ describe('core pipeline', () => {
       await ch.waitForConfirms();
       await eventually(async () => w.stats.poisoned === 2, 10_000, 'both unknown ids to be poisoned');
       // Stopping closes the channel: an unacked message would be back in the queue.
-      await w.stop(1000);
+      await w.stop({graceMs: 1000});
       expect((await ch.checkQueue(real.names.queue('io'))).messageCount).toBe(0);
     } finally {
       await conn.close();

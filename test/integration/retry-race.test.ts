@@ -70,7 +70,7 @@ describe('publish mark vs. a fast failure', () => {
 
   afterAll(async () => {
     await scheduler?.stop();
-    for (const w of workers) await w.stop(1000);
+    for (const w of workers) await w.stop({graceMs: 1000});
     await client?.close();
     await env?.dispose();
   });
@@ -124,11 +124,13 @@ describe('publish mark vs. a fast failure', () => {
           check();
         });
       const w = await createTestWorker(env2, {workerId: 'late-mark'});
-      w.onOutcome((o) => {
-        if (o.kind === 'complete') return;
+      const onEnd = (o: {id: string; fence: number}): void => {
         failedAt.set(o.id, (failedAt.get(o.id) ?? new Set()).add(o.fence));
         for (const check of [...waiters]) check();
-      });
+      };
+      w.events.on('task:failed', onEnd);
+      w.events.on('task:dead', onEnd);
+      w.events.on('task:released', onEnd);
       await w.start();
       ws.push(w);
       sched = createSchedulerService({
@@ -157,7 +159,7 @@ describe('publish mark vs. a fast failure', () => {
       );
     } finally {
       await sched?.stop();
-      for (const w of ws) await w.stop(1000);
+      for (const w of ws) await w.stop({graceMs: 1000});
       await c?.close();
       await env2.dispose();
     }

@@ -60,7 +60,7 @@ describe('scheduler', () => {
   });
 
   afterAll(async () => {
-    await worker?.stop(1000);
+    await worker?.stop({graceMs: 1000});
     await client?.close();
     await env?.dispose();
   });
@@ -114,7 +114,8 @@ describe('scheduler', () => {
   it('with two schedulers every due task is rung once and runs once', async () => {
     const [a, b] = [await startScheduler('sched-1'), await startScheduler('sched-2')];
     const rung = new Map<string, number>();
-    for (const s of [a, b]) s.onPublished((ids) => ids.forEach((id) => rung.set(id, (rung.get(id) ?? 0) + 1)));
+    for (const s of [a, b])
+      s.events.on('doorbell:published', (e) => e.by === 'scheduler' && e.ids.forEach((id) => rung.set(id, (rung.get(id) ?? 0) + 1)));
     const ids: string[] = [];
     for (let i = 0; i < 300; i++) ids.push(await client.submit({type: 'test_noop', payload: {two: i}, delay: 200 + (i % 30) * 50}));
     await client.flush();

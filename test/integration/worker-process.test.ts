@@ -12,6 +12,13 @@ import {eventually, type TestEnv} from '../helpers/env.js';
 import {createProcessTestEnv, type ProcessTestEnv} from '../helpers/processes.js';
 import type {Spawned} from '../helpers/spawn.js';
 
+/** The JSON log lines a spawned process wrote on stderr. */
+const logLines = (p: Spawned): Array<Record<string, unknown>> =>
+  p
+    .stderr()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 const lines = (file: string): string[] => (existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean) : []);
 
 describe('worker processes', () => {
@@ -139,6 +146,14 @@ describe('worker processes', () => {
     const byId = new Map(rows.map((r) => [r.id, r]));
     // The running one was aborted at the end of the grace period: a used attempt, retried later.
     expect(byId.get(long)).toMatchObject({state: 'failed', attempt: 1});
+    // Recorded once with its cause, not "aborted: aborted: …".
+    const longLast = (await client.getTask(long)).history.at(-1);
+    expect(longLast).toMatchObject({from: 'running', to: 'failed', attempt: 1});
+    expect(longLast?.error).toBe('aborted: shutdown grace period of 100ms expired');
+    // And the worker said so: a warn line for the failed attempt.
+    const failedLine = logLines(w).find((l) => l.msg === 'task failed; will retry' && l.id === long);
+    expect(failedLine).toMatchObject({type: 'test_sleep', attempt: 1, error: 'aborted: shutdown grace period of 100ms expired'});
+    expect(['warn', 40]).toContain(failedLine?.level);
     for (const id of queued) {
       expect(byId.get(id)).toMatchObject({state: 'failed', attempt: 0});
       expect(byId.get(id)?.published_at).toBeInstanceOf(Date);
@@ -158,5 +173,42 @@ describe('worker processes', () => {
     );
     next.child.kill('SIGTERM');
     await next.exited;
+  });
+
+  it('logs each failure at warn and each dead-letter at error, and a summary line every --summary-every', async () => {
+    const w = worker({AX_LOG_LEVEL: 'info', AX_SHUTDOWN_GRACE: '100ms'}, ['--summary-every', '200ms']);
+    const id = await client.submit({type: 'test_fail', payload: {}, maxRetries: 1});
+    await client.flush();
+    await eventually(async () => (await client.getTask(id)).task.state === 'failed', 20_000, 'the first attempt to fail');
+    // No scheduler here: the reconciler rings for the retry once it is due.
+    await eventually(
+      async () => {
+        await reconcileOnce();
+        return (await client.getTask(id)).task.state === 'dead';
+      },
+      20_000,
+      'the task to be dead-lettered',
+    );
+    const summary = await eventually(
+      async () => logLines(w).find((l) => l.msg === 'worker summary' && Number(l.dead) >= 1) ?? null,
+      10_000,
+      'a summary line counting the dead-letter',
+    );
+    // Earlier tests' retries may run here too: at least this task's two attempts are counted.
+    expect(Number(summary.claimed)).toBeGreaterThanOrEqual(2);
+    expect(Number(summary.failed)).toBeGreaterThanOrEqual(1);
+    expect(summary).toHaveProperty('inFlight');
+    expect(summary).toHaveProperty('released');
+    const mine = logLines(w).filter((l) => l.id === id);
+    expect(mine.map((l) => [l.msg, l.level, l.attempt])).toEqual([
+      ['task failed; will retry', expect.anything(), 1],
+      ['task dead-lettered', expect.anything(), 2],
+    ]);
+    expect(['warn', 40]).toContain(mine[0]!.level);
+    expect(['error', 50]).toContain(mine[1]!.level);
+    expect(mine[0]).toMatchObject({type: 'test_fail', error: 'always fails (attempt 1)'});
+    expect(mine[1]).toMatchObject({type: 'test_fail', error: expect.stringMatching(/^always fails \(attempt 2\)/)});
+    w.child.kill('SIGTERM');
+    expect((await w.exited).code).toBe(0);
   });
 });

@@ -161,7 +161,7 @@ describe('cpu pool startup and drain', () => {
       const drained = pool.drain(20);
       expect(pool.tryRun(job('late', 'pool_ok'))).toBeNull();
       expect(await drained).toEqual({notStarted: ['q1', 'q2']});
-      expect(await running).toEqual({kind: 'aborted', message: 'aborted: shutdown grace period of 20ms expired'});
+      expect(await running).toEqual({kind: 'aborted', message: 'shutdown grace period of 20ms expired'});
       expect(await Promise.all(queued)).toEqual([
         {kind: 'aborted', message: 'not started'},
         {kind: 'aborted', message: 'not started'},

@@ -11,7 +11,7 @@ function captureLogger() {
   return {lines, logger: createLogger('debug', {}, (l) => lines.push(JSON.parse(l) as Record<string, unknown>))};
 }
 
-const attempt = {id: 't1', type: 'order_notify', attempt: 2, durationMs: 12.4};
+const attempt = {id: 't1', type: 'order_notify', attempt: 2, fence: 3, durationMs: 12.4};
 
 describe('the event stream', () => {
   it('delivers typed events to each listener in order, and stops after off()', () => {

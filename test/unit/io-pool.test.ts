@@ -1,6 +1,6 @@
 import {describe, it, expect} from 'vitest';
 import {createLogger} from '../../src/core/log.js';
-import type {Clock, TimerHandle} from '../../src/core/time.js';
+import {fakeClock} from '../helpers/clock.js';
 import {defineHandlers, TaskResult, UnrecoverableError, type TaskContext} from '../../src/core/worker/handlers.js';
 import {createIoPool} from '../../src/core/worker/io-pool.js';
 import type {JobResult, PoolJob} from '../../src/core/worker/pool.js';
@@ -13,33 +13,6 @@ function deferred<T = void>(): Deferred<T> {
   let resolve!: (v: T) => void;
   const promise = new Promise<T>((r) => (resolve = r));
   return {promise, resolve};
-}
-
-/** A manual clock: timers fire only in advance(). */
-function fakeClock(): Clock & {advance(ms: number): void; pending(): number} {
-  let now = 0;
-  let seq = 0;
-  const timers = new Map<number, {at: number; fn: () => void}>();
-  return {
-    now: () => now,
-    monotonic: () => now,
-    setTimeout: (fn, ms) => {
-      const id = ++seq;
-      timers.set(id, {at: now + ms, fn});
-      return {id} as TimerHandle;
-    },
-    clearTimeout: (h) => void timers.delete((h as {id: number}).id),
-    advance(ms) {
-      now += ms;
-      for (;;) {
-        const due = [...timers].filter(([, t]) => t.at <= now).sort((a, b) => a[1].at - b[1].at)[0];
-        if (!due) return;
-        timers.delete(due[0]);
-        due[1].fn();
-      }
-    },
-    pending: () => timers.size,
-  };
 }
 
 /** Handlers whose behaviour each test scripts through `gates`. */
@@ -209,7 +182,7 @@ describe('io pool', () => {
     const drained = pool.drain(100);
     clock.advance(100);
     expect(await drained).toEqual({notStarted: ['b', 'c']});
-    expect(await a).toEqual({kind: 'aborted', message: 'aborted: shutdown grace period of 100ms expired'});
+    expect(await a).toEqual({kind: 'aborted', message: 'shutdown grace period of 100ms expired'});
     expect(ctx.signal.aborted).toBe(true);
     expect(await Promise.all([b, c])).toEqual([
       {kind: 'aborted', message: 'not started'},

@@ -5,8 +5,13 @@ import type {Broker} from '../broker/types.js';
 import type {HotPathStore, InsertResult, OutboxRelayStore, OutboxRow} from '../store/types.js';
 import type {NewTask} from '../task/model.js';
 import type {TaskDefaults} from '../task/validate.js';
-import {type Clock, type Random, sleep} from '../time.js';
+import type {Clock, Random} from '../time.js';
+import {AxEvents} from '../events.js';
+import {Periodic, type Service, type StopOptions} from '../lifecycle.js';
 import {outboxRowToTask} from './convert.js';
+import {countRelayEvents, type RelayStats} from './stats.js';
+
+export type {RelayStats} from './stats.js';
 
 export interface RelayOptions {
   outbox: OutboxRelayStore;
@@ -30,24 +35,15 @@ export interface RelayOptions {
   concurrency?: number;
   /** Sent rows deleted per purge statement (default 5000); a full purge is followed by another. */
   purgeBatch?: number;
+  /** Where the relay emits its events (default: an emitter of its own, see `events`). */
+  events?: AxEvents;
 }
 
 /** Sent rows deleted per statement by the housekeeping purge. */
 const PURGE_BATCH = 5000;
-
-/** Counters and the outbox lag, for logs, health and metrics. */
-export interface RelayStats {
-  relayed: number;
-  published: number;
-  failedRows: number;
-  transientErrors: number;
-  purged: number;
-  batches: number;
-  lag: {unsent: number; failed: number; oldestAgeMs: number | null} | null;
-  lastSuccessAt: number | null;
-  lastError: string | null;
-  blocked: boolean;
-}
+/** How often the relay refreshes the outbox lag, and purges sent rows past their retention. */
+const LAG_EVERY_MS = 10_000;
+const PURGE_EVERY_MS = 60_000;
 
 /**
  * The outbox relay: claims up to 500 unsent rows with SKIP LOCKED in a short transaction, writes
@@ -55,40 +51,86 @@ export interface RelayStats {
  * sent. A full batch loops at once (so throughput is not capped at 500 rows per interval). Rows that
  * can never be relayed are marked failed and skipped. MySQL or RabbitMQ errors hand the batch back
  * and back off; a broker memory alarm pauses claiming until it clears.
+ *
+ * Its passes (`concurrency` of them side by side), the lag refresh and the purge are periodic
+ * loops on the injected clock. It emits relay:batch, relay:pass, relay:blocked, relay:lag,
+ * relay:purged and doorbell:published (by 'relay'); `stats` is a subscriber of them.
  */
-export class Relay {
+export class Relay implements Service {
   readonly id: string;
-  readonly stats: RelayStats = {
-    relayed: 0,
-    published: 0,
-    failedRows: 0,
-    transientErrors: 0,
-    purged: 0,
-    batches: 0,
-    lag: null,
-    lastSuccessAt: null,
-    lastError: null,
-    blocked: false,
-  };
+  readonly events: AxEvents;
+  /** Counters and the outbox lag (a subscriber of `events`). */
+  readonly stats: RelayStats;
   private running = false;
+  /** Set by stop(): a purge in progress ends after its statement. */
+  private stopped = false;
   private brokerUp = true;
   /** The last publish failed and none has succeeded since. */
   private publishFailing = false;
-  private loop: Promise<void> | undefined;
-  private readonly stopper = new AbortController();
+  private readonly passes: Periodic[];
+  private readonly lagLoop: Periodic;
+  private readonly purgeLoop: Periodic;
+  private stopping: Promise<void> | undefined;
   private readonly log: Logger;
 
   constructor(private readonly o: RelayOptions) {
     this.id = o.id ?? `relay:${hostname()}:${process.pid}`;
     this.log = o.logger.child({relay: this.id});
-    o.broker.on('blocked', () => (this.stats.blocked = true));
-    o.broker.on('unblocked', () => (this.stats.blocked = false));
+    this.events =
+      o.events ??
+      new AxEvents({onListenerError: (e, name) => this.log.error('event listener failed', {event: name, error: errorMessage(e)})});
+    this.stats = countRelayEvents(this.events);
+    o.broker.on('blocked', () => this.events.emit('relay:blocked', {blocked: true}));
+    o.broker.on('unblocked', () => this.events.emit('relay:blocked', {blocked: false}));
     o.broker.on('disconnected', () => (this.brokerUp = false));
     o.broker.on('connected', () => {
       this.brokerUp = true;
       // A new connection is a new start: an alarm or a failed publish on the old one is over.
-      this.stats.blocked = false;
+      if (this.stats.blocked) this.events.emit('relay:blocked', {blocked: false});
       this.publishFailing = false;
+    });
+    this.passes = Array.from({length: o.concurrency ?? 2}, (_, i) => this.passLoop(i));
+    this.lagLoop = new Periodic({
+      name: 'relay lag',
+      clock: o.clock,
+      everyMs: LAG_EVERY_MS,
+      run: async () => this.events.emit('relay:lag', {lag: await this.o.outbox.outboxLag()}),
+      onError: (e) => this.log.warn('relay: reading the outbox lag failed', {error: errorMessage(e)}),
+    });
+    this.purgeLoop = new Periodic({
+      name: 'relay purge',
+      clock: o.clock,
+      everyMs: PURGE_EVERY_MS,
+      run: () => this.purge(),
+      onError: (e) => this.log.warn('relay: purging sent rows failed', {error: errorMessage(e)}),
+    });
+  }
+
+  /**
+   * One pass loop: a pass relays one batch; a full batch is followed by another at once, a short
+   * one by the interval, a failure by a jittered exponential backoff (reset by a success).
+   */
+  private passLoop(i: number): Periodic {
+    let errors = 0;
+    return new Periodic({
+      name: `relay pass ${i + 1}`,
+      clock: this.o.clock,
+      everyMs: this.o.intervalMs,
+      run: async () => {
+        if (this.stats.blocked) return this.o.intervalMs;
+        const n = await this.once();
+        errors = 0;
+        this.events.emit('relay:pass', {at: this.o.clock.now(), error: null});
+        return n < this.o.batchSize ? this.o.intervalMs : 0;
+      },
+      onError: (e) => {
+        if (this.stopped) return; // a pass cut short by stop(): its batch was handed back
+        errors++;
+        this.events.emit('relay:pass', {at: this.o.clock.now(), error: errorMessage(e)});
+        const delay = Math.min(30_000, 250 * 2 ** Math.min(errors, 7)) * (0.5 + this.o.random());
+        this.log.warn('relay pass failed; backing off', {error: errorMessage(e), retryInMs: Math.round(delay)});
+        return delay;
+      },
     });
   }
 
@@ -108,12 +150,25 @@ export class Relay {
     );
   }
 
-  /** Starts the loop. Idempotent. */
-  start(): void {
-    if (this.running) return;
+  /** Starts the loops; resolves at once (passes run in the background). Idempotent. */
+  start(): Promise<void> {
+    if (this.running || this.stopped) return Promise.resolve();
     this.running = true;
     // Each loop claims its own rows (SKIP LOCKED), so batches overlap without sharing anything.
-    this.loop = Promise.all(Array.from({length: this.o.concurrency ?? 2}, (_, i) => this.run(i === 0))).then(() => undefined);
+    for (const p of this.passes) p.start(0);
+    this.lagLoop.start(0);
+    if (this.o.retentionMs > 0) this.purgeLoop.start();
+    return Promise.resolve();
+  }
+
+  /**
+   * One pass of every loop, now: a batch (errors reported as relay:pass, not thrown), the lag and,
+   * with a retention, a purge. Tests drive the relay with this instead of waiting for periods.
+   */
+  async runOnce(): Promise<void> {
+    await this.passes[0]?.runOnce();
+    await this.lagLoop.runOnce();
+    if (this.o.retentionMs > 0) await this.purgeLoop.runOnce();
   }
 
   /** Relays one batch; returns how many rows it claimed (0: nothing to do). Throws on server errors. */
@@ -128,7 +183,6 @@ export class Relay {
         .catch(() => undefined);
       throw e;
     }
-    this.stats.batches++;
     // A batch went all the way through: whatever publish failed before is behind us, even when this
     // batch had nothing to publish (its tasks were rung meanwhile by a scheduler).
     this.publishFailing = false;
@@ -136,6 +190,7 @@ export class Relay {
   }
 
   private async relay(rows: OutboxRow[]): Promise<void> {
+    let published = 0;
     const tasks: Array<{row: OutboxRow; task: NewTask}> = [];
     const failed: Array<{id: number; error: string}> = [];
     for (const row of rows) {
@@ -190,21 +245,21 @@ export class Relay {
         throw e;
       }
       this.publishFailing = false;
-      this.stats.published += due.size;
+      published = due.size;
       // Rung is what matters; a failed mark only means a scheduler may ring once more.
-      await this.o.store
-        .doorbellsMark({rung: [...due.values()].map((d) => ({id: d.id, fence: d.fence}))})
-        .catch((e: unknown) => this.log.warn('could not mark relayed tasks published', {error: errorMessage(e)}));
+      const ids = [...due.values()].map((d) => d.id);
+      await this.o.store.doorbellsMark({rung: [...due.values()].map((d) => ({id: d.id, fence: d.fence}))}).then(
+        () => this.events.emit('doorbell:published', {by: 'relay', count: ids.length, ids}),
+        (e: unknown) => this.log.warn('could not mark relayed tasks published', {error: errorMessage(e)}),
+      );
     }
-    // Only after the confirm: the rows are sent. (Not `relayed += await …`: that reads the counter
-    // before the await, and the relay's loops run concurrently, so updates would be lost.)
-    const sent = await this.o.outbox.outboxMarkSent({ids: ok, owner: this.id});
-    this.stats.relayed += sent;
+    // Only after the confirm: the rows are sent.
+    const relayed = await this.o.outbox.outboxMarkSent({ids: ok, owner: this.id});
     if (failed.length > 0) {
-      this.stats.failedRows += failed.length;
       this.log.warn('outbox rows that can never be relayed were marked failed', {rows: failed.length, first: failed[0]});
       await this.o.outbox.outboxMarkFailed({rows: failed, owner: this.id});
     }
+    this.events.emit('relay:batch', {rows: rows.length, relayed, published, failed: failed.length});
   }
 
   /**
@@ -240,55 +295,34 @@ export class Relay {
     return {result, refused};
   }
 
-  /** One relay loop; the `housekeeper` also refreshes the lag and purges sent rows. */
-  private async run(housekeeper: boolean): Promise<void> {
-    let errors = 0;
-    let lastPurge = this.o.clock.monotonic();
-    let lastLag = Number.NEGATIVE_INFINITY;
-    const signal = this.stopper.signal;
-    while (this.running) {
-      try {
-        if (this.stats.blocked) {
-          await sleep(this.o.clock, this.o.intervalMs, signal);
-          continue;
-        }
-        const n = await this.once();
-        this.stats.lastSuccessAt = this.o.clock.now();
-        this.stats.lastError = null;
-        errors = 0;
-        const mono = this.o.clock.monotonic();
-        if (housekeeper && mono - lastLag > 10_000) {
-          this.stats.lag = await this.o.outbox.outboxLag();
-          lastLag = mono;
-        }
-        if (housekeeper && this.o.retentionMs > 0 && mono - lastPurge > 60_000) {
-          // Keep deleting while a purge comes back full, so the purge keeps up with any relay rate.
-          const limit = this.o.purgeBatch ?? PURGE_BATCH;
-          for (let purged = limit; purged === limit && this.running;) {
-            purged = await this.o.outbox.outboxPurgeSent({olderThanMs: this.o.retentionMs, limit});
-            this.stats.purged += purged;
-          }
-          lastPurge = mono;
-        }
-        if (n < this.o.batchSize) await sleep(this.o.clock, this.o.intervalMs, signal);
-      } catch (e) {
-        if (!this.running) break;
-        errors++;
-        this.stats.transientErrors++;
-        this.stats.lastError = errorMessage(e);
-        const delay = Math.min(30_000, 250 * 2 ** Math.min(errors, 7)) * (0.5 + this.o.random());
-        this.log.warn('relay pass failed; backing off', {error: errorMessage(e), retryInMs: Math.round(delay)});
-        await sleep(this.o.clock, delay, signal).catch(() => undefined);
-      }
+  /** Deletes sent rows past the retention, statement after statement while one comes back full. */
+  private async purge(): Promise<void> {
+    // Keep deleting while a purge comes back full, so the purge keeps up with any relay rate.
+    const limit = this.o.purgeBatch ?? PURGE_BATCH;
+    for (let purged = limit; purged === limit && !this.stopped;) {
+      purged = await this.o.outbox.outboxPurgeSent({olderThanMs: this.o.retentionMs, limit});
+      if (purged > 0) this.events.emit('relay:purged', {rows: purged});
     }
   }
 
-  /** Stops after the batch in progress (its rows are marked sent or handed back). Idempotent. */
-  async stop(): Promise<void> {
-    if (!this.running) return;
+  /**
+   * Stops after the batches in progress (their rows are marked sent or handed back) and the
+   * housekeeping pass in progress. `options` is accepted for the Service contract: nothing the
+   * relay does outlasts one pass. Idempotent: a second call returns the first one's promise.
+   */
+  stop(_options: StopOptions = {}): Promise<void> {
+    return (this.stopping ??= this.stopNow());
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.stop();
+  }
+
+  private async stopNow(): Promise<void> {
+    this.stopped = true;
+    const wasRunning = this.running;
     this.running = false;
-    this.stopper.abort(new Error('relay stopping'));
-    await this.loop?.catch(() => undefined);
-    this.log.info('relay stopped', {relayed: this.stats.relayed, failedRows: this.stats.failedRows});
+    await Promise.all([...this.passes, this.lagLoop, this.purgeLoop].map((l) => l.stop()));
+    if (wasRunning) this.log.info('relay stopped', {relayed: this.stats.relayed, failedRows: this.stats.failedRows});
   }
 }

@@ -7,6 +7,7 @@ import type {NewTask, TaskSpec} from '../task/model.js';
 import {type TaskDefaults, validateTaskSpec} from '../task/validate.js';
 import {type Clock, type Random, type TimerHandle, sleep} from '../time.js';
 import {MicroBatcher} from '../batcher.js';
+import {AxEvents} from '../events.js';
 
 export interface ProducerOptions {
   store: Pick<HotPathStore, 'tasksInsert' | 'doorbellsMark'>;
@@ -31,6 +32,8 @@ export interface ProducerOptions {
    * until the database is back. One-shot callers (the CLI) set it.
    */
   giveUpAfterMs?: number;
+  /** Where to emit task:submitted and doorbell:published (by 'producer'); default: its own emitter. */
+  events?: AxEvents;
 }
 
 /** What one flush() covered. */
@@ -59,9 +62,11 @@ interface Batch {
  * oldest one, as one transaction (tasks + history), then the due ones are published with confirms
  * and marked published. A write that fails because MySQL is unavailable is retried with backoff
  * and keeps its tasks buffered, so a full buffer makes submit() wait: nothing is dropped.
- * `flush()` resolves when everything submitted before it is durable.
+ * `flush()` resolves when everything submitted before it is durable. Each written batch emits
+ * task:submitted per task type (new tasks only) and doorbell:published once its doorbells confirm.
  */
 export class Producer {
+  readonly events: AxEvents;
   private readonly buffer: Queued[] = [];
   private readonly active: Batch[] = [];
   private seq = 0;
@@ -81,6 +86,7 @@ export class Producer {
   private readonly marks: MicroBatcher<RungRef>;
 
   constructor(private readonly o: ProducerOptions) {
+    this.events = o.events ?? new AxEvents();
     this.newId = createIdGenerator(() => o.clock.now());
     this.marks = new MicroBatcher<RungRef>({maxSize: 5000, maxWaitMs: 10, concurrency: 1, clock: o.clock, run: (rung) => this.mark(rung)});
   }
@@ -224,6 +230,11 @@ export class Producer {
     this.report.existing += result.existing.length;
     this.report.conflicts.push(...result.conflicts);
     const inserted = new Set(result.inserted);
+    if (inserted.size > 0 && this.events.has('task:submitted')) {
+      const perType = new Map<string, number>();
+      for (const t of tasks) if (inserted.has(t.id)) perType.set(t.type, (perType.get(t.type) ?? 0) + 1);
+      for (const [type, count] of perType) this.events.emit('task:submitted', {type, count});
+    }
     const nowMs = this.o.clock.now();
     const due = tasks.filter((t) => inserted.has(t.id) && (t.runAtMs === null ? t.submittedAtMs + t.delayMs <= nowMs : t.runAtMs <= nowMs));
     if (due.length === 0) return;
@@ -231,6 +242,8 @@ export class Producer {
       await this.o.broker.publish(due.map((t) => ({id: t.id, type: t.type, pool: t.pool})));
       // A new row's fence is 0 until its first claim.
       for (const t of due) this.marks.push({id: t.id, fence: 0});
+      if (this.events.has('doorbell:published'))
+        this.events.emit('doorbell:published', {by: 'producer', count: due.length, ids: due.map((t) => t.id)});
     } catch (e) {
       // The tasks are durable; the reconciler rings for unpublished due tasks.
       this.report.unpublished += due.length;

@@ -4,6 +4,7 @@ import type {Broker} from '../broker/types.js';
 import {type BackoffOptions, nextAfterFailure, retryDelayMs} from '../retry/backoff.js';
 import type {HeldForDispatch, HotPathStore, Outcome, RescueStore} from '../store/types.js';
 import {type Clock, type Random, sleep} from '../time.js';
+import type {AxEvents} from '../events.js';
 
 /** What the rescuer and the reconciler need of the task database. */
 export type ReconcileStore = RescueStore & Pick<HotPathStore, 'outcomesApply' | 'doorbellsMark'>;
@@ -31,6 +32,8 @@ export interface ReconcileOptions {
    * Neither runs in a dry run.
    */
   cron?: {repair(): Promise<string[]>; beforeRing(due: HeldForDispatch[]): Promise<HeldForDispatch[]>};
+  /** Where to emit lease:expired, doorbell:published (by 'reconciler') and reconcile:done. */
+  events?: AxEvents;
 }
 
 export interface ReconcileReport {
@@ -47,7 +50,7 @@ export interface ReconcileReport {
 const CHUNK = 500;
 const SAMPLE = 20;
 
-export type RescueOptions = Pick<ReconcileOptions, 'store' | 'random' | 'backoff' | 'limit' | 'actor'> & {dryRun?: boolean};
+export type RescueOptions = Pick<ReconcileOptions, 'store' | 'random' | 'backoff' | 'limit' | 'actor' | 'events'> & {dryRun?: boolean};
 
 /**
  * The rescuer: running tasks whose lease expired (their worker died or hung) become failed with
@@ -70,7 +73,13 @@ export async function rescueExpired(o: RescueOptions): Promise<ReconcileReport['
     });
     const res = await o.store.outcomesApply({outcomes, actor: o.actor});
     const applied = new Set(res.applied);
-    for (const o2 of outcomes) if (applied.has(o2.id)) out[o2.kind === 'rescueDeadLetter' ? 'dead' : 'failed']++;
+    for (const [j, o2] of outcomes.entries()) {
+      if (!applied.has(o2.id)) continue;
+      const to = o2.kind === 'rescueDeadLetter' ? 'dead' : 'failed';
+      out[to]++;
+      const e = expired[i + j]!;
+      o.events?.emit('lease:expired', {id: e.id, attempt: e.attempt, to, worker: e.worker});
+    }
     out.stale += res.stale.length;
   }
   return out;
@@ -110,7 +119,9 @@ export async function reconcile(o: ReconcileOptions): Promise<ReconcileReport> {
       try {
         await o.broker.publish(chunk);
         await o.store.doorbellsMark({rung: chunk.map((d) => ({id: d.id, fence: d.fence}))});
+        const ids = chunk.map((d) => d.id);
         report.undispatched.republished += chunk.length;
+        o.events?.emit('doorbell:published', {by: 'reconciler', count: ids.length, ids});
       } catch (e) {
         o.logger.warn('reconcile: re-publish failed', {tasks: chunk.length, error: errorMessage(e)});
         throw e;
@@ -132,5 +143,6 @@ export async function reconcile(o: ReconcileOptions): Promise<ReconcileReport> {
     cronRepaired: report.cron.repaired.length,
     cronSkipped: report.cron.skipped,
   });
+  o.events?.emit('reconcile:done', report);
   return report;
 }

@@ -3,10 +3,13 @@ import {errorMessage} from '../errors.js';
 import type {Logger} from '../log.js';
 import type {Broker} from '../broker/types.js';
 import type {BackoffOptions} from '../retry/backoff.js';
-import {reconcile, rescueExpired, type ReconcileOptions, type ReconcileReport} from '../reconcile/reconcile.js';
+import {reconcile, rescueExpired, type ReconcileOptions} from '../reconcile/reconcile.js';
 import type {DispatchHoldStore, HeldForDispatch, HotPathStore, RescueStore} from '../store/types.js';
 import {TimingWheel} from '../timing/wheel.js';
 import {type Clock, type Random, type TimerHandle} from '../time.js';
+import {AxEvents} from '../events.js';
+import {Periodic, type Service, type StopOptions} from '../lifecycle.js';
+import {countSchedulerEvents, type SchedulerCounters} from './counters.js';
 import {DbClock} from './db-clock.js';
 
 /** What the scheduler needs of the task database. */
@@ -41,19 +44,14 @@ export interface SchedulerOptions {
   beforeFire?: (due: HeldForDispatch[]) => Promise<HeldForDispatch[]>;
   /** The cron part of every reconcile pass (see ReconcileOptions.cron). */
   reconcileCron?: ReconcileOptions['cron'];
+  /** Where the scheduler (and its rescuer and reconciler) emit events (default: its own emitter). */
+  events?: AxEvents;
 }
 
-export interface SchedulerSummary {
+export interface SchedulerSummary extends SchedulerCounters {
   id: string;
   held: number;
   nextDueInMs: number | null;
-  published: number;
-  publishFailures: number;
-  loads: number;
-  rescued: number;
-  lastReconcile: ReconcileReport | null;
-  /** When the last load from MySQL succeeded (epoch ms), or null before the first. */
-  lastLoadAt: number | null;
   clockUncertaintyMs: number;
 }
 
@@ -65,14 +63,19 @@ const CHUNK = 500;
  * each when that clock has certainly reached its run_at — never before. A crash loses nothing: the
  * holds expire and another scheduler (or this one, restarted) rebuilds its wheel from MySQL. It
  * also runs the rescuer (expired worker leases) and the reconciler on their own periods.
+ *
+ * It emits scheduler:loaded, doorbell:published (by 'scheduler'), scheduler:publish-failed,
+ * lease:expired and reconcile:done on `events`; `summary()` is computed by a subscriber of them.
  */
-export class Scheduler {
+export class Scheduler implements Service {
   readonly id: string;
+  readonly events: AxEvents;
   private readonly wheel: TimingWheel<HeldForDispatch>;
   /** Ids in the wheel (the wheel itself is a cache keyed by id; this is what the last load held). */
   private inWheel = new Set<string>();
   private readonly dbClock: DbClock;
-  private readonly timers = new Map<string, TimerHandle>();
+  private fireTimer: TimerHandle | undefined;
+  private readonly loops: Periodic[];
   private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
   /**
    * Ids being published, and ids published while a load was reading: a load that read a row before
@@ -84,27 +87,27 @@ export class Scheduler {
   private firing = false;
   private readonly inflight = new Set<Promise<unknown>>();
   private readonly log: Logger;
-  private readonly s: Omit<SchedulerSummary, 'id' | 'held' | 'nextDueInMs' | 'clockUncertaintyMs'> = {
-    published: 0,
-    publishFailures: 0,
-    loads: 0,
-    rescued: 0,
-    lastReconcile: null,
-    lastLoadAt: null,
-  };
-  private readonly listeners = new Set<(ids: string[]) => void>();
+  private readonly s: SchedulerCounters;
+  private readonly loader: Periodic;
+  private readonly rescuer: Periodic;
+  private readonly reconciler: Periodic;
+  private stopping: Promise<void> | undefined;
 
   constructor(private readonly o: SchedulerOptions) {
     this.id = o.id ?? `scheduler:${hostname()}:${process.pid}`;
     this.log = o.logger.child({scheduler: this.id});
+    this.events =
+      o.events ??
+      new AxEvents({onListenerError: (e, name) => this.log.error('event listener failed', {event: name, error: errorMessage(e)})});
+    this.s = countSchedulerEvents(this.events);
     this.dbClock = new DbClock(o.clock, () => o.store.clockNow());
     this.wheel = new TimingWheel<HeldForDispatch>({slots: 1024, tickMs: o.tickMs, startMs: 0});
-  }
-
-  /** Calls `fn` with the ids of every batch this scheduler published (tests, metrics). */
-  onPublished(fn: (ids: string[]) => void): () => void {
-    this.listeners.add(fn);
-    return () => this.listeners.delete(fn);
+    const loop = (name: string, everyMs: number, run: () => Promise<void>): Periodic =>
+      new Periodic({name, clock: o.clock, everyMs, run, onError: (e) => this.log.warn(`${name} failed`, {error: errorMessage(e)})});
+    this.loader = loop('scheduler load', o.loadEveryMs, () => this.load());
+    this.rescuer = loop('rescue', o.rescueEveryMs, () => this.rescue());
+    this.reconciler = loop('reconcile', o.reconcileEveryMs, () => this.runReconcile());
+    this.loops = [this.loader, this.rescuer, this.reconciler];
   }
 
   summary(): SchedulerSummary {
@@ -135,28 +138,23 @@ export class Scheduler {
     if (this.state !== 'new') return;
     this.wheel.advance(this.dbClock.safeNow());
     this.state = 'running';
-    // Tracked like the loops' work, so that a stop() during it waits for its holds to release them.
-    const first = this.load();
-    this.track(first);
-    await first;
+    // Through the loader (so a stop() during it waits for it, as for any pass) and releases what it
+    // took; the loops then never start.
+    await this.loader.runOnce();
     if (this.state !== 'running') return;
-    this.every('load', this.o.loadEveryMs, () => this.load());
-    this.every('rescue', this.o.rescueEveryMs, () => this.rescue());
-    this.every('reconcile', this.o.reconcileEveryMs, () => this.runReconcile());
+    for (const l of this.loops) l.start();
     this.log.info('scheduler started', {horizonMs: this.o.horizonMs, tickMs: this.o.tickMs, held: this.wheel.size});
   }
 
-  private every(name: string, ms: number, fn: () => Promise<void>): void {
-    const tick = (): void => {
-      this.timers.set(
-        name,
-        this.o.clock.setTimeout(() => {
-          this.timers.delete(name);
-          this.track(fn().finally(() => this.state === 'running' && tick()));
-        }, ms),
-      );
-    };
-    tick();
+  /**
+   * One pass of every loop, now: a load (which arms the firing), the firing of what is due, a
+   * rescue and a reconcile. Tests drive the scheduler with this instead of waiting for periods.
+   */
+  async runOnce(): Promise<void> {
+    await this.loader.runOnce();
+    await this.fire();
+    await this.rescuer.runOnce();
+    await this.reconciler.runOnce();
   }
 
   private track(p: Promise<unknown>): void {
@@ -196,8 +194,7 @@ export class Scheduler {
       // Tasks we no longer hold (claimed, cancelled, rung by someone else) leave the wheel.
       for (const id of [...this.inWheel]) if (!keep.has(id)) this.wheel.cancel(id);
       this.inWheel = keep;
-      this.s.loads++;
-      this.s.lastLoadAt = this.o.clock.now();
+      this.events.emit('scheduler:loaded', {held: this.wheel.size, at: this.o.clock.now()});
       this.arm();
     } catch (e) {
       this.log.warn('scheduler load failed', {error: errorMessage(e)});
@@ -206,19 +203,15 @@ export class Scheduler {
 
   /** Sets one timer for the earliest due entry: exact firing, not rounded up to the next tick. */
   private arm(): void {
-    const old = this.timers.get('fire');
-    if (old) this.o.clock.clearTimeout(old);
-    this.timers.delete('fire');
+    if (this.fireTimer) this.o.clock.clearTimeout(this.fireTimer);
+    this.fireTimer = undefined;
     if (this.state !== 'running') return;
     const next = this.wheel.nextDueMs();
     if (next === undefined) return;
-    this.timers.set(
-      'fire',
-      this.o.clock.setTimeout(() => {
-        this.timers.delete('fire');
-        this.track(this.fire());
-      }, this.dbClock.delayUntil(next)),
-    );
+    this.fireTimer = this.o.clock.setTimeout(() => {
+      this.fireTimer = undefined;
+      this.track(this.fire());
+    }, this.dbClock.delayUntil(next));
   }
 
   private async fire(): Promise<void> {
@@ -245,13 +238,13 @@ export class Scheduler {
         const chunk = due.slice(i, i + CHUNK);
         try {
           await this.o.broker.publish(chunk);
+          const ids = chunk.map((t) => t.id);
           await this.o.store.doorbellsMark({rung: chunk.map((t) => ({id: t.id, fence: t.fence}))});
-          if (this.loading) for (const t of chunk) this.publishedDuringLoad.add(t.id);
-          this.s.published += chunk.length;
-          for (const l of this.listeners) l(chunk.map((t) => t.id));
+          if (this.loading) for (const id of ids) this.publishedDuringLoad.add(id);
+          this.events.emit('doorbell:published', {by: 'scheduler', count: ids.length, ids});
         } catch (e) {
           // Still held: try again shortly (the hold outlives this by holdMs).
-          this.s.publishFailures += chunk.length;
+          this.events.emit('scheduler:publish-failed', {count: chunk.length, error: errorMessage(e)});
           this.log.warn('publishing due tasks failed; retrying in 1s', {tasks: chunk.length, error: errorMessage(e)});
           const retryAt = this.dbClock.now() + 1000;
           for (const t of chunk) {
@@ -269,8 +262,7 @@ export class Scheduler {
 
   private async rescue(): Promise<void> {
     try {
-      const r = await rescueExpired({...this.o, actor: this.id, limit: this.o.reconcile.limit});
-      this.s.rescued += r.failed + r.dead;
+      await rescueExpired({...this.o, events: this.events, actor: this.id, limit: this.o.reconcile.limit});
     } catch (e) {
       this.log.warn('rescue failed', {error: errorMessage(e)});
     }
@@ -279,24 +271,35 @@ export class Scheduler {
   private async runReconcile(): Promise<void> {
     try {
       const cron = this.o.reconcileCron ? {cron: this.o.reconcileCron} : {};
-      this.s.lastReconcile = await reconcile({...this.o, ...this.o.reconcile, dryRun: false, actor: this.id, ...cron});
+      await reconcile({...this.o, ...this.o.reconcile, events: this.events, dryRun: false, actor: this.id, ...cron});
     } catch (e) {
       this.log.warn('reconcile failed', {error: errorMessage(e)});
     }
   }
 
   /**
-   * Stops the loops, waits for a publish in progress, and lets go of its holds so another
-   * scheduler takes them at once. Idempotent.
+   * Stops the loops (waiting for their running passes), waits for a publish in progress, and lets
+   * go of its holds so another scheduler takes them at once. `options` is accepted for the Service
+   * contract: nothing a scheduler does outlasts one pass, so there is no grace period to cut.
+   * Idempotent: a second call returns the first one's promise.
    */
-  async stop(): Promise<void> {
+  stop(_options: StopOptions = {}): Promise<void> {
+    return (this.stopping ??= this.stopNow());
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.stop();
+  }
+
+  private async stopNow(): Promise<void> {
     if (this.state !== 'running') {
       this.state = 'stopped';
       return;
     }
     this.state = 'stopping';
-    for (const t of this.timers.values()) this.o.clock.clearTimeout(t);
-    this.timers.clear();
+    if (this.fireTimer) this.o.clock.clearTimeout(this.fireTimer);
+    this.fireTimer = undefined;
+    await Promise.all(this.loops.map((l) => l.stop()));
     while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
     await this.o.store
       .holdsRelease({owner: this.id})

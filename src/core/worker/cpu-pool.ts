@@ -207,8 +207,7 @@ export async function createCpuPool(opts: CpuPoolOptions): Promise<ExecutionPool
           logger.warn('cpu pool: shutdown grace period expired', {graceMs, running, queued: queue.length});
           const notStarted = queue.map((j) => j.job.taskId);
           for (const j of [...queue]) finish(j, {kind: 'aborted', message: NOT_STARTED});
-          for (const t of threads)
-            if (t.job) kill(t.job, {kind: 'aborted', message: `aborted: shutdown grace period of ${graceMs}ms expired`});
+          for (const t of threads) if (t.job) kill(t.job, {kind: 'aborted', message: `shutdown grace period of ${graceMs}ms expired`});
           resolve(notStarted);
         }, graceMs);
         onIdle = () => {

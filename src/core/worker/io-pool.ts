@@ -148,7 +148,7 @@ export function createIoPool(opts: IoPoolOptions): ExecutionPool {
         notStarted.push(e.job.taskId);
         finish(e, {kind: 'aborted', message: NOT_STARTED});
       } else {
-        const message = `aborted: shutdown grace period of ${graceMs}ms expired`;
+        const message = `shutdown grace period of ${graceMs}ms expired`;
         abortEntry(e, abortReason(message, 'AbortError'), clock.monotonic());
         finish(e, {kind: 'aborted', message});
       }

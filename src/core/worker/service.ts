@@ -8,6 +8,7 @@ import type {Logger} from '../log.js';
 import type {WorkerStore} from './worker.js';
 import {POOLS, type PoolName} from '../task/model.js';
 import type {Clock, Random, TimerHandle} from '../time.js';
+import type {AxEvents} from '../events.js';
 import {type HandlerMap, loadHandlers} from './handlers.js';
 import {createCpuPool} from './cpu-pool.js';
 import {createIoPool} from './io-pool.js';
@@ -26,6 +27,8 @@ export interface WorkerServiceOptions {
   /** Pools to run (default: both). */
   pools?: PoolName[];
   workerId?: string;
+  /** Where the worker emits its events (default: its own emitter, `worker.events`). */
+  events?: AxEvents;
 }
 
 /** Resolves a handlers module given on the command line to a file URL. */
@@ -46,11 +49,12 @@ export async function createWorkerService(o: WorkerServiceOptions): Promise<Work
 }
 
 /** A started worker together with its handlers module's lifecycle. */
-export interface RunningWorker {
+export interface RunningWorker extends AsyncDisposable {
   worker: Worker;
   /**
    * Drains the worker (Worker.stop with `graceMs`), then awaits the module's onStop. Resolves
-   * `{onStopFailed: true}` when onStop threw or outlasted `graceMs` (logged at error). Idempotent.
+   * `{onStopFailed: true}` when onStop threw or outlasted `graceMs` (logged at error). Idempotent;
+   * `await using` disposal is this with AX_SHUTDOWN_GRACE.
    */
   stop(graceMs: number): Promise<{onStopFailed: boolean}>;
 }
@@ -97,13 +101,15 @@ export async function startWorkerService(o: WorkerServiceOptions): Promise<Runni
     throw e;
   }
   let stopping: Promise<{onStopFailed: boolean}> | undefined;
+  const stop = (graceMs: number): Promise<{onStopFailed: boolean}> =>
+    (stopping ??= (async () => {
+      await worker.stop({graceMs});
+      return runStop(Math.max(graceMs, 1000));
+    })());
   return {
     worker,
-    stop: (graceMs) =>
-      (stopping ??= (async () => {
-        await worker.stop(graceMs);
-        return runStop(Math.max(graceMs, 1000));
-      })()),
+    stop,
+    [Symbol.asyncDispose]: async () => void (await stop(o.config.shutdownGraceMs)),
   };
 }
 
@@ -134,6 +140,8 @@ async function buildWorker(o: WorkerServiceOptions, handlers: HandlerMap, url: s
     handlers,
     pools,
     ...(o.workerId === undefined ? {} : {workerId: o.workerId}),
+    ...(o.events === undefined ? {} : {events: o.events}),
+    shutdownGraceMs: cfg.shutdownGraceMs,
     leaseMs: cfg.leaseMs,
     tasksPerMessage: cfg.doorbellBatch,
     defaultTimeoutMs: cfg.taskTimeoutMs,

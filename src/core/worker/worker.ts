@@ -5,8 +5,11 @@ import {type Broker, type Delivery, type Subscription, type TaskMessage, decodeM
 import type {BackoffOptions} from '../retry/backoff.js';
 import type {ClaimedTask, HotPathStore, Outcome, WorkerRegistryStore} from '../store/types.js';
 import type {JsonObject, PoolName} from '../task/model.js';
-import {type Clock, type Random, type TimerHandle, sleep} from '../time.js';
+import {type Clock, type Random, sleep} from '../time.js';
 import {MicroBatcher} from '../batcher.js';
+import {AxEvents} from '../events.js';
+import {graceDeadline, Periodic, type Service, type StopOptions} from '../lifecycle.js';
+import {countWorkerEvents, logTaskFailures, type WorkerStats} from './subscribers.js';
 import type {HandlerMap} from './handlers.js';
 import {decideOutcome, type Held, type NotStarted} from './outcome.js';
 import {type ExecutionPool, type JobResult, NOT_STARTED} from './pool.js';
@@ -41,23 +44,27 @@ export interface WorkerOptions {
    * counts messages, is the pool's room (size + capacity) divided by it.
    */
   tasksPerMessage?: number;
+  /** The grace period of a stop() without one, and of `await using` disposal (default 30 s). */
+  shutdownGraceMs?: number;
+  /** Where the worker emits its events (default: an emitter of its own, see `events`). */
+  events?: AxEvents;
 }
 
-/** Counters of one worker process, for logs, tests and metrics. */
-export interface WorkerStats {
-  claimed: number;
-  succeeded: number;
-  failed: number;
-  dead: number;
-  released: number;
-  staleOutcomes: number;
-  /** Doorbells for tasks already running, finished or not due: acked and dropped. */
-  staleDeliveries: number;
-  /** Extra doorbells for a task claimed in the same batch by another one: acked with the claim. */
-  duplicateDeliveries: number;
-  poisoned: number;
-  leasesLost: number;
+export type {WorkerStats} from './subscribers.js';
+
+/** A claimed task the worker holds until its outcome is written. */
+interface HeldTask extends Held {
+  /** The pool that runs it, and the pool queue it came from. */
+  pool: PoolName;
+  queue: PoolName;
+  type: string;
+  /** Monotonic ms: handed to the pool, and the attempt's end. */
+  startedAt: number;
+  endedAt: number;
 }
+
+/** The stack of a failed attempt, as an optional event field. */
+const stackOf = (o: Outcome): {stack?: string} => ('stack' in o && typeof o.stack === 'string' ? {stack: o.stack} : {});
 
 interface Pending {
   id: string;
@@ -71,36 +78,50 @@ interface Pending {
  * and writes outcomes in batches guarded by the fence. Messages it cannot use are poisoned, never
  * requeued. `stop()` stops consuming, lets in-flight work finish within the grace period and hands
  * the rest back to storage without using an attempt.
+ *
+ * Everything it does is emitted on `events` (task:claimed, task:succeeded/failed/dead/released with
+ * type, attempt, duration and error; doorbell:stale/duplicate/poisoned; lease:lost); `stats` and
+ * the failure log lines (warn per failure, error per dead-letter) are subscribers of that stream.
  */
-export class Worker {
+export class Worker implements Service {
   readonly id: string;
-  readonly stats: WorkerStats = {
-    claimed: 0,
-    succeeded: 0,
-    failed: 0,
-    dead: 0,
-    released: 0,
-    staleOutcomes: 0,
-    staleDeliveries: 0,
-    duplicateDeliveries: 0,
-    poisoned: 0,
-    leasesLost: 0,
-  };
-  /** Claimed tasks not yet written back: `pool` runs it here, `queue` is the pool queue it came from. */
-  private readonly held = new Map<string, Held & {pool: PoolName; type: string; queue: PoolName}>();
+  readonly events: AxEvents;
+  /** Counters of this worker's events (a subscriber of `events`). */
+  readonly stats: WorkerStats;
+  /** Claimed tasks not yet written back. */
+  private readonly held = new Map<string, HeldTask>();
   private readonly subs: Subscription[] = [];
   private readonly claims: MicroBatcher<Pending>;
   private readonly outcomes: MicroBatcher<Outcome>;
   private readonly log: Logger;
-  private renewTimer: TimerHandle | undefined;
-  private beatTimer: TimerHandle | undefined;
+  private readonly renewer: Periodic;
+  private readonly beat: Periodic;
   private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
+  private stopping: Promise<void> | undefined;
   private readonly settled = new Set<Promise<unknown>>();
-  private readonly listeners = new Set<(o: Outcome) => void>();
 
   constructor(private readonly o: WorkerOptions) {
     this.id = o.workerId ?? `${hostname()}:${process.pid}`;
     this.log = o.logger.child({worker: this.id});
+    this.events =
+      o.events ??
+      new AxEvents({onListenerError: (e, name) => this.log.error('event listener failed', {event: name, error: errorMessage(e)})});
+    this.stats = countWorkerEvents(this.events);
+    logTaskFailures(this.events, this.log);
+    this.renewer = new Periodic({
+      name: 'lease renewal',
+      clock: o.clock,
+      everyMs: Math.max(50, Math.floor(o.leaseMs / 3)),
+      run: () => this.renew(),
+      onError: (e) => this.log.warn('lease renewal failed', {error: errorMessage(e)}),
+    });
+    this.beat = new Periodic({
+      name: 'heartbeat',
+      clock: o.clock,
+      everyMs: o.heartbeatMs ?? 5000,
+      run: () => this.o.store.workersUpsert({info: this.info(), inFlight: this.held.size}),
+      onError: (e) => this.log.warn('heartbeat failed', {error: errorMessage(e)}),
+    });
     const size = o.batchSize ?? 500;
     this.claims = new MicroBatcher<Pending>({
       maxSize: size,
@@ -123,10 +144,14 @@ export class Worker {
     return this.held.size;
   }
 
-  /** Calls `fn` with every outcome once it is durable (tests, metrics). */
-  onOutcome(fn: (o: Outcome) => void): () => void {
-    this.listeners.add(fn);
-    return () => this.listeners.delete(fn);
+  /** Running: consuming its queues. */
+  ready(): boolean {
+    return this.state === 'running';
+  }
+
+  /** One lease renewal and one heartbeat, now (tests drive the loops with this). */
+  async runOnce(): Promise<void> {
+    await Promise.all([this.renewer.runOnce(), this.beat.runOnce()]);
   }
 
   /** Registers the worker, subscribes to each pool's queue and starts lease renewal. Idempotent. */
@@ -141,8 +166,8 @@ export class Worker {
       const prefetch = Math.min(65_535, Math.max(Math.ceil(room / (this.o.tasksPerMessage ?? 1)), Math.min(room, 32)));
       this.subs.push(await this.o.broker.consume(name, prefetch, (d) => this.onDelivery(d)));
     }
-    this.scheduleRenew();
-    this.scheduleBeat();
+    this.renewer.start();
+    this.beat.start();
     this.log.info('worker started', {pools: this.info().pools, leaseMs: this.o.leaseMs});
   }
 
@@ -170,7 +195,7 @@ export class Worker {
    * Dropping it loses no task — it names none that exists, or is not a doorbell at all.
    */
   private async poison(d: Delivery, reason: string): Promise<void> {
-    this.stats.poisoned++;
+    this.events.emit('doorbell:poisoned', {reason, bytes: d.body.length});
     this.log.warn('poison message', {reason, bytes: d.body.length});
     try {
       await this.o.broker.poison(d, reason);
@@ -203,7 +228,7 @@ export class Worker {
       for (const p of byId.get(s.id) ?? []) {
         if (s.state === null) this.track(this.poison(p.d, `unknown task id ${s.id}`));
         else {
-          this.stats.staleDeliveries++;
+          this.events.emit('doorbell:stale', {id: s.id, type: p.type});
           p.d.ack(); // already running/finished, or not due yet: the row decides, the bell is dropped
         }
       }
@@ -212,9 +237,9 @@ export class Worker {
     const order = new Map([...byId.keys()].map((id, i) => [id, i]));
     const claimed = [...result.claimed].sort((a, b) => (order.get(a.id) ?? 0) - (order.get(b.id) ?? 0));
     for (const t of claimed) {
-      this.stats.claimed++;
+      this.events.emit('task:claimed', {id: t.id, type: t.type, attempt: t.attempt, pool: t.pool});
       const parts = byId.get(t.id) ?? [];
-      this.stats.duplicateDeliveries += Math.max(0, parts.length - 1);
+      if (parts.length > 1) this.events.emit('doorbell:duplicate', {id: t.id, type: t.type, extra: parts.length - 1});
       for (const p of parts) p.d.ack();
       this.dispatch(t);
     }
@@ -222,7 +247,8 @@ export class Worker {
 
   private dispatch(t: ClaimedTask): void {
     const h = this.o.handlers.byType.get(t.type);
-    const heldTask = {
+    const startedAt = this.o.clock.monotonic();
+    const heldTask: HeldTask = {
       id: t.id,
       fence: t.fence,
       attempt: t.attempt,
@@ -230,6 +256,8 @@ export class Worker {
       pool: h?.pool ?? t.pool,
       type: t.type,
       queue: t.pool,
+      startedAt,
+      endedAt: startedAt,
     };
     this.held.set(t.id, heldTask);
     if (!h) {
@@ -273,7 +301,8 @@ export class Worker {
     );
   }
 
-  private finish(t: Held, r: JobResult | NotStarted): void {
+  private finish(t: HeldTask, r: JobResult | NotStarted): void {
+    t.endedAt = this.o.clock.monotonic();
     this.outcomes.push(decideOutcome(t, r, this.o.backoff, this.o.random));
   }
 
@@ -282,17 +311,14 @@ export class Worker {
       try {
         const res = await this.o.store.outcomesApply({outcomes: batch, actor: this.id});
         const applied = new Set(res.applied);
-        this.stats.staleOutcomes += res.stale.length;
+        if (res.stale.length > 0) this.events.emit('outcome:stale', {count: res.stale.length});
         const released: Array<TaskMessage & {fence: number}> = [];
         for (const o of batch) {
           const held = this.held.get(o.id);
           this.held.delete(o.id);
           if (!applied.has(o.id)) continue;
-          if (o.kind === 'release') {
-            this.stats.released++;
-            if (held) released.push({id: o.id, type: held.type, pool: o.pool ?? held.queue, fence: o.fence});
-          } else this.stats[o.kind === 'complete' ? 'succeeded' : o.kind === 'fail' ? 'failed' : 'dead']++;
-          for (const l of this.listeners) l(o);
+          if (o.kind === 'release' && held) released.push({id: o.id, type: held.type, pool: o.pool ?? held.queue, fence: o.fence});
+          this.emitOutcome(o, held);
         }
         if (released.length > 0) await this.ringAgain(released);
         return;
@@ -306,28 +332,40 @@ export class Worker {
     }
   }
 
+  /** One durable outcome as its event (the error fields are those the outcome carries). */
+  private emitOutcome(o: Outcome, held: HeldTask | undefined): void {
+    const base = {
+      id: o.id,
+      type: held?.type ?? 'unknown',
+      attempt: held?.attempt ?? 0,
+      fence: o.fence,
+      durationMs: held ? held.endedAt - held.startedAt : 0,
+    };
+    switch (o.kind) {
+      case 'complete':
+        return this.events.emit('task:succeeded', base);
+      case 'release':
+        return this.events.emit('task:released', {...base, reason: o.reason});
+      case 'fail':
+      case 'rescue':
+        return this.events.emit('task:failed', {...base, error: o.error, ...stackOf(o), retryDelayMs: o.retryDelayMs});
+      case 'deadLetter':
+      case 'rescueDeadLetter':
+        return this.events.emit('task:dead', {...base, error: o.error, ...stackOf(o)});
+    }
+  }
+
   /** Released tasks are due at once: ring for them so another worker takes them. */
   private async ringAgain(refs: Array<TaskMessage & {fence: number}>): Promise<void> {
     try {
       await this.o.broker.publish(refs.map((r) => ({id: r.id, type: r.type, pool: r.pool})));
       // A release keeps the claim's fence: the mark lands only if nobody claimed the task since.
       await this.o.store.doorbellsMark({rung: refs.map((r) => ({id: r.id, fence: r.fence}))});
+      const ids = refs.map((r) => r.id);
+      this.events.emit('doorbell:published', {by: 'worker', count: ids.length, ids});
     } catch (e) {
       this.log.warn('could not ring for released tasks; the scheduler or reconciler will', {tasks: refs.length, error: errorMessage(e)});
     }
-  }
-
-  private scheduleRenew(): void {
-    this.renewTimer = this.o.clock.setTimeout(
-      () => {
-        this.track(
-          this.renew().finally(() => {
-            if (this.state === 'running' || this.state === 'stopping') this.scheduleRenew();
-          }),
-        );
-      },
-      Math.max(50, Math.floor(this.o.leaseMs / 3)),
-    );
   }
 
   private async renew(): Promise<void> {
@@ -340,26 +378,14 @@ export class Worker {
       for (const h of held) {
         if (renewed.has(h.id) || !this.held.has(h.id)) continue;
         // Another process took the task over (our lease had expired): stop working on it.
-        this.stats.leasesLost++;
-        const pool = this.o.pools[this.held.get(h.id)?.pool ?? 'io'];
+        const lost = this.held.get(h.id);
+        this.events.emit('lease:lost', {id: h.id, type: lost?.type ?? 'unknown'});
+        const pool = this.o.pools[lost?.pool ?? 'io'];
         pool?.abort(h.id, 'lease lost');
       }
     } catch (e) {
       this.log.warn('lease renewal failed', {tasks: held.length, error: errorMessage(e)});
     }
-  }
-
-  private scheduleBeat(): void {
-    this.beatTimer = this.o.clock.setTimeout(() => {
-      this.track(
-        this.o.store
-          .workersUpsert({info: this.info(), inFlight: this.held.size})
-          .catch((e: unknown) => this.log.warn('heartbeat failed', {error: errorMessage(e)}))
-          .finally(() => {
-            if (this.state === 'running') this.scheduleBeat();
-          }),
-      );
-    }, this.o.heartbeatMs ?? 5000);
   }
 
   private track(p: Promise<unknown>): void {
@@ -369,21 +395,40 @@ export class Worker {
 
   /**
    * Graceful stop: stop consuming (unclaimed deliveries return to the queue), let claimed work
-   * finish for up to `graceMs`, hand back what never started (no attempt used), fail what was
-   * aborted, write every outcome and mark the worker stopped. Idempotent.
+   * finish for up to `graceMs` (default: the worker's shutdownGraceMs) or until `signal` aborts,
+   * hand back what never started (no attempt used), fail what was aborted, write every outcome and
+   * mark the worker stopped. Idempotent: a second call returns the first one's promise.
    */
-  async stop(graceMs: number): Promise<void> {
-    if (this.state === 'stopped' || this.state === 'stopping') return;
+  stop(options: StopOptions = {}): Promise<void> {
+    return (this.stopping ??= this.stopNow(options));
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.stop();
+  }
+
+  private async stopNow(options: StopOptions): Promise<void> {
     const wasRunning = this.state === 'running';
     this.state = 'stopping';
+    await this.beat.stop();
     await Promise.all(this.subs.map((s) => s.cancel()));
     this.claims.takeWaiting();
     await this.claims.flush();
-    await Promise.all(Object.values(this.o.pools).map((p) => (p as ExecutionPool).drain(graceMs)));
+    const graceMs = options.graceMs ?? this.o.shutdownGraceMs ?? 30_000;
+    const drained = Promise.all(Object.values(this.o.pools).map((p) => (p as ExecutionPool).drain(graceMs)));
+    if (options.signal) {
+      // The signal ends the grace period early: what still runs is aborted (an attempt used), as
+      // when the grace period expires.
+      const cut = graceDeadline(this.o.clock, {signal: options.signal, graceMs}, graceMs);
+      await Promise.race([drained, cut.done]);
+      cut.cancel();
+      if (options.signal.aborted)
+        for (const h of [...this.held.values()]) this.o.pools[h.pool]?.abort(h.id, 'shutdown: the stop signal ended the grace period');
+    }
+    await drained;
     while (this.settled.size > 0) await Promise.allSettled([...this.settled]);
     await this.outcomes.flush();
-    if (this.renewTimer) this.o.clock.clearTimeout(this.renewTimer);
-    if (this.beatTimer) this.o.clock.clearTimeout(this.beatTimer);
+    await this.renewer.stop();
     this.state = 'stopped';
     if (wasRunning) await this.o.store.workersStop({id: this.id}).catch(() => undefined);
     this.log.info('worker stopped', {...this.stats});
