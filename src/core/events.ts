@@ -4,9 +4,10 @@
  * log lines, health and summaries, breaker windows, metrics and tests are subscribers. Events carry
  * the task type where there is one, so a per-type counter is a subscriber, not new plumbing.
  *
- * Emitting is synchronous and, with no listener, costs a property read and a length check: no
- * allocation beyond the event object the caller passes (see bench/events.js). Hot paths that build
- * an event from several values may check `has(name)` first and skip even that.
+ * Emitting is synchronous and, with no listener, costs a property read and a length check on the
+ * event's channel: no allocation beyond the event object the caller passes (see bench/events.js).
+ * Hot paths hold channels (`events.channel(name)`); paths that build an expensive event check
+ * `active` / `has(name)` first and skip even that.
  */
 import type {ReconcileReport} from './reconcile/reconcile.js';
 import type {PoolName} from './task/model.js';
@@ -78,8 +79,6 @@ export interface AxEventMap {
 export type AxEventName = keyof AxEventMap;
 export type AxListener<K extends AxEventName> = (event: AxEventMap[K]) => void;
 
-type Listeners = {[K in AxEventName]?: Array<AxListener<K>>};
-
 export interface AxEventsOptions {
   /**
    * Called when a listener throws (the event still reaches the other listeners, and the emitter
@@ -89,12 +88,54 @@ export interface AxEventsOptions {
 }
 
 /**
- * A small typed, synchronous emitter. Listeners run in the order they were added, inside `emit`;
- * a listener that throws is reported through `onListenerError` and does not stop the others.
- * Listener arrays are copied on change, never on emit, so a listener may unsubscribe during emit.
+ * The listeners of one event name. Hot paths hold the channel (`events.channel(name)`) and call
+ * its `emit`: one monomorphic property read and a length check when nobody listens, where a
+ * lookup by name costs several times more once a service emits many names (measured in
+ * bench/events.js). Listener arrays are copied on change, never on emit.
+ */
+export class AxChannel<K extends AxEventName> {
+  private ls: ReadonlyArray<AxListener<K>> = [];
+
+  constructor(
+    readonly name: K,
+    private readonly report: (error: unknown, event: AxEventName) => void,
+  ) {}
+
+  /** True when the channel has a listener (to skip building an expensive event). */
+  get active(): boolean {
+    return this.ls.length > 0;
+  }
+
+  add(fn: AxListener<K>): () => void {
+    this.ls = [...this.ls, fn];
+    return () => this.remove(fn);
+  }
+
+  remove(fn: AxListener<K>): void {
+    const i = this.ls.indexOf(fn);
+    if (i >= 0) this.ls = this.ls.slice(0, i).concat(this.ls.slice(i + 1));
+  }
+
+  emit(event: AxEventMap[K]): void {
+    const ls = this.ls;
+    if (ls.length === 0) return;
+    for (let i = 0; i < ls.length; i++) {
+      try {
+        ls[i]!(event);
+      } catch (e) {
+        this.report(e, this.name);
+      }
+    }
+  }
+}
+
+/**
+ * A small typed, synchronous emitter: one {@link AxChannel} per event name. Listeners run in the
+ * order they were added, inside `emit`; a listener that throws is reported through
+ * `onListenerError` and does not stop the others. A listener may unsubscribe during emit.
  */
 export class AxEvents {
-  private readonly ls: Listeners = Object.create(null) as Listeners;
+  private readonly channels = new Map<AxEventName, AxChannel<AxEventName>>();
   private readonly onListenerError: (error: unknown, event: AxEventName) => void;
 
   constructor(o: AxEventsOptions = {}) {
@@ -103,36 +144,32 @@ export class AxEvents {
       ((e, name) => process.emitWarning(`ax event listener for "${name}" threw: ${String(e)}`, 'AxEventListenerError'));
   }
 
+  /** The channel of `name` (the same object on every call): hold it on hot paths. */
+  channel<K extends AxEventName>(name: K): AxChannel<K> {
+    let c = this.channels.get(name) as AxChannel<K> | undefined;
+    if (!c) {
+      c = new AxChannel(name, this.onListenerError);
+      this.channels.set(name, c as unknown as AxChannel<AxEventName>);
+    }
+    return c;
+  }
+
   /** Adds a listener; returns the function that removes it. */
   on<K extends AxEventName>(name: K, fn: AxListener<K>): () => void {
-    this.ls[name] = [...((this.ls[name] as Array<AxListener<K>> | undefined) ?? []), fn] as Listeners[K];
-    return () => this.off(name, fn);
+    return this.channel(name).add(fn);
   }
 
   off<K extends AxEventName>(name: K, fn: AxListener<K>): void {
-    const cur = this.ls[name] as Array<AxListener<K>> | undefined;
-    if (!cur) return;
-    const i = cur.indexOf(fn);
-    if (i < 0) return;
-    const next = cur.slice(0, i).concat(cur.slice(i + 1));
-    this.ls[name] = (next.length === 0 ? undefined : next) as Listeners[K];
+    this.channel(name).remove(fn);
   }
 
   /** True when `name` has a listener (to skip building an expensive event). */
   has(name: AxEventName): boolean {
-    return this.ls[name] !== undefined;
+    return this.channels.get(name)?.active ?? false;
   }
 
   emit<K extends AxEventName>(name: K, event: AxEventMap[K]): void {
-    const cur = this.ls[name] as Array<AxListener<K>> | undefined;
-    if (cur === undefined) return;
-    for (let i = 0; i < cur.length; i++) {
-      try {
-        cur[i]!(event);
-      } catch (e) {
-        this.onListenerError(e, name);
-      }
-    }
+    this.channels.get(name)?.emit(event as never);
   }
 }
 

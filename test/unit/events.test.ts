@@ -35,6 +35,22 @@ describe('the event stream', () => {
     expect(ev.has('task:claimed')).toBe(false);
   });
 
+  it('channel(name) is one object per name; its emit reaches the listeners added through on()', () => {
+    const ev = new AxEvents();
+    const ch = ev.channel('task:failed');
+    expect(ev.channel('task:failed')).toBe(ch);
+    expect(ch.active).toBe(false);
+    const seen: number[] = [];
+    const off = ev.on('task:failed', (e) => seen.push(e.retryDelayMs));
+    expect(ch.active).toBe(true);
+    ch.emit({...attempt, error: 'x', retryDelayMs: 7});
+    ev.emit('task:failed', {...attempt, error: 'x', retryDelayMs: 8});
+    off();
+    ch.emit({...attempt, error: 'x', retryDelayMs: 9});
+    expect(seen).toEqual([7, 8]);
+    expect(ch.active).toBe(false);
+  });
+
   it('a listener that throws is reported and does not stop the others or the emitter', () => {
     const errors: Array<[unknown, string]> = [];
     const ev = new AxEvents({onListenerError: (e, name) => errors.push([e, name])});

@@ -7,7 +7,7 @@ import type {ClaimedTask, HotPathStore, Outcome, WorkerRegistryStore} from '../s
 import type {JsonObject, PoolName} from '../task/model.js';
 import {type Clock, type Random, sleep} from '../time.js';
 import {MicroBatcher} from '../batcher.js';
-import {AxEvents} from '../events.js';
+import {type AxChannel, AxEvents} from '../events.js';
 import {graceDeadline, Periodic, type Service, type StopOptions} from '../lifecycle.js';
 import {countWorkerEvents, logTaskFailures, type WorkerStats} from './subscribers.js';
 import type {HandlerMap} from './handlers.js';
@@ -99,6 +99,15 @@ export class Worker implements Service {
   private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
   private stopping: Promise<void> | undefined;
   private readonly settled = new Set<Promise<unknown>>();
+  /** The channels of the per-task events, held so that emitting costs no lookup by name. */
+  private readonly ch: {
+    claimed: AxChannel<'task:claimed'>;
+    succeeded: AxChannel<'task:succeeded'>;
+    failed: AxChannel<'task:failed'>;
+    dead: AxChannel<'task:dead'>;
+    released: AxChannel<'task:released'>;
+    stale: AxChannel<'doorbell:stale'>;
+  };
 
   constructor(private readonly o: WorkerOptions) {
     this.id = o.workerId ?? `${hostname()}:${process.pid}`;
@@ -106,6 +115,15 @@ export class Worker implements Service {
     this.events =
       o.events ??
       new AxEvents({onListenerError: (e, name) => this.log.error('event listener failed', {event: name, error: errorMessage(e)})});
+    const ev = this.events;
+    this.ch = {
+      claimed: ev.channel('task:claimed'),
+      succeeded: ev.channel('task:succeeded'),
+      failed: ev.channel('task:failed'),
+      dead: ev.channel('task:dead'),
+      released: ev.channel('task:released'),
+      stale: ev.channel('doorbell:stale'),
+    };
     this.stats = countWorkerEvents(this.events);
     logTaskFailures(this.events, this.log);
     this.renewer = new Periodic({
@@ -228,7 +246,7 @@ export class Worker implements Service {
       for (const p of byId.get(s.id) ?? []) {
         if (s.state === null) this.track(this.poison(p.d, `unknown task id ${s.id}`));
         else {
-          this.events.emit('doorbell:stale', {id: s.id, type: p.type});
+          this.ch.stale.emit({id: s.id, type: p.type});
           p.d.ack(); // already running/finished, or not due yet: the row decides, the bell is dropped
         }
       }
@@ -237,7 +255,7 @@ export class Worker implements Service {
     const order = new Map([...byId.keys()].map((id, i) => [id, i]));
     const claimed = [...result.claimed].sort((a, b) => (order.get(a.id) ?? 0) - (order.get(b.id) ?? 0));
     for (const t of claimed) {
-      this.events.emit('task:claimed', {id: t.id, type: t.type, attempt: t.attempt, pool: t.pool});
+      this.ch.claimed.emit({id: t.id, type: t.type, attempt: t.attempt, pool: t.pool});
       const parts = byId.get(t.id) ?? [];
       if (parts.length > 1) this.events.emit('doorbell:duplicate', {id: t.id, type: t.type, extra: parts.length - 1});
       for (const p of parts) p.d.ack();
@@ -343,15 +361,15 @@ export class Worker implements Service {
     };
     switch (o.kind) {
       case 'complete':
-        return this.events.emit('task:succeeded', base);
+        return this.ch.succeeded.emit(base);
       case 'release':
-        return this.events.emit('task:released', {...base, reason: o.reason});
+        return this.ch.released.emit({...base, reason: o.reason});
       case 'fail':
       case 'rescue':
-        return this.events.emit('task:failed', {...base, error: o.error, ...stackOf(o), retryDelayMs: o.retryDelayMs});
+        return this.ch.failed.emit({...base, error: o.error, ...stackOf(o), retryDelayMs: o.retryDelayMs});
       case 'deadLetter':
       case 'rescueDeadLetter':
-        return this.events.emit('task:dead', {...base, error: o.error, ...stackOf(o)});
+        return this.ch.dead.emit({...base, error: o.error, ...stackOf(o)});
     }
   }
 
