@@ -61,6 +61,11 @@ describe('cron schedules', () => {
     return s;
   };
 
+  /** Every running scheduler does `n` full passes (load, fire, rescue, reconcile): no waiting for periods. */
+  const passes = async (n = 2): Promise<void> => {
+    for (let i = 0; i < n; i++) await Promise.all(schedulers.map((x) => x.runOnce()));
+  };
+
   const add = (cron: CronService, input: Partial<CronInput> & {name: string}) =>
     cron.add({cron: '0 0 1 1 *', tz: 'UTC', type: 'test_noop', ...input});
 
@@ -265,7 +270,7 @@ describe('cron schedules', () => {
     expect(await starts(once[0]!.id)).toHaveLength(1);
 
     // Later loads change nothing.
-    await new Promise((r) => setTimeout(r, 400));
+    await passes();
     expect((await occurrences('c-skip')).length + (await occurrences('c-once')).length).toBe(3);
   });
 
@@ -292,7 +297,7 @@ describe('cron schedules', () => {
       5000,
       'planned',
     );
-    await new Promise((r) => setTimeout(r, 1000));
+    await passes();
     const ran = async (name: string) => (await occurrences(name)).filter((o) => o.run_at.getTime() < t0 && o.state !== 'cancelled');
     expect(await ran('c2-skip')).toEqual([]);
     expect(await ran('c2-once')).toHaveLength(1);
@@ -450,7 +455,7 @@ describe('cron schedules', () => {
     // Its fire time passes, and hours more (next_fire_at moved back): nothing runs, nothing is created.
     await eventually(async () => (await dbNow()) > fireAt + 500, 5000, 'the fire time to pass');
     await env.sql('UPDATE cron_schedules SET next_fire_at = NOW(3) - INTERVAL 3 HOUR WHERE name = ?', ['f-pause']);
-    await new Promise((r) => setTimeout(r, 800)); // several scheduler loads
+    await passes(); // several scheduler loads
     expect((await occurrences('f-pause')).map((o) => o.state)).toEqual(['cancelled']);
     expect(await starts(pending!.id)).toEqual([]);
 
@@ -468,7 +473,7 @@ describe('cron schedules', () => {
     // No catch-up for the 3 hours (despite fire-once): only the next fire time after the resume.
     expect(rows[1]).toMatchObject({state: 'submitted', dedup_key: occurrenceKey('f-pause', next)});
     expect(rows[1]!.run_at.getTime()).toBe(next);
-    await new Promise((r) => setTimeout(r, 400));
+    await passes();
     expect(await occurrences('f-pause')).toHaveLength(2);
   });
 
