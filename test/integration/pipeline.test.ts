@@ -11,6 +11,7 @@ import {createWorkerService} from '../../src/core/worker/service.js';
 import type {Worker} from '../../src/core/worker/worker.js';
 import type {Broker} from '../../src/core/broker/types.js';
 import {AxError} from '../../src/core/errors.js';
+import {nextEvent} from '../../src/core/events.js';
 import {AMQP_URL, createTestEnv, eventually, type TestEnv} from '../helpers/env.js';
 import {retryDelayBounds} from '../../src/core/retry/backoff.js';
 
@@ -353,5 +354,33 @@ describe('core pipeline', () => {
       await conn.close();
       await own.dispose();
     }
+  });
+
+  // Last: it stops one of the workers.
+  it('stop() with an AbortSignal ends the grace period at once: the running attempt is aborted and recorded once', async () => {
+    const id = await client.submit({type: 'test_sleep', payload: {ms: 60_000}});
+    const claimedBy = Promise.race(workers.map((w) => nextEvent(w.events, 'task:claimed', (e) => e.id === id).then(() => w)));
+    await client.flush();
+    const w = await claimedBy;
+    const failed = nextEvent(w.events, 'task:failed', (e) => e.id === id);
+    const ac = new AbortController();
+    const started = Date.now();
+    const stopped = w.stop({graceMs: 60_000, signal: ac.signal});
+    ac.abort();
+    await stopped;
+    expect(Date.now() - started).toBeLessThan(10_000); // not the 60 s grace period
+    expect(w.ready()).toBe(false);
+    expect(await failed).toMatchObject({
+      type: 'test_sleep',
+      attempt: 1,
+      error: 'aborted: shutdown: the stop signal ended the grace period',
+    });
+    const {history} = await client.getTask(id);
+    expect(history.at(-1)).toMatchObject({
+      from: 'running',
+      to: 'failed',
+      attempt: 1,
+      error: 'aborted: shutdown: the stop signal ended the grace period',
+    });
   });
 });
