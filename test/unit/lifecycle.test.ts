@@ -1,6 +1,24 @@
 import {describe, expect, it} from 'vitest';
-import {graceDeadline, Periodic} from '../../src/core/lifecycle.js';
-import {fakeClock} from '../helpers/clock.js';
+import {graceDeadline, Periodic, type PeriodicOptions} from '../../src/core/lifecycle.js';
+import {fakeClock, type FakeClock} from '../helpers/clock.js';
+
+/** A Periodic (period 100 unless `o` says otherwise) that records when each pass ran; `next` picks the wait after pass n. */
+function recorder(clock: FakeClock, o: Partial<PeriodicOptions> & {next?: (n: number) => number | undefined} = {}) {
+  const at: number[] = [];
+  const {next, ...rest} = o;
+  const p = new Periodic({
+    name: 't',
+    clock,
+    everyMs: 100,
+    onError: () => undefined,
+    ...rest,
+    run: () => {
+      at.push(clock.now());
+      return next?.(at.length);
+    },
+  });
+  return {p, at};
+}
 
 function deferred() {
   let resolve!: () => void;
@@ -11,8 +29,7 @@ function deferred() {
 describe('Periodic', () => {
   it('runs a pass every period on the injected clock, counting from the end of the previous pass', async () => {
     const clock = fakeClock();
-    const at: number[] = [];
-    const p = new Periodic({name: 't', clock, everyMs: 100, run: () => void at.push(clock.now()), onError: () => undefined});
+    const {p, at} = recorder(clock);
     p.start();
     await clock.advanceAsync(99);
     expect(at).toEqual([]);
@@ -116,17 +133,7 @@ describe('Periodic', () => {
 
   it('a pass may return the wait before the next one (0: at once)', async () => {
     const clock = fakeClock();
-    const at: number[] = [];
-    const p = new Periodic({
-      name: 't',
-      clock,
-      everyMs: 100,
-      run: () => {
-        at.push(clock.now());
-        return at.length < 3 ? 0 : undefined;
-      },
-      onError: () => undefined,
-    });
+    const {p, at} = recorder(clock, {next: (n) => (n < 3 ? 0 : undefined)});
     p.start(0);
     await clock.advanceAsync(0);
     await clock.advanceAsync(100);
@@ -136,16 +143,7 @@ describe('Periodic', () => {
 
   it('adds jitter from the injected random source, and refuses bad options', async () => {
     const clock = fakeClock();
-    const at: number[] = [];
-    const p = new Periodic({
-      name: 't',
-      clock,
-      everyMs: 100,
-      jitter: 0.5,
-      random: () => 0.5,
-      run: () => void at.push(clock.now()),
-      onError: () => undefined,
-    });
+    const {p, at} = recorder(clock, {jitter: 0.5, random: () => 0.5});
     p.start();
     await clock.advanceAsync(300);
     expect(at).toEqual([125, 250]);
