@@ -211,4 +211,13 @@ describe('worker processes', () => {
     w.child.kill('SIGTERM');
     expect((await w.exited).code).toBe(0);
   });
+
+  it('a bad --summary-every is invalid input before anything starts', async () => {
+    const [before] = await env.sql<{n: number}>('SELECT COUNT(*) AS n FROM workers');
+    const w = worker({}, ['--summary-every', 'soon']);
+    expect((await w.exited).code).toBe(2);
+    expect(w.stderr()).toMatch(/--summary-every/);
+    const [after] = await env.sql<{n: number}>('SELECT COUNT(*) AS n FROM workers');
+    expect(Number(after!.n)).toBe(Number(before!.n));
+  });
 });
