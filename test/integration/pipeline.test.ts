@@ -356,6 +356,20 @@ describe('core pipeline', () => {
     }
   });
 
+  it('runOnce() beats and renews now: the heartbeat moves without waiting for its 5 s period', async () => {
+    const w = workers[0]!;
+    const heartbeat = async () =>
+      (await env.sql<{heartbeat_at: Date}>('SELECT heartbeat_at FROM workers WHERE id = ?', [w.id]))[0]!.heartbeat_at.getTime();
+    const before = await heartbeat();
+    await eventually(
+      async () => (await env.sql<{t: Date}>('SELECT NOW(3) AS t'))[0]!.t.getTime() > before,
+      5000,
+      'the database clock to pass the last heartbeat',
+    );
+    await w.runOnce();
+    expect(await heartbeat()).toBeGreaterThan(before);
+  });
+
   // Last: it stops one of the workers.
   it('stop() with an AbortSignal ends the grace period at once: the running attempt is aborted and recorded once', async () => {
     const id = await client.submit({type: 'test_sleep', payload: {ms: 60_000}});
