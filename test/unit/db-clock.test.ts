@@ -1,19 +1,18 @@
 import {describe, expect, it} from 'vitest';
 import {DbClock} from '../../src/core/scheduler/db-clock.js';
-import type {Clock} from '../../src/core/time.js';
+import {fakeClock} from '../helpers/clock.js';
 
 /** A local clock we move by hand, and a database clock `skew` ms ahead of it. */
 function clocks(skew: number) {
-  let local = 1_000_000;
-  const clock: Clock = {now: () => local, monotonic: () => local, setTimeout: () => ({}), clearTimeout: () => undefined};
+  const clock = fakeClock(1_000_000);
   let rtt = 10;
   const readDbNow = async () => {
-    local += rtt / 2;
-    const db = local + skew;
-    local += rtt / 2;
+    clock.advance(rtt / 2);
+    const db = clock.now() + skew;
+    clock.advance(rtt / 2);
     return new Date(db);
   };
-  return {clock, readDbNow, advance: (ms: number) => (local += ms), setRtt: (ms: number) => (rtt = ms), db: () => local + skew};
+  return {clock, readDbNow, advance: (ms: number) => clock.advance(ms), setRtt: (ms: number) => (rtt = ms), db: () => clock.now() + skew};
 }
 
 describe('database clock estimate', () => {
