@@ -46,7 +46,11 @@ export interface WorkerOptions {
   tasksPerMessage?: number;
   /** The grace period of a stop() without one, and of `await using` disposal (default 30 s). */
   shutdownGraceMs?: number;
-  /** Where the worker emits its events (default: an emitter of its own, see `events`). */
+  /**
+   * Where the worker emits its events (default: an emitter of its own, see `events`). The worker
+   * subscribes its stats and failure log lines to it, so workers sharing one emitter count, and
+   * log, each other's events too.
+   */
   events?: AxEvents;
 }
 
