@@ -125,6 +125,35 @@ describe('producer', () => {
     expect(await count('id = ?', [ok])).toBe(1);
   });
 
+  it('emits task:submitted per type for new tasks only, and doorbell:published for what it rang', async () => {
+    const p = producer();
+    const submitted: Array<{type: string; count: number}> = [];
+    const rung: string[] = [];
+    p.events.on('task:submitted', (e) => submitted.push(e));
+    p.events.on('doorbell:published', (e) => e.by === 'producer' && rung.push(...e.ids));
+    const dup = await p.submit({type: 'order_notify', payload: {ev: 0}, dedupKey: 'events-0'});
+    await p.flush();
+    const ids = [
+      await p.submit({type: 'order_notify', payload: {ev: 1}}),
+      await p.submit({type: 'order_notify', payload: {ev: 2}}),
+      await p.submit({type: 'report_build', payload: {ev: 3}, pool: 'cpu'}),
+      await p.submit({type: 'user_register_credit', payload: {ev: 4}, delay: 60_000}),
+    ];
+    expect(await p.submit({type: 'order_notify', payload: {ev: 0}, dedupKey: 'events-0'})).toBe(dup); // exists: not counted
+    await p.flush();
+    expect(submitted).toEqual([
+      {type: 'order_notify', count: 1},
+      {type: 'order_notify', count: 2},
+      {type: 'report_build', count: 1},
+      {type: 'user_register_credit', count: 1},
+    ]);
+    // The delayed one is the scheduler's to ring.
+    expect(rung.sort()).toEqual([dup, ...ids.slice(0, 3)].sort());
+    // Leave the queues as the other tests expect them.
+    await takeRung(env, 'io');
+    await takeRung(env, 'cpu');
+  });
+
   it('keeps tasks whose doorbell failed; the reconciler rings for them', async () => {
     const down: Broker = Object.create(broker, {
       publish: {value: () => Promise.reject(new AxError('unavailable', 'RabbitMQ down (test)'))},
