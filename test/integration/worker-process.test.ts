@@ -8,6 +8,7 @@ import {join} from 'node:path';
 import {afterAll, beforeAll, describe, expect, it} from 'vitest';
 import type {AxClient} from '../../src/core/client.js';
 import {reconcile} from '../../src/core/reconcile/reconcile.js';
+import {AxEvents, nextEvent} from '../../src/core/events.js';
 import {eventually, type TestEnv} from '../helpers/env.js';
 import {createProcessTestEnv, type ProcessTestEnv} from '../helpers/processes.js';
 import type {Spawned} from '../helpers/spawn.js';
@@ -37,9 +38,12 @@ describe('worker processes', () => {
       ...extra,
     });
 
+  /** The reconciler's events over the whole file. */
+  const events = new AxEvents();
   const reconcileOnce = async () =>
     reconcile({
       ...env.rt,
+      events,
       store: await env.store(),
       broker: await env.broker(),
       backoff: {baseMs: 100, maxMs: 60_000},
@@ -67,8 +71,13 @@ describe('worker processes', () => {
     expect((await client.getTask(id)).task.state).toBe('running');
 
     const second = worker();
+    const rescued = nextEvent(events, 'lease:expired', (e) => e.id === id);
+    const reported = nextEvent(events, 'reconcile:done', (r) => r.expiredLeases.failed === 1);
     // The rescuer's part: once the 1 s lease has expired, the task goes back to failed (attempt used)…
     await eventually(async () => (await reconcileOnce()).expiredLeases.failed === 1, 10_000, 'the expired lease to be rescued');
+    // … and says so on the event stream.
+    expect(await rescued).toMatchObject({attempt: 1, to: 'failed', worker: expect.any(String)});
+    expect((await reported).expiredLeases.ids).toContain(id);
     // …and once its backoff is over it is rung again and the second worker runs it.
     const task = await eventually(
       async () => {
