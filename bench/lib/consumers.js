@@ -113,7 +113,7 @@ export async function startAxWorker({overrides, handlersModule, workerId}) {
       return {inFlight: worker.inFlight, worker: delta, calls: JSON.parse(JSON.stringify(counted)), mem: process.memoryUsage().rss};
     },
     async stop() {
-      await worker.stop({graceMs: 5000});
+      await worker.stop(worker.events ? {graceMs: 5000} : 5000);
       await broker.close();
       await store.close();
     },
