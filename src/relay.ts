@@ -12,7 +12,7 @@ import {createRuntime, openBroker, openOutbox, openStore} from './compose.js';
 export type {Relay, RelayStats} from './core/outbox/relay.js';
 export {loadConfig} from './core/config/config.js';
 export {createLogger, isoTimes, logOptions} from './core/log.js';
-export {startHealthServer, type HealthServer} from './cli/health.js';
+export {startHealthServer, type HealthServer} from './health.js';
 
 export interface RunningRelay extends AsyncDisposable {
   relay: Relay;

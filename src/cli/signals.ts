@@ -18,6 +18,19 @@ export function waitForSignal(): Promise<NodeJS.Signals> {
   });
 }
 
+/**
+ * `waitForSignal()` as an AbortSignal too: services that are still connecting (connectWithRetry)
+ * stop waiting when it aborts, so a SIGTERM during an outage exits 0 instead of killing the process.
+ */
+export function signalController(): {signal: AbortSignal; signalled: Promise<NodeJS.Signals>} {
+  const ac = new AbortController();
+  const signalled = waitForSignal().then((s) => {
+    ac.abort();
+    return s;
+  });
+  return {signal: ac.signal, signalled};
+}
+
 /** Exit code of a worker that stopped after an uncaught exception (README "Exit codes"). */
 export const CRASH_EXIT_CODE = 7;
 

@@ -1,8 +1,9 @@
 import {AxCommand} from '../cli/base.js';
 import {failFastFlag, summaryEvery, summaryEveryFlag} from '../cli/summary.js';
-import {waitForSignal} from '../cli/signals.js';
+import {signalController} from '../cli/signals.js';
+import {isAxError} from '../core/errors.js';
 import {isoTimes} from '../core/log.js';
-import {startRelay} from '../relay.js';
+import {startRelay, type RunningRelay} from '../relay.js';
 
 export default class RelayCommand extends AxCommand {
   static override summary = 'Move tasks from the business database’s task_outbox into ax, until SIGTERM/SIGINT.';
@@ -32,11 +33,20 @@ at start is waited for (each attempt logged, jittered backoff up to AX_CONNECT_R
     const {flags} = await this.parse(RelayCommand);
     const rt = this.runtime(flags.config, flags['fail-fast'] ? {connectFailFast: true} : {});
     const summary = summaryEvery(flags['summary-every'], rt.logger, 'relay summary');
-    await using running = await startRelay(rt.config, rt.logger);
+    // Listening first: a SIGTERM while waiting for a server down at start exits 0, not by the signal.
+    const {signal: stop, signalled} = signalController();
+    let started: RunningRelay;
+    try {
+      started = await startRelay(rt.config, rt.logger, {signal: stop});
+    } catch (e) {
+      if (!(isAxError(e, 'closed') && stop.aborted)) throw e;
+      return {stoppedBeforeStart: true, signal: await signalled};
+    }
+    await using running = started;
     if (!this.jsonEnabled()) this.logToStderr(`ax relay ${running.relay.id} running; Ctrl-C to stop`);
     const {relay} = running;
     const stopSummary = summary.start(() => ({...relay.stats, ready: relay.ready()}));
-    const signal = await waitForSignal();
+    const signal = await signalled;
     stopSummary();
     await running.stop();
     return isoTimes({signal, relay: running.relay.id, ...running.relay.stats});

@@ -1,10 +1,12 @@
 import {AxCommand} from '../cli/base.js';
 import {openBroker, openStore} from '../cli/runtime.js';
-import {waitForSignal} from '../cli/signals.js';
+import {signalController} from '../cli/signals.js';
+import {isAxError} from '../core/errors.js';
 import {disposable} from '../cli/dispose.js';
-import {startHealthServer} from '../cli/health.js';
+import {startHealthServer} from '../health.js';
 import {createCronService} from '../core/cron/service.js';
 import {createSchedulerService} from '../core/scheduler/service.js';
+import type {Scheduler} from '../core/scheduler/scheduler.js';
 import {failFastFlag, healthFlags, summaryEvery, summaryEveryFlag} from '../cli/summary.js';
 import {connectWithRetry} from '../core/connect-retry.js';
 import {isoTimes} from '../core/log.js';
@@ -36,13 +38,13 @@ to AX_CONNECT_RETRY_MAX); --fail-fast (AX_CONNECT_FAIL_FAST) exits 5 at once ins
     const {flags} = await this.parse(SchedulerCommand);
     const rt = this.runtime(flags.config, flags['fail-fast'] ? {connectFailFast: true} : {});
     const summary = summaryEvery(flags['summary-every'], rt.logger, 'scheduler summary');
-    // A server down at start is waited for (logged, jittered backoff) unless --fail-fast.
-    await using store = disposable(await connectWithRetry(rt, 'MySQL', () => openStore(rt)));
-    await using broker = disposable(await connectWithRetry(rt, 'RabbitMQ', () => openBroker(rt, {reconnect: true})));
-    const cron = createCronService({...rt, store});
-    await using scheduler = createSchedulerService({...rt, store, broker, hooks: cron.hooks()});
-    // The health port first: if it is taken, nothing has started yet (/readyz is 503 until the
-    // scheduler runs).
+    // Listening first: a SIGTERM while waiting for a server, or during the first load (seconds with
+    // a long horizon), must stop cleanly and release the holds, not kill the process.
+    const {signal, signalled} = signalController();
+    let scheduler: Scheduler | undefined;
+    let lastRetry: unknown;
+    // The health port next: if it is taken, nothing has started; /readyz is 503 (and /healthz says
+    // why) while the scheduler waits for its servers, so a liveness probe does not restart it.
     await using health =
       flags['health-port'] === undefined
         ? undefined
@@ -50,21 +52,33 @@ to AX_CONNECT_RETRY_MAX); --fail-fast (AX_CONNECT_FAIL_FAST) exits 5 at once ins
             await startHealthServer({
               host: flags['health-host'],
               port: flags['health-port'],
-              ready: () => scheduler.ready(),
-              details: () => isoTimes({...scheduler.summary(), lastReconcile: undefined}),
+              ready: () => scheduler?.ready() ?? false,
+              details: () =>
+                scheduler ? isoTimes({...scheduler.summary(), lastReconcile: undefined}) : {state: 'connecting', connect: lastRetry},
             }),
           );
-    // Listening before start(): a SIGTERM during the first load (seconds with a long horizon)
-    // must stop the scheduler and release its holds, not kill the process with them taken.
-    const signalled = waitForSignal();
-    await scheduler.start();
-    const where = health ? `; health on http://${flags['health-host']}:${health.port}` : '';
-    if (!this.jsonEnabled()) this.logToStderr(`ax scheduler ${scheduler.id} running${where}; Ctrl-C to stop`);
-    const stopSummary = summary.start(() => ({...scheduler.summary(), lastReconcile: undefined}));
-    const signal = await signalled;
-    stopSummary();
-    await health?.close();
-    await scheduler.stop();
-    return isoTimes({signal, ...scheduler.summary()});
+    if (health) rt.logger.info('health endpoints listening', {url: `http://${flags['health-host']}:${health.port}`});
+    const retry = {signal, onRetry: (r: unknown) => (lastRetry = r)};
+    try {
+      // A server down at start is waited for (logged, jittered backoff) unless --fail-fast.
+      await using store = disposable(await connectWithRetry(rt, 'MySQL', () => openStore(rt), retry));
+      await using broker = disposable(await connectWithRetry(rt, 'RabbitMQ', () => openBroker(rt, {reconnect: true}), retry));
+      const cron = createCronService({...rt, store});
+      await using started = createSchedulerService({...rt, store, broker, hooks: cron.hooks()});
+      scheduler = started;
+      await started.start();
+      const where = health ? `; health on http://${flags['health-host']}:${health.port}` : '';
+      if (!this.jsonEnabled()) this.logToStderr(`ax scheduler ${started.id} running${where}; Ctrl-C to stop`);
+      const stopSummary = summary.start(() => ({...started.summary(), lastReconcile: undefined}));
+      const got = await signalled;
+      stopSummary();
+      await health?.close();
+      await started.stop();
+      return isoTimes({signal: got, ...started.summary()});
+    } catch (e) {
+      // Stopped by a signal while still waiting for a server: nothing ran, nothing is held.
+      if (!(isAxError(e, 'closed') && signal.aborted)) throw e;
+      return {stoppedBeforeStart: true, signal: await signalled};
+    }
   }
 }

@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core';
 import {AxCommand} from '../cli/base.js';
-import {startHealthServer, type HealthServer} from '../cli/health.js';
+import {startHealthServer, type HealthServer} from '../health.js';
 import {openBroker, openStore} from '../cli/runtime.js';
 import {CRASH_EXIT_CODE, exitSoon, guardProcess} from '../cli/signals.js';
 import {disposable} from '../cli/dispose.js';

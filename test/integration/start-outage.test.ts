@@ -102,6 +102,15 @@ describe('start during an outage', () => {
     const o = await outage();
     const s = spawn(['scheduler', '--health-port', '0', '--summary-every', '0'], o.env);
     await eventually(async () => retries(s, 'MySQL') >= 2, 20_000, 'MySQL retries');
+    // The health port is up while it waits: /healthz 200 (a liveness probe must not restart it),
+    // /readyz 503 naming what it waits for.
+    const early = await eventually(
+      async () => logLines(s.stderr()).find((l) => l.msg === 'health endpoints listening')?.url as string | undefined,
+      20_000,
+      'the health port in the startup log',
+    );
+    expect(await get(`${early}/healthz`)).toMatchObject({status: 200, body: {state: 'connecting', connect: {what: 'MySQL'}}});
+    expect((await get(`${early}/readyz`)).status).toBe(503);
     o.mysql.up();
     await eventually(async () => retries(s, 'RabbitMQ') >= 1, 20_000, 'RabbitMQ retries');
     o.amqp.up();
@@ -109,6 +118,17 @@ describe('start during an outage', () => {
     await eventually(async () => (await get(`${url}/readyz`)).status === 200, 20_000, 'the scheduler to be ready');
     s.child.kill('SIGTERM');
     expect((await s.exited).code).toBe(0);
+  });
+
+  it('SIGTERM while a scheduler or a relay waits for a server ends it cleanly (exit 0)', async () => {
+    const o = await outage();
+    const s = spawn(['scheduler', '--summary-every', '0'], o.env);
+    const r = spawn(['relay', '--summary-every', '0'], {...o.env, AX_OUTBOX_MYSQL_URL: o.env.AX_MYSQL_URL});
+    await eventually(async () => retries(s, 'MySQL') >= 1 && retries(r, 'MySQL (ax)') >= 1, 20_000, 'MySQL retries');
+    s.child.kill('SIGTERM');
+    r.child.kill('SIGTERM');
+    expect(await s.exited).toMatchObject({code: 0, signal: null});
+    expect(await r.exited).toMatchObject({code: 0, signal: null});
   });
 
   it('the relay sidecar waits for its three servers with /readyz 503, then becomes ready', async () => {

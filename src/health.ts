@@ -1,3 +1,4 @@
+/** The health endpoints of the long-running processes (ax worker, ax scheduler, the relay sidecar): outside src/cli so the sidecar entry (src/relay.ts) imports no CLI code. */
 import {createServer, type Server} from 'node:http';
 import type {AddressInfo} from 'node:net';
 
