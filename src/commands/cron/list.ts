@@ -25,6 +25,7 @@ export interface CronListResult {
 }
 
 export default class CronList extends AxCommand {
+  static override readOnly = true;
   static override summary = 'List cron schedules with their next and last occurrence.';
   static override description = `One row per schedule of the configured cell, by name: expression, zone, task type, whether it is paused, its next fire time after now, and the latest occurrence that has fired (scheduled or triggered) with its state. Times in UTC; \`ax cron show <name>\` gives them in the schedule's zone too.
 

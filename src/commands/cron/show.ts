@@ -4,6 +4,7 @@ import {validateScheduleName} from '../../core/cron/schedule.js';
 import {DEFAULT_NEXT, MAX_NEXT, parseNext, renderSchedule, showResult, withCron, type CronShowResult} from '../../cli/cron.js';
 
 export default class CronShow extends AxCommand {
+  static override readOnly = true;
   static override summary = 'Show a cron schedule, its policies and its next fire times.';
   static override description = `The schedule (expression, zone, task type, payload, pool, retries, timeout, paused or not), its misfire, overlap and DST policies explained in one line each, the pending occurrence a scheduler has created, and the next N fire times (default ${DEFAULT_NEXT}, at most ${MAX_NEXT}) after now, in UTC and in the schedule's zone.
 

@@ -33,6 +33,7 @@ export interface OutboxListResult {
 }
 
 export default class OutboxList extends AxCommand {
+  static override readOnly = true;
   static override summary = 'List task_outbox rows the relay has not sent yet, or (--failed) the ones it gave up on.';
   static override description = `Rows come oldest first, from the business database (AX_OUTBOX_MYSQL_URL, default AX_MYSQL_URL). Pending rows are waiting for the relay: ATTEMPTS counts the relay passes that took them, and LAST ERROR is the last transient error (MySQL or RabbitMQ) that handed them back. Failed rows can never be relayed as written (payload not JSON, bad type, conflicting dedup key, …); the relay skips them until \`ax outbox retry\` clears the failure. The payload is not shown.`;
   static override examples = [

@@ -15,6 +15,7 @@ export interface OutboxStatsResult {
 }
 
 export default class OutboxStats extends AxCommand {
+  static override readOnly = true;
   static override summary = 'Show the outbox backlog: unsent rows, failed rows, and the outbox lag.';
   static override description = `Counts task_outbox rows in the business database (AX_OUTBOX_MYSQL_URL, default AX_MYSQL_URL): unsent rows are waiting for the relay, failed rows were skipped as impossible to relay. The age of the oldest unsent row is the outbox lag, measured on the database clock: a few seconds at most while a relay runs; if it keeps growing, no relay is running or it cannot keep up (check \`ax relay\` / the sidecar's /readyz). The same numbers are in the relay's health details.`;
   static override examples = [

@@ -32,6 +32,7 @@ export interface TaskListResult {
 }
 
 export default class TasksList extends AxCommand {
+  static override readOnly = true;
   static override summary = 'List tasks, newest first.';
   static override description = `Filters combine (AND); states are ${TASK_STATES.join(', ')}. The table shows ATTEMPT as attempts made / attempts allowed (1 + max retries), times in UTC, and the last error cut to fit: \`ax tasks show <id>\` has the rest.`;
   static override examples = [

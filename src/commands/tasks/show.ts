@@ -19,6 +19,7 @@ export interface TaskShowResult {
 const PAYLOAD_PREVIEW = 400;
 
 export default class TasksShow extends AxCommand {
+  static override readOnly = true;
   static override summary = 'Show one task and its history.';
   static override description = `The task row (state, attempts, due time, lease, last error, payload) and its timeline: every transition with its time (UTC), the worker or process (host:pid) that made it, the attempt, and the error or reason recorded with it. --json prints the whole payload; the human view cuts it short.
 

@@ -5,6 +5,7 @@ import {type StatsReport, taskStats} from '../../core/inspect/inspect.js';
 import {TASK_STATES} from '../../core/task/state.js';
 
 export default class TasksStats extends AxCommand {
+  static override readOnly = true;
   static override summary = 'Count tasks per type and state.';
   static override description = `One row per task type with a column per state (${TASK_STATES.join(', ')}) and a total, then the totals per state, for the configured cell. --json gives {rows: [{type, state, count}], byState, total}.`;
   static override examples = [
