@@ -2,7 +2,7 @@ import {AxCommand} from '../cli/base.js';
 import {openBroker, openStore} from '../cli/runtime.js';
 import {waitForSignal} from '../cli/signals.js';
 import {startHealthServer} from '../cli/health.js';
-import {createCronService} from '../core/cron/service.js';
+import {createCronPolicy} from '../core/cron/policy.js';
 import {createSchedulerService} from '../core/scheduler/service.js';
 import {failFastFlag, healthFlags, summaryEvery, summaryEveryFlag} from '../cli/summary.js';
 import {connectWithRetry} from '../core/connect-retry.js';
@@ -40,7 +40,7 @@ to AX_CONNECT_RETRY_MAX); --fail-fast (AX_CONNECT_FAIL_FAST) exits 5 at once ins
     try {
       const broker = await connectWithRetry(rt, 'RabbitMQ', () => openBroker(rt, {reconnect: true}));
       try {
-        const cron = createCronService({...rt, store});
+        const cron = createCronPolicy({...rt, store});
         const scheduler = createSchedulerService({...rt, store, broker, hooks: cron.hooks()});
         // The health port first: if it is taken, nothing has started yet (/readyz is 503 until the
         // scheduler runs).

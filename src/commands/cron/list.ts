@@ -1,8 +1,7 @@
 import {AxCommand} from '../../cli/base.js';
 import {table, when} from '../../cli/render.js';
 import {nextFireTimes, parseSchedule} from '../../core/cron/parse.js';
-import type {ScheduleView} from '../../core/cron/service.js';
-import type {CronStore} from '../../core/cron/service.js';
+import type {CronStore, ScheduleView} from '../../core/cron/service.js';
 import type {TaskState} from '../../core/task/state.js';
 import {scheduleJson, withCron, type ScheduleJson} from '../../cli/cron.js';
 

@@ -1,4 +1,5 @@
 import {AxCommand} from '../../cli/base.js';
+import {disposable} from '../../cli/dispose.js';
 import {table} from '../../cli/render.js';
 import {openOutbox} from '../../cli/runtime.js';
 import {formatDuration} from '../../core/duration.js';
@@ -26,13 +27,8 @@ export default class OutboxStats extends AxCommand {
   async run(): Promise<OutboxStatsResult> {
     const {flags} = await this.parse(OutboxStats);
     const rt = this.runtime(flags.config);
-    const outbox = await openOutbox(rt);
-    let lag: Omit<OutboxStatsResult, 'database'>;
-    try {
-      lag = await outbox.outboxLag();
-    } finally {
-      await outbox.close().catch(() => undefined);
-    }
+    await using outbox = disposable(await openOutbox(rt));
+    const lag = await outbox.outboxLag();
     const result = {database: outbox.database, ...lag};
     if (!this.jsonEnabled()) {
       this.log(`task_outbox in database ${result.database}`);

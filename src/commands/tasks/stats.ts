@@ -1,4 +1,5 @@
 import {AxCommand} from '../../cli/base.js';
+import {disposable} from '../../cli/dispose.js';
 import {table} from '../../cli/render.js';
 import {openStore} from '../../cli/runtime.js';
 import {type StatsReport, taskStats} from '../../core/inspect/inspect.js';
@@ -16,13 +17,8 @@ export default class TasksStats extends AxCommand {
   async run(): Promise<StatsReport> {
     const {flags} = await this.parse(TasksStats);
     const rt = this.runtime(flags.config);
-    const store = await openStore(rt);
-    let report: StatsReport;
-    try {
-      report = await taskStats(store);
-    } finally {
-      await store.close().catch(() => undefined);
-    }
+    await using store = disposable(await openStore(rt));
+    const report = await taskStats(store);
     if (!this.jsonEnabled()) for (const line of render(report)) this.log(line);
     return report;
   }
