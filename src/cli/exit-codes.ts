@@ -11,14 +11,6 @@ export const EXIT_CODES: Record<AxErrorCode, number> = {
   closed: 1,
 };
 
-/** The EXIT CODES section of every ax command's --help (added by the help class, src/cli/help.ts). */
-export const EXIT_CODES_HELP = [
-  '  0  done',
-  '  1  internal error (a bug: please report it)',
-  '  2  bad input or usage: nothing was changed',
-  '  3  not found',
-  '  4  conflict (exists with other content, or not in a state that allows it)',
-  '  5  MySQL or RabbitMQ unavailable, refused the login, or not migrated',
-  '  6  timeout',
-  '127  unknown command',
-].join('\n');
+/** The EXIT CODES line of every ax command's --help (added by the help class, src/cli/help.ts). */
+export const EXIT_CODES_HELP =
+  '0 done, 1 internal error, 2 bad input or usage (nothing changed), 3 not found, 4 conflict, 5 MySQL or RabbitMQ unavailable, login refused or not migrated, 6 timeout, 7 worker stopped after an uncaught exception in handler code, 127 unknown command.';

@@ -6,7 +6,7 @@ class AxCommandHelp extends CommandHelp {
   protected override sections(): ReturnType<CommandHelp['sections']> {
     const sections = super.sections();
     if (this.command.pluginName !== this.config.name) return sections;
-    return [...sections, {header: 'EXIT CODES', generate: () => EXIT_CODES_HELP}];
+    return [...sections, {header: 'EXIT CODES', generate: () => this.wrap(EXIT_CODES_HELP)}];
   }
 }
 

@@ -47,7 +47,7 @@ Exit codes: 2 bad input, 4 conflict, 5 MySQL or RabbitMQ unavailable.`;
     'payload-file': Flags.string({description: 'read the payload (a JSON object) from this file'}),
     stdin: Flags.boolean({description: 'read many tasks from stdin, one JSON object per line (NDJSON)'}),
     delay: Flags.string({description: `run after this delay: ${DURATION_RULE}; at most 366d`}),
-    at: Flags.string({description: 'run at this ISO-8601 time with an offset, e.g. 2026-12-01T02:00:00+08:00'}),
+    at: Flags.string({description: 'run at this ISO-8601 time with an offset (YYYY-MM-DDTHH:MM:SS+08:00, or Z), at most 366 days ahead'}),
     pool: Flags.string({options: [...POOLS], description: 'worker pool (default io)'}),
     'max-retries': maxRetriesFlag({what: 'of the task', defaultText: 'AX_MAX_RETRIES, 5'}),
     timeout: Flags.string({description: `per-attempt timeout: ${DURATION_RULE} (default: the handler's, else 10m)`}),

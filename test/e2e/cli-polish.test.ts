@@ -236,6 +236,24 @@ describe('help, version, did-you-mean, autocomplete', () => {
   ])('ax %s --help ends with the EXIT CODES section', async (cmd) => {
     const r = await ax([...cmd.split(' '), '--help']);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/\nEXIT CODES\n {4}0 {2}done\n[\s\S]* {4}5 {2}MySQL or RabbitMQ unavailable[\s\S]*127 {2}unknown command\s*$/);
+    expect(r.stdout).toMatch(
+      /\nEXIT CODES\n {2}0 done, 1 internal error, 2 bad input or usage \(nothing changed\), 3 not found,[\s\S]* 5 MySQL or\s+RabbitMQ unavailable,[\s\S]*127 unknown command\.\s*$/,
+    );
+  });
+});
+
+describe('the package', () => {
+  test('ships LICENSE and self-contained source maps, and no src/', async () => {
+    const {execFileSync} = await import('node:child_process');
+    const out = execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {cwd: ROOT, encoding: 'utf8'});
+    const files = (JSON.parse(out) as Array<{files: Array<{path: string}>}>)[0]?.files.map((f) => f.path) ?? [];
+    expect(files).toContain('LICENSE');
+    expect(files.some((f) => f.startsWith('src/'))).toBe(false);
+    const maps = files.filter((f) => f.endsWith('.js.map'));
+    expect(maps.length).toBeGreaterThan(10);
+    for (const m of maps) {
+      const map = JSON.parse(readFileSync(join(ROOT, m), 'utf8')) as {sources: string[]; sourcesContent?: string[]};
+      expect(map.sourcesContent?.length, `${m} carries its sources`).toBe(map.sources.length);
+    }
   });
 });
