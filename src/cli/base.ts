@@ -1,7 +1,7 @@
 import {Command, Flags, type Errors} from '@oclif/core';
 import {AxError} from '../core/errors.js';
 import {type AxConfig, loadConfig} from '../core/config/config.js';
-import type {DbFailureReason} from '../core/store/mysql/db.js';
+import type {DbFailureReason} from '../core/store/types.js';
 import {EXIT_CODES} from './exit-codes.js';
 import {createRuntime, type Runtime} from './runtime.js';
 import {closest} from './suggest.js';

@@ -1,7 +1,6 @@
 import {disposable} from './dispose.js';
-import {openBroker, openStore, type Runtime} from './runtime.js';
-import type {Broker} from '../core/broker/types.js';
-import {createClient, type AxClient} from '../core/client.js';
+import {openClient, type Runtime} from './runtime.js';
+import type {AxClient} from '../core/client.js';
 import type {TaskSpec} from '../core/task/model.js';
 
 /**
@@ -12,25 +11,7 @@ import type {TaskSpec} from '../core/task/model.js';
  * when MySQL or RabbitMQ cannot be reached (nothing is left open then).
  */
 export async function openCommandClient(rt: Runtime): Promise<AxClient & AsyncDisposable> {
-  const store = await openStore(rt);
-  let broker: Broker;
-  try {
-    broker = await openBroker(rt, {reconnect: false});
-  } catch (e) {
-    await store.close().catch(() => undefined);
-    throw e;
-  }
-  const client = createClient({
-    ...rt,
-    store,
-    broker,
-    giveUpAfterMs: rt.config.queryTimeoutMs,
-    release: async () => {
-      await broker.close().catch(() => undefined);
-      await store.close().catch(() => undefined);
-    },
-  });
-  return disposable(client);
+  return disposable(await openClient(rt, {reconnect: false, giveUpAfterMs: rt.config.queryTimeoutMs}));
 }
 
 /** The `--json` output of `ax submit`. */

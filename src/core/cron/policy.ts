@@ -134,7 +134,10 @@ export function createCronPolicy(o: CronServiceOptions): CronPolicy {
       }
       // "Previous" is by fire time (from the occurrence's key), not run_at: a released occurrence
       // is due again later than its fire time, after occurrences that come after it.
-      const prev = s.overlap === 'skip' && t.attempt === 0 ? await o.store.occurrencesPrevious({name: t.scheduleName, before: fireTimeOf(t), excludeId: t.id}) : null;
+      const prev =
+        s.overlap === 'skip' && t.attempt === 0
+          ? await o.store.occurrencesPrevious({name: t.scheduleName, before: fireTimeOf(t), excludeId: t.id})
+          : null;
       if (shouldSkipForOverlap(s.overlap, prev?.state)) {
         await o.store.tasksCancel({
           id: t.id,

@@ -1,23 +1,14 @@
 import type {AxConfig} from '../config/config.js';
-import type {Broker} from '../broker/types.js';
 import {createCronPolicy} from '../cron/policy.js';
-import type {Logger} from '../log.js';
 import type {ScheduleStore, TaskStore} from '../store/types.js';
-import type {Clock, Random} from '../time.js';
-import {reconcile, type ReconcileReport} from './reconcile.js';
+import {reconcile, type ReconcileOptions, type ReconcileReport} from './reconcile.js';
 
-export interface ReconcileServiceOptions {
+export type ReconcileServiceOptions = Pick<ReconcileOptions, 'broker' | 'clock' | 'random' | 'logger' | 'actor' | 'dryRun'> & {
   config: AxConfig;
   store: TaskStore & ScheduleStore;
-  broker: Broker;
-  clock: Clock;
-  random: Random;
-  logger: Logger;
-  actor: string;
-  dryRun: boolean;
   /** Most tasks handled per kind; default AX_RECONCILE_LIMIT. */
   limit?: number | undefined;
-}
+};
 
 /**
  * One reconcile pass configured from AX_RETRY_*, AX_RECONCILE_* and AX_REPUBLISH_AFTER, with the

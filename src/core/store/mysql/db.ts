@@ -1,6 +1,7 @@
 import mysql from 'mysql2/promise';
 import type {Pool, PoolConnection, ResultSetHeader, RowDataPacket} from 'mysql2/promise';
 import {AxError} from '../../errors.js';
+import type {DbFailureReason} from '../types.js';
 import {redactUrl} from '../../config/config.js';
 import {parseMysqlUrl} from './url.js';
 
@@ -23,13 +24,7 @@ export interface Db {
   url: string;
 }
 
-/** Why MySQL could not be used: `details.reason` of the AxError('unavailable') the adapter throws. */
-export type DbFailureReason =
-  | 'unreachable' // no server answers at the URL's host and port, or the connection broke
-  | 'access_denied' // the server refused the login: unknown user or wrong password (it never says which)
-  | 'permission_denied' // logged in, but the user may not use the database or a table
-  | 'unknown_database' // the database named in the URL does not exist
-  | 'not_migrated'; // the database exists but ax's schema (or task_outbox) is missing or old
+export type {DbFailureReason} from '../types.js';
 
 const REASONS: Record<string, DbFailureReason> = {
   ECONNREFUSED: 'unreachable',
