@@ -101,12 +101,20 @@ export interface ConnectOptions extends LoadConfigOptions {
  * RabbitMQ and returns a producer client. Throws AxError('invalid_input') for bad configuration and
  * AxError('unavailable') when a server cannot be reached or the schema is not migrated.
  */
-export async function connect(opts: ConnectOptions = {}): Promise<AxClient> {
-  const rt = createRuntime(loadConfig(opts), opts.logger);
+export function connect(opts: ConnectOptions = {}): Promise<AxClient> {
+  return openClient(createRuntime(loadConfig(opts), opts.logger), {reconnect: true});
+}
+
+/**
+ * A producer client on a new store and broker, both closed by the client's close(). `reconnect`
+ * for long-lived callers (the SDK); `giveUpAfterMs` for one-shot ones (see ProducerOptions). Throws
+ * AxError('unavailable') when a server cannot be reached (nothing is left open then).
+ */
+export async function openClient(rt: Runtime, o: {reconnect: boolean; giveUpAfterMs?: number}): Promise<AxClient> {
   const store = await openStore(rt);
   let broker: Broker;
   try {
-    broker = await openBroker(rt, {reconnect: true});
+    broker = await openBroker(rt, {reconnect: o.reconnect});
   } catch (e) {
     await store.close().catch(() => undefined);
     throw e;
@@ -115,6 +123,7 @@ export async function connect(opts: ConnectOptions = {}): Promise<AxClient> {
     ...rt,
     store,
     broker,
+    ...(o.giveUpAfterMs === undefined ? {} : {giveUpAfterMs: o.giveUpAfterMs}),
     release: async () => {
       await broker.close().catch(() => undefined);
       await store.close().catch(() => undefined);

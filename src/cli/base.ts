@@ -1,39 +1,67 @@
 import {Command, Flags, type Errors} from '@oclif/core';
-import {AxError, type AxErrorCode} from '../core/errors.js';
+import {AxError} from '../core/errors.js';
 import {type AxConfig, loadConfig} from '../core/config/config.js';
+import type {DbFailureReason} from '../core/store/types.js';
+import {EXIT_CODES} from './exit-codes.js';
 import {createRuntime, type Runtime} from './runtime.js';
+import {closest} from './suggest.js';
 
-/** Exit codes of every ax command (README "Exit codes"). Parse errors from oclif exit 2 as well. */
-export const EXIT_CODES: Record<AxErrorCode, number> = {
-  internal: 1,
-  invalid_input: 2,
-  not_found: 3,
-  conflict: 4,
-  unavailable: 5,
-  timeout: 6,
-  closed: 1,
+export {EXIT_CODES} from './exit-codes.js';
+
+const SERVERS_HINT =
+  'Is the server running? `npm run services` starts MariaDB and RabbitMQ locally; check the host and port in AX_MYSQL_URL, AX_OUTBOX_MYSQL_URL and AX_AMQP_URL.';
+
+/** What to do about each reason MySQL could not be used (`details.reason` of an AxError('unavailable')). */
+const DB_HINTS: Record<DbFailureReason, {ax: string; outbox: string}> = {
+  unreachable: {ax: SERVERS_HINT, outbox: SERVERS_HINT},
+  access_denied: {
+    ax: 'Check the user and password in AX_MYSQL_URL (mysql://user:password@host:3306/database), and that the user may connect from this host.',
+    outbox: 'Check the user and password in AX_OUTBOX_MYSQL_URL (default AX_MYSQL_URL), and that the user may connect from this host.',
+  },
+  permission_denied: {
+    ax: "Grant the user in AX_MYSQL_URL the rights ax needs on its database, e.g. GRANT ALL ON ax.* TO 'user'@'%'.",
+    outbox: 'Grant the user in AX_OUTBOX_MYSQL_URL SELECT, INSERT, UPDATE and DELETE on task_outbox.',
+  },
+  unknown_database: {
+    ax: '`ax migrate` creates the database and its tables (or fix the database name in AX_MYSQL_URL).',
+    outbox: 'Point AX_OUTBOX_MYSQL_URL at the business database that holds task_outbox; ax never creates it.',
+  },
+  not_migrated: {
+    ax: 'Run `ax migrate` with the same AX_MYSQL_URL to create or upgrade the tables.',
+    outbox: 'Run `ax migrate --outbox` to create task_outbox in the business database (AX_OUTBOX_MYSQL_URL).',
+  },
 };
 
-const HINTS: Partial<Record<AxErrorCode, string>> = {
-  unavailable:
-    'Is the server running? `npm run services` starts MariaDB and RabbitMQ locally; check AX_MYSQL_URL, AX_OUTBOX_MYSQL_URL and AX_AMQP_URL.',
-  invalid_input: 'See --help for the accepted values.',
-};
+/** The hint printed under an AxError, from its code and, for MySQL failures, its reason. */
+export function hintFor(err: AxError): string | undefined {
+  if (err.code === 'invalid_input') return 'See --help for the accepted values.';
+  if (err.code !== 'unavailable') return undefined;
+  const reason = err.details?.reason as DbFailureReason | undefined;
+  const hints = reason === undefined ? undefined : DB_HINTS[reason];
+  if (hints === undefined) return SERVERS_HINT;
+  return err.details?.scope === 'outbox' ? hints.outbox : hints.ax;
+}
 
 /**
  * The base of every ax command: `--json` (the command's return value is the JSON output),
- * `--config`, and the translation of AxError codes into exit codes and hints — the only place
- * that happens.
+ * `--config`, "did you mean" for a mistyped flag, and the translation of AxError codes into exit
+ * codes and hints — the only place that happens.
  */
 export abstract class AxCommand extends Command {
   static override enableJsonFlag = true;
   static override baseFlags = {
     config: Flags.string({description: 'config file (default: $AX_CONFIG or ./ax.config.json)', helpGroup: 'GLOBAL'}),
   };
+  /** A command that only reads: it never creates the database (AX_CREATE_DATABASE does not apply). */
+  static readOnly = false;
 
   /** Loads the configuration (file, env, then non-secret overrides from flags). */
   protected runtime(configFile: string | undefined, overrides: Partial<AxConfig> = {}): Runtime {
-    const cfg = loadConfig({...(configFile === undefined ? {} : {file: configFile}), overrides});
+    const readOnly = (this.constructor as typeof AxCommand).readOnly;
+    const cfg = loadConfig({
+      ...(configFile === undefined ? {} : {file: configFile}),
+      overrides: readOnly ? {...overrides, createDatabase: false} : overrides,
+    });
     // In --json mode stdout holds only the JSON document; logs go to stderr and default to warnings.
     const quiet = this.jsonEnabled() && process.env.AX_LOG_LEVEL === undefined;
     return createRuntime(quiet ? {...cfg, logLevel: 'warn'} : cfg);
@@ -45,7 +73,8 @@ export abstract class AxCommand extends Command {
     return {error: {code: e.oclif?.exit === 2 ? 'invalid_input' : 'internal', message: e.message ?? String(err)}};
   }
 
-  protected override async catch(err: Errors.CLIError & {exitCode?: number}): Promise<unknown> {
+  protected override async catch(err: Errors.CLIError & {exitCode?: number; flags?: unknown}): Promise<unknown> {
+    this.suggestFlags(err);
     // oclif's own catch reads exitCode, but parse errors carry their code (2) in `oclif.exit`.
     if (this.jsonEnabled() && !(err instanceof AxError)) process.exitCode = err.oclif?.exit ?? err.exitCode ?? 1;
     if (err instanceof AxError) {
@@ -55,9 +84,25 @@ export abstract class AxCommand extends Command {
         this.logJson(this.toErrorJson(err));
         return;
       }
-      const hint = HINTS[err.code];
+      const hint = hintFor(err);
       this.error(err.message, {exit, ...(hint ? {suggestions: [hint]} : {})});
     }
     return super.catch(err);
+  }
+
+  /** `--dealy`: oclif's "Nonexistent flag" error gains "did you mean --delay?" when a flag is that close. */
+  private suggestFlags(err: Errors.CLIError & {flags?: unknown}): void {
+    if (!Array.isArray(err.flags) || !/^Nonexistent flag/.test(err.message)) return;
+    const ctor = this.constructor as typeof AxCommand;
+    const known = Object.keys({...ctor.baseFlags, ...ctor.flags, ...(ctor.enableJsonFlag ? {json: true} : {})}).map((f) => `--${f}`);
+    const near = (err.flags as unknown[])
+      .map((f) => String(f).replace(/=.*$/, ''))
+      .map((f) => [f, closest(f, known)] as const)
+      .filter((p): p is readonly [string, string] => p[1] !== undefined);
+    if (near.length === 0) return;
+    const said = near.map(([f, c]) => `${f} → ${c}`).join(', ');
+    const [first, ...rest] = err.message.split('\n');
+    const mean = near.length === 1 ? (near[0] as readonly [string, string])[1] : said;
+    err.message = [`${first ?? ''} (did you mean ${mean}?)`, ...rest].join('\n');
   }
 }

@@ -1,12 +1,11 @@
 /** What the `ax cron` commands share: the JSON shapes, the human rendering and the service plumbing. */
+import {disposable} from './dispose.js';
 import {iso, table, when} from './render.js';
 import {openBroker, openStore, type Runtime} from './runtime.js';
-import type {Broker} from '../core/broker/types.js';
-import {createCronService, type CronService, type CronStore, type ScheduleView} from '../core/cron/service.js';
+import {createCronAdmin, type CronAdmin, type CronStore, type ScheduleView} from '../core/cron/service.js';
 import {MISFIRE_TOLERANCE_MS} from '../core/cron/schedule.js';
 import {formatDuration} from '../core/duration.js';
 import {zoneOf} from '../core/cron/zone.js';
-import {invalid} from '../core/errors.js';
 import type {InspectStore} from '../core/store/types.js';
 
 /** A schedule as the `ax cron` commands print it with --json: dates as ISO strings. */
@@ -173,19 +172,12 @@ export function renderSchedule(r: CronShowResult, nowMs: number): string[] {
  */
 export async function withCron<T>(
   rt: Runtime,
-  fn: (cron: CronService, store: CronStore) => Promise<T>,
+  fn: (cron: CronAdmin, store: CronStore) => Promise<T>,
   opts: {broker?: boolean} = {},
 ): Promise<T> {
-  const store = await openStore(rt);
-  let broker: Broker | undefined;
-  try {
-    if (opts.broker) broker = await openBroker(rt, {reconnect: false});
-    const cron = createCronService({...rt, store, ...(broker ? {broker} : {})});
-    return await fn(cron, store);
-  } finally {
-    await broker?.close().catch(() => undefined);
-    await store.close().catch(() => undefined);
-  }
+  await using store = disposable(await openStore(rt));
+  await using broker = opts.broker ? disposable(await openBroker(rt, {reconnect: false})) : undefined;
+  return await fn(createCronAdmin({...rt, store, ...(broker ? {broker} : {})}), store);
 }
 
 /** The fire times of cancelled occurrences (their run_at), for the output of pause and rm. */
@@ -199,12 +191,4 @@ export function describeCancelled(cancelled: CancelledJson[]): string {
   const one = (c: CancelledJson): string =>
     `${c.taskId} (fire time ${c.fireAt === null ? '?' : `${when(new Date(c.fireAt), {seconds: true})} UTC`})`;
   return `cancelled its pending occurrence ${cancelled.map(one).join(', ')}`;
-}
-
-export function parseNext(s: string | undefined): number {
-  if (s === undefined) return DEFAULT_NEXT;
-  const t = s.trim();
-  if (!/^\d+$/.test(t) || Number(t) < 1 || Number(t) > MAX_NEXT)
-    throw invalid(`--next must be a whole number from 1 to ${MAX_NEXT}, got "${s}"`);
-  return Number(t);
 }

@@ -26,15 +26,57 @@ export function clip(s: string | null, max: number): string {
   return one.length > max ? `${one.slice(0, max - 1)}…` : one;
 }
 
-/** Columns two spaces apart; `right` lists the columns aligned right (numbers). */
-export function table(head: string[], rows: string[][], opts: {right?: number[]; indent?: string} = {}): string[] {
+/** The terminal's width when stdout is a terminal; undefined for pipes and files (scripts get everything). */
+export function terminalWidth(): number | undefined {
+  return process.stdout.isTTY && process.stdout.columns > 0 ? process.stdout.columns : undefined;
+}
+
+/** The narrowest a shrunk column gets: room for a few characters and the ellipsis. */
+const MIN_COLUMN = 8;
+
+/**
+ * Column widths that fit `width`: while the line is too long, the widest column (ties: the
+ * rightmost) gives up what is needed, down to MIN_COLUMN or its header. Returns the natural
+ * widths when they fit or no column can shrink further.
+ */
+function fitWidths(widths: number[], head: string[], indent: number, width: number): number[] {
+  const out = [...widths];
+  const total = (): number => indent + out.reduce((a, b) => a + b, 0) + 2 * Math.max(0, out.length - 1);
+  for (let guard = 0; total() > width && guard < out.length * 2; guard++) {
+    const floor = (i: number): number => Math.max(MIN_COLUMN, (head[i] ?? '').length);
+    let widest = -1;
+    out.forEach((w, i) => {
+      if (w > floor(i) && (widest < 0 || w >= (out[widest] as number))) widest = i;
+    });
+    if (widest < 0) break;
+    out[widest] = Math.max(floor(widest), (out[widest] as number) - (total() - width));
+  }
+  return out;
+}
+
+/**
+ * Columns two spaces apart; `right` lists the columns aligned right (numbers). On a terminal the
+ * table fits its width: the widest columns are cut with "…" (see fitWidths). Piped or redirected
+ * output (`width` undefined) is never cut, so scripts and `| less -S` see every character.
+ */
+export function table(
+  head: string[],
+  rows: string[][],
+  opts: {right?: number[]; indent?: string; width?: number | undefined} = {},
+): string[] {
   const all = [head, ...rows].map((r) => r.map((c) => printable(c).replace(/[\t\n]/g, ' ')));
-  const widths = head.map((_, i) => Math.max(...all.map((r) => (r[i] ?? '').length)));
+  const natural = head.map((_, i) => Math.max(...all.map((r) => (r[i] ?? '').length)));
+  const width = 'width' in opts ? opts.width : terminalWidth();
+  const widths = width === undefined ? natural : fitWidths(natural, head, (opts.indent ?? '').length, width);
   const right = new Set(opts.right ?? []);
+  const cut = (c: string, w: number): string => (c.length > w ? `${c.slice(0, Math.max(0, w - 1))}…` : c);
   const fmt = (r: string[]): string =>
     (opts.indent ?? '') +
     r
-      .map((c, i) => (right.has(i) ? c.padStart(widths[i] ?? 0) : c.padEnd(widths[i] ?? 0)))
+      .map((c, i) => {
+        const w = widths[i] ?? 0;
+        return right.has(i) ? cut(c, w).padStart(w) : cut(c, w).padEnd(w);
+      })
       .join('  ')
       .trimEnd();
   return all.map(fmt);

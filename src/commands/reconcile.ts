@@ -1,9 +1,10 @@
 import {Flags} from '@oclif/core';
+import {limitFlag} from '../cli/flags.js';
 import {AxCommand} from '../cli/base.js';
 import {openBroker, openStore} from '../cli/runtime.js';
-import {invalid} from '../core/errors.js';
-import {reconcile, type ReconcileReport} from '../core/reconcile/reconcile.js';
-import {createCronService} from '../core/cron/service.js';
+import type {ReconcileReport} from '../core/reconcile/reconcile.js';
+import {reconcileOnce} from '../core/reconcile/service.js';
+import {disposable} from '../cli/dispose.js';
 
 const MAX_LIMIT = 1_000_000;
 
@@ -23,51 +24,18 @@ Safe at any time, alongside workers and schedulers: every change is a guarded up
   ];
   static override flags = {
     'dry-run': Flags.boolean({description: 'report only; change nothing', default: false}),
-    limit: Flags.string({description: `most tasks handled per kind (default AX_RECONCILE_LIMIT, 10000; max ${MAX_LIMIT})`}),
+    limit: limitFlag({max: MAX_LIMIT, what: 'tasks handled per kind', defaultText: 'AX_RECONCILE_LIMIT, 10000'}),
   };
 
   async run(): Promise<ReconcileReport> {
     const {flags} = await this.parse(Reconcile);
     const rt = this.runtime(flags.config);
-    const limit = flags.limit === undefined ? rt.config.reconcileLimit : parseLimit(flags.limit);
-
-    const store = await openStore(rt);
-    let report: ReconcileReport;
-    try {
-      const broker = await openBroker(rt, {reconnect: false});
-      try {
-        const cron = createCronService({...rt, store});
-        report = await reconcile({
-          cron: cron.reconcileHooks(),
-          store,
-          broker,
-          clock: rt.clock,
-          random: rt.random,
-          logger: rt.logger,
-          backoff: {baseMs: rt.config.retryBaseMs, maxMs: rt.config.retryMaxMs},
-          limit,
-          rate: rt.config.reconcileRate,
-          republishAfterMs: rt.config.republishAfterMs,
-          dryRun: flags['dry-run'],
-          actor: rt.actor,
-        });
-      } finally {
-        await broker.close().catch(() => undefined);
-      }
-    } finally {
-      await store.close().catch(() => undefined);
-    }
-
+    await using store = disposable(await openStore(rt));
+    await using broker = disposable(await openBroker(rt, {reconnect: false}));
+    const report = await reconcileOnce({...rt, store, broker, dryRun: flags['dry-run'], limit: flags.limit});
     if (!this.jsonEnabled()) for (const line of summarize(report)) this.log(line);
     return report;
   }
-}
-
-function parseLimit(s: string): number {
-  const t = s.trim();
-  const n = /^\d+$/.test(t) ? Number(t) : Number.NaN;
-  if (!Number.isInteger(n) || n < 1 || n > MAX_LIMIT) throw invalid(`--limit must be a whole number from 1 to ${MAX_LIMIT}, got "${s}"`);
-  return n;
 }
 
 function sample(ids: string[], found: number): string[] {

@@ -4,7 +4,7 @@ import {signalController} from '../cli/signals.js';
 import {isAxError} from '../core/errors.js';
 import {disposable} from '../cli/dispose.js';
 import {startHealthServer} from '../health.js';
-import {createCronService} from '../core/cron/service.js';
+import {createCronPolicy} from '../core/cron/policy.js';
 import {createSchedulerService} from '../core/scheduler/service.js';
 import type {Scheduler} from '../core/scheduler/scheduler.js';
 import {failFastFlag, healthFlags, summaryEvery, summaryEveryFlag} from '../cli/summary.js';
@@ -63,7 +63,7 @@ to AX_CONNECT_RETRY_MAX); --fail-fast (AX_CONNECT_FAIL_FAST) exits 5 at once ins
       // A server down at start is waited for (logged, jittered backoff) unless --fail-fast.
       await using store = disposable(await connectWithRetry(rt, 'MySQL', () => openStore(rt), retry));
       await using broker = disposable(await connectWithRetry(rt, 'RabbitMQ', () => openBroker(rt, {reconnect: true}), retry));
-      const cron = createCronService({...rt, store});
+      const cron = createCronPolicy({...rt, store});
       await using started = createSchedulerService({...rt, store, broker, hooks: cron.hooks()});
       scheduler = started;
       await started.start();

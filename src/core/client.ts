@@ -4,7 +4,7 @@ import type {Logger} from './log.js';
 import {type FlushReport, Producer} from './producer/producer.js';
 import {cancelTask, showTask, type TaskDetail} from './inspect/inspect.js';
 import type {ScheduleStore, TaskStore} from './store/types.js';
-import {createCronService, type CronService} from './cron/service.js';
+import {createCronAdmin, type CronAdmin} from './cron/admin.js';
 import type {TaskSpec} from './task/model.js';
 import type {TaskState} from './task/state.js';
 import type {Clock, Random} from './time.js';
@@ -22,13 +22,11 @@ export interface AxClient {
   cancel(id: string, reason?: string): Promise<{id: string; from: TaskState}>;
   /** A task and its history; throws not_found. */
   getTask(id: string): Promise<TaskDetail>;
-  /** Cron schedules: add, list, show, pause, resume, remove, trigger (see CronService). */
-  cron: PublicCron;
+  /** Cron schedules: add, list, show, pause, resume, remove, trigger (see CronAdmin). */
+  cron: CronAdmin;
   /** Flushes, then closes the connections. */
   close(): Promise<FlushReport>;
 }
-
-type PublicCron = Pick<CronService, 'add' | 'list' | 'show' | 'pause' | 'resume' | 'remove' | 'trigger'>;
 
 export interface ClientParts {
   config: AxConfig;
@@ -59,19 +57,9 @@ export function createClient(p: ClientParts): AxClient {
     ...(p.giveUpAfterMs === undefined ? {} : {giveUpAfterMs: p.giveUpAfterMs}),
   });
   let closing: Promise<FlushReport> | undefined;
-  const cron = createCronService({config: p.config, store: p.store, broker: p.broker, clock: p.clock, logger: p.logger, actor: p.actor});
-  // Only the public operations: the scheduler's hooks (materialize, repair, …) are not the SDK's.
-  const publicCron: PublicCron = {
-    add: (input) => cron.add(input),
-    list: () => cron.list(),
-    show: (name, n) => cron.show(name, n),
-    pause: (name) => cron.pause(name),
-    resume: (name) => cron.resume(name),
-    remove: (name) => cron.remove(name),
-    trigger: (name) => cron.trigger(name),
-  };
   return {
-    cron: publicCron,
+    // Only the admin API: the scheduler's cron policy (materialize, repair, …) is not the SDK's.
+    cron: createCronAdmin({config: p.config, store: p.store, broker: p.broker, clock: p.clock, logger: p.logger, actor: p.actor}),
     submit: (t) => producer.submit(t),
     flush: () => producer.flush(),
     cancel: (id, reason) => cancelTask(p.store, id, p.actor, reason ?? null),

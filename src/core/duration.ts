@@ -14,9 +14,18 @@ const UNITS: Record<string, number> = {
 export const MAX_DURATION_MS = 366 * 86_400_000;
 
 /**
- * Parses a duration: a non-negative integer of milliseconds, or a string such as `250ms`, `5s`,
- * `30m`, `1h30m`, `2d`. Throws invalid_input (naming `what`) for anything else, for negative, NaN or
- * fractional milliseconds, and for values above MAX_DURATION_MS.
+ * The one rule for every duration ax reads (flags, task specs, config, cron timeouts), for help texts:
+ * a whole number of milliseconds, or numbers with a unit — ms, s (sec), m (min), h, d, in any case —
+ * one after the other without spaces; fractions are allowed and rounded to the millisecond.
+ */
+export const DURATION_RULE =
+  'milliseconds, or a number with a unit: ms, s, m, h, d (any case; combined like 1h30m; fractions like 1.5s are rounded to the ms)';
+
+/**
+ * Parses a duration by DURATION_RULE: `250`, `250ms`, `5s`, `5S`, `1.5s`, `30m`, `1h30m`, `2d`.
+ * Throws invalid_input (naming `what`) for anything else (spaces between parts, unknown units, a bare
+ * fraction such as `1.5`), for negative, NaN or non-integer numbers of milliseconds, and for values
+ * above MAX_DURATION_MS.
  */
 export function parseDuration(input: unknown, what = 'duration'): number {
   let ms: number;

@@ -123,6 +123,25 @@ describe('ax submit', () => {
     expect(row?.payload).toBe('{}');
   });
 
+  test('durations follow one rule: units in any case, fractions rounded to the ms (--delay 1.5s, 5S, 1H30M)', async () => {
+    for (const [delay, ms] of [
+      ['1.5s', 1500],
+      ['5S', 5000],
+      ['1H30M', 5_400_000],
+    ] as const) {
+      const r = await ax(['submit', 'order_notify', '--delay', delay, '--timeout', '2.5S', '--json']);
+      expect(r.code, r.stderr).toBe(0);
+      const [row] = await testEnv.sql<{delta: number; timeout_ms: number}>(
+        'SELECT TIMESTAMPDIFF(MICROSECOND, created_at, run_at) / 1000 AS delta, timeout_ms FROM tasks WHERE id = ?',
+        [r.json.ids[0]],
+      );
+      expect(Math.abs(Number(row?.delta) - ms), delay).toBeLessThan(1000);
+      expect(row?.timeout_ms).toBe(2500);
+    }
+    await refused(['submit', 'order_notify', '--delay', '1h 30m'], 2, /delay "1h 30m" is not a duration/);
+    await refused(['submit', 'order_notify', '--delay', '1.5'], 2, /delay "1.5" is not a duration/);
+  });
+
   test('--at and --payload-file', async () => {
     const file = join(cwd, 'payload.json');
     writeFileSync(file, '{"report": "daily", "n": [1, 2]}');
@@ -224,8 +243,10 @@ describe('ax submit', () => {
     ['--at impossible date', ['submit', 'order_notify', '--at', '2030-13-45T00:00:00Z'], /not a valid time|not an ISO/],
     ['--at too far away', ['submit', 'order_notify', '--at', '2099-01-01T00:00:00Z'], /more than 366 days/],
     ['--delay and --at', ['submit', 'order_notify', '--delay', '5s', '--at', '2030-01-01T00:00:00Z'], /either --delay or --at/],
-    ['unknown pool', ['submit', 'order_notify', '--pool', 'gpu'], /pool must be one of io, cpu/],
-    ['negative max retries', ['submit', 'order_notify', '--max-retries=-1'], /--max-retries must be a whole number/],
+    ['unknown pool', ['submit', 'order_notify', '--pool', 'gpu'], /Expected --pool=gpu to be one of: io, cpu/],
+    ['negative max retries', ['submit', 'order_notify', '--max-retries=-1'], /Parsing --max-retries[\s\S]*greater than or equal to 0/],
+    ['too many max retries', ['submit', 'order_notify', '--max-retries', '101'], /Parsing --max-retries[\s\S]*less than or equal to 100/],
+    ['fractional max retries', ['submit', 'order_notify', '--max-retries', '1.5'], /Parsing --max-retries[\s\S]*Expected an integer/],
     ['zero timeout', ['submit', 'order_notify', '--timeout', '0'], /timeout must be at least 1ms/],
     ['malformed id', ['submit', 'order_notify', '--id', 'abc'], /not a lower-case UUID/],
     ['--json error document', ['submit', 'Bad', '--json'], /not domain_action/],
@@ -317,8 +338,13 @@ describe('ax tasks list', () => {
     ['bad since', ['--since', 'yesterday'], /since "yesterday" is neither a duration back from now .* nor an ISO time/],
     ['since a date that does not exist', ['--since', '2027-02-30T00:00:00Z'], /not a valid time/],
     ['bad since time', ['--since', '2026-02-31T99:00:00Z'], /not a valid time/],
-    ['limit 0', ['--limit', '0'], /limit must be a whole number from 1 to 1000/],
-    ['limit not a number', ['--limit', '10; DROP TABLE tasks'], /--limit must be a whole number/],
+    ['limit 0', ['--limit', '0'], /Parsing --limit[\s\S]*greater than or equal to 1 but received: 0/],
+    ['limit too big', ['--limit', '1001'], /Parsing --limit[\s\S]*less than or equal to 1000 but received: 1001/],
+    [
+      'limit not a number',
+      ['--limit', '10; DROP TABLE tasks'],
+      /Parsing --limit[\s\S]*Expected an integer but received: 10; DROP TABLE tasks/,
+    ],
     ['--json error document', ['--state', 'nope', '--json'], /is not one of/],
   ])('refuses %s (exit 2)', async (_n, args, message) => {
     await refused(['tasks', 'list', ...args], 2, message);
@@ -513,8 +539,9 @@ describe('ax reconcile', () => {
   });
 
   test.concurrent.each<[string, string[], RegExp]>([
-    ['limit 0', ['--limit', '0'], /--limit must be a whole number from 1/],
-    ['limit not a number', ['--limit', 'lots'], /--limit must be a whole number/],
+    ['limit 0', ['--limit', '0'], /Parsing --limit[\s\S]*greater than or equal to 1 but received: 0/],
+    ['limit too big', ['--limit', '1000001'], /Parsing --limit[\s\S]*less than or equal to 1000000/],
+    ['limit not a number', ['--limit', 'lots'], /Parsing --limit[\s\S]*Expected an integer but received: lots/],
     ['unknown flag', ['--force'], /Nonexistent flag: --force/],
   ])('refuses %s (exit 2)', async (_n, args, message) => {
     await refused(['reconcile', ...args], 2, message);

@@ -11,9 +11,9 @@ import {
   type MisfirePolicy,
   type OverlapPolicy,
 } from '../../core/cron/schedule.js';
-import {invalid} from '../../core/errors.js';
 import {POOLS, type PoolName} from '../../core/task/model.js';
-import {MAX_RETRIES_LIMIT} from '../../core/task/validate.js';
+import {maxRetriesFlag} from '../../cli/flags.js';
+import {DURATION_RULE} from '../../core/duration.js';
 import {DEFAULT_NEXT, renderSchedule, showResult, withCron, type CronShowResult} from '../../cli/cron.js';
 
 /** The --json output of `ax cron add`: the schedule as stored, its policies and its next 5 fire times. */
@@ -70,10 +70,8 @@ Exit codes: 2 bad name, expression, zone, type, payload or policy, 4 a schedule 
       options: [...MISFIRE_POLICIES],
       description: `fire times missed while no scheduler ran (default ${DEFAULT_MISFIRE})`,
     }),
-    'max-retries': Flags.string({
-      description: `retries of each occurrence after its first attempt, 0 to ${MAX_RETRIES_LIMIT} (default: AX_MAX_RETRIES)`,
-    }),
-    timeout: Flags.string({description: "per-attempt timeout of each occurrence, e.g. 30s (default: the handler's, else 10m)"}),
+    'max-retries': maxRetriesFlag({what: 'of each occurrence', defaultText: 'AX_MAX_RETRIES, 5'}),
+    timeout: Flags.string({description: `per-attempt timeout of each occurrence: ${DURATION_RULE} (default: the handler's, else 10m)`}),
   };
 
   async run(): Promise<CronAddResult> {
@@ -85,7 +83,7 @@ Exit codes: 2 bad name, expression, zone, type, payload or policy, 4 a schedule 
     if (flags.pool !== undefined) input.pool = flags.pool as PoolName;
     if (flags.overlap !== undefined) input.overlap = flags.overlap as OverlapPolicy;
     if (flags.misfire !== undefined) input.misfire = flags.misfire as MisfirePolicy;
-    if (flags['max-retries'] !== undefined) input.maxRetries = parseRetries(flags['max-retries']);
+    if (flags['max-retries'] !== undefined) input.maxRetries = flags['max-retries'];
     if (flags.timeout !== undefined) input.timeout = flags.timeout;
     // Everything is checked before connecting: bad input never writes anything, even offline.
     validateCronInput(input, {payloadLimitBytes: rt.config.payloadLimitBytes, nowMs: rt.clock.now()});
@@ -99,10 +97,4 @@ Exit codes: 2 bad name, expression, zone, type, payload or policy, 4 a schedule 
     if (!this.jsonEnabled()) for (const line of renderSchedule(result, nowMs)) this.log(line);
     return result;
   }
-}
-
-function parseRetries(s: string): number {
-  const t = s.trim();
-  if (!/^\d+$/.test(t)) throw invalid(`--max-retries must be a whole number from 0 to ${MAX_RETRIES_LIMIT}, got "${s}"`);
-  return Number(t);
 }

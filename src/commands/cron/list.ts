@@ -1,8 +1,7 @@
 import {AxCommand} from '../../cli/base.js';
 import {table, when} from '../../cli/render.js';
 import {nextFireTimes, parseSchedule} from '../../core/cron/parse.js';
-import type {ScheduleView} from '../../core/cron/service.js';
-import type {CronStore} from '../../core/cron/service.js';
+import type {CronStore, ScheduleView} from '../../core/cron/service.js';
 import type {TaskState} from '../../core/task/state.js';
 import {scheduleJson, withCron, type ScheduleJson} from '../../cli/cron.js';
 
@@ -25,6 +24,7 @@ export interface CronListResult {
 }
 
 export default class CronList extends AxCommand {
+  static override readOnly = true;
   static override summary = 'List cron schedules with their next and last occurrence.';
   static override description = `One row per schedule of the configured cell, by name: expression, zone, task type, whether it is paused, its next fire time after now, and the latest occurrence that has fired (scheduled or triggered) with its state. Times in UTC; \`ax cron show <name>\` gives them in the schedule's zone too.
 

@@ -1,8 +1,9 @@
 import {Flags} from '@oclif/core';
+import {limitFlag} from '../../cli/flags.js';
 import {AxCommand} from '../../cli/base.js';
+import {disposable} from '../../cli/dispose.js';
 import {clip, iso, table, when} from '../../cli/render.js';
 import {openOutbox} from '../../cli/runtime.js';
-import {invalid} from '../../core/errors.js';
 import type {OutboxRow} from '../../core/store/types.js';
 
 const MAX_LIMIT = 10_000;
@@ -33,6 +34,7 @@ export interface OutboxListResult {
 }
 
 export default class OutboxList extends AxCommand {
+  static override readOnly = true;
   static override summary = 'List task_outbox rows the relay has not sent yet, or (--failed) the ones it gave up on.';
   static override description = `Rows come oldest first, from the business database (AX_OUTBOX_MYSQL_URL, default AX_MYSQL_URL). Pending rows are waiting for the relay: ATTEMPTS counts the relay passes that took them, and LAST ERROR is the last transient error (MySQL or RabbitMQ) that handed them back. Failed rows can never be relayed as written (payload not JSON, bad type, conflicting dedup key, …); the relay skips them until \`ax outbox retry\` clears the failure. The payload is not shown.`;
   static override examples = [
@@ -45,21 +47,16 @@ export default class OutboxList extends AxCommand {
   ];
   static override flags = {
     failed: Flags.boolean({char: 'f', description: 'list failed rows instead of pending ones'}),
-    limit: Flags.string({char: 'n', description: `most rows shown, 1 to ${MAX_LIMIT} (default ${DEFAULT_LIMIT})`}),
+    limit: limitFlag({char: 'n', max: MAX_LIMIT, what: 'rows shown', defaultText: String(DEFAULT_LIMIT)}),
   };
 
   async run(): Promise<OutboxListResult> {
     const {flags} = await this.parse(OutboxList);
     const rt = this.runtime(flags.config);
-    const limit = parseLimit(flags.limit);
+    const limit = flags.limit ?? DEFAULT_LIMIT;
     const kind = flags.failed ? 'failed' : 'pending';
-    const outbox = await openOutbox(rt);
-    let rows: Listed[];
-    try {
-      rows = kind === 'failed' ? await outbox.outboxListFailed({limit}) : await outbox.outboxListUnsent({limit});
-    } finally {
-      await outbox.close().catch(() => undefined);
-    }
+    await using outbox = disposable(await openOutbox(rt));
+    const rows = kind === 'failed' ? await outbox.outboxListFailed({limit}) : await outbox.outboxListUnsent({limit});
     if (!this.jsonEnabled()) {
       if (rows.length === 0) this.log(`no ${kind} outbox rows`);
       else {
@@ -84,13 +81,6 @@ export default class OutboxList extends AxCommand {
     }
     return {kind, count: rows.length, rows: rows.map(toItem)};
   }
-}
-
-function parseLimit(s: string | undefined): number {
-  if (s === undefined) return DEFAULT_LIMIT;
-  const n = /^\d+$/.test(s.trim()) ? Number(s.trim()) : NaN;
-  if (!(n >= 1 && n <= MAX_LIMIT)) throw invalid(`--limit must be a whole number from 1 to ${MAX_LIMIT}, got "${s}"`);
-  return n;
 }
 
 function toItem(r: Listed): OutboxListItem {

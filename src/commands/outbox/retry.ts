@@ -1,5 +1,6 @@
 import {Args, Flags} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
+import {disposable} from '../../cli/dispose.js';
 import {openOutbox} from '../../cli/runtime.js';
 import {AxError, invalid} from '../../core/errors.js';
 
@@ -35,14 +36,9 @@ Exit codes: 2 malformed id (or ids together with --all, or neither), 3 no such r
     const {argv, flags} = await this.parse(OutboxRetry);
     const rt = this.runtime(flags.config);
     const ids = parseIds(argv as string[], flags.all);
-    const outbox = await openOutbox(rt);
-    let retried: number;
-    try {
-      if (ids !== 'all') mustBeFailed(ids, await outbox.outboxRowStates({ids}));
-      retried = await outbox.outboxRetryFailed({ids});
-    } finally {
-      await outbox.close().catch(() => undefined);
-    }
+    await using outbox = disposable(await openOutbox(rt));
+    if (ids !== 'all') mustBeFailed(ids, await outbox.outboxRowStates({ids}));
+    const retried = await outbox.outboxRetryFailed({ids});
     if (!this.jsonEnabled()) {
       this.log(retried === 0 ? 'no failed outbox rows to retry' : `${retried} outbox row${retried === 1 ? '' : 's'} will be relayed again`);
     }

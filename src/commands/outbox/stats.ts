@@ -1,4 +1,5 @@
 import {AxCommand} from '../../cli/base.js';
+import {disposable} from '../../cli/dispose.js';
 import {table} from '../../cli/render.js';
 import {openOutbox} from '../../cli/runtime.js';
 import {formatDuration} from '../../core/duration.js';
@@ -15,6 +16,7 @@ export interface OutboxStatsResult {
 }
 
 export default class OutboxStats extends AxCommand {
+  static override readOnly = true;
   static override summary = 'Show the outbox backlog: unsent rows, failed rows, and the outbox lag.';
   static override description = `Counts task_outbox rows in the business database (AX_OUTBOX_MYSQL_URL, default AX_MYSQL_URL): unsent rows are waiting for the relay, failed rows were skipped as impossible to relay. The age of the oldest unsent row is the outbox lag, measured on the database clock: a few seconds at most while a relay runs; if it keeps growing, no relay is running or it cannot keep up (check \`ax relay\` / the sidecar's /readyz). The same numbers are in the relay's health details.`;
   static override examples = [
@@ -25,13 +27,8 @@ export default class OutboxStats extends AxCommand {
   async run(): Promise<OutboxStatsResult> {
     const {flags} = await this.parse(OutboxStats);
     const rt = this.runtime(flags.config);
-    const outbox = await openOutbox(rt);
-    let lag: Omit<OutboxStatsResult, 'database'>;
-    try {
-      lag = await outbox.outboxLag();
-    } finally {
-      await outbox.close().catch(() => undefined);
-    }
+    await using outbox = disposable(await openOutbox(rt));
+    const lag = await outbox.outboxLag();
     const result = {database: outbox.database, ...lag};
     if (!this.jsonEnabled()) {
       this.log(`task_outbox in database ${result.database}`);

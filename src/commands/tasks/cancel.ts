@@ -1,5 +1,6 @@
 import {Args, Flags} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
+import {disposable} from '../../cli/dispose.js';
 import {openStore} from '../../cli/runtime.js';
 import {invalid} from '../../core/errors.js';
 import {cancelTask} from '../../core/inspect/inspect.js';
@@ -39,13 +40,8 @@ Exit codes: 2 malformed id, 3 unknown id, 4 the task is running or finished, 5 M
     const rt = this.runtime(flags.config);
     if (!isTaskId(args.id)) throw invalid(`"${args.id}" is not a task id (a lower-case UUID)`);
     if (flags.reason !== undefined && flags.reason.length > MAX_REASON) throw invalid(`--reason is longer than ${MAX_REASON} characters`);
-    const store = await openStore(rt);
-    let r: {id: string; from: TaskState};
-    try {
-      r = await cancelTask(store, args.id, rt.actor, flags.reason ?? null);
-    } finally {
-      await store.close().catch(() => undefined);
-    }
+    await using store = disposable(await openStore(rt));
+    const r = await cancelTask(store, args.id, rt.actor, flags.reason ?? null);
     if (!this.jsonEnabled()) this.log(`cancelled ${r.id} (was ${r.from})`);
     return {...r, to: 'cancelled'};
   }

@@ -1,7 +1,8 @@
 import {Flags} from '@oclif/core';
+import {limitFlag} from '../../cli/flags.js';
 import {AxCommand} from '../../cli/base.js';
+import {disposable} from '../../cli/dispose.js';
 import {openStore} from '../../cli/runtime.js';
-import {invalid} from '../../core/errors.js';
 import {listTasks, MAX_LIST_LIMIT, parseListFilter} from '../../core/inspect/inspect.js';
 import type {TaskRecord} from '../../core/task/model.js';
 import {TASK_STATES} from '../../core/task/state.js';
@@ -32,6 +33,7 @@ export interface TaskListResult {
 }
 
 export default class TasksList extends AxCommand {
+  static override readOnly = true;
   static override summary = 'List tasks, newest first.';
   static override description = `Filters combine (AND); states are ${TASK_STATES.join(', ')}. The table shows ATTEMPT as attempts made / attempts allowed (1 + max retries), times in UTC, and the last error cut to fit: \`ax tasks show <id>\` has the rest.`;
   static override examples = [
@@ -49,23 +51,15 @@ export default class TasksList extends AxCommand {
     state: Flags.string({char: 's', description: `only tasks in this state (${TASK_STATES.join(', ')})`}),
     type: Flags.string({char: 't', description: 'only tasks of this type (domain_action)'}),
     since: Flags.string({description: 'only tasks created since: a duration back from now (15m, 2h, 7d) or an ISO-8601 time'}),
-    limit: Flags.string({char: 'n', description: `most tasks shown, 1 to ${MAX_LIST_LIMIT} (default 50)`}),
+    limit: limitFlag({char: 'n', max: MAX_LIST_LIMIT, what: 'tasks shown', defaultText: '50'}),
   };
 
   async run(): Promise<TaskListResult> {
     const {flags} = await this.parse(TasksList);
     const rt = this.runtime(flags.config);
-    const filter = parseListFilter(
-      {state: flags.state, type: flags.type, since: flags.since, limit: parseLimit(flags.limit)},
-      rt.clock.now(),
-    );
-    const store = await openStore(rt);
-    let rows: TaskRecord[];
-    try {
-      rows = await listTasks(store, filter);
-    } finally {
-      await store.close().catch(() => undefined);
-    }
+    const filter = parseListFilter({state: flags.state, type: flags.type, since: flags.since, limit: flags.limit}, rt.clock.now());
+    await using store = disposable(await openStore(rt));
+    const rows = await listTasks(store, filter);
     const result = {count: rows.length, tasks: rows.map(toItem)};
     if (!this.jsonEnabled()) {
       if (rows.length === 0) this.log('no tasks match');
@@ -74,12 +68,6 @@ export default class TasksList extends AxCommand {
     }
     return result;
   }
-}
-
-function parseLimit(s: string | undefined): number | undefined {
-  if (s === undefined) return undefined;
-  if (!/^\d+$/.test(s.trim())) throw invalid(`--limit must be a whole number from 1 to ${MAX_LIST_LIMIT}, got "${s}"`);
-  return Number(s.trim());
 }
 
 function toItem(t: TaskRecord): TaskListItem {

@@ -1,5 +1,6 @@
 import {Args} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
+import {disposable} from '../../cli/dispose.js';
 import {openStore} from '../../cli/runtime.js';
 import {invalid} from '../../core/errors.js';
 import {showTask, type TaskDetail} from '../../core/inspect/inspect.js';
@@ -19,6 +20,7 @@ export interface TaskShowResult {
 const PAYLOAD_PREVIEW = 400;
 
 export default class TasksShow extends AxCommand {
+  static override readOnly = true;
   static override summary = 'Show one task and its history.';
   static override description = `The task row (state, attempts, due time, lease, last error, payload) and its timeline: every transition with its time (UTC), the worker or process (host:pid) that made it, the attempt, and the error or reason recorded with it. --json prints the whole payload; the human view cuts it short.
 
@@ -36,13 +38,8 @@ Exit codes: 2 malformed id, 3 unknown id, 5 MySQL unavailable.`;
     const rt = this.runtime(flags.config);
     // Checked before connecting so that a typo is exit 2 even when the database is down.
     if (!isTaskId(args.id)) throw invalid(`"${args.id}" is not a task id (a lower-case UUID)`);
-    const store = await openStore(rt);
-    let detail: TaskDetail;
-    try {
-      detail = await showTask(store, args.id);
-    } finally {
-      await store.close().catch(() => undefined);
-    }
+    await using store = disposable(await openStore(rt));
+    const detail = await showTask(store, args.id);
     if (!this.jsonEnabled()) for (const line of render(detail)) this.log(line);
     return {task: taskJson(detail.task), history: detail.history.map((h) => ({...h, at: h.at.toISOString()}))};
   }

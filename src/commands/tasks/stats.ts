@@ -1,10 +1,12 @@
 import {AxCommand} from '../../cli/base.js';
+import {disposable} from '../../cli/dispose.js';
 import {table} from '../../cli/render.js';
 import {openStore} from '../../cli/runtime.js';
 import {type StatsReport, taskStats} from '../../core/inspect/inspect.js';
 import {TASK_STATES} from '../../core/task/state.js';
 
 export default class TasksStats extends AxCommand {
+  static override readOnly = true;
   static override summary = 'Count tasks per type and state.';
   static override description = `One row per task type with a column per state (${TASK_STATES.join(', ')}) and a total, then the totals per state, for the configured cell. --json gives {rows: [{type, state, count}], byState, total}.`;
   static override examples = [
@@ -15,13 +17,8 @@ export default class TasksStats extends AxCommand {
   async run(): Promise<StatsReport> {
     const {flags} = await this.parse(TasksStats);
     const rt = this.runtime(flags.config);
-    const store = await openStore(rt);
-    let report: StatsReport;
-    try {
-      report = await taskStats(store);
-    } finally {
-      await store.close().catch(() => undefined);
-    }
+    await using store = disposable(await openStore(rt));
+    const report = await taskStats(store);
     if (!this.jsonEnabled()) for (const line of render(report)) this.log(line);
     return report;
   }

@@ -492,3 +492,11 @@ export interface SchemaStore extends Closable {
 
 /** Everything the business database's outbox offers, for composition roots and tests. */
 export type OutboxStore = OutboxRelayStore & OutboxAdminStore & Closable;
+
+/** Why MySQL could not be used: `details.reason` of the AxError('unavailable') the adapter throws. */
+export type DbFailureReason =
+  | 'unreachable' // no server answers at the URL's host and port, or the connection broke
+  | 'access_denied' // the server refused the login: unknown user or wrong password (it never says which)
+  | 'permission_denied' // logged in, but the user may not use the database or a table
+  | 'unknown_database' // the database named in the URL does not exist
+  | 'not_migrated'; // the database exists but ax's schema (or task_outbox) is missing or old

@@ -1,6 +1,7 @@
 import mysql from 'mysql2/promise';
 import type {Pool, PoolConnection, ResultSetHeader, RowDataPacket} from 'mysql2/promise';
 import {AxError} from '../../errors.js';
+import type {DbFailureReason} from '../types.js';
 import {redactUrl} from '../../config/config.js';
 import {parseMysqlUrl} from './url.js';
 
@@ -23,21 +24,50 @@ export interface Db {
   url: string;
 }
 
-const UNAVAILABLE_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EPIPE',
-  'ENOTFOUND',
-  'EHOSTUNREACH',
-  'PROTOCOL_CONNECTION_LOST',
-  'PROTOCOL_SEQUENCE_TIMEOUT',
-  'ER_CON_COUNT_ERROR',
-  'ER_SERVER_SHUTDOWN',
-  'ER_ACCESS_DENIED_ERROR',
-  'ER_DBACCESS_DENIED_ERROR',
-  'ER_BAD_DB_ERROR',
-]);
+export type {DbFailureReason} from '../types.js';
+
+const REASONS: Record<string, DbFailureReason> = {
+  ECONNREFUSED: 'unreachable',
+  ECONNRESET: 'unreachable',
+  ETIMEDOUT: 'unreachable',
+  EPIPE: 'unreachable',
+  ENOTFOUND: 'unreachable',
+  EAI_AGAIN: 'unreachable',
+  EHOSTUNREACH: 'unreachable',
+  PROTOCOL_CONNECTION_LOST: 'unreachable',
+  PROTOCOL_SEQUENCE_TIMEOUT: 'unreachable',
+  ER_CON_COUNT_ERROR: 'unreachable',
+  ER_SERVER_SHUTDOWN: 'unreachable',
+  ER_ACCESS_DENIED_ERROR: 'access_denied', // 1045
+  ER_ACCESS_DENIED_NO_PASSWORD_ERROR: 'access_denied', // 1698: the account does not log in with a password from here
+  ER_NOT_SUPPORTED_AUTH_MODE: 'access_denied', // 1251
+  AUTH_SWITCH_PLUGIN_ERROR: 'access_denied', // mysql2: the account uses an authentication plugin it lacks
+  ER_DBACCESS_DENIED_ERROR: 'permission_denied', // 1044
+  ER_TABLEACCESS_DENIED_ERROR: 'permission_denied', // 1142
+  ER_BAD_DB_ERROR: 'unknown_database', // 1049
+  ER_NO_SUCH_TABLE: 'not_migrated', // 1146
+};
+
+/** The driver's error code of `e`, or of the error it wraps (an AxError made by mapDbError). */
+export function driverCode(e: unknown): string | undefined {
+  const err = e as {code?: unknown; cause?: {code?: unknown}} | null;
+  if (typeof err?.cause?.code === 'string') return err.cause.code;
+  return typeof err?.code === 'string' ? err.code : undefined;
+}
+
+/**
+ * An AxError('unavailable') with its reason in `details.reason`, and `details.scope: 'outbox'` when
+ * it is about the business database's outbox (the CLI picks the hint from both).
+ */
+export function dbUnavailable(reason: DbFailureReason, message: string, cause?: unknown, scope?: 'outbox'): AxError {
+  return new AxError('unavailable', message, {...(cause === undefined ? {} : {cause}), details: {reason, ...(scope ? {scope} : {})}});
+}
+
+/** `e` as an error about the outbox's database when it is one of the adapter's AxErrors; else `e`. */
+export function outboxScoped(e: unknown): unknown {
+  const reason = (e as AxError | null)?.details?.reason;
+  return e instanceof AxError && typeof reason === 'string' ? dbUnavailable(reason as DbFailureReason, e.message, e.cause, 'outbox') : e;
+}
 
 /**
  * MySQL's "this value cannot be stored" errors: SQLSTATE classes 22 (data exception) and 23
@@ -49,23 +79,50 @@ export function isDataError(e: unknown): boolean {
   return typeof state === 'string' && (state.startsWith('22') || state.startsWith('23'));
 }
 
-/** Maps driver errors to AxError('unavailable'|'timeout'); anything else is returned unchanged. */
+/**
+ * Maps driver errors to AxError('unavailable') with a `details.reason` (see DbFailureReason) and a
+ * message naming the server (password redacted), or to AxError('timeout'); anything else (SQL
+ * errors about the data, bugs) is returned unchanged.
+ */
 export function mapDbError(e: unknown, url: string): unknown {
   const err = e as {code?: string; message?: string};
-  if (err?.code && UNAVAILABLE_CODES.has(err.code)) {
-    const hint = err.code === 'ER_BAD_DB_ERROR' ? ' (run `ax migrate` to create it)' : '';
-    return new AxError('unavailable', `MySQL at ${redactUrl(url)} is unavailable: ${err.message ?? err.code}${hint}`, {cause: e});
+  const reason = err?.code === undefined ? undefined : REASONS[err.code];
+  if (reason === undefined) {
+    if (/Query inactivity timeout/i.test(err?.message ?? ''))
+      return new AxError('timeout', `MySQL query timed out: ${err.message}`, {cause: e});
+    return e;
   }
-  if (err?.code === 'PROTOCOL_SEQUENCE_TIMEOUT' || /Query inactivity timeout/i.test(err?.message ?? '')) {
-    return new AxError('timeout', `MySQL query timed out: ${err.message}`, {cause: e});
+  const at = `MySQL at ${redactUrl(url)}`;
+  const said = err.message ?? err.code;
+  let t: ReturnType<typeof parseMysqlUrl> | undefined;
+  try {
+    t = parseMysqlUrl(url);
+  } catch {
+    t = undefined;
   }
-  return e;
+  switch (reason) {
+    case 'access_denied':
+      return dbUnavailable(
+        reason,
+        `${at} refused the login of user "${t?.user ?? '?'}" (${t?.password ? 'with' : 'without'} a password): the user does not exist, the password is wrong, or the user may not connect from this host (MySQL does not say which). It said: ${said}`,
+        e,
+      );
+    case 'permission_denied':
+      return dbUnavailable(reason, `${at}: user "${t?.user ?? '?'}" is not allowed to do this: ${said}`, e);
+    case 'unknown_database':
+      return dbUnavailable(reason, `${at}: database "${t?.database ?? '?'}" does not exist`, e);
+    case 'not_migrated':
+      return dbUnavailable(reason, `${at}: a table is missing (${said}): the schema is not migrated`, e);
+    default:
+      return dbUnavailable(reason, `${at} is unavailable: ${said}`, e);
+  }
 }
 
 /**
  * Opens a pool on ax's database. Sessions run in UTC (`time_zone = '+00:00'`) so that DATETIME
  * values and NOW(3) mean the same instant everywhere. Throws AxError('unavailable') when the server
- * cannot be reached or the database is missing and cannot be created.
+ * cannot be reached, refuses the login, or the database is missing and cannot be created, with the
+ * reason in `details.reason`.
  */
 export async function openDb(opts: DbOptions): Promise<Db> {
   const t = parseMysqlUrl(opts.url);
@@ -89,7 +146,8 @@ export async function openDb(opts: DbOptions): Promise<Db> {
       try {
         await c.query(`CREATE DATABASE IF NOT EXISTS \`${t.database}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
       } catch (e) {
-        if ((e as {code?: string}).code !== 'ER_DBACCESS_DENIED_ERROR' && (e as {code?: string}).code !== 'ER_ACCESS_DENIED_ERROR') throw e;
+        // A user who may not create databases may still use an existing one: the pool below says.
+        if (driverCode(e) !== 'ER_DBACCESS_DENIED_ERROR' && driverCode(e) !== 'ER_ACCESS_DENIED_ERROR') throw e;
       } finally {
         await c.end().catch(() => undefined);
       }

@@ -1,5 +1,5 @@
 import {AxError} from '../../errors.js';
-import {type Db, type Row, exec, select} from './db.js';
+import {type Db, type Row, dbUnavailable, driverCode, exec, select} from './db.js';
 import {MIGRATIONS, LATEST_VERSION, type Migration} from './migrations.js';
 import type {MigrateReport, MigrationStatus, SchemaStore} from '../types.js';
 
@@ -79,11 +79,11 @@ export async function assertMigrated(db: Db): Promise<void> {
     const rows = await select(db, db.pool, 'SELECT MAX(version) AS v FROM schema_migrations');
     version = Number(rows[0]?.v ?? 0);
   } catch (e) {
-    if ((e as {code?: string}).code !== 'ER_NO_SUCH_TABLE') throw e;
+    if (driverCode(e) !== 'ER_NO_SUCH_TABLE') throw e;
   }
   if (version < LATEST_VERSION) {
-    throw new AxError(
-      'unavailable',
+    throw dbUnavailable(
+      'not_migrated',
       `database ${db.database} is at schema version ${version}, ax needs ${LATEST_VERSION}: run \`ax migrate\``,
     );
   }

@@ -11,7 +11,7 @@ import type {
   OutboxRowStatesParams,
   OutboxStore,
 } from '../types.js';
-import {type Db, type DbOptions, type Row, exec, marks, openDb, select, tx} from './db.js';
+import {type Db, type DbOptions, type Row, dbUnavailable, driverCode, exec, outboxScoped, marks, openDb, select, tx} from './db.js';
 import {clipError} from './rows.js';
 import {AxError} from '../../errors.js';
 import {OUTBOX_CHECKS_PRESENT_SQL, OUTBOX_DDL, outboxChecksUpgradeSql, outboxViolationsSql} from '../../outbox/schema.js';
@@ -56,19 +56,25 @@ export class MysqlOutboxStore implements OutboxStore {
     try {
       db = await openDb(opts);
     } catch (e) {
-      if ((e as {cause?: {code?: string}}).cause?.code === 'ER_BAD_DB_ERROR') {
-        throw new AxError(
-          'unavailable',
+      if (driverCode(e) === 'ER_BAD_DB_ERROR') {
+        throw dbUnavailable(
+          'unknown_database',
           'the business database named in AX_OUTBOX_MYSQL_URL (default AX_MYSQL_URL) does not exist: ax never creates it',
-          {cause: e},
+          e,
+          'outbox',
         );
       }
-      throw e;
+      throw outboxScoped(e);
     }
     const store = new MysqlOutboxStore(db);
     if (opts.requireTable !== false && !(await store.outboxTableExists())) {
       await db.pool.end().catch(() => undefined);
-      throw new AxError('unavailable', `task_outbox does not exist in database ${db.database}: create it with \`ax migrate --outbox\``);
+      throw dbUnavailable(
+        'not_migrated',
+        `task_outbox does not exist in database ${db.database}: create it with \`ax migrate --outbox\``,
+        undefined,
+        'outbox',
+      );
     }
     return store;
   }

@@ -1,0 +1,260 @@
+/**
+ * End-to-end tests of the CLI's set-up errors and polish (`node bin/run.js …`, run `npm run build`
+ * first): each MySQL set-up problem (wrong password, unknown user, missing database, schema not
+ * migrated, missing business database, missing task_outbox) has its own message, hint and exit
+ * code; read-only commands never create a database; `-h`, `-v`, `version`, did-you-mean for
+ * commands and flags, autocomplete, the EXIT CODES section of every command's help.
+ */
+import {randomBytes} from 'node:crypto';
+import {mkdtempSync, readFileSync, rmSync} from 'node:fs';
+import {tmpdir} from 'node:os';
+import {join} from 'node:path';
+import {afterAll, beforeAll, describe, expect, test} from 'vitest';
+import {ROOT, runCli, type CliRun} from '../helpers/spawn.js';
+import {createTestEnv, MYSQL_ROOT, type TestEnv} from '../helpers/env.js';
+
+let testEnv: TestEnv;
+let cwd: string;
+const PW_USER = 'ax_test_pw';
+const PASSWORD = `pw_${randomBytes(6).toString('hex')}`;
+const host = new URL(MYSQL_ROOT).host;
+
+function ax(args: string[], env: Record<string, string> = {}): Promise<CliRun> {
+  return runCli(args, {cwd, env: {...testEnv.env, ...env}});
+}
+
+/** oclif wraps error messages to the terminal width behind " ›   " margins: undo that. */
+const flat = (stderr: string): string => stderr.replace(/\s*\n\s*›\s*/g, ' ');
+
+async function databaseExists(name: string): Promise<boolean> {
+  return (await testEnv.sql('SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?', [name])).length > 0;
+}
+
+beforeAll(async () => {
+  cwd = mkdtempSync(join(tmpdir(), 'ax-e2e-polish-'));
+  testEnv = await createTestEnv();
+  // A real user with a password, so that a wrong password is refused as such.
+  await testEnv.sql(`CREATE USER IF NOT EXISTS '${PW_USER}'@'%' IDENTIFIED BY '${PASSWORD}'`);
+  await testEnv.sql(`GRANT ALL ON \`${testEnv.config.amqpPrefix}\`.* TO '${PW_USER}'@'%'`);
+});
+
+afterAll(async () => {
+  await testEnv?.sql(`DROP USER IF EXISTS '${PW_USER}'@'%'`).catch(() => undefined);
+  await testEnv?.dispose();
+  if (cwd) rmSync(cwd, {recursive: true, force: true});
+});
+
+describe('MySQL set-up problems: a message and a hint each, exit 5, nothing created', () => {
+  const db = (): string => testEnv.config.amqpPrefix;
+  const missing = `axt_missing_${randomBytes(3).toString('hex')}`;
+  const unmigrated = `axt_empty_${randomBytes(3).toString('hex')}`;
+
+  beforeAll(async () => {
+    await testEnv.sql(`CREATE DATABASE \`${unmigrated}\``);
+  });
+  afterAll(async () => {
+    await testEnv.sql(`DROP DATABASE IF EXISTS \`${unmigrated}\``);
+    await testEnv.sql(`DROP DATABASE IF EXISTS \`${missing}\``);
+  });
+
+  // [name, env, message, reason, hint]
+  const cases: Array<[string, () => Record<string, string>, RegExp, string, RegExp]> = [
+    ['the right password works', () => ({AX_MYSQL_URL: `mysql://${PW_USER}:${PASSWORD}@${host}/${db()}`}), /^$/, '', /^$/],
+    [
+      'a wrong password',
+      () => ({AX_MYSQL_URL: `mysql://${PW_USER}:wrong@${host}/${db()}`}),
+      new RegExp(`mysql://${PW_USER}:\\*\\*\\*@.* refused the login of user "${PW_USER}" \\(with a password\\)`),
+      'access_denied',
+      /Check the user and password in AX_MYSQL_URL/,
+    ],
+    [
+      'an unknown user',
+      () => ({AX_MYSQL_URL: `mysql://ax_no_such_user@${host}/${db()}`}),
+      /refused the login of user "ax_no_such_user" \(without a password\): the user does not exist, the password is wrong/,
+      'access_denied',
+      /Check the user and password in AX_MYSQL_URL/,
+    ],
+    [
+      'a missing database',
+      () => ({AX_MYSQL_URL: `${MYSQL_ROOT}/${missing}`}),
+      new RegExp(`database "${missing}" does not exist`),
+      'unknown_database',
+      /`ax migrate` creates the database and its tables/,
+    ],
+    [
+      'a schema not migrated',
+      () => ({AX_MYSQL_URL: `${MYSQL_ROOT}/${unmigrated}`}),
+      new RegExp(`database ${unmigrated} is at schema version 0, ax needs \\d+: run \`ax migrate\``),
+      'not_migrated',
+      /Run `ax migrate` with the same AX_MYSQL_URL/,
+    ],
+    [
+      'nothing listening',
+      () => ({AX_MYSQL_URL: 'mysql://root@127.0.0.1:1/ax_unreachable'}),
+      /MySQL at mysql:\/\/root@127\.0\.0\.1:1\/ax_unreachable is unavailable: .*ECONNREFUSED/,
+      'unreachable',
+      /Is the server running\?/,
+    ],
+  ];
+
+  test.concurrent.each(cases)('%s', async (name, env, message, reason, hint) => {
+    const human = await ax(['tasks', 'stats'], env());
+    const json = await ax(['tasks', 'stats', '--json'], env());
+    if (reason === '') {
+      expect(human.code, human.stderr).toBe(0);
+      expect(json.json.total).toBe(0);
+      return;
+    }
+    expect(human.code, `${name}\n${human.stderr}`).toBe(5);
+    expect(flat(human.stderr)).toMatch(message);
+    expect(flat(human.stderr)).toMatch(hint);
+    if (reason !== 'unreachable') expect(flat(human.stderr)).not.toMatch(/Is the server running/);
+    expect(json.code).toBe(5);
+    expect(json.json.error).toMatchObject({code: 'unavailable', details: {reason}});
+    expect(json.json.error.message).toMatch(message);
+  });
+
+  test.concurrent.each([
+    ['tasks', 'stats'],
+    ['tasks', 'list'],
+    ['tasks', 'show', '01900000-0000-7000-8000-00000000abcd'],
+    ['cron', 'list'],
+    ['cron', 'show', 'nightly'],
+    ['migrate', '--status'],
+  ])('read-only: ax %s %s does not create a missing database', async (...args) => {
+    const r = await ax(args, {AX_MYSQL_URL: `${MYSQL_ROOT}/${missing}`});
+    expect(r.code, r.stderr).toBe(5);
+    expect(flat(r.stderr)).toMatch(new RegExp(`database "${missing}" does not exist`));
+    expect(await databaseExists(missing)).toBe(false);
+  });
+
+  test('the business database: missing, then without task_outbox, each with its own hint', async () => {
+    for (const cmd of [
+      ['outbox', 'stats'],
+      ['outbox', 'list'],
+    ]) {
+      const gone = await ax([...cmd, '--json'], {AX_OUTBOX_MYSQL_URL: `${MYSQL_ROOT}/${missing}`});
+      expect(gone.code).toBe(5);
+      expect(gone.json.error).toMatchObject({code: 'unavailable', details: {reason: 'unknown_database', scope: 'outbox'}});
+      expect(gone.json.error.message).toMatch(/business database named in AX_OUTBOX_MYSQL_URL .* does not exist: ax never creates it/);
+      const human = await ax(cmd, {AX_OUTBOX_MYSQL_URL: `${MYSQL_ROOT}/${missing}`});
+      expect(flat(human.stderr)).toMatch(/Point AX_OUTBOX_MYSQL_URL at the business database that holds task_outbox/);
+      expect(await databaseExists(missing)).toBe(false);
+
+      const noTable = await ax(cmd, {AX_OUTBOX_MYSQL_URL: `${MYSQL_ROOT}/${unmigrated}`});
+      expect(noTable.code).toBe(5);
+      expect(flat(noTable.stderr)).toMatch(new RegExp(`task_outbox does not exist in database ${unmigrated}`));
+      expect(flat(noTable.stderr)).toMatch(/Run `ax migrate --outbox` to create task_outbox in the business database/);
+    }
+  });
+
+  test('a wrong password for the business database names AX_OUTBOX_MYSQL_URL', async () => {
+    const r = await ax(['outbox', 'stats', '--json'], {AX_OUTBOX_MYSQL_URL: `mysql://${PW_USER}:wrong@${host}/${db()}`});
+    expect(r.code).toBe(5);
+    expect(r.json.error.details).toEqual({reason: 'access_denied', scope: 'outbox'});
+    const human = await ax(['outbox', 'stats'], {AX_OUTBOX_MYSQL_URL: `mysql://${PW_USER}:wrong@${host}/${db()}`});
+    expect(flat(human.stderr)).toMatch(/Check the user and password in AX_OUTBOX_MYSQL_URL/);
+  });
+});
+
+describe('help, version, did-you-mean, autocomplete', () => {
+  test('ax -h and ax --help list the topics and commands', async () => {
+    for (const flag of ['-h', '--help']) {
+      const r = await ax([flag]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toMatch(/^USAGE\n {2}\$ ax \[COMMAND\]/m);
+      expect(r.stdout).toMatch(/^ {2}submit\s+Submit one task/m);
+      expect(r.stdout).toMatch(/^ {2}autocomplete\s/m);
+    }
+  });
+
+  test('ax -v, ax --version and ax version print the version', async () => {
+    const {version} = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {version: string};
+    for (const args of [['-v'], ['--version'], ['version']]) {
+      const r = await ax(args);
+      expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(0);
+      expect(r.stdout).toContain(`ax-executor/${version}`);
+    }
+    const json = await ax(['version', '--json']);
+    expect(json.json).toMatchObject({cliVersion: `ax-executor/${version}`});
+  });
+
+  test('a mistyped command names the nearest one (exit 127)', async () => {
+    const r = await ax(['submti']);
+    expect(r.code).toBe(127);
+    expect(flat(r.stderr)).toMatch(/submti is not an ax command\. Did you mean `ax submit`\?/);
+    const topic = await ax(['tasks', 'lsit']);
+    expect(topic.code).toBe(127);
+    expect(flat(topic.stderr)).toMatch(/Did you mean `ax tasks list`\?/);
+    const far = await ax(['xyzzy']);
+    expect(far.code).toBe(127);
+    expect(flat(far.stderr)).toMatch(/xyzzy is not an ax command\. Run `ax help` for the list/);
+  });
+
+  test('a mistyped flag names the nearest one (exit 2, nothing written)', async () => {
+    const r = await ax(['submit', 'order_notify', '--dealy', '5s']);
+    expect(r.code).toBe(2);
+    expect(flat(r.stderr)).toMatch(/Nonexistent flag: --dealy \(did you mean --delay\?\)/);
+    const json = await ax(['tasks', 'list', '--stat', 'dead', '--json']);
+    expect(json.code).toBe(2);
+    expect(json.json.error).toMatchObject({code: 'invalid_input', message: expect.stringMatching(/--stat \(did you mean --state\?\)/)});
+    const far = await ax(['reconcile', '--force']);
+    expect(far.code).toBe(2);
+    expect(flat(far.stderr)).toMatch(/Nonexistent flag: --force/);
+    expect(flat(far.stderr)).not.toMatch(/did you mean/);
+    expect(await testEnv.sql('SELECT id FROM tasks')).toEqual([]);
+  });
+
+  test('ax autocomplete prints the set-up steps for bash', async () => {
+    const r = await ax(['autocomplete', 'bash'], {XDG_CACHE_HOME: join(cwd, 'cache'), HOME: cwd});
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/autocomplete/i);
+    expect(r.stdout).toMatch(/bashrc/);
+  });
+
+  test.concurrent.each([
+    'submit',
+    'reconcile',
+    'migrate',
+    'worker',
+    'scheduler',
+    'relay',
+    'tasks list',
+    'tasks show',
+    'tasks stats',
+    'tasks cancel',
+    'cron add',
+    'cron list',
+    'cron show',
+    'cron pause',
+    'cron resume',
+    'cron rm',
+    'cron trigger',
+    'outbox list',
+    'outbox retry',
+    'outbox stats',
+  ])('ax %s --help ends with the EXIT CODES section', async (cmd) => {
+    const r = await ax([...cmd.split(' '), '--help']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/\nEXIT CODES\n/);
+    expect(r.stdout.replace(/\s+/g, ' ')).toMatch(
+      / EXIT CODES 0 done, 1 internal error, 2 bad input or usage \(nothing changed\), 3 not found, 4 conflict, 5 MySQL or RabbitMQ unavailable, login refused or not migrated, 6 timeout, 7 worker stopped after an uncaught exception in handler code, 127 unknown command\. $/,
+    );
+  });
+});
+
+describe('the package', () => {
+  test('ships LICENSE and self-contained source maps, and no src/', async () => {
+    const {execFileSync} = await import('node:child_process');
+    const out = execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {cwd: ROOT, encoding: 'utf8'});
+    const files = (JSON.parse(out) as Array<{files: Array<{path: string}>}>)[0]?.files.map((f) => f.path) ?? [];
+    expect(files).toContain('LICENSE');
+    expect(files.some((f) => f.startsWith('src/'))).toBe(false);
+    const maps = files.filter((f) => f.endsWith('.js.map'));
+    expect(maps.length).toBeGreaterThan(10);
+    for (const m of maps) {
+      const map = JSON.parse(readFileSync(join(ROOT, m), 'utf8')) as {sources: string[]; sourcesContent?: string[]};
+      expect(map.sourcesContent?.length, `${m} carries its sources`).toBe(map.sources.length);
+    }
+  });
+});
