@@ -10,4 +10,5 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
 fi
 bash scripts/services.sh
 echo "[setup] building" >&2
+rm -rf dist  # a clean build: files of moved or deleted sources must not linger (or be packed)
 npx tsc -p tsconfig.build.json
