@@ -120,6 +120,41 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
       expect(won).toEqual([...ids].sort());
     });
 
+    it('two claimers at once on the same ids, many times over: each task is claimed exactly once', async () => {
+      for (let round = 0; round < 25; round++) {
+        const tasks = Array.from({length: 12}, (_, i) => task({type: 'order_notify', payload: {round, i}}));
+        await s.tasksInsert({tasks, actor: 'test'});
+        const ids = tasks.map((t) => t.id);
+        const [a, b] = await Promise.all([
+          s.tasksClaim({ids, worker: 'wa', leaseMs: 30_000}),
+          h.other.tasksClaim({ids: round % 2 === 0 ? ids : [...ids].reverse(), worker: 'wb', leaseMs: 30_000}),
+        ]);
+        const won = [...a.claimed, ...b.claimed].map((t) => t.id).sort();
+        expect(won, `round ${round}`).toEqual([...ids].sort());
+        for (const t of [...a.claimed, ...b.claimed]) expect(t).toMatchObject({attempt: 1, fence: 1});
+        const rows = await Promise.all(ids.map((id) => s.tasksGet({id})));
+        expect(rows.map((r) => r?.fence)).toEqual(ids.map(() => 1));
+      }
+    });
+
+    it("a claim that finds a task not yet due forgets the ring, and the early ring's late mark does not land", async () => {
+      const t = task({type: 'order_notify', payload: {early: 1}, delay: 3000});
+      await s.tasksInsert({tasks: [t], actor: 'test'});
+      // A doorbell rang early for fence 0; a worker claims before the ring's mark lands.
+      const r = await s.tasksClaim({ids: [t.id], worker: 'w1', leaseMs: 30_000});
+      expect(r.skipped).toEqual([{id: t.id, state: 'submitted', notDue: true}]);
+      await s.doorbellsMark({rung: [{id: t.id, fence: 0}]});
+      expect(await s.tasksGet({id: t.id})).toMatchObject({state: 'submitted', publishedAt: null});
+      // The scheduler still holds it, so it is rung when due instead of waiting for the reconciler.
+      const held = await s.holdsTake({owner: 'sched-early', horizonMs: 60_000, holdMs: 30_000, limit: 10_000});
+      const mine = held.find((x) => x.id === t.id);
+      expect(mine).toMatchObject({id: t.id, attempt: 0});
+      // Its ring for the current fence marks it.
+      await s.doorbellsMark({rung: [{id: t.id, fence: mine!.fence}]});
+      expect((await s.tasksGet({id: t.id}))?.publishedAt).toBeInstanceOf(Date);
+      await s.holdsRelease({owner: 'sched-early'});
+    });
+
     it('applies outcomes only with the current fence (a zombie completion changes nothing)', async () => {
       const t = task({type: 'order_notify', payload: {z: 1}});
       await s.tasksInsert({tasks: [t], actor: 'test'});

@@ -4,7 +4,7 @@
  */
 import {afterAll, beforeAll, describe, expect, it} from 'vitest';
 import {HOT_SQL} from '../../src/core/store/mysql/read.js';
-import {claimSelectSql, markPublishedSql, outcomeUpdateSql} from '../../src/core/store/mysql/write.js';
+import {claimSelectSql, claimUpdateSql, earlyResetSql, markPublishedSql, outcomeUpdateSql} from '../../src/core/store/mysql/write.js';
 import {createTestEnv, type TestEnv} from '../helpers/env.js';
 
 interface Plan {
@@ -34,6 +34,19 @@ describe('query plans of the hot statements', () => {
     const p = await explain(claimSelectSql(2), [...ids, 'default']);
     expect(p.key).toBe('PRIMARY');
     expect(p.type).toBe('range');
+  });
+
+  it('claim UPDATE and not-due reset with their guards (fence read, due): primary-key lookups', async () => {
+    const id = (n: number) => `0000000${n}-0000-7000-8000-000000000000`;
+    const rows = [
+      {id: id(1), fence: 1},
+      {id: id(2), fence: 0},
+    ];
+    for (const q of [claimUpdateSql(rows, 'w1', 30_000), earlyResetSql(rows)]) {
+      const p = await explain(q.sql, q.params);
+      expect(p.key).toBe('PRIMARY');
+      expect(p.type).toBe('range');
+    }
   });
 
   it('doorbell mark: primary-key lookups, with one fence or several', async () => {

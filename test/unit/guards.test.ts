@@ -5,7 +5,7 @@
  */
 import {describe, expect, it} from 'vitest';
 import {fenceCondition, guardedWhere, rungWhere} from '../../src/core/store/mysql/guards.js';
-import {outcomeUpdateSql} from '../../src/core/store/mysql/write.js';
+import {claimUpdateSql, earlyResetSql, outcomeUpdateSql} from '../../src/core/store/mysql/write.js';
 import {MAX_STACK_LENGTH, clipStack} from '../../src/core/store/mysql/rows.js';
 import type {Outcome} from '../../src/core/store/types.js';
 import {STACK_BYTES, STACK_LINES, stackHead} from '../../src/core/errors.js';
@@ -48,6 +48,39 @@ describe('guards from the transition table', () => {
     }
     expect(outcomeUpdateSql('rescue', [OUTCOMES.rescue!]).sql).toContain('lease_until < NOW(3)');
     expect(outcomeUpdateSql('fail', [OUTCOMES.fail!]).sql).not.toContain('lease_until < NOW(3)');
+  });
+
+  it('the claim UPDATE carries the fence its read saw and the due guard, from the table', () => {
+    expect(guardOf('claim')).toMatchObject({fenced: true, due: true, leaseExpired: false});
+    const q = claimUpdateSql(
+      [
+        {id: 'a', fence: 0},
+        {id: 'b', fence: 3},
+      ],
+      'w1',
+      30_000,
+    );
+    expect(q.sql).toContain(
+      guardedWhere('claim', [
+        {id: 'a', fence: 0},
+        {id: 'b', fence: 3},
+      ]).sql,
+    );
+    expect(q.sql).toContain("state IN ('submitted', 'failed')");
+    expect(q.sql).toContain('(fence = ? AND id IN (?)) OR (fence = ? AND id IN (?))');
+    expect(q.sql).toContain('run_at <= NOW(3)');
+    expect(q.params).toEqual(['w1', 30_000_000, 'a', 'b', 0, 'a', 3, 'b']);
+    // Only the claim is due-guarded.
+    for (const t of Object.keys(TRANSITIONS) as TransitionName[]) {
+      expect(guardedWhere(t, [{id: 'a', fence: 1}]).sql.includes('run_at <= NOW(3)'), t).toBe(t === 'claim');
+    }
+  });
+
+  it('the not-due reset moves the fence on, guarded by the fence read', () => {
+    const q = earlyResetSql([{id: 'a', fence: 4}]);
+    expect(q.sql).toMatch(/SET published_at = NULL, fence = fence \+ 1/);
+    expect(q.sql).toContain("state IN ('submitted', 'failed') AND fence = ?");
+    expect(q.params).toEqual(['a', 4]);
   });
 
   it('groups fences: one `fence = ?` for a single fence, one IN per fence otherwise', () => {

@@ -14,19 +14,22 @@ export const TERMINAL_STATES: readonly TaskState[] = ['succeeded', 'dead', 'canc
 
 /**
  * A transition: the states it may start from, the state it leads to, and what else its guarded
- * UPDATE must check. `fenced`: only the claim holding this fence may make it (a late "zombie"
- * outcome changes nothing). `leaseExpired`: only while the lease is over (a renewal in between wins).
+ * UPDATE must check. `fenced`: the row must still be at the fence the caller holds: for an outcome
+ * the fence of its claim (a late "zombie" outcome changes nothing), for a claim the fence its read
+ * saw (any change in between makes the UPDATE match nothing). `leaseExpired`: only while the lease
+ * is over (a renewal in between wins). `due`: only once the row's run_at has come (database clock).
  */
 export interface Transition {
   from: readonly TaskState[];
   to: TaskState;
   fenced?: true;
   leaseExpired?: true;
+  due?: true;
 }
 
 /** The named transitions. Outcomes (core/store/types.ts) are keyed by these names. */
 export const TRANSITIONS = {
-  claim: {from: ['submitted', 'failed'], to: 'running'},
+  claim: {from: ['submitted', 'failed'], to: 'running', fenced: true, due: true},
   complete: {from: ['running'], to: 'succeeded', fenced: true},
   fail: {from: ['running'], to: 'failed', fenced: true},
   deadLetter: {from: ['running'], to: 'dead', fenced: true},
@@ -46,11 +49,12 @@ export interface Guard {
   from: readonly TaskState[];
   fenced: boolean;
   leaseExpired: boolean;
+  due: boolean;
 }
 
 export function guardOf(t: TransitionName): Guard {
   const x: Transition = TRANSITIONS[t];
-  return {from: x.from, fenced: x.fenced === true, leaseExpired: x.leaseExpired === true};
+  return {from: x.from, fenced: x.fenced === true, leaseExpired: x.leaseExpired === true, due: x.due === true};
 }
 
 /** Throws AxError('conflict') unless `t` may move a task that is in state `from`; returns the target state. */

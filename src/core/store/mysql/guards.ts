@@ -38,7 +38,7 @@ export function fenceCondition(rows: readonly FencedRef[]): {sql: string; params
 
 /**
  * The WHERE clause of transition `t` applied to `rows` (non-empty): `id IN (…)`, the source states,
- * and, as the table says, the fence each row was claimed with and an expired lease.
+ * and, as the table says, the fence each row is held at, an expired lease and a due run_at.
  */
 export function guardedWhere(t: TransitionName, rows: readonly FencedRef[]): {sql: string; params: unknown[]} {
   const g = guardOf(t);
@@ -50,6 +50,7 @@ export function guardedWhere(t: TransitionName, rows: readonly FencedRef[]): {sq
     params.push(...f.params);
   }
   if (g.leaseExpired) parts.push('lease_until < NOW(3)');
+  if (g.due) parts.push('run_at <= NOW(3)');
   return {sql: parts.join(' AND '), params};
 }
 

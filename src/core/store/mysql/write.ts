@@ -14,10 +14,10 @@ import type {
   TasksClaimParams,
   TasksInsertParams,
 } from '../types.js';
-import {type Db, type PoolConnection, exec, isDataError, marks, select, tx} from './db.js';
+import {type Db, type PoolConnection, type ResultSetHeader, exec, isDataError, marks, select, tx} from './db.js';
 import {AxError, errorMessage} from '../../errors.js';
 import {caseById, clipError, clipStack, historyInsert, toDueTask, type HistoryRow} from './rows.js';
-import {type FencedRef, guardedWhere, inList, rungWhere} from './guards.js';
+import {type FencedRef, fenceCondition, guardedWhere, inList, rungWhere} from './guards.js';
 const MAX_DUP_RETRIES = 3;
 
 /**
@@ -224,21 +224,82 @@ export const claimSelectSql = (n: number): string =>
   `SELECT id, type, pool, state, attempt, max_retries, fence, timeout_ms, payload, run_at <= NOW(3) AS due
      FROM tasks WHERE id IN (${marks(n)}) AND cell = ? FOR UPDATE`;
 
+/** How often a claim or an outcome batch re-reads after a guarded UPDATE matched fewer rows than it read. */
+const MAX_GUARD_RETRIES = 5;
+
+/**
+ * Thrown inside a transaction when a guarded UPDATE changed fewer rows than the read before it
+ * decided: the rows moved in between (only possible without a locking read). The transaction rolls
+ * back and the caller re-reads.
+ */
+class GuardMismatch extends Error {}
+
+/** Runs `fn` in a transaction, again from a fresh read when a guarded UPDATE did not match what it read. */
+async function txGuarded<T>(db: Db, what: string, fn: (c: PoolConnection) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await tx(db, fn);
+    } catch (e) {
+      if (!(e instanceof GuardMismatch)) throw e;
+      if (attempt >= MAX_GUARD_RETRIES)
+        throw new AxError('conflict', `${what}: rows kept changing under the guarded UPDATE (${e.message})`);
+    }
+  }
+}
+
+/** Throws GuardMismatch unless a guarded UPDATE changed exactly the `expected` rows the read decided on. */
+function expectAffected(res: ResultSetHeader, expected: number, what: string): void {
+  if (res.affectedRows !== expected) throw new GuardMismatch(`${what}: ${res.affectedRows} of ${expected} rows matched`);
+}
+
+/**
+ * The claim's UPDATE over the rows its read found claimable, each at the fence the read saw
+ * (`fence` of `rows` is the fence before the claim). Guard from the table: source states, that
+ * fence, and run_at due. Exported for tests.
+ */
+export function claimUpdateSql(rows: readonly FencedRef[], worker: string, leaseMs: number): {sql: string; params: unknown[]} {
+  const where = guardedWhere('claim', rows);
+  return {
+    sql: `UPDATE tasks SET state = '${TRANSITIONS.claim.to}', attempt = attempt + 1, fence = fence + 1, worker = ?,
+                lease_until = NOW(3) + INTERVAL ? MICROSECOND, updated_at = NOW(3)
+          WHERE ${where.sql}`,
+    params: [worker, leaseMs * 1000, ...where.params],
+  };
+}
+
+/**
+ * A doorbell that rang early (clock estimate off, or a stray publish) must not silence the task:
+ * forget that it was rung so the scheduler rings again when it is due, and move the fence on so
+ * that the early ring's late "published" mark (guarded by the fence it rang for) cannot land after
+ * this reset. Guard: still claimable at the fence the read saw. Exported for tests.
+ */
+export function earlyResetSql(rows: readonly FencedRef[]): {sql: string; params: unknown[]} {
+  const f = fenceCondition(rows);
+  return {
+    sql: `UPDATE tasks SET published_at = NULL, fence = fence + 1
+          WHERE id IN (${marks(rows.length)}) AND state IN (${inList(guardOf('claim').from)}) AND ${f.sql}`,
+    params: [...rows.map((r) => r.id), ...f.params],
+  };
+}
+
 /**
  * Claims due submitted/failed tasks among `ids` (see TaskStore.claim). One transaction: a locking
  * SELECT (rows in primary-key order, so concurrent claimers cannot deadlock on each other), one
- * UPDATE, one history INSERT.
+ * UPDATE, one history INSERT. The UPDATE carries its own guard (state, the fence read, due), and
+ * must change exactly the rows the read decided on; otherwise the transaction rolls back and the
+ * claim re-reads (AxError('conflict') after 5 tries).
  */
 export async function claim(db: Db, cell: string, {ids, worker, leaseMs}: TasksClaimParams): Promise<ClaimResult> {
   const unique = [...new Set(ids)].sort();
   if (unique.length === 0) return {claimed: [], skipped: []};
-  return tx(db, async (c) => {
+  return txGuarded(db, 'claim', async (c) => {
     const rows = await select(db, c, claimSelectSql(unique.length), [...unique, cell]);
     const found = new Map(rows.map((r) => [r.id as string, r]));
     const claimable = guardOf('claim').from;
     const claimed: ClaimedTask[] = [];
     const history: HistoryRow[] = [];
     const skipped: ClaimResult['skipped'] = [];
+    const early: FencedRef[] = [];
     for (const id of unique) {
       const r = found.get(id);
       if (!r) {
@@ -246,8 +307,13 @@ export async function claim(db: Db, cell: string, {ids, worker, leaseMs}: TasksC
         continue;
       }
       const state = r.state as TaskState;
-      if (!claimable.includes(state) || Number(r.due) !== 1) {
-        skipped.push(claimable.includes(state) ? {id, state, notDue: true} : {id, state});
+      if (!claimable.includes(state)) {
+        skipped.push({id, state});
+        continue;
+      }
+      if (Number(r.due) !== 1) {
+        skipped.push({id, state, notDue: true});
+        early.push({id, fence: Number(r.fence)});
         continue;
       }
       const attempt = Number(r.attempt) + 1;
@@ -263,27 +329,17 @@ export async function claim(db: Db, cell: string, {ids, worker, leaseMs}: TasksC
       });
       history.push([id, state, TRANSITIONS.claim.to, attempt, worker, null, null]);
     }
-    // A doorbell that rang early (clock estimate off, or a stray publish) must not silence the task:
-    // forget that it was rung so the scheduler rings again when it is due.
-    const early = skipped.filter((k) => k.notDue).map((k) => k.id);
     if (early.length > 0) {
-      await exec(
-        db,
-        c,
-        `UPDATE tasks SET published_at = NULL WHERE id IN (${marks(early.length)}) AND state IN (${inList(claimable)})`,
-        early,
-      );
+      const q = earlyResetSql(early);
+      await exec(db, c, q.sql, q.params);
     }
     if (claimed.length > 0) {
-      const claimedIds = claimed.map((t) => t.id);
-      await exec(
-        db,
-        c,
-        `UPDATE tasks SET state = '${TRANSITIONS.claim.to}', attempt = attempt + 1, fence = fence + 1, worker = ?,
-                lease_until = NOW(3) + INTERVAL ? MICROSECOND, updated_at = NOW(3)
-          WHERE id IN (${marks(claimedIds.length)}) AND state IN (${inList(claimable)})`,
-        [worker, leaseMs * 1000, ...claimedIds],
+      const q = claimUpdateSql(
+        claimed.map((t) => ({id: t.id, fence: t.fence - 1})),
+        worker,
+        leaseMs,
       );
+      expectAffected(await exec(db, c, q.sql, q.params), claimed.length, 'claim');
       const h = historyInsert(history);
       await exec(db, c, h.sql, h.params);
     }
@@ -405,13 +461,15 @@ export function outcomeUpdateSql(t: TransitionName, group: Outcome[]): {sql: str
 /**
  * Applies outcomes (see TaskStore.outcomesApply): a locking read decides which are current (and
  * the attempt each history row records), then one UPDATE per transition present, each carrying
- * its own guard from the transition table, and one history INSERT, in one transaction.
+ * its own guard from the transition table, and one history INSERT, in one transaction. Each UPDATE
+ * must change exactly the rows the read decided on (so history is written only for rows updated);
+ * otherwise the transaction rolls back and re-reads (AxError('conflict') after 5 tries).
  */
 export async function applyOutcomes(db: Db, outcomes: Outcome[], actor: string): Promise<OutcomeResult> {
   if (outcomes.length === 0) return {applied: [], stale: []};
   const byId = new Map(outcomes.map((o) => [o.id, o]));
   const ids = [...byId.keys()].sort();
-  return tx(db, async (c) => {
+  return txGuarded(db, 'outcomes', async (c) => {
     const rows = await select(
       db,
       c,
@@ -445,7 +503,7 @@ export async function applyOutcomes(db: Db, outcomes: Outcome[], actor: string):
     }
     for (const [t, group] of groups) {
       const q = outcomeUpdateSql(t, group);
-      await exec(db, c, q.sql, q.params);
+      expectAffected(await exec(db, c, q.sql, q.params), group.length, `outcomes (${t})`);
     }
     if (history.length > 0) {
       const h = historyInsert(history);
