@@ -122,7 +122,8 @@ export function mapDbError(e: unknown, url: string): unknown {
  * Opens a pool on ax's database. Sessions run in UTC (`time_zone = '+00:00'`) so that DATETIME
  * values and NOW(3) mean the same instant everywhere. Throws AxError('unavailable') when the server
  * cannot be reached, refuses the login, or the database is missing and cannot be created, with the
- * reason in `details.reason`.
+ * reason in `details.reason`. The pool it opened is then closed, so a failed attempt
+ * leaves no sockets behind.
  */
 export async function openDb(opts: DbOptions): Promise<Db> {
   const t = parseMysqlUrl(opts.url);
@@ -140,6 +141,7 @@ export async function openDb(opts: DbOptions): Promise<Db> {
     connectTimeout: 10_000,
     multipleStatements: false,
   };
+  let pool: Pool | undefined;
   try {
     if (opts.createDatabase) {
       const c = await mysql.createConnection(base);
@@ -152,7 +154,7 @@ export async function openDb(opts: DbOptions): Promise<Db> {
         await c.end().catch(() => undefined);
       }
     }
-    const pool = mysql.createPool({
+    pool = mysql.createPool({
       ...base,
       database: t.database,
       connectionLimit: opts.connectionLimit ?? 10,
@@ -162,10 +164,22 @@ export async function openDb(opts: DbOptions): Promise<Db> {
     pool.pool.on('connection', (c) => {
       c.query("SET time_zone = '+00:00'");
     });
-    // Fail fast on a bad URL/database rather than at the first real query.
-    await pool.query({sql: 'SELECT 1', timeout: opts.queryTimeoutMs});
+    // Fail fast on a bad URL/database rather than at the first real query. A probe that fails on
+    // an open connection (a server that stopped answering) destroys that connection: ending it
+    // politely would wait for the same server.
+    const probe = await pool.getConnection();
+    try {
+      await probe.query({sql: 'SELECT 1', timeout: opts.queryTimeoutMs});
+    } catch (e) {
+      probe.destroy();
+      throw e;
+    }
+    probe.release();
     return {pool, database: t.database, queryTimeoutMs: opts.queryTimeoutMs, url: opts.url};
   } catch (e) {
+    // A pool that failed its first query must not keep sockets (and the process) alive: the
+    // caller may retry in a loop.
+    await pool?.end().catch(() => undefined);
     throw mapDbError(e, opts.url);
   }
 }
