@@ -52,9 +52,10 @@ export async function createWorkerService(o: WorkerServiceOptions): Promise<Work
 export interface RunningWorker extends AsyncDisposable {
   worker: Worker;
   /**
-   * Drains the worker (Worker.stop with `graceMs`), then awaits the module's onStop. Resolves
-   * `{onStopFailed: true}` when onStop threw or outlasted `graceMs` (logged at error). Idempotent;
-   * `await using` disposal is this with AX_SHUTDOWN_GRACE.
+   * Drains the worker (Worker.stop with `graceMs`), then awaits the module's onStop for what is
+   * left of `graceMs` (at least ON_STOP_FLOOR_MS; see drainThenStop). Resolves
+   * `{onStopFailed: true}` when onStop threw or outlasted that budget (logged at error).
+   * Idempotent; `await using` disposal is this with AX_SHUTDOWN_GRACE.
    */
   stop(graceMs: number): Promise<{onStopFailed: boolean}>;
 }
@@ -102,15 +103,38 @@ export async function startWorkerService(o: WorkerServiceOptions): Promise<Runni
   }
   let stopping: Promise<{onStopFailed: boolean}> | undefined;
   const stop = (graceMs: number): Promise<{onStopFailed: boolean}> =>
-    (stopping ??= (async () => {
-      await worker.stop({graceMs});
-      return runStop(Math.max(graceMs, 1000));
-    })());
+    (stopping ??= drainThenStop(
+      o.clock,
+      graceMs,
+      (ms) => worker.stop({graceMs: ms}),
+      (budgetMs) => runStop(budgetMs),
+    ));
   return {
     worker,
     stop,
     [Symbol.asyncDispose]: async () => void (await stop(o.config.shutdownGraceMs)),
   };
+}
+
+/** The least time onStop gets when the drain used the whole grace period. */
+export const ON_STOP_FLOOR_MS = 1000;
+
+/**
+ * Runs `drain` with the grace period, then `onStop` with what is left of it (at least
+ * ON_STOP_FLOOR_MS), so the whole stop takes at most `graceMs + ON_STOP_FLOOR_MS`: within a
+ * supervisor's termination period (Kubernetes: 30 s) that is a little longer than the grace.
+ * Elapsed time is measured on the clock's monotonic time. Errors of either step propagate.
+ */
+export async function drainThenStop<T>(
+  clock: Clock,
+  graceMs: number,
+  drain: (graceMs: number) => Promise<void>,
+  onStop: (budgetMs: number) => Promise<T>,
+): Promise<T> {
+  const started = clock.monotonic();
+  await drain(graceMs);
+  const left = graceMs - (clock.monotonic() - started);
+  return onStop(Math.max(left, ON_STOP_FLOOR_MS));
 }
 
 async function buildWorker(o: WorkerServiceOptions, handlers: HandlerMap, url: string): Promise<Worker> {
