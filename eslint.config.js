@@ -1,6 +1,7 @@
 // ESLint (flat config) with typescript-eslint. Beyond the recommended rules, this file enforces the
 // dependency rules of the architecture (shared/design/architecture.md, "Layout"):
 // - src/core never imports commands, cli, ui, sidecar, oclif, ink or react;
+// - src/core/config never imports the MySQL/AMQP adapters (they depend on it, not the reverse);
 // - services (and src/core/client.ts, cron) see only the store and broker interfaces, not the MySQL/AMQP
 //   adapters; commands and src/cli do not import adapters either: only the composition root
 //   src/compose.ts (and sidecar/, through src/relay.ts) creates them;
@@ -53,6 +54,11 @@ export default tseslint.config(
       'src/core/{producer,worker,reconcile,inspect,scheduler,outbox,dlq,metrics,cron,types,archive,doctor}/**/*.ts',
       'src/core/client.ts',
     ],
+    rules: {'no-restricted-imports': imports({core: true, service: true})},
+  },
+  {
+    // Configuration is below the adapters: they read it, it never imports them.
+    files: ['src/core/config/**/*.ts'],
     rules: {'no-restricted-imports': imports({core: true, service: true})},
   },
   {

@@ -3,7 +3,7 @@ import {availableParallelism} from 'node:os';
 import {resolve} from 'node:path';
 import {invalid} from '../errors.js';
 import {parseDuration} from '../duration.js';
-import {parseMysqlUrl} from '../store/mysql/url.js';
+import {parseMysqlUrl} from './mysql-url.js';
 
 /** Every setting of ax. README "Configuration" lists the same keys, env variables and defaults. */
 export interface AxConfig {

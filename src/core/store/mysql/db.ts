@@ -3,7 +3,7 @@ import type {Pool, PoolConnection, ResultSetHeader, RowDataPacket} from 'mysql2/
 import {AxError} from '../../errors.js';
 import type {DbFailureReason} from '../types.js';
 import {redactUrl} from '../../config/config.js';
-import {parseMysqlUrl} from './url.js';
+import {parseMysqlUrl} from '../../config/mysql-url.js';
 
 export type Conn = Pool | PoolConnection;
 export type Row = RowDataPacket;

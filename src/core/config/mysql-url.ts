@@ -1,5 +1,9 @@
-/** MySQL connection URLs (`mysql://user:password@host:3306/database?ssl=true`), as the adapter uses them. */
-import {invalid} from '../../errors.js';
+/**
+ * MySQL connection URLs (`mysql://user:password@host:3306/database?ssl=true`): their shape, checked
+ * when the configuration loads, and the parts the MySQL adapter connects with. Lives in config so
+ * that config does not depend on the adapter (the adapter depends on config).
+ */
+import {invalid} from '../errors.js';
 
 export interface MysqlTarget {
   host: string;
