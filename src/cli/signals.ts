@@ -42,8 +42,12 @@ export interface ProcessGuard {
   readonly stop: Promise<StopReason>;
   /** Aborted when `stop` resolves: ends waits such as the connection retries at start. */
   readonly signal: AbortSignal;
-  /** Unhandled promise rejections seen so far (logged, not fatal). */
+  /** Unhandled promise rejections seen so far (logged, not fatal), CPU worker threads' included. */
   readonly unhandledRejections: number;
+  /** Uncaught exceptions in CPU worker threads so far (each failed its job; the thread was replaced). */
+  readonly threadExceptions: number;
+  /** Counts a stray error a CPU worker thread reported (the pool has logged it). */
+  noteThreadStray(kind: 'unhandledRejection' | 'uncaughtException'): void;
   /** Removes the process listeners. */
   dispose(): void;
 }
@@ -59,6 +63,7 @@ export interface ProcessGuard {
 export function guardProcess(logger: Logger): ProcessGuard {
   const ac = new AbortController();
   let rejections = 0;
+  let threadExceptions = 0;
   let settle!: (r: StopReason) => void;
   const stop = new Promise<StopReason>((resolve) => (settle = resolve));
   const request = (r: StopReason): void => {
@@ -91,6 +96,13 @@ export function guardProcess(logger: Logger): ProcessGuard {
     signal: ac.signal,
     get unhandledRejections() {
       return rejections;
+    },
+    get threadExceptions() {
+      return threadExceptions;
+    },
+    noteThreadStray(kind) {
+      if (kind === 'unhandledRejection') rejections++;
+      else threadExceptions++;
     },
     dispose() {
       process.off('SIGTERM', onSignal);

@@ -78,6 +78,7 @@ flight) every --summary-every (default 1m).`;
             state: phase,
             ...(running ? {worker: running.worker.id, inFlight: running.worker.inFlight, ...running.worker.stats} : {connect: lastRetry}),
             unhandledRejections: guard.unhandledRejections,
+            threadExceptions: guard.threadExceptions,
           }),
         });
         rt.logger.info('health endpoints listening', {url: `http://${flags['health-host']}:${health.port}`});
@@ -88,7 +89,14 @@ flight) every --summary-every (default 1m).`;
       brokerUp = true;
       broker.on('connected', () => (brokerUp = true));
       broker.on('disconnected', () => (brokerUp = false));
-      await using started = await startWorkerService({...rt, store, broker, handlersModule: flags.handlers, pools});
+      await using started = await startWorkerService({
+        ...rt,
+        store,
+        broker,
+        handlersModule: flags.handlers,
+        pools,
+        onThreadStray: (kind) => guard.noteThreadStray(kind),
+      });
       running = started;
       const {worker} = started;
       phase = 'running';
@@ -109,6 +117,7 @@ flight) every --summary-every (default 1m).`;
         worker: worker.id,
         ...(reason.kind === 'signal' ? {signal: reason.signal} : {crashed: true}),
         unhandledRejections: guard.unhandledRejections,
+        threadExceptions: guard.threadExceptions,
         ...worker.stats,
       };
     } catch (e) {

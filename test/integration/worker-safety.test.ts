@@ -62,6 +62,52 @@ describe('worker process safety', () => {
     expect(JSON.parse(w.stdout())).toMatchObject({signal: 'SIGTERM', unhandledRejections: 1, succeeded: 2});
   });
 
+  it('CPU pool: a stray rejection is logged and counted, a stray exception fails its attempt, replaces the thread; the worker keeps running', async () => {
+    const log = join(dir, 'cpu.log');
+    const w = fx.spawn(['worker', '--handlers', 'test/fixtures/stray-handlers.js', '--pools', 'cpu', '--cpu-threads', '1', '--json'], {
+      ...env.env,
+      AX_LOG_FORMAT: 'json',
+      AX_TEST_EXEC_LOG: log,
+    });
+    const stray = await client.submit({type: 'test_cpu_stray_reject', pool: 'cpu', payload: {}});
+    await client.flush();
+    await eventually(async () => (await state(stray)) === 'succeeded', 20_000, 'the stray task to succeed');
+    await eventually(
+      async () => w.stderr().includes('unhandled promise rejection in a CPU worker thread'),
+      10_000,
+      'the rejection to be logged',
+    );
+    const rejected = logLines(w.stderr()).find((l) => l.msg?.startsWith('unhandled promise rejection in a CPU worker thread'));
+    expect(rejected).toMatchObject({level: 'error'});
+    expect(rejected.error.message).toBe(`stray rejection from ${stray}`);
+    expect(rejected.error.stack).toMatch(/stray-handlers\.js/);
+
+    const bad = await client.submit({type: 'test_cpu_stray_throw', pool: 'cpu', payload: {}});
+    await client.flush();
+    await eventually(
+      async () => {
+        const [r] = await env.sql<{last_error: string | null}>('SELECT last_error FROM tasks WHERE id = ?', [bad]);
+        return r?.last_error?.includes('uncaught exception in worker thread') ? r.last_error : undefined;
+      },
+      20_000,
+      'the crashing attempt to fail',
+    );
+    const [row] = await env.sql<{last_error: string}>('SELECT last_error FROM tasks WHERE id = ?', [bad]);
+    expect(row!.last_error).toContain(`stray exception from ${bad}`);
+    const thrown = logLines(w.stderr()).find((l) => l.msg?.startsWith('uncaught exception in a CPU worker thread'));
+    expect(thrown).toMatchObject({level: 'error', taskId: bad});
+    expect(thrown.error.stack).toMatch(/stray-handlers\.js/);
+    // The replaced thread runs the next CPU task; the worker process never stopped.
+    const after = await client.submit({type: 'test_cpu_noop', pool: 'cpu', payload: {}});
+    await client.flush();
+    await eventually(async () => (await state(after)) === 'succeeded', 20_000, 'a later CPU task to succeed');
+    expect(w.child.exitCode).toBeNull();
+
+    w.child.kill('SIGTERM');
+    expect((await w.exited).code).toBe(0);
+    expect(JSON.parse(w.stdout())).toMatchObject({signal: 'SIGTERM', unhandledRejections: 1, threadExceptions: 1});
+  });
+
   it('an uncaught exception drains in-flight work, marks the worker stopped and exits 7', async () => {
     const log = join(dir, 'throw.log');
     const w = worker('test/fixtures/stray-handlers.js', log, [], {AX_SHUTDOWN_GRACE: '10s'});

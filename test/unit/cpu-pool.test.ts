@@ -117,8 +117,9 @@ describe('cpu pool', () => {
     });
     expect(await run(pool, job('y', 'pool_crash'))).toEqual({
       kind: 'fail',
-      message: 'worker thread exited: async boom',
+      message: 'handler failed: uncaught exception in worker thread: async boom',
       unrecoverable: false,
+      stack: expect.stringMatching(/^Error: async boom\n.*pool-handlers\.js/s),
     });
     const after = await Promise.all([1, 2, 3, 4].map((i) => run(pool, job(`after${i}`, 'pool_ok'))));
     expect(after).toEqual([1, 2, 3, 4].map(() => ({kind: 'success'})));
@@ -177,5 +178,58 @@ describe('cpu pool startup and drain', () => {
     const results = [run(pool, job('a', 'pool_ok')), run(pool, job('b', 'pool_ok'))];
     expect(await pool.drain(10_000)).toEqual({notStarted: []});
     expect(await Promise.all(results)).toEqual([{kind: 'success'}, {kind: 'success'}]);
+  });
+});
+
+describe('cpu pool: stray errors of handler code in a thread', () => {
+  const lines: Array<{level: string; msg: string; taskId?: string; error?: {message: string; stack?: string}}> = [];
+  const strays: string[] = [];
+  let seen: ((kind: string) => void) | null = null;
+  let pool: ExecutionPool;
+  beforeAll(async () => {
+    const logger = createLogger('info', {}, (line) => void lines.push(JSON.parse(line)));
+    pool = await createCpuPool({
+      size: 1,
+      capacity: 4,
+      handlersModule: MODULE,
+      clock: systemClock,
+      logger,
+      onStray: (kind) => {
+        strays.push(kind);
+        seen?.(kind);
+      },
+    });
+  });
+  afterAll(async () => {
+    await pool.drain(0);
+  });
+  const nextStray = () => new Promise<string>((r) => (seen = r));
+
+  it('an unhandled rejection is logged at error with its stack and reported; the thread keeps running', async () => {
+    const reported = nextStray();
+    expect(await run(pool, job('r1', 'pool_stray_reject'))).toEqual({kind: 'success'});
+    expect(await reported).toBe('unhandledRejection');
+    const line = lines.find((l) => l.msg.startsWith('unhandled promise rejection in a CPU worker thread'));
+    expect(line).toMatchObject({level: 'error', error: {message: 'stray rejection from r1'}});
+    expect(line?.error?.stack).toMatch(/pool-handlers\.js/);
+    // The same (only) thread runs the next jobs: it did not die.
+    expect(await run(pool, job('r2', 'pool_ok'))).toEqual({kind: 'success'});
+    expect(lines.some((l) => /exited|replaced/.test(l.msg))).toBe(false);
+  });
+
+  it('an uncaught exception fails the running job with that error, is logged and reported, and the thread is replaced', async () => {
+    const reported = nextStray();
+    const r = await run(pool, job('c1', 'pool_crash'));
+    expect(r).toMatchObject({
+      kind: 'fail',
+      unrecoverable: false,
+      message: 'handler failed: uncaught exception in worker thread: async boom',
+    });
+    expect(await reported).toBe('uncaughtException');
+    const line = lines.find((l) => l.msg.startsWith('uncaught exception in a CPU worker thread'));
+    expect(line).toMatchObject({level: 'error', taskId: 'c1', error: {message: 'async boom'}});
+    expect(line?.error?.stack).toMatch(/pool-handlers\.js/);
+    expect(await run(pool, job('c2', 'pool_ok'))).toEqual({kind: 'success'});
+    expect(strays).toEqual(['unhandledRejection', 'uncaughtException']);
   });
 });

@@ -2,10 +2,10 @@ import {createRequire} from 'node:module';
 import path from 'node:path';
 import {pathToFileURL} from 'node:url';
 import {Worker} from 'node:worker_threads';
-import {errorMessage, invalid} from '../errors.js';
+import {errorMessage, invalid, stackHead} from '../errors.js';
 import type {Logger} from '../log.js';
 import type {Clock, TimerHandle} from '../time.js';
-import type {ThreadData, ThreadJob, ThreadMessage} from './cpu-thread.js';
+import type {ThreadData, ThreadJob, ThreadMessage, ThreadStray} from './cpu-thread.js';
 import {NOT_STARTED, outcomeToResult, type ExecutionPool, type JobResult, type PoolJob} from './pool.js';
 
 export interface CpuPoolOptions {
@@ -15,6 +15,11 @@ export interface CpuPoolOptions {
   handlersModule: string;
   clock: Clock;
   logger: Logger;
+  /**
+   * Told of each stray error of handler code in a thread (logged here at error with its stack):
+   * the worker counts unhandled rejections with its own.
+   */
+  onStray?: (kind: 'unhandledRejection' | 'uncaughtException') => void;
 }
 
 interface Job {
@@ -59,7 +64,10 @@ function toModuleUrl(spec: string): string {
  * module; rejects with invalid_input (and stops the threads) when it cannot be loaded. On timeout
  * or abort the job's thread is terminated and replaced; a thread that dies (uncaught error,
  * process.exit) fails its job as retryable and is replaced. A replacement that fails to load is
- * retried every second (logged as an error); queued jobs wait meanwhile.
+ * retried every second (logged as an error); queued jobs wait meanwhile. A stray error in handler
+ * code in a thread is logged at error with its stack and reported to `onStray`: after an
+ * unhandled rejection the thread keeps running; after an uncaught exception the job the thread
+ * runs fails (retryable) with that error and the thread is replaced.
  */
 export async function createCpuPool(opts: CpuPoolOptions): Promise<ExecutionPool> {
   const {size, capacity, clock, logger} = opts;
@@ -121,6 +129,29 @@ export async function createCpuPool(opts: CpuPoolOptions): Promise<ExecutionPool
     }
   };
 
+  /** A stray error posted by a thread: log, report, and on an uncaught exception end the thread. */
+  const onStray = (t: Thread, m: ThreadStray): void => {
+    const error = Object.assign(new Error(m.message), m.stack === undefined ? {} : {stack: m.stack});
+    const taskId = t.job?.job.taskId;
+    if (m.stray === 'unhandledRejection') {
+      logger.error('unhandled promise rejection in a CPU worker thread (the thread keeps running)', {error, ...(taskId ? {taskId} : {})});
+    } else {
+      logger.error('uncaught exception in a CPU worker thread; its job fails and the thread is replaced', {
+        error,
+        ...(taskId ? {taskId} : {}),
+      });
+      t.error = `uncaught exception: ${m.message}`;
+      const message = `handler failed: uncaught exception in worker thread: ${m.message}`;
+      const stack = stackHead(error);
+      if (t.job) kill(t.job, {kind: 'fail', unrecoverable: false, message, ...(stack === undefined ? {} : {stack})});
+      else if (t.state !== 'dying') {
+        t.state = 'dying';
+        void t.worker.terminate();
+      }
+    }
+    opts.onStray?.(m.stray);
+  };
+
   const pump = (): void => {
     for (const t of threads) {
       const next = queue[0];
@@ -141,6 +172,8 @@ export async function createCpuPool(opts: CpuPoolOptions): Promise<ExecutionPool
           pump();
         } else if ('loadError' in m) {
           t.error = m.loadError;
+        } else if ('stray' in m) {
+          onStray(t, m);
         } else if (t.job?.id === m.jobId) {
           const j = t.job;
           t.job = null;

@@ -3,6 +3,11 @@
  * `{ready: true}` or `{loadError}`, then runs jobs one at a time: `{jobId, ...}` in,
  * `{jobId, outcome}` out. Interruption is by thread termination, so the handler's AbortSignal is
  * local and never aborted from outside; its logger writes JSON lines to stderr.
+ *
+ * Stray errors in handler code (outside the awaited attempt) are posted to the main thread as
+ * `{stray, message, stack}`: an unhandled rejection, after which the thread keeps running, or an
+ * uncaught exception, after which the thread takes no more jobs and waits to be terminated and
+ * replaced (it exits by itself after STRAY_EXIT_MS if nobody does).
  */
 import {parentPort, workerData} from 'node:worker_threads';
 import {errorMessage, stackHead} from '../errors.js';
@@ -20,12 +25,34 @@ export interface ThreadJob {
   attempt: number;
   payload: JsonObject;
 }
-export type ThreadMessage = {ready: true} | {loadError: string} | {jobId: number; outcome: TaskOutcome};
+/** A stray error of handler code in the thread; `stack` is the error's whole stack when it had one. */
+export interface ThreadStray {
+  stray: 'unhandledRejection' | 'uncaughtException';
+  message: string;
+  stack?: string;
+}
+export type ThreadMessage = {ready: true} | {loadError: string} | {jobId: number; outcome: TaskOutcome} | ThreadStray;
+
+/** How long a thread that had an uncaught exception waits for the main thread to end it. */
+const STRAY_EXIT_MS = 5000;
+
+function strayOf(kind: ThreadStray['stray'], e: unknown): ThreadStray {
+  const stack = typeof e === 'object' && e !== null ? (e as {stack?: unknown}).stack : undefined;
+  return {stray: kind, message: errorMessage(e), ...(typeof stack === 'string' && stack !== '' ? {stack} : {})};
+}
 
 async function main(): Promise<void> {
   const port = parentPort;
   if (!port) throw new Error('cpu-thread must be started as a worker thread');
   const post = (m: ThreadMessage): void => port.postMessage(m);
+  process.on('unhandledRejection', (reason) => post(strayOf('unhandledRejection', reason)));
+  let broken = false;
+  process.on('uncaughtException', (error) => {
+    if (broken) return;
+    broken = true;
+    post(strayOf('uncaughtException', error));
+    setTimeout(() => process.exit(1), STRAY_EXIT_MS).unref();
+  });
   let handlers: HandlerMap;
   try {
     handlers = await loadHandlers((workerData as ThreadData).handlersModule);
@@ -35,6 +62,7 @@ async function main(): Promise<void> {
   }
   const logger = createLogger('info', {thread: 'cpu'});
   port.on('message', (job: ThreadJob) => {
+    if (broken) return; // the main thread fails this job when it ends the thread
     const {jobId, taskId, type, attempt, payload} = job;
     const handler = handlers.byType.get(type);
     const ctx = {taskId, type, attempt, payload, signal: new AbortController().signal, logger: logger.child({taskId, type, attempt})};

@@ -29,6 +29,8 @@ export interface WorkerServiceOptions {
   workerId?: string;
   /** Where the worker emits its events (default: its own emitter, `worker.events`). */
   events?: AxEvents;
+  /** Told of each stray error of handler code in a CPU-pool thread (see CpuPoolOptions.onStray). */
+  onThreadStray?: (kind: 'unhandledRejection' | 'uncaughtException') => void;
 }
 
 /** Resolves a handlers module given on the command line to a file URL. */
@@ -153,6 +155,7 @@ async function buildWorker(o: WorkerServiceOptions, handlers: HandlerMap, url: s
       handlersModule: url,
       clock: o.clock,
       logger: o.logger,
+      ...(o.onThreadStray ? {onStray: o.onThreadStray} : {}),
     });
   }
   return new Worker({
