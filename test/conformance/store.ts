@@ -137,6 +137,31 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
       }
     });
 
+    it('a late completion racing the rescuer, many times over: exactly one applies, with one history row', async () => {
+      for (let round = 0; round < 10; round++) {
+        const tasks = Array.from({length: 8}, (_, i) => task({type: 'order_notify', payload: {race: round, i}}));
+        await s.tasksInsert({tasks, actor: 'test'});
+        const claimed = (await s.tasksClaim({ids: tasks.map((t) => t.id), worker: 'w1', leaseMs: 1})).claimed;
+        expect(claimed).toHaveLength(tasks.length);
+        await h.waitDbMs(5);
+        const [done, rescued] = await Promise.all([
+          s.outcomesApply({outcomes: claimed.map((c) => ({kind: 'complete' as const, id: c.id, fence: c.fence})), actor: 'w1'}),
+          h.other.outcomesApply({
+            outcomes: [...claimed]
+              .reverse()
+              .map((c) => ({kind: 'rescue' as const, id: c.id, fence: c.fence, retryDelayMs: 0, error: 'lease expired'})),
+            actor: 'rescuer',
+          }),
+        ]);
+        const applied = [...done.applied, ...rescued.applied].sort();
+        expect(applied, `round ${round}`).toEqual(claimed.map((c) => c.id).sort());
+        for (const c of claimed) {
+          const fromRunning = (await s.historyList({taskId: c.id})).filter((e) => e.from === 'running');
+          expect(fromRunning, c.id).toHaveLength(1);
+        }
+      }
+    });
+
     it("a claim that finds a task not yet due forgets the ring, and the early ring's late mark does not land", async () => {
       const t = task({type: 'order_notify', payload: {early: 1}, delay: 3000});
       await s.tasksInsert({tasks: [t], actor: 'test'});
