@@ -4,7 +4,8 @@
  * SDK's connect() (src/index.ts), the relay unit (src/relay.ts, hence the sidecar) and the tools
  * (bench, demo, tests) get their services from here; nothing else imports an adapter.
  */
-import {hostname} from 'node:os';
+import {hostname, userInfo} from 'node:os';
+import {operatorName} from './core/audit/audit.js';
 import {AmqpBroker} from './core/broker/amqp/broker.js';
 import type {Broker} from './core/broker/types.js';
 import {createClient, type AxClient} from './core/client.js';
@@ -24,12 +25,27 @@ export interface Runtime {
   logger: Logger;
   /** host:pid, recorded in history. */
   actor: string;
+  /**
+   * Who runs admin actions, for the audit trail: AX_OPERATOR, else user@host (see operatorName).
+   * Read when asked, so a bad AX_OPERATOR (invalid_input) only stops the commands that audit.
+   */
+  operator: () => string;
 }
 
 export function createRuntime(config: AxConfig, logger?: Logger): Runtime {
   const actor = `${hostname()}:${process.pid}`;
   const log = logger ?? createLogger(config.logLevel, {pid: process.pid}, undefined, logOptions(config));
-  return {config, clock: systemClock, random: systemRandom, logger: log, actor};
+  const operator = (): string => operatorName({env: process.env.AX_OPERATOR, user: osUser(), host: hostname()});
+  return {config, clock: systemClock, random: systemRandom, logger: log, actor, operator};
+}
+
+/** The OS user's name; `uid<n>` when the system has no name for it (a container's random uid). */
+function osUser(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return `uid${process.getuid?.() ?? '?'}`;
+  }
 }
 
 /** Opens the task store (checks the schema unless `requireSchema` is false). Throws AxError('unavailable'). */

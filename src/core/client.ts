@@ -16,7 +16,7 @@ export interface AxClient {
   /** Resolves when everything submitted so far is durable (see Producer.flush). */
   flush(): Promise<FlushReport>;
   /**
-   * Cancels a submitted or failed task; returns its state before. Throws not_found for an unknown
+   * Cancels a submitted or failed task, recorded in the audit trail; returns its state before. Throws not_found for an unknown
    * id and conflict for a task that is running or finished.
    */
   cancel(id: string, reason?: string): Promise<{id: string; from: TaskState}>;
@@ -36,6 +36,8 @@ export interface ClientParts {
   random: Random;
   logger: Logger;
   actor: string;
+  /** The operator recorded in the audit trail for admin actions (cancel); throws invalid_input when AX_OPERATOR is bad. */
+  operator: () => string;
   /** Closes the store and broker. */
   release: () => Promise<void>;
   /** See ProducerOptions.giveUpAfterMs (one-shot callers such as `ax submit`). */
@@ -62,7 +64,7 @@ export function createClient(p: ClientParts): AxClient {
     cron: createCronAdmin({config: p.config, store: p.store, broker: p.broker, clock: p.clock, logger: p.logger, actor: p.actor}),
     submit: (t) => producer.submit(t),
     flush: () => producer.flush(),
-    cancel: (id, reason) => cancelTask(p.store, id, p.actor, reason ?? null),
+    cancel: (id, reason) => cancelTask(p.store, id, p.actor, reason ?? null, p.operator()),
     getTask: (id) => showTask(p.store, id),
     close: () =>
       (closing ??= (async () => {

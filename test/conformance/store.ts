@@ -368,6 +368,50 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
       expect((await s.tasksGet({id: t.id}))?.state).toBe('cancelled');
     });
 
+    it('audits a cancel in its transaction, only when it cancelled; lists the trail newest first with a cursor', async () => {
+      const before = await s.auditList({limit: 1000});
+      const t = task({type: 'order_notify', payload: {audit: 1}});
+      const u = task({type: 'order_notify', payload: {audit: 2}});
+      const run = task({type: 'order_notify', payload: {audit: 3}});
+      await s.tasksInsert({tasks: [t, u, run], actor: 'test'});
+      await s.tasksClaim({ids: [run.id], worker: 'w1', leaseMs: 30_000});
+      const audit = (reason: string | null) => ({operator: 'alice', command: 'tasks cancel', filter: {ids: ['x'], quote: "'; --"}, reason});
+      await s.tasksCancel({id: t.id, actor: 'admin', reason: 'refunded', audit: audit('refunded')});
+      // Refused (running) and unknown: nothing changed, so nothing is audited.
+      expect(await s.tasksCancel({id: run.id, actor: 'admin', reason: null, audit: audit(null)})).toEqual({
+        from: 'running',
+        cancelled: false,
+      });
+      expect(await s.tasksCancel({id: newId(), actor: 'admin', reason: null, audit: audit(null)})).toEqual({from: null, cancelled: false});
+      // Without an audit context (the cron admin's cancel of its own occurrence) no row is written.
+      await s.tasksCancel({id: u.id, actor: 'admin', reason: null});
+      await h.waitDbMs(2);
+      await s.tasksCancel({id: u.id, actor: 'admin', reason: null, audit: audit('again')});
+      const trail = await s.auditList({limit: 1000});
+      expect(trail.length - before.length).toBe(1);
+      const [row] = trail;
+      expect(row).toMatchObject({
+        operator: 'alice',
+        command: 'tasks cancel',
+        filter: {ids: ['x'], quote: "'; --"},
+        reason: 'refunded',
+        taskCount: 1,
+        taskIds: [t.id],
+      });
+      expect(row?.at).toBeInstanceOf(Date);
+      const t2 = task({type: 'order_notify', payload: {audit: 4}});
+      await s.tasksInsert({tasks: [t2], actor: 'test'});
+      await s.tasksCancel({id: t2.id, actor: 'admin', reason: null, audit: audit(null)});
+      const [newest, older] = await s.auditList({limit: 2});
+      expect(newest?.taskIds).toEqual([t2.id]);
+      expect(newest?.reason).toBeNull();
+      expect(older?.id).toBe(row?.id);
+      expect(newest!.id).toBeGreaterThan(row!.id);
+      const page = await s.auditList({limit: 10, after: newest!.id});
+      expect(page[0]?.id).toBe(row?.id);
+      expect(await s.auditList({limit: 10, after: (await s.auditList({limit: 1000})).at(-1)!.id})).toEqual([]);
+    });
+
     it('lists newest first with filters and counts per type and state', async () => {
       const a = task({type: 'report_daily', payload: {k: 1}});
       const b = task({type: 'report_daily', payload: {k: 2}});

@@ -18,7 +18,7 @@ const MAX_REASON = 1000;
 
 export default class TasksCancel extends AxCommand {
   static override summary = 'Cancel a task that has not run yet (or is waiting for a retry).';
-  static override description = `Only submitted and failed (waiting for a retry) tasks can be cancelled; a cancelled task never runs, even if its message is already queued. The reason is recorded in the task's history.
+  static override description = `Only submitted and failed (waiting for a retry) tasks can be cancelled; a cancelled task never runs, even if its message is already queued. The reason is recorded in the task's history, and the cancel in the audit trail (ax audit list) as done by $AX_OPERATOR, else user@host.
 
 Exit codes: 2 malformed id, 3 unknown id, 4 the task is running or finished, 5 MySQL unavailable.`;
   static override examples = [
@@ -41,7 +41,7 @@ Exit codes: 2 malformed id, 3 unknown id, 4 the task is running or finished, 5 M
     if (!isTaskId(args.id)) throw invalid(`"${args.id}" is not a task id (a lower-case UUID)`);
     if (flags.reason !== undefined && flags.reason.length > MAX_REASON) throw invalid(`--reason is longer than ${MAX_REASON} characters`);
     await using store = disposable(await openStore(rt));
-    const r = await cancelTask(store, args.id, rt.actor, flags.reason ?? null);
+    const r = await cancelTask(store, args.id, rt.actor, flags.reason ?? null, rt.operator());
     if (!this.jsonEnabled()) this.log(`cancelled ${r.id} (was ${r.from})`);
     return {...r, to: 'cancelled'};
   }

@@ -72,16 +72,20 @@ export async function taskStats(store: Pick<InspectStore, 'tasksStats'>): Promis
 
 /**
  * Cancels a submitted or failed task; a cancelled task never runs (a worker's claim refuses it).
- * Throws not_found for an unknown id and conflict when the task is running or finished.
+ * With `operator`, the cancel is audited (command `tasks cancel`, in the same transaction).
+ * Throws not_found for an unknown id and conflict when the task is running or finished; nothing
+ * is written then, not even the audit row.
  */
 export async function cancelTask(
   store: Pick<InspectStore, 'tasksCancel'>,
   id: string,
   actor: string,
   reason: string | null,
+  operator?: string,
 ): Promise<{id: string; from: TaskState}> {
   if (!isTaskId(id)) throw invalid(`"${id}" is not a task id (a lower-case UUID)`);
-  const r = await store.tasksCancel({id, actor, reason});
+  const audit = operator === undefined ? undefined : {operator, command: 'tasks cancel', filter: {ids: [id]}, reason};
+  const r = await store.tasksCancel({id, actor, reason, ...(audit ? {audit} : {})});
   if (r.from === null) throw new AxError('not_found', `task ${id} does not exist`);
   if (!r.cancelled) throw new AxError('conflict', `task ${id} is ${r.from}: only submitted or failed tasks can be cancelled`);
   return {id, from: r.from};

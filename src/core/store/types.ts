@@ -253,6 +253,41 @@ export interface TasksCancelParams {
   id: string;
   actor: string;
   reason: string | null;
+  /** When given, an audit row (command `tasks cancel`) is written in the cancel's transaction, only if it cancelled. */
+  audit?: AuditContext;
+}
+
+/**
+ * What an admin action tells the store to record in `admin_audit` (see core/audit/audit.ts). The
+ * store adds the time (database clock), the count and the ids of the tasks the change touched.
+ */
+export interface AuditContext {
+  /** AX_OPERATOR, else user@host (operatorName). */
+  operator: string;
+  /** The command, e.g. `tasks cancel`, `dlq replay`. */
+  command: string;
+  /** The selection as given (ids or filter flags); stored as JSON. */
+  filter: Record<string, unknown>;
+  reason: string | null;
+}
+
+/** One row of the audit trail. */
+export interface AuditRecord {
+  id: number;
+  at: Date;
+  operator: string;
+  command: string;
+  filter: Record<string, unknown>;
+  reason: string | null;
+  taskCount: number;
+  /** The ids touched, or null when there were more than AUDIT_MAX_IDS (the filter and time are the reference). */
+  taskIds: string[] | null;
+}
+
+export interface AuditListParams {
+  limit: number;
+  /** Only rows older than this id (the cursor of the previous page). */
+  after?: number;
 }
 
 /** Admin and inspection (`ax tasks …`, the SDK's getTask/cancel); the DLQ, types and stats features extend it. */
@@ -266,6 +301,8 @@ export interface InspectStore extends DbClockStore {
   tasksStats(): Promise<StatsRow[]>;
   /** Cancels a submitted or failed task. Returns the state it was in (null: unknown id). */
   tasksCancel(p: TasksCancelParams): Promise<{from: TaskState | null; cancelled: boolean}>;
+  /** The audit trail, newest first (append-only: nothing edits or deletes it). */
+  auditList(p: AuditListParams): Promise<AuditRecord[]>;
 }
 
 export interface WorkersUpsertParams {

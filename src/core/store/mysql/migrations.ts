@@ -148,6 +148,28 @@ export const MIGRATIONS: Migration[] = [
       },
     ],
   },
+  {
+    version: 5,
+    name: 'audit trail of admin actions',
+    statements: [
+      // Append-only: one row per admin action that changed tasks, written in the transaction of the
+      // change. `filter` is the command's selection as JSON; `task_ids` a JSON array of the ids
+      // (null past AUDIT_MAX_IDS, when `filter` and `at` are the reference).
+      `CREATE TABLE IF NOT EXISTS admin_audit (
+        id          BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+        cell        VARCHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        at          DATETIME(3) NOT NULL,
+        operator    VARCHAR(255) NOT NULL,
+        command     VARCHAR(64) NOT NULL,
+        filter      TEXT NOT NULL,
+        reason      TEXT NULL,
+        task_count  INT UNSIGNED NOT NULL,
+        task_ids    MEDIUMTEXT NULL,
+        PRIMARY KEY (id),
+        KEY idx_audit_cell (cell, id)
+      ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+    ],
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.reduce((m, x) => Math.max(m, x.version), 0);

@@ -1,4 +1,5 @@
 import type {
+  AuditListParams,
   DoorbellsMarkParams,
   HistoryListParams,
   HoldsReleaseParams,
@@ -23,6 +24,7 @@ import type {
   WorkersStopParams,
   WorkersUpsertParams,
 } from '../types.js';
+import * as audit from './audit.js';
 import * as cron from './cron.js';
 import {type Db, type DbOptions, openDb} from './db.js';
 import {assertMigrated} from './migrate.js';
@@ -94,6 +96,9 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
   }
   tasksCancel(p: TasksCancelParams) {
     return w.cancel(this.db, this.cell, p);
+  }
+  auditList(p: AuditListParams) {
+    return audit.listAudit(this.db, this.cell, p);
   }
   tasksGet(p: TasksGetParams) {
     return r.getTask(this.db, this.cell, p.id);

@@ -16,6 +16,7 @@ import type {
 } from '../types.js';
 import {type Db, type PoolConnection, type ResultSetHeader, exec, isDataError, marks, select, tx} from './db.js';
 import {AxError, errorMessage} from '../../errors.js';
+import {insertAudit} from './audit.js';
 import {caseById, clipError, clipStack, historyInsert, toDueTask, type HistoryRow} from './rows.js';
 import {type FencedRef, fenceCondition, guardedWhere, inList, rungWhere} from './guards.js';
 const MAX_DUP_RETRIES = 3;
@@ -517,7 +518,7 @@ export async function applyOutcomes(db: Db, outcomes: Outcome[], actor: string):
 export async function cancel(
   db: Db,
   cell: string,
-  {id, actor, reason}: TasksCancelParams,
+  {id, actor, reason, audit}: TasksCancelParams,
 ): Promise<{from: TaskState | null; cancelled: boolean}> {
   return tx(db, async (c) => {
     const rows = await select(db, c, 'SELECT state, attempt FROM tasks WHERE id = ? AND cell = ? FOR UPDATE', [id, cell]);
@@ -534,6 +535,7 @@ export async function cancel(
     );
     const h = historyInsert([[id, from, TRANSITIONS.cancel.to, Number(r.attempt), actor, clipError(reason), null]]);
     await exec(db, c, h.sql, h.params);
+    if (audit) await insertAudit(db, c, cell, audit, [id]);
     return {from, cancelled: true};
   });
 }

@@ -1,0 +1,67 @@
+import {Flags} from '@oclif/core';
+import {AxCommand} from '../../cli/base.js';
+import {disposable} from '../../cli/dispose.js';
+import {limitFlag} from '../../cli/flags.js';
+import {clip, iso, table, when} from '../../cli/render.js';
+import {openStore} from '../../cli/runtime.js';
+import {listAudit, MAX_AUDIT_LIST} from '../../core/audit/audit.js';
+import type {AuditRecord} from '../../core/store/types.js';
+
+/** One audit row as `ax audit list --json` shows it: the record with its time as an ISO string. */
+export type AuditItem = Omit<AuditRecord, 'at'> & {at: string};
+
+export interface AuditListResult {
+  count: number;
+  entries: AuditItem[];
+  /** Pass as --after for the next (older) page; null when this page is the last. */
+  next: number | null;
+}
+
+export default class AuditList extends AxCommand {
+  static override readOnly = true;
+  static override summary = 'List the audit trail of admin actions, newest first.';
+  static override description = `Every admin action that changes tasks (tasks cancel, and the DLQ replays) appends a row in the same transaction as the change: who (AX_OPERATOR, else user@host), when (database clock, UTC), the command and its selection, the reason, how many tasks and their ids. The trail is append-only.
+
+Exit codes: 2 bad flag value, 5 MySQL unavailable.`;
+  static override examples = [
+    {description: 'The 50 newest entries', command: '<%= config.bin %> audit list'},
+    {description: 'The next page, as JSON', command: '<%= config.bin %> audit list --after 120 --json'},
+  ];
+  static override flags = {
+    limit: limitFlag({char: 'n', max: MAX_AUDIT_LIST, what: 'entries shown', defaultText: '50'}),
+    after: Flags.integer({min: 1, description: 'only entries older than this id (the "next" of the previous page)'}),
+  };
+
+  async run(): Promise<AuditListResult> {
+    const {flags} = await this.parse(AuditList);
+    const rt = this.runtime(flags.config);
+    const limit = flags.limit ?? 50;
+    await using store = disposable(await openStore(rt));
+    const rows = await listAudit(store, {limit, ...(flags.after === undefined ? {} : {after: flags.after})});
+    const last = rows.at(-1);
+    const result = {count: rows.length, entries: rows.map(toItem), next: rows.length === limit && last ? last.id : null};
+    if (!this.jsonEnabled()) {
+      if (rows.length === 0) this.log('no audit entries');
+      else
+        for (const line of table(['ID', 'AT', 'OPERATOR', 'COMMAND', 'TASKS', 'SELECTION', 'REASON'], rows.map(toCells), {right: [0, 4]}))
+          this.log(line);
+    }
+    return result;
+  }
+}
+
+function toItem(r: AuditRecord): AuditItem {
+  return {...r, at: iso(r.at) as string};
+}
+
+function toCells(r: AuditRecord): string[] {
+  return [
+    String(r.id),
+    when(r.at, {seconds: true}),
+    r.operator,
+    r.command,
+    String(r.taskCount),
+    clip(JSON.stringify(r.filter), 60),
+    clip(r.reason, 60),
+  ];
+}
