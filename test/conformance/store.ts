@@ -412,6 +412,73 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
       expect(await s.auditList({limit: 10, after: (await s.auditList({limit: 1000})).at(-1)!.id})).toEqual([]);
     });
 
+    describe('DeadLetterStore', () => {
+      /** Inserts tasks of `type` and dead-letters each with its error, one after the other (distinct finish times). */
+      async function dead(type: string, errors: Array<string>): Promise<string[]> {
+        const ids: string[] = [];
+        for (const error of errors) {
+          const t = task({type, payload: {n: ids.length, error}});
+          await s.tasksInsert({tasks: [t], actor: 'test'});
+          const [c] = (await s.tasksClaim({ids: [t.id], worker: 'w1', leaseMs: 30_000})).claimed;
+          await s.outcomesApply({outcomes: [{kind: 'deadLetter', id: t.id, fence: c!.fence, error}], actor: 'w1'});
+          await h.waitDbMs(2);
+          ids.push(t.id);
+        }
+        return ids;
+      }
+      let alpha: string[];
+      let beta: string[];
+      let t0: Date;
+      beforeAll(async () => {
+        t0 = await s.clockNow();
+        alpha = await dead('dlq_alpha', ['order 1 not found', 'order 2 not found', 'smtp 100% down_now', 'order 3 not found']);
+        beta = await dead('dlq_beta', ['order 4 not found']);
+        // Not dead: never listed.
+        await s.tasksInsert({tasks: [task({type: 'dlq_alpha', payload: {alive: true}})], actor: 'test'});
+      });
+
+      it('lists dead tasks newest death first, filtered, with a keyset cursor', async () => {
+        const all = await s.deadList({type: 'dlq_alpha', limit: 100});
+        expect(all.map((t) => t.id)).toEqual([...alpha].reverse());
+        expect(all[0]).toMatchObject({type: 'dlq_alpha', pool: 'io', attempt: 1, maxRetries: 5, lastError: 'order 3 not found'});
+        expect(all[0]?.finishedAt).toBeInstanceOf(Date);
+        const page1 = await s.deadList({type: 'dlq_alpha', limit: 2});
+        const page2 = await s.deadList({type: 'dlq_alpha', limit: 2, after: page1.at(-1)!.id});
+        expect([...page1, ...page2].map((t) => t.id)).toEqual(all.map((t) => t.id));
+        expect(await s.deadList({type: 'dlq_alpha', limit: 2, after: newId()})).toEqual([]);
+        const both = (await s.deadList({since: t0, limit: 100})).map((t) => t.id);
+        expect(both.sort()).toEqual([...alpha, ...beta].sort());
+        const cut = all[1]!.finishedAt;
+        expect((await s.deadList({type: 'dlq_alpha', until: cut, limit: 100})).map((t) => t.id)).toEqual(all.slice(2).map((t) => t.id));
+        expect((await s.deadList({type: 'dlq_alpha', since: cut, limit: 100})).map((t) => t.id)).toEqual(all.slice(0, 2).map((t) => t.id));
+      });
+
+      it('matches the error as a literal substring: LIKE wildcards and quotes in it match themselves', async () => {
+        const ids = async (errorContains: string) => (await s.deadList({since: t0, errorContains, limit: 100})).map((t) => t.id).sort();
+        expect(await ids('not found')).toEqual([alpha[0], alpha[1], alpha[3], beta[0]].sort());
+        expect(await ids('100% down_')).toEqual([alpha[2]]);
+        expect(await ids('%')).toEqual([alpha[2]]);
+        expect(await ids('_')).toEqual([alpha[2]]);
+        expect(await ids("' OR '1'='1")).toEqual([]);
+        expect(await ids('\\')).toEqual([]);
+      });
+
+      it('counts dead tasks per type and exact error, with first/last death and a sample', async () => {
+        const groups = await s.deadErrorGroups({since: t0});
+        const mine = groups.filter((g) => g.type.startsWith('dlq_')).sort((a, b) => (a.error ?? '').localeCompare(b.error ?? ''));
+        expect(mine.map((g) => [g.type, g.error, g.count, g.sampleId])).toEqual([
+          ['dlq_alpha', 'order 1 not found', 1, alpha[0]],
+          ['dlq_alpha', 'order 2 not found', 1, alpha[1]],
+          ['dlq_alpha', 'order 3 not found', 1, alpha[3]],
+          ['dlq_beta', 'order 4 not found', 1, beta[0]],
+          ['dlq_alpha', 'smtp 100% down_now', 1, alpha[2]],
+        ]);
+        expect(mine[0]!.firstSeen.getTime()).toBeLessThanOrEqual(mine[0]!.lastSeen.getTime());
+        expect((await s.deadErrorGroups({type: 'dlq_beta'})).map((g) => g.count)).toEqual([1]);
+        expect(await s.deadErrorGroups({type: 'dlq_beta', errorContains: 'smtp'})).toEqual([]);
+      });
+    });
+
     it('lists newest first with filters and counts per type and state', async () => {
       const a = task({type: 'report_daily', payload: {k: 1}});
       const b = task({type: 'report_daily', payload: {k: 2}});

@@ -10,6 +10,8 @@ import {join} from 'node:path';
 import {afterAll, beforeAll, describe, expect, test} from 'vitest';
 import {ROOT, runCli, type CliRun} from '../helpers/spawn.js';
 import {createTestEnv, type TestEnv} from '../helpers/env.js';
+import {createIdGenerator} from '../../src/core/task/id.js';
+import {validateTaskSpec} from '../../src/core/task/validate.js';
 
 let testEnv: TestEnv;
 let cwd: string;
@@ -30,6 +32,27 @@ async function submitDelayed(type: string): Promise<string> {
   const r = await ax(['submit', type, '--delay', '1h', '--json']);
   expect(r.code, r.stderr).toBe(0);
   return r.json.ids[0] as string;
+}
+
+const newId = createIdGenerator(Date.now);
+
+/**
+ * Writes a task of `type` straight to the store and runs it to death: one failed attempt with a
+ * stack (`first` error), then a dead one with `error`. Returns its id.
+ */
+async function deadTask(type: string, error: string, first = 'warming up'): Promise<string> {
+  const store = await testEnv.store();
+  const t = validateTaskSpec({type, payload: {error}}, {maxRetries: 1, payloadLimitBytes: 65_536, cell: 'default'}, Date.now(), newId);
+  await store.tasksInsert({tasks: [t], actor: 'e2e:1'});
+  const c1 = (await store.tasksClaim({ids: [t.id], worker: 'w:1', leaseMs: 30_000})).claimed[0]!;
+  const stack = `Error: ${first}\n    at handler (h.js:1:1)`;
+  await store.outcomesApply({outcomes: [{kind: 'fail', id: t.id, fence: c1.fence, retryDelayMs: 0, error: first, stack}], actor: 'w:1'});
+  const c2 = (await store.tasksClaim({ids: [t.id], worker: 'w:2', leaseMs: 30_000})).claimed[0]!;
+  await store.outcomesApply({
+    outcomes: [{kind: 'deadLetter', id: t.id, fence: c2.fence, error, stack: `Error: ${error}\n    at final (h.js:2:2)`}],
+    actor: 'w:2',
+  });
+  return t.id;
 }
 
 beforeAll(async () => {
@@ -100,5 +123,111 @@ describe('ax audit list', () => {
   test('MySQL unreachable: exit 5', async () => {
     const r = await ax(['audit', 'list'], {AX_MYSQL_URL: 'mysql://root@127.0.0.1:1/ax_unreachable'});
     expect(r.code).toBe(5);
+  });
+});
+
+describe('ax dlq list, show, stats', () => {
+  let ids: string[] = [];
+  const long = `upstream said: ${'x'.repeat(120)} THE END`;
+  beforeAll(async () => {
+    ids = [];
+    for (const e of ['order 41 not found', 'order 42 not found', long, "card 'visa-77' declined 100%"])
+      ids.push(await deadTask('dlq_order', e));
+    ids.push(await deadTask('dlq_user', 'order 43 not found'));
+  });
+
+  test('list: newest death first, filters, --wide, cursor pages', async () => {
+    const r = await ax(['dlq', 'list', '--type', 'dlq_order', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.json.tasks.map((t: {id: string}) => t.id)).toEqual(ids.slice(0, 4).reverse());
+    expect(r.json.tasks[0]).toMatchObject({type: 'dlq_order', attempt: 2, maxRetries: 1, lastError: "card 'visa-77' declined 100%"});
+    expect(r.json.next).toBeNull();
+
+    const byError = await ax(['dlq', 'list', '--error', 'not found', '--json']);
+    expect(byError.json.tasks.map((t: {id: string}) => t.id).sort()).toEqual([ids[0], ids[1], ids[4]].sort());
+    const literal = await ax(['dlq', 'list', '--error', '100%', '--json']);
+    expect(literal.json.tasks.map((t: {id: string}) => t.id)).toEqual([ids[3]]);
+    const none = await ax(['dlq', 'list', '--since', '2000-01-01T00:00:00Z', '--until', '2000-01-02T00:00:00Z']);
+    expect(none.stdout.trim()).toBe('no dead tasks match');
+
+    const p1 = await ax(['dlq', 'list', '--limit', '2', '--json']);
+    expect(p1.json.next).toBe(p1.json.tasks[1].id);
+    const p2 = await ax(['dlq', 'list', '--limit', '2', '--after', p1.json.next, '--json']);
+    const p3 = await ax(['dlq', 'list', '--limit', '2', '--after', p2.json.next, '--json']);
+    expect([...p1.json.tasks, ...p2.json.tasks, ...p3.json.tasks].map((t: {id: string}) => t.id)).toEqual([...ids].reverse());
+    expect(p3.json.next).toBeNull();
+
+    const human = await ax(['dlq', 'list', '--limit', '2']);
+    expect(human.stdout).toMatch(/ID\s+TYPE\s+ATTEMPTS\s+DIED \(UTC\)\s+LAST ERROR/);
+    expect(human.stdout).toContain(`more: --after ${p1.json.next}`);
+    const cut = await ax(['dlq', 'list', '--type', 'dlq_order']);
+    expect(cut.stdout).not.toContain('THE END');
+    const wide = await ax(['dlq', 'list', '--type', 'dlq_order', '--wide']);
+    expect(wide.stdout).toContain(long);
+  });
+
+  test('show: each attempt with its error and stack, and the timeline', async () => {
+    const r = await ax(['dlq', 'show', ids[0]!, '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.json.task).toMatchObject({id: ids[0], state: 'dead', lastError: 'order 41 not found'});
+    expect(r.json.attempts).toEqual([
+      expect.objectContaining({
+        attempt: 1,
+        to: 'failed',
+        worker: 'w:1',
+        error: 'warming up',
+        stack: 'Error: warming up\n    at handler (h.js:1:1)',
+      }),
+      expect.objectContaining({attempt: 2, to: 'dead', worker: 'w:2', error: 'order 41 not found'}),
+    ]);
+    expect(r.json.history.map((h: {to: string}) => h.to)).toEqual(['submitted', 'running', 'failed', 'running', 'dead']);
+    const human = await ax(['dlq', 'show', ids[0]!]);
+    expect(human.stdout).toMatch(/failed attempts \(2\)/);
+    expect(human.stdout).toContain('at handler (h.js:1:1)');
+    expect(human.stdout).toContain('at final (h.js:2:2)');
+    expect(human.stdout).toMatch(/history \(UTC\)/);
+  });
+
+  test('stats: per type × signature, with count, first/last seen and a sample', async () => {
+    const r = await ax(['dlq', 'stats', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.json.total).toBe(5);
+    const byKey = Object.fromEntries(r.json.groups.map((g: {type: string; signature: string}) => [`${g.type} ${g.signature}`, g]));
+    expect(byKey['dlq_order order <n> not found']).toMatchObject({count: 2, sampleId: ids[0]});
+    expect(byKey['dlq_user order <n> not found']).toMatchObject({count: 1, sampleId: ids[4]});
+    expect(byKey["dlq_order card '<s>' declined <n>%"]).toMatchObject({count: 1});
+    expect(r.json.groups[0].count).toBe(2);
+    const g = byKey['dlq_order order <n> not found'];
+    expect(Date.parse(g.firstSeen)).toBeLessThanOrEqual(Date.parse(g.lastSeen));
+    const one = await ax(['dlq', 'stats', '--type', 'dlq_user', '--json']);
+    expect(one.json.groups).toHaveLength(1);
+    const human = await ax(['dlq', 'stats']);
+    expect(human.stdout).toMatch(/TYPE\s+DEAD\s+FIRST \(UTC\)\s+LAST \(UTC\)\s+SAMPLE\s+SIGNATURE/);
+    expect(human.stdout).toContain('5 dead in 4 groups');
+  });
+
+  test.concurrent.each<[string, string[], number, RegExp]>([
+    ['list: a bad type', ['dlq', 'list', '--type', 'Order-Notify'], 2, /domain_action|type/],
+    ['list: a bad since', ['dlq', 'list', '--since', 'yesterday'], 2, /since "yesterday" is neither/],
+    ['list: since after until', ['dlq', 'list', '--since', '1h', '--until', '2h'], 2, /must be before until/],
+    ['list: an empty error', ['dlq', 'list', '--error', ' '], 2, /error must not be empty/],
+    ['list: limit 0', ['dlq', 'list', '--limit', '0'], 2, /greater than or equal to 1/],
+    ['list: limit 1001', ['dlq', 'list', '--limit', '1001'], 2, /less than or equal to 1000/],
+    ['list: a malformed cursor', ['dlq', 'list', '--after', "x' OR 1=1 --"], 2, /is not a task id/],
+    ['list: an unknown cursor', ['dlq', 'list', '--after', '01900000-0000-7000-8000-00000000abcd'], 3, /does not exist/],
+    ['show: a malformed id', ['dlq', 'show', '42'], 2, /"42" is not a task id/],
+    ['show: an unknown id', ['dlq', 'show', '01900000-0000-7000-8000-00000000abcd'], 3, /does not exist/],
+    ['stats: a bad until', ['dlq', 'stats', '--until', '2026-13-01'], 2, /until "2026-13-01" is not a valid time/],
+  ])('refuses %s', async (_n, args, exit, message) => {
+    const r = await ax(args);
+    expect(r.code, r.stderr).toBe(exit);
+    expect(flat(r.stderr)).toMatch(message);
+  });
+
+  test('show refuses a task that is not dead (exit 4, naming ax tasks show)', async () => {
+    const id = await submitDelayed('dlq_alive');
+    const r = await ax(['dlq', 'show', id]);
+    expect(r.code).toBe(4);
+    expect(flat(r.stderr)).toMatch(/is submitted, not dead: `ax tasks show/);
   });
 });

@@ -26,17 +26,23 @@ export function parseListFilter(input: ListInput, nowMs: number): ListFilter {
     f.state = input.state;
   }
   if (input.type !== undefined) f.type = validateTypeName(input.type);
-  if (input.since !== undefined) {
-    const s = input.since.trim();
-    if (/^\d{4}-\d{2}-\d{2}/.test(s)) {
-      const ms = parseIsoTime(s);
-      if (!Number.isFinite(ms)) throw invalid(`since "${input.since}" is not a valid time`);
-      f.since = new Date(ms);
-    } else if (/^\d/.test(s)) f.since = new Date(nowMs - parseDuration(s, 'since'));
-    else
-      throw invalid(`since "${input.since}" is neither a duration back from now (e.g. 1h, 2d) nor an ISO time (e.g. 2026-12-01T00:00:00Z)`);
-  }
+  if (input.since !== undefined) f.since = parseTimeBound(input.since, 'since', nowMs);
   return f;
+}
+
+/**
+ * A `--since`/`--until` value: a duration back from `nowMs` (`15m`, `2d`) or an ISO-8601 time.
+ * Throws invalid_input naming `name` for anything else.
+ */
+export function parseTimeBound(value: string, name: string, nowMs: number): Date {
+  const s = value.trim();
+  if (/^\d{4}-\d{2}-\d{2}/.test(s)) {
+    const ms = parseIsoTime(s);
+    if (!Number.isFinite(ms)) throw invalid(`${name} "${value}" is not a valid time`);
+    return new Date(ms);
+  }
+  if (/^\d/.test(s)) return new Date(nowMs - parseDuration(s, name));
+  throw invalid(`${name} "${value}" is neither a duration back from now (e.g. 1h, 2d) nor an ISO time (e.g. 2026-12-01T00:00:00Z)`);
 }
 
 export function listTasks(store: Pick<InspectStore, 'tasksList'>, filter: ListFilter): Promise<TaskRecord[]> {

@@ -305,6 +305,58 @@ export interface InspectStore extends DbClockStore {
   auditList(p: AuditListParams): Promise<AuditRecord[]>;
 }
 
+/** Which dead tasks: every filter optional, combined with AND; values are bound parameters. */
+export interface DeadFilter {
+  type?: string;
+  /** Dead (finished) at or after. */
+  since?: Date;
+  /** Dead before. */
+  until?: Date;
+  /** A substring of the last error (LIKE wildcards in it match literally). */
+  errorContains?: string;
+}
+
+export interface DeadListParams extends DeadFilter {
+  limit: number;
+  /** Only tasks listed after this one (the last id of the previous page): keyset on (finished_at, id). */
+  after?: string;
+}
+
+/** A dead task as `ax dlq list` shows it: no payload. */
+export interface DeadTaskRow {
+  id: string;
+  type: string;
+  pool: PoolName;
+  attempt: number;
+  maxRetries: number;
+  createdAt: Date;
+  /** When it died. */
+  finishedAt: Date;
+  lastError: string | null;
+}
+
+/** Dead tasks counted per type and exact last error (the first 1000 characters). */
+export interface DeadErrorGroup {
+  type: string;
+  error: string | null;
+  count: number;
+  firstSeen: Date;
+  lastSeen: Date;
+  /** The smallest id among them. */
+  sampleId: string;
+}
+
+/**
+ * The dead-letter queue: dead tasks, read through a range of idx_tasks_due (cell, state = 'dead')
+ * or idx_tasks_type_state; the cost is a scan of the dead rows the filter keeps, sorted.
+ */
+export interface DeadLetterStore {
+  /** Newest death first (finished_at, then id, descending). */
+  deadList(p: DeadListParams): Promise<DeadTaskRow[]>;
+  /** Per type × exact last error: count, first and last death, a sample; unordered. */
+  deadErrorGroups(p: DeadFilter): Promise<DeadErrorGroup[]>;
+}
+
 export interface WorkersUpsertParams {
   info: WorkerInfo;
   inFlight: number;
@@ -324,7 +376,7 @@ export interface WorkerRegistryStore {
  * Everything ax's task database offers, for composition roots and tests. Services and commands
  * take the narrow seams above (or a Pick of them), never this.
  */
-export type TaskStore = HotPathStore & DispatchHoldStore & RescueStore & InspectStore & WorkerRegistryStore & Closable;
+export type TaskStore = HotPathStore & DispatchHoldStore & RescueStore & InspectStore & DeadLetterStore & WorkerRegistryStore & Closable;
 
 /** The task store and the schedules in the same database: what `openStore()` hands out. */
 export type AxStore = TaskStore & ScheduleStore;

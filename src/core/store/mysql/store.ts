@@ -1,5 +1,7 @@
 import type {
   AuditListParams,
+  DeadFilter,
+  DeadListParams,
   DoorbellsMarkParams,
   HistoryListParams,
   HoldsReleaseParams,
@@ -26,6 +28,7 @@ import type {
 } from '../types.js';
 import * as audit from './audit.js';
 import * as cron from './cron.js';
+import * as dlq from './dlq.js';
 import {type Db, type DbOptions, openDb} from './db.js';
 import {assertMigrated} from './migrate.js';
 import * as r from './read.js';
@@ -99,6 +102,12 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
   }
   auditList(p: AuditListParams) {
     return audit.listAudit(this.db, this.cell, p);
+  }
+  deadList(p: DeadListParams) {
+    return dlq.listDead(this.db, this.cell, p);
+  }
+  deadErrorGroups(p: DeadFilter) {
+    return dlq.deadErrorGroups(this.db, this.cell, p);
   }
   tasksGet(p: TasksGetParams) {
     return r.getTask(this.db, this.cell, p.id);

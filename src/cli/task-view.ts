@@ -1,0 +1,38 @@
+/** The human view of one task and its timeline, shared by `ax tasks show` and `ax dlq show`. */
+import type {TaskDetail} from '../core/inspect/inspect.js';
+import {printable, table, when} from './render.js';
+
+const PAYLOAD_PREVIEW = 400;
+
+/**
+ * The human view of a task: its row, then its history as a table; `stacks: 'last'` adds the
+ * latest failed attempt's stack (`ax tasks show`), `'none'` leaves stacks to the caller.
+ */
+export function renderTask({task: t, history}: TaskDetail, opts: {stacks: 'last' | 'none'} = {stacks: 'last'}): string[] {
+  const payload = JSON.stringify(t.payload);
+  const lines = [
+    `${t.id}  ${t.type}  ${t.state.toUpperCase()}`,
+    `  pool ${t.pool} · attempt ${t.attempt} of ${t.maxRetries + 1} · timeout ${t.timeoutMs === null ? 'default' : `${t.timeoutMs} ms`} · cell ${t.cell}`,
+    `  run at    ${when(t.runAt)}    published ${when(t.publishedAt)}`,
+    `  created   ${when(t.createdAt)}    updated   ${when(t.updatedAt)}    finished ${when(t.finishedAt)}`,
+  ];
+  if (t.worker !== null || t.leaseUntil !== null) lines.push(`  worker    ${t.worker ?? '-'}    lease until ${when(t.leaseUntil)}`);
+  if (t.dedupKey !== null) lines.push(`  dedup key ${printable(t.dedupKey)}`);
+  if (t.lastError !== null) lines.push(`  last error ${printable(t.lastError)}`);
+  lines.push(
+    `  payload   ${payload.length > PAYLOAD_PREVIEW ? `${payload.slice(0, PAYLOAD_PREVIEW)}… (${payload.length} chars; --json for all)` : payload}`,
+  );
+  lines.push('', 'history (UTC)');
+  const rows = history.map((h) => [
+    when(h.at),
+    `${h.from ?? '·'} → ${h.to}`,
+    String(h.attempt),
+    h.worker ?? '-',
+    (h.error ?? '').replace(/\s+/g, ' '),
+  ]);
+  lines.push(...table(['TIME', 'TRANSITION', 'ATTEMPT', 'BY', 'ERROR / REASON'], rows, {indent: '  '}));
+  // The latest failed attempt's stack (first lines, as stored); --json has every attempt's.
+  const last = opts.stacks === 'last' ? history.findLast((h) => h.stack !== null) : undefined;
+  if (last?.stack) lines.push('', `stack of attempt ${last.attempt}`, ...last.stack.split('\n').map((l) => `  ${printable(l)}`));
+  return lines;
+}

@@ -1,0 +1,63 @@
+import {Args} from '@oclif/core';
+import {AxCommand} from '../../cli/base.js';
+import {disposable} from '../../cli/dispose.js';
+import {printable, taskJson, type TaskJson, when} from '../../cli/render.js';
+import {openStore} from '../../cli/runtime.js';
+import {renderTask} from '../../cli/task-view.js';
+import {type AttemptFailure, type DeadDetail, showDead} from '../../core/dlq/dlq.js';
+import {invalid} from '../../core/errors.js';
+import {isTaskId} from '../../core/task/id.js';
+import type {HistoryJson} from '../tasks/show.js';
+
+export type AttemptJson = Omit<AttemptFailure, 'at'> & {at: string};
+
+export interface DlqShowResult {
+  task: TaskJson;
+  /** Each failed attempt, oldest first, with its error and stack. */
+  attempts: AttemptJson[];
+  history: HistoryJson[];
+}
+
+export default class DlqShow extends AxCommand {
+  static override readOnly = true;
+  static override summary = 'Show a dead task: its row, the error and stack of each attempt, and its timeline.';
+  static override description = `Every attempt that failed is listed with its time (UTC), the worker, the whole error and the first lines of its stack (kept since schema version 4), then the whole history. A task that is not dead is refused: ax tasks show shows any task.
+
+Exit codes: 2 malformed id, 3 unknown id, 4 the task is not dead, 5 MySQL unavailable.`;
+  static override examples = [
+    {description: 'Why did it die?', command: '<%= config.bin %> dlq show 0190f1c2-7d3e-7a41-9b2c-5e6f7a8b9c0d'},
+    {
+      description: 'The stack of the last attempt, for a script',
+      command: "<%= config.bin %> dlq show 0190f1c2-7d3e-7a41-9b2c-5e6f7a8b9c0d --json | jq -r '.attempts[-1].stack'",
+    },
+  ];
+  static override args = {
+    id: Args.string({description: 'task id (a lower-case UUID)', required: true, ignoreStdin: true}),
+  };
+
+  async run(): Promise<DlqShowResult> {
+    const {args, flags} = await this.parse(DlqShow);
+    const rt = this.runtime(flags.config);
+    if (!isTaskId(args.id)) throw invalid(`"${args.id}" is not a task id (a lower-case UUID)`);
+    await using store = disposable(await openStore(rt));
+    const detail = await showDead(store, args.id);
+    if (!this.jsonEnabled()) for (const line of render(detail)) this.log(line);
+    return {
+      task: taskJson(detail.task),
+      attempts: detail.attempts.map((a) => ({...a, at: a.at.toISOString()})),
+      history: detail.history.map((h) => ({...h, at: h.at.toISOString()})),
+    };
+  }
+}
+
+function render(d: DeadDetail): string[] {
+  const [head, ...rest] = renderTask(d, {stacks: 'none'});
+  const lines = [head ?? '', ...rest.slice(0, rest.indexOf(''))];
+  lines.push('', `failed attempts (${d.attempts.length})`);
+  for (const a of d.attempts) {
+    lines.push(`  #${a.attempt}  ${when(a.at)}  ${a.to}  by ${a.worker ?? '-'}`);
+    lines.push(...(a.error ?? '(no error recorded)').split('\n').map((l) => `    ${printable(l)}`));
+    if (a.stack) lines.push(...a.stack.split('\n').map((l) => `      ${printable(l)}`));
+  }
+  return [...lines, ...rest.slice(rest.indexOf(''))];
+}

@@ -1,0 +1,50 @@
+import {AxCommand} from '../../cli/base.js';
+import {deadFilterFlags, signatureJson, type SignatureJson} from '../../cli/dlq.js';
+import {disposable} from '../../cli/dispose.js';
+import {clip, table, when} from '../../cli/render.js';
+import {openStore} from '../../cli/runtime.js';
+import {deadStats, parseDeadFilter} from '../../core/dlq/dlq.js';
+
+export interface DlqStatsResult {
+  /** Dead tasks counted. */
+  total: number;
+  groups: SignatureJson[];
+}
+
+export default class DlqStats extends AxCommand {
+  static override readOnly = true;
+  static override summary = 'Count dead tasks per type and error signature.';
+  static override description = `A signature is the first line of the last error with what varies from task to task normalised away: ids (UUID, ULID) become <id>, hex <hex>, numbers <n>, quoted values '<s>'. So "order 42 not found" and "order 43 not found" are one row. Each row has the count, the first and last death (UTC), a sample task id (ax dlq show it) and, in --json, a sample error. The largest groups first. The filters are those of ax dlq list.
+
+Exit codes: 2 bad flag value, 5 MySQL unavailable.`;
+  static override examples = [
+    {description: 'What killed the dead tasks?', command: '<%= config.bin %> dlq stats'},
+    {description: 'One type, the last day', command: '<%= config.bin %> dlq stats --type order_notify --since 1d --json'},
+  ];
+  static override flags = {...deadFilterFlags};
+
+  async run(): Promise<DlqStatsResult> {
+    const {flags} = await this.parse(DlqStats);
+    const rt = this.runtime(flags.config);
+    const filter = parseDeadFilter(flags, rt.clock.now());
+    await using store = disposable(await openStore(rt));
+    const rows = await deadStats(store, filter);
+    const result = {total: rows.reduce((n, r) => n + r.count, 0), groups: rows.map(signatureJson)};
+    if (!this.jsonEnabled()) {
+      if (rows.length === 0) this.log('no dead tasks match');
+      else {
+        const cells = rows.map((r) => [
+          r.type,
+          String(r.count),
+          when(r.firstSeen, {seconds: true}),
+          when(r.lastSeen, {seconds: true}),
+          r.sampleId,
+          clip(r.signature, 80),
+        ]);
+        for (const line of table(['TYPE', 'DEAD', 'FIRST (UTC)', 'LAST (UTC)', 'SAMPLE', 'SIGNATURE'], cells, {right: [1]})) this.log(line);
+        this.log(`${result.total} dead in ${rows.length} group${rows.length === 1 ? '' : 's'}`);
+      }
+    }
+    return result;
+  }
+}
