@@ -463,9 +463,59 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
         expect(await ids('\\')).toEqual([]);
       });
 
+      it('replays dead tasks once: submitted, due, a fresh budget (retry_base), history and audit in one transaction', async () => {
+        const [d] = await dead('dlq_replay', ['boom 1']);
+        const alive = task({type: 'dlq_replay', payload: {alive: 1}});
+        await s.tasksInsert({tasks: [alive], actor: 'test'});
+        const auditBefore = (await s.auditList({limit: 1000})).length;
+        const audit = {operator: 'alice', command: 'dlq replay', filter: {ids: [d]}, reason: 'downstream fixed'};
+        const r = await s.deadReplay({ids: [d!, alive.id, newId()], actor: 'admin:1', audit});
+        expect(r.replayed).toEqual([{id: d, type: 'dlq_replay', pool: 'io', fence: 1}]);
+        expect(r.skipped.map((k) => k.state).sort()).toEqual([null, 'submitted'].sort());
+        expect(await s.tasksGet({id: d!})).toMatchObject({state: 'submitted', attempt: 1, publishedAt: null, finishedAt: null});
+        expect((await s.historyList({taskId: d!})).at(-1)).toMatchObject({
+          from: 'dead',
+          to: 'submitted',
+          attempt: 1,
+          worker: 'admin:1',
+          error: 'replayed by alice: downstream fixed',
+        });
+        const trail = await s.auditList({limit: 1000});
+        expect(trail.length - auditBefore).toBe(1);
+        expect(trail[0]).toMatchObject({operator: 'alice', command: 'dlq replay', reason: 'downstream fixed', taskCount: 1, taskIds: [d]});
+        // Claimable at once; attempts keep counting, the budget counts from the replay.
+        const [c] = (await s.tasksClaim({ids: [d!], worker: 'w1', leaseMs: 30_000})).claimed;
+        expect(c).toMatchObject({attempt: 2, retryBase: 1, maxRetries: 5});
+        // Not dead any more: a second replay skips it and audits nothing.
+        const again = await s.deadReplay({ids: [d!], actor: 'admin:1', audit});
+        expect(again).toEqual({replayed: [], skipped: [{id: d, state: 'running'}]});
+        expect((await s.auditList({limit: 1000})).length - auditBefore).toBe(1);
+      });
+
+      it('two concurrent replays of the same tasks replay each exactly once', async () => {
+        const ids = await dead(
+          'dlq_race',
+          Array.from({length: 20}, (_, i) => `race ${i}`),
+        );
+        const audit = {operator: 'op', command: 'dlq replay', filter: {type: 'dlq_race'}, reason: null};
+        const [a, b] = await Promise.all([
+          s.deadReplay({ids, actor: 'a:1', audit}),
+          h.other.deadReplay({ids: [...ids].reverse(), actor: 'b:1', audit}),
+        ]);
+        const won = [...a.replayed, ...b.replayed].map((t) => t.id).sort();
+        expect(won).toEqual([...ids].sort());
+        expect(a.skipped.length + b.skipped.length).toBe(ids.length);
+        for (const id of ids) {
+          const replays = (await s.historyList({taskId: id})).filter((e) => e.from === 'dead' && e.to === 'submitted');
+          expect(replays, id).toHaveLength(1);
+        }
+      });
+
       it('counts dead tasks per type and exact error, with first/last death and a sample', async () => {
         const groups = await s.deadErrorGroups({since: t0});
-        const mine = groups.filter((g) => g.type.startsWith('dlq_')).sort((a, b) => (a.error ?? '').localeCompare(b.error ?? ''));
+        const mine = groups
+          .filter((g) => g.type === 'dlq_alpha' || g.type === 'dlq_beta')
+          .sort((a, b) => (a.error ?? '').localeCompare(b.error ?? ''));
         expect(mine.map((g) => [g.type, g.error, g.count, g.sampleId])).toEqual([
           ['dlq_alpha', 'order 1 not found', 1, alpha[0]],
           ['dlq_alpha', 'order 2 not found', 1, alpha[1]],

@@ -70,7 +70,7 @@ describe('backoff', () => {
     expect(nextAfterFailure(1, 0, false)).toBe('dead');
   });
   it('decides outcomes: success, retry with backoff, dead, release', () => {
-    const held = {id: 'x', fence: 3, attempt: 2, maxRetries: 2};
+    const held = {id: 'x', fence: 3, attempt: 2, maxRetries: 2, retryBase: 0};
     expect(decideOutcome(held, {kind: 'success'}, opts, () => 0)).toEqual({kind: 'complete', id: 'x', fence: 3});
     expect(decideOutcome(held, {kind: 'fail', message: 'm', unrecoverable: false, stack: 'Error: m\n    at h'}, opts, () => 0)).toEqual({
       kind: 'fail',
@@ -97,6 +97,18 @@ describe('backoff', () => {
       id: 'x',
       fence: 3,
       reason: 'released: queue full',
+    });
+  });
+  it('counts the budget and the backoff of a replayed task from its replay (attempt − retryBase)', () => {
+    // Died at attempt 3 of 3, replayed (retryBase 3): attempt 4 is the first of a fresh budget.
+    const replayed = {id: 'x', fence: 5, attempt: 4, maxRetries: 2, retryBase: 3};
+    expect(decideOutcome(replayed, {kind: 'fail', message: 'm', unrecoverable: false}, opts, () => 0)).toMatchObject({
+      kind: 'fail',
+      retryDelayMs: 1000,
+    });
+    expect(decideOutcome({...replayed, attempt: 6}, {kind: 'fail', message: 'm', unrecoverable: false}, opts, () => 0)).toMatchObject({
+      kind: 'deadLetter',
+      error: 'm (attempt 3 of 3 since its replay, no retries left)',
     });
   });
 });

@@ -67,9 +67,10 @@ export async function rescueExpired(o: RescueOptions): Promise<ReconcileReport['
   for (let i = 0; i < expired.length; i += CHUNK) {
     const outcomes: Outcome[] = expired.slice(i, i + CHUNK).map((e) => {
       const error = `lease expired: worker ${e.worker ?? '?'} stopped renewing it (attempt ${e.attempt})`;
-      return nextAfterFailure(e.attempt, e.maxRetries, false) === 'dead'
+      const used = e.attempt - e.retryBase; // counted from the latest replay, like the worker's
+      return nextAfterFailure(used, e.maxRetries, false) === 'dead'
         ? {kind: 'rescueDeadLetter', id: e.id, fence: e.fence, error}
-        : {kind: 'rescue', id: e.id, fence: e.fence, error, retryDelayMs: retryDelayMs(e.attempt, o.backoff, o.random)};
+        : {kind: 'rescue', id: e.id, fence: e.fence, error, retryDelayMs: retryDelayMs(used, o.backoff, o.random)};
     });
     const res = await o.store.outcomesApply({outcomes, actor: o.actor});
     const applied = new Set(res.applied);

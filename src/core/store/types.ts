@@ -19,6 +19,8 @@ export interface ClaimedTask {
   payload: string;
   attempt: number;
   maxRetries: number;
+  /** Attempts used before the latest DLQ replay: this is attempt `attempt − retryBase` of the budget. */
+  retryBase: number;
   fence: number;
   timeoutMs: number | null;
 }
@@ -79,6 +81,8 @@ export interface ExpiredLease {
   fence: number;
   attempt: number;
   maxRetries: number;
+  /** See ClaimedTask.retryBase. */
+  retryBase: number;
   worker: string | null;
 }
 
@@ -346,6 +350,22 @@ export interface DeadErrorGroup {
   sampleId: string;
 }
 
+export interface DeadReplayParams {
+  /** Up to a few thousand ids (one transaction). */
+  ids: string[];
+  /** Recorded in history as who replayed (host:pid). */
+  actor: string;
+  /** Recorded with the replay: the operator, the command and selection, the reason. */
+  audit: AuditContext;
+}
+
+export interface DeadReplayResult {
+  /** Now submitted and due, not yet rung for: ring (publish) them, then mark them at `fence`. */
+  replayed: Array<DispatchRef & {fence: number}>;
+  /** Not replayed: no longer dead (another replay, a cancel…) with the state found, or unknown (null). */
+  skipped: Array<{id: string; state: TaskState | null}>;
+}
+
 /**
  * The dead-letter queue: dead tasks, read through a range of idx_tasks_due (cell, state = 'dead')
  * or idx_tasks_type_state; the cost is a scan of the dead rows the filter keeps, sorted.
@@ -355,6 +375,13 @@ export interface DeadLetterStore {
   deadList(p: DeadListParams): Promise<DeadTaskRow[]>;
   /** Per type × exact last error: count, first and last death, a sample; unordered. */
   deadErrorGroups(p: DeadFilter): Promise<DeadErrorGroup[]>;
+  /**
+   * Replays the dead tasks among `ids` in one transaction: dead → submitted, due now, unpublished,
+   * retry_base = attempt (a fresh retry budget and backoff; attempts keep counting), a history row
+   * "replayed by <operator>: <reason>", and one audit row listing the ids replayed (none when none
+   * was). Guarded by state = 'dead' in the UPDATE, so two concurrent replays replay each task once.
+   */
+  deadReplay(p: DeadReplayParams): Promise<DeadReplayResult>;
 }
 
 export interface WorkersUpsertParams {

@@ -17,6 +17,8 @@ export interface Held {
   fence: number;
   attempt: number;
   maxRetries: number;
+  /** Attempts used before the latest DLQ replay (see ClaimedTask.retryBase). */
+  retryBase: number;
 }
 
 /**
@@ -35,9 +37,14 @@ export function decideOutcome(t: Held, r: JobResult | NotStarted, backoff: Backo
     case 'timeout':
     case 'aborted': {
       const unrecoverable = r.kind === 'fail' && r.unrecoverable;
-      const to = nextAfterFailure(t.attempt, t.maxRetries, unrecoverable);
+      // A replayed task has its whole budget again and its backoff restarts: count from its replay.
+      const used = t.attempt - t.retryBase;
+      const to = nextAfterFailure(used, t.maxRetries, unrecoverable);
       const prefix = r.kind === 'fail' ? '' : `${r.kind}: `;
-      const why = to === 'dead' && !unrecoverable ? ` (attempt ${t.attempt} of ${t.maxRetries + 1}, no retries left)` : '';
+      const why =
+        to === 'dead' && !unrecoverable
+          ? ` (attempt ${used} of ${t.maxRetries + 1}${t.retryBase > 0 ? ' since its replay' : ''}, no retries left)`
+          : '';
       const stack = r.kind === 'fail' ? (r.stack ?? null) : null;
       return to === 'dead'
         ? {kind: 'deadLetter', id: t.id, fence: t.fence, error: `${prefix}${r.message}${why}`, stack}
@@ -47,7 +54,7 @@ export function decideOutcome(t: Held, r: JobResult | NotStarted, backoff: Backo
             fence: t.fence,
             error: `${prefix}${r.message}`,
             stack,
-            retryDelayMs: retryDelayMs(t.attempt, backoff, random),
+            retryDelayMs: retryDelayMs(used, backoff, random),
           };
     }
   }

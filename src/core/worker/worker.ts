@@ -275,6 +275,7 @@ export class Worker implements Service {
       fence: t.fence,
       attempt: t.attempt,
       maxRetries: t.maxRetries,
+      retryBase: t.retryBase,
       pool: h?.pool ?? t.pool,
       type: t.type,
       queue: t.pool,

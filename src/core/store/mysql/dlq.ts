@@ -1,6 +1,11 @@
+import {AxError} from '../../errors.js';
 import type {PoolName} from '../../task/model.js';
-import type {DeadErrorGroup, DeadFilter, DeadListParams, DeadTaskRow} from '../types.js';
-import {type Db, select} from './db.js';
+import {TRANSITIONS, type TaskState} from '../../task/state.js';
+import type {DeadErrorGroup, DeadFilter, DeadListParams, DeadReplayParams, DeadReplayResult, DeadTaskRow} from '../types.js';
+import {insertAudit} from './audit.js';
+import {type Db, exec, marks, select, tx} from './db.js';
+import {guardedWhere} from './guards.js';
+import {clipError, historyInsert, type HistoryRow} from './rows.js';
 
 /** `%`, `_` and `\` in a LIKE operand match themselves (ESCAPE '\\'). */
 export function likeLiteral(s: string): string {
@@ -82,4 +87,60 @@ export async function deadErrorGroups(db: Db, cell: string, f: DeadFilter): Prom
     lastSeen: r.last_seen as Date,
     sampleId: r.sample_id as string,
   }));
+}
+
+/**
+ * Replays dead tasks (see DeadLetterStore.deadReplay). One transaction: a locking read in primary
+ * key order (concurrent replays queue behind each other, then see the rows submitted and skip
+ * them), one UPDATE guarded by the replay transition, one history INSERT, one audit row.
+ * affectedRows must equal the rows read as dead, else the transaction is rolled back.
+ */
+export async function replayDead(db: Db, cell: string, p: DeadReplayParams): Promise<DeadReplayResult> {
+  const ids = [...new Set(p.ids)].sort();
+  if (ids.length === 0) return {replayed: [], skipped: []};
+  return tx(db, async (c) => {
+    const rows = await select(
+      db,
+      c,
+      `SELECT id, type, pool, state, attempt, fence FROM tasks WHERE id IN (${marks(ids.length)}) AND cell = ? FOR UPDATE`,
+      [...ids, cell],
+    );
+    const found = new Map(rows.map((r) => [r.id as string, r]));
+    const replayed: DeadReplayResult['replayed'] = [];
+    const skipped: DeadReplayResult['skipped'] = [];
+    const history: HistoryRow[] = [];
+    const note = clipError(`replayed by ${p.audit.operator}${p.audit.reason ? `: ${p.audit.reason}` : ''}`);
+    for (const id of ids) {
+      const r = found.get(id);
+      const state = (r?.state as TaskState | undefined) ?? null;
+      if (!r || !(TRANSITIONS.replay.from as readonly string[]).includes(state as string)) {
+        skipped.push({id, state});
+        continue;
+      }
+      replayed.push({id, type: r.type as string, pool: r.pool as PoolName, fence: Number(r.fence)});
+      history.push([id, state, TRANSITIONS.replay.to, Number(r.attempt), p.actor, note, null]);
+    }
+    if (replayed.length === 0) return {replayed, skipped};
+    const where = guardedWhere('replay', replayed);
+    const res = await exec(
+      db,
+      c,
+      `UPDATE tasks SET state = '${TRANSITIONS.replay.to}', retry_base = attempt, run_at = NOW(3), published_at = NULL,
+              finished_at = NULL, lease_until = NULL, worker = NULL, sched_owner = NULL, sched_until = NULL, updated_at = NOW(3)
+        WHERE ${where.sql} AND cell = ?`,
+      [...where.params, cell],
+    );
+    if (res.affectedRows !== replayed.length)
+      throw new AxError('internal', `replay changed ${res.affectedRows} rows, expected ${replayed.length}: rolled back`);
+    const h = historyInsert(history);
+    await exec(db, c, h.sql, h.params);
+    await insertAudit(
+      db,
+      c,
+      cell,
+      p.audit,
+      replayed.map((t) => t.id),
+    );
+    return {replayed, skipped};
+  });
 }

@@ -150,8 +150,14 @@ export const MIGRATIONS: Migration[] = [
   },
   {
     version: 5,
-    name: 'audit trail of admin actions',
+    name: 'audit trail of admin actions, retry budget of replayed tasks',
     statements: [
+      {
+        // Attempts used before the latest DLQ replay: the retry budget and the backoff count from it
+        // (attempt − retry_base), while `attempt` keeps counting so the timeline stays readable.
+        sql: 'ALTER TABLE tasks ADD COLUMN retry_base SMALLINT UNSIGNED NOT NULL DEFAULT 0 AFTER max_retries',
+        unless: columnExists('tasks', 'retry_base'),
+      },
       // Append-only: one row per admin action that changed tasks, written in the transaction of the
       // change. `filter` is the command's selection as JSON; `task_ids` a JSON array of the ids
       // (null past AUDIT_MAX_IDS, when `filter` and `at` are the reference).

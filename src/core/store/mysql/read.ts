@@ -19,7 +19,7 @@ import {TASK_COLUMNS, toDueTask, toHistoryEntry, toTaskRecord} from './rows.js';
  */
 export const HOT_SQL = {
   /** Params: cell, limit. Index: idx_tasks_due (cell, state, …): running rows are few. */
-  expiredLeases: `SELECT id, fence, attempt, max_retries, worker FROM tasks
+  expiredLeases: `SELECT id, fence, attempt, max_retries, retry_base, worker FROM tasks
       WHERE cell = ? AND state = 'running' AND lease_until < NOW(3) ORDER BY lease_until LIMIT ?`,
   /** Params: cell, republishAfter µs, limit. Index: idx_tasks_due (cell, state, run_at). */
   undispatched: `SELECT id, type, pool, run_at, schedule_name, attempt, fence, dedup_key FROM tasks
@@ -87,6 +87,7 @@ export async function findExpiredLeases(db: Db, cell: string, {limit}: LeasesFin
     fence: Number(r.fence),
     attempt: Number(r.attempt),
     maxRetries: Number(r.max_retries),
+    retryBase: Number(r.retry_base),
     worker: (r.worker as string | null) ?? null,
   }));
 }

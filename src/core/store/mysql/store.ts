@@ -1,6 +1,7 @@
 import type {
   AuditListParams,
   DeadFilter,
+  DeadReplayParams,
   DeadListParams,
   DoorbellsMarkParams,
   HistoryListParams,
@@ -105,6 +106,9 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
   }
   deadList(p: DeadListParams) {
     return dlq.listDead(this.db, this.cell, p);
+  }
+  deadReplay(p: DeadReplayParams) {
+    return dlq.replayDead(this.db, this.cell, p);
   }
   deadErrorGroups(p: DeadFilter) {
     return dlq.deadErrorGroups(this.db, this.cell, p);

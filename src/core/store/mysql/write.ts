@@ -222,7 +222,7 @@ export async function releaseDispatch(db: Db, cell: string, owner: string): Prom
 
 /** The claim's locking read. Params: n ids, cell. Index: PRIMARY (a range of n points). */
 export const claimSelectSql = (n: number): string =>
-  `SELECT id, type, pool, state, attempt, max_retries, fence, timeout_ms, payload, run_at <= NOW(3) AS due
+  `SELECT id, type, pool, state, attempt, max_retries, retry_base, fence, timeout_ms, payload, run_at <= NOW(3) AS due
      FROM tasks WHERE id IN (${marks(n)}) AND cell = ? FOR UPDATE`;
 
 /** How often a claim or an outcome batch re-reads after a guarded UPDATE matched fewer rows than it read. */
@@ -325,6 +325,7 @@ export async function claim(db: Db, cell: string, {ids, worker, leaseMs}: TasksC
         payload: r.payload as string,
         attempt,
         maxRetries: Number(r.max_retries),
+        retryBase: Number(r.retry_base),
         fence: Number(r.fence) + 1,
         timeoutMs: r.timeout_ms === null ? null : Number(r.timeout_ms),
       });
