@@ -5,6 +5,7 @@ import {type FlushReport, Producer} from './producer/producer.js';
 import {cancelTask, showTask, type TaskDetail} from './inspect/inspect.js';
 import type {ScheduleStore, TaskStore} from './store/types.js';
 import {createCronAdmin, type CronAdmin} from './cron/admin.js';
+import {createDlqAdmin, type DlqAdmin} from './dlq/admin.js';
 import type {TaskSpec} from './task/model.js';
 import type {TaskState} from './task/state.js';
 import type {Clock, Random} from './time.js';
@@ -24,6 +25,8 @@ export interface AxClient {
   getTask(id: string): Promise<TaskDetail>;
   /** Cron schedules: add, list, show, pause, resume, remove, trigger (see CronAdmin). */
   cron: CronAdmin;
+  /** Dead tasks: list, show, stats, replay (see DlqAdmin); replays are audited. */
+  dlq: DlqAdmin;
   /** Flushes, then closes the connections. */
   close(): Promise<FlushReport>;
 }
@@ -62,6 +65,7 @@ export function createClient(p: ClientParts): AxClient {
   return {
     // Only the admin API: the scheduler's cron policy (materialize, repair, …) is not the SDK's.
     cron: createCronAdmin({config: p.config, store: p.store, broker: p.broker, clock: p.clock, logger: p.logger, actor: p.actor}),
+    dlq: createDlqAdmin(p),
     submit: (t) => producer.submit(t),
     flush: () => producer.flush(),
     cancel: (id, reason) => cancelTask(p.store, id, p.actor, reason ?? null, p.operator()),

@@ -9,7 +9,7 @@ import {tmpdir} from 'node:os';
 import {join} from 'node:path';
 import {afterAll, beforeAll, describe, expect, test} from 'vitest';
 import {ROOT, runCli, type CliRun} from '../helpers/spawn.js';
-import {createTestEnv, type TestEnv} from '../helpers/env.js';
+import {createTestEnv, takeRung, type TestEnv} from '../helpers/env.js';
 import {createIdGenerator} from '../../src/core/task/id.js';
 import {validateTaskSpec} from '../../src/core/task/validate.js';
 
@@ -229,5 +229,120 @@ describe('ax dlq list, show, stats', () => {
     const r = await ax(['dlq', 'show', id]);
     expect(r.code).toBe(4);
     expect(flat(r.stderr)).toMatch(/is submitted, not dead: `ax tasks show/);
+  });
+});
+
+describe('ax dlq replay', () => {
+  async function state(id: string): Promise<{state: string; attempt: number; retry_base: number; published_at: Date | null}> {
+    const [row] = await testEnv.sql<{state: string; attempt: number; retry_base: number; published_at: Date | null}>(
+      'SELECT state, attempt, retry_base, published_at FROM tasks WHERE id = ?',
+      [id],
+    );
+    return row!;
+  }
+  async function snapshot(): Promise<string> {
+    const rows = await testEnv.sql('SELECT id, state, attempt, retry_base, published_at FROM tasks ORDER BY id');
+    const [h] = await testEnv.sql<{n: number}>('SELECT COUNT(*) AS n FROM task_history');
+    return JSON.stringify({rows, history: h?.n, audit: await auditCount()});
+  }
+  async function refused(args: string[], exit: number, message: RegExp): Promise<void> {
+    const before = await snapshot();
+    const r = await ax(['dlq', 'replay', ...args]);
+    expect(r.code, `${args.join(' ')}\n${r.stderr}`).toBe(exit);
+    expect(flat(r.stderr)).toMatch(message);
+    expect(await snapshot()).toBe(before);
+  }
+
+  test('by ids: dead → submitted with a fresh budget, rung, history and audit; running ones skipped', async () => {
+    const a = await deadTask('replay_ids', 'boom a');
+    const b = await deadTask('replay_ids', 'boom b');
+    await testEnv.broker(); // declares the queues
+    await takeRung(testEnv, 'io');
+    const store = await testEnv.store();
+    const run = await submitDelayed('replay_ids');
+    await testEnv.sql('UPDATE tasks SET run_at = NOW(3) WHERE id = ?', [run]);
+    expect((await store.tasksClaim({ids: [run], worker: 'w:9', leaseMs: 60_000})).claimed).toHaveLength(1);
+
+    const r = await ax(['dlq', 'replay', a, b, run, '--reason', 'smtp fixed', '--json'], {AX_OPERATOR: 'carol'});
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.json).toMatchObject({dryRun: false, replayed: 2, unrung: 0, skipped: [{id: run, state: 'running'}]});
+    expect(r.json.ids.sort()).toEqual([a, b].sort());
+    for (const id of [a, b]) {
+      expect(await state(id)).toMatchObject({state: 'submitted', attempt: 2, retry_base: 2});
+      expect((await state(id)).published_at).not.toBeNull();
+    }
+    expect((await takeRung(testEnv, 'io')).ids.sort()).toEqual([a, b].sort());
+    const hist = await store.historyList({taskId: a});
+    expect(hist.at(-1)).toMatchObject({from: 'dead', to: 'submitted', error: 'replayed by carol: smtp fixed'});
+    const audit = await ax(['audit', 'list', '--limit', '1', '--json']);
+    expect(audit.json.entries[0]).toMatchObject({operator: 'carol', command: 'dlq replay', reason: 'smtp fixed', taskCount: 2});
+    expect(audit.json.entries[0].taskIds.sort()).toEqual([a, b].sort());
+    // The replayed task is claimable with its whole budget again: attempt 3 is the first of it.
+    const [c] = (await store.tasksClaim({ids: [a], worker: 'w:1', leaseMs: 30_000})).claimed;
+    expect(c).toMatchObject({attempt: 3, retryBase: 2});
+  });
+
+  test('--dry-run counts per type with a sample and changes nothing; the filter needs --yes off a terminal', async () => {
+    const ids = [await deadTask('replay_dry', 'xdry 1'), await deadTask('replay_dry', 'xdry 2'), await deadTask('replay_dry_other', 'y')];
+    const before = await snapshot();
+    const dry = await ax(['dlq', 'replay', '--error', 'xdry', '--dry-run', '--json']);
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.json).toMatchObject({dryRun: true, total: 2, byType: {replay_dry: 2}});
+    expect(dry.json.sample.sort()).toEqual(ids.slice(0, 2).sort());
+    const human = await ax(['dlq', 'replay', '--type', 'replay_dry', '--dry-run']);
+    expect(human.stdout).toMatch(/would replay 2 dead tasks\n {2}replay_dry {2}2/);
+    expect(await snapshot()).toBe(before);
+    await refused(['--error', 'xdry'], 2, /add --yes to confirm/);
+    const yes = await ax(['dlq', 'replay', '--error', 'xdry', '--yes', '--json']);
+    expect(yes.code, yes.stderr).toBe(0);
+    expect(yes.json.replayed).toBe(2);
+    expect((await state(ids[2]!)).state).toBe('dead');
+  });
+
+  test('two replays of one filter at once replay each task exactly once', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 30; i++) ids.push(await deadTask('replay_race', `race ${i}`));
+    const [p, q] = await Promise.all([
+      ax(['dlq', 'replay', '--type', 'replay_race', '--json']),
+      ax(['dlq', 'replay', '--type', 'replay_race', '--json']),
+    ]);
+    // The loser may find nothing left to replay (exit 3) when the winner finished first.
+    const done = [p, q].filter((r) => r.code === 0);
+    expect(done.length).toBeGreaterThanOrEqual(1);
+    for (const r of [p, q]) expect([0, 3], r.stderr).toContain(r.code);
+    expect(done.reduce((n, r) => n + r.json.replayed, 0)).toBe(ids.length);
+    const [row] = await testEnv.sql<{n: number}>(
+      "SELECT COUNT(*) AS n FROM task_history h JOIN tasks t ON t.id = h.task_id WHERE t.type = 'replay_race' AND h.from_state = 'dead' AND h.to_state = 'submitted'",
+    );
+    expect(Number(row?.n)).toBe(ids.length);
+  });
+
+  test('--rate spreads the replay over time', async () => {
+    for (let i = 0; i < 6; i++) await deadTask('replay_rate', `slow ${i}`);
+    const t0 = Date.now();
+    const r = await ax(['dlq', 'replay', '--type', 'replay_rate', '--rate', '3', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.json.replayed).toBe(6);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(1900);
+  });
+
+  test('refuses bad input with its exit code, nothing changed', async () => {
+    const dead = await deadTask('replay_bad', 'bad');
+    const store = await testEnv.store();
+    const ok = await submitDelayed('replay_bad');
+    await testEnv.sql('UPDATE tasks SET run_at = NOW(3) WHERE id = ?', [ok]);
+    const [c] = (await store.tasksClaim({ids: [ok], worker: 'w:1', leaseMs: 30_000})).claimed;
+    await store.outcomesApply({outcomes: [{kind: 'complete', id: ok, fence: c!.fence}], actor: 'w:1'});
+    await refused([], 2, /name the tasks to replay/);
+    await refused(['12345'], 2, /not task ids/);
+    await refused([dead, '--type', 'replay_bad'], 2, /either ids or a filter/);
+    await refused(['--all', '--type', 'replay_bad'], 2, /does not combine with a filter/);
+    await refused(['--type', 'replay_bad', '--rate', '0'], 2, /greater than or equal to 1/);
+    await refused([dead, '--reason', 'r'.repeat(1001)], 2, /--reason is longer than 1000/);
+    await refused(['01900000-0000-7000-8000-00000000abcd'], 3, /unknown tasks/);
+    await refused(['--type', 'replay_nothing_here'], 3, /no dead task matches/);
+    await refused([dead, ok], 4, /is succeeded: only dead tasks are replayed; --force/);
+    const r = await ax(['dlq', 'replay', dead], {AX_MYSQL_URL: 'mysql://root@127.0.0.1:1/ax_unreachable'});
+    expect(r.code).toBe(5);
   });
 });

@@ -1,0 +1,121 @@
+import {createInterface} from 'node:readline/promises';
+import {Args, Flags} from '@oclif/core';
+import {AxCommand} from '../../cli/base.js';
+import {deadFilterFlags} from '../../cli/dlq.js';
+import {disposable} from '../../cli/dispose.js';
+import {openBroker, openStore} from '../../cli/runtime.js';
+import {parseDeadFilter} from '../../core/dlq/dlq.js';
+import {CONFIRM_ABOVE, planReplay, type ReplayPlan, type ReplayResult, type ReplaySelection, runReplay} from '../../core/dlq/replay.js';
+import {invalid} from '../../core/errors.js';
+
+const MAX_REASON = 1000;
+
+export type DlqReplayResult = ({dryRun: true} & Omit<ReplayPlan, 'asOf' | 'needsConfirmation'>) | ({dryRun: false} & ReplayResult);
+
+export default class DlqReplay extends AxCommand {
+  static override summary = 'Replay dead tasks: back to submitted with their whole retry budget.';
+  static override description = `By ids, or by filter (--type, --since, --until, --error, or --all for every dead task). Each replayed task is due at once, gets all of its retries again with the backoff starting over at the first delay, and keeps counting attempts (the budget counts from the replay, kept in tasks.retry_base). Its history records "replayed by <operator>: <reason>"; each batch writes an audit row (ax audit list) in its own transaction. Tasks that are no longer dead when their batch runs (another replay took them, a worker runs them) are skipped and reported, never run twice. Succeeded or cancelled tasks are refused (exit 4): they would need --force, which is not available yet.
+
+More than ${CONFIRM_ABOVE} tasks, or a filter without --type, asks for confirmation on a terminal and needs --yes otherwise. --dry-run counts what would be replayed and changes nothing. --rate caps tasks per second.
+
+Exit codes: 2 bad input (malformed ids, ids mixed with a filter, no selection, --rate 0, no --yes), 3 unknown ids or a filter that selects nothing, 4 a named task is succeeded or cancelled, 5 MySQL or RabbitMQ unavailable.`;
+  static override examples = [
+    {
+      description: 'Replay two dead tasks',
+      command: '<%= config.bin %> dlq replay 0190f1c2-7d3e-7a41-9b2c-5e6f7a8b9c0d 0190f1c2-7d3e-7a41-9b2c-5e6f7a8b9c0e',
+    },
+    {
+      description: 'What would a replay of one type select?',
+      command: '<%= config.bin %> dlq replay --type order_notify --since 1h --dry-run',
+    },
+    {
+      description: 'Replay them gently, with a reason for the audit trail',
+      command: '<%= config.bin %> dlq replay --type order_notify --since 1h --rate 200 --reason "smtp fixed" --yes',
+    },
+  ];
+  static override strict = false;
+  static override args = {
+    ids: Args.string({description: 'ids of dead tasks (lower-case UUIDs); or use a filter', required: false, ignoreStdin: true}),
+  };
+  static override flags = {
+    ...deadFilterFlags,
+    all: Flags.boolean({description: 'every dead task (no filter)'}),
+    'dry-run': Flags.boolean({description: 'count what would be replayed, per type, with a sample; change nothing'}),
+    rate: Flags.integer({min: 1, description: 'at most this many tasks per second (default: as fast as batches go)'}),
+    reason: Flags.string({
+      char: 'r',
+      description: `why, recorded in each task's history and the audit trail (at most ${MAX_REASON} characters)`,
+    }),
+    yes: Flags.boolean({
+      char: 'y',
+      description: `confirm without asking (needed off a terminal for more than ${CONFIRM_ABOVE} tasks or a filter without --type)`,
+    }),
+  };
+
+  async run(): Promise<DlqReplayResult> {
+    const {argv, flags} = await this.parse(DlqReplay);
+    const rt = this.runtime(flags.config);
+    const ids = argv as string[];
+    const filter = parseDeadFilter(flags, rt.clock.now());
+    const filtered = Object.keys(filter).length > 0 || flags.all;
+    if (ids.length > 0 && filtered) throw invalid('give either ids or a filter (--type, --since, --until, --error, --all), not both');
+    if (flags.reason !== undefined && flags.reason.length > MAX_REASON) throw invalid(`--reason is longer than ${MAX_REASON} characters`);
+    const operator = rt.operator();
+    const sel: ReplaySelection = ids.length > 0 ? {ids} : {filter, all: flags.all};
+    await using store = disposable(await openStore(rt));
+    const plan = await planReplay(store, sel);
+    if (flags['dry-run']) {
+      if (!this.jsonEnabled()) this.printPlan(plan, 'would replay');
+      return {dryRun: true, total: plan.total, byType: plan.byType, sample: plan.sample, skipped: plan.skipped};
+    }
+    if (plan.needsConfirmation && !flags.yes) await this.confirm(plan);
+    await using broker = disposable(await openBroker(rt, {reconnect: false}));
+    const tty = process.stderr.isTTY && !this.jsonEnabled();
+    const result = await runReplay(
+      {
+        store,
+        broker,
+        clock: rt.clock,
+        logger: rt.logger,
+        actor: rt.actor,
+        operator,
+        reason: flags.reason ?? null,
+        command: 'dlq replay',
+        ...(flags.rate === undefined ? {} : {rate: flags.rate}),
+        ...(tty ? {onProgress: (done: number, total: number) => process.stderr.write(`\rreplayed ${done}/${total}`)} : {}),
+      },
+      sel,
+      plan,
+    );
+    if (tty) process.stderr.write('\n');
+    if (!this.jsonEnabled()) {
+      this.log(
+        `replayed ${result.replayed}, skipped ${result.skipped.length}${result.unrung > 0 ? `, ${result.unrung} not rung yet (the reconciler rings for them)` : ''}`,
+      );
+      for (const s of result.skipped.slice(0, 20)) this.log(`  skipped ${s.id}: ${s.why}`);
+    }
+    return {dryRun: false, ...result};
+  }
+
+  private printPlan(plan: ReplayPlan, verb: string): void {
+    this.log(`${verb} ${plan.total} dead task${plan.total === 1 ? '' : 's'}`);
+    for (const [type, n] of Object.entries(plan.byType).sort((a, b) => b[1] - a[1])) this.log(`  ${type}  ${n}`);
+    if (plan.sample.length > 0) this.log(`sample: ${plan.sample.join(' ')}`);
+    for (const s of plan.skipped) this.log(`  skipped ${s.id}: ${s.why}`);
+  }
+
+  /** Asks on a terminal; off a terminal (scripts, CI) the operator must have said --yes. */
+  private async confirm(plan: ReplayPlan): Promise<void> {
+    const why = plan.total > CONFIRM_ABOVE ? `more than ${CONFIRM_ABOVE} tasks` : 'a filter without --type';
+    if (!process.stdin.isTTY || !process.stderr.isTTY)
+      throw invalid(`this replay selects ${plan.total} tasks (${why}): add --yes to confirm, or --dry-run to look first`);
+    this.printPlan(plan, 'about to replay');
+    const rl = createInterface({input: process.stdin, output: process.stderr});
+    try {
+      const answer = await rl.question(`replay ${plan.total} tasks? [y/N] `);
+      if (!/^y(es)?$/i.test(answer.trim())) throw invalid('replay not confirmed: nothing changed');
+    } finally {
+      rl.close();
+    }
+  }
+}
