@@ -1,0 +1,221 @@
+/**
+ * planReplay and runReplay over an in-memory store and broker with the fake clock: selection
+ * checks, pacing by --rate, deaths after the plan left alone, tasks taken by someone else skipped,
+ * and a failed publish left to the reconciler.
+ */
+import {describe, expect, it} from 'vitest';
+import {CONFIRM_ABOVE, MAX_REPLAY_IDS, planReplay, type ReplayRun, type ReplayStore, runReplay} from '../../src/core/dlq/replay.js';
+import {isAxError} from '../../src/core/errors.js';
+import {createLogger} from '../../src/core/log.js';
+import type {DeadFilter, DeadReplayParams} from '../../src/core/store/types.js';
+import type {TaskRecord} from '../../src/core/task/model.js';
+import type {TaskState} from '../../src/core/task/state.js';
+import {fakeClock} from '../helpers/clock.js';
+
+const id = (n: number): string => `01900000-0000-7000-8000-${String(n).padStart(12, '0')}`;
+const AS_OF = new Date('2026-06-01T12:00:00Z');
+
+interface Row {
+  id: string;
+  type: string;
+  state: TaskState;
+  attempt: number;
+  finishedAt: Date;
+  lastError: string;
+}
+
+function memory(rows: Row[]) {
+  const byId = new Map(rows.map((r) => [r.id, {...r}]));
+  const replays: DeadReplayParams[] = [];
+  const marked: string[] = [];
+  /** Called before each deadReplay: lets a test move rows as another operator would. */
+  let before: (ids: string[]) => void = () => undefined;
+  const matches = (r: Row, f: DeadFilter): boolean =>
+    r.state === 'dead' &&
+    (f.type === undefined || r.type === f.type) &&
+    (f.since === undefined || r.finishedAt >= f.since) &&
+    (f.until === undefined || r.finishedAt < f.until) &&
+    (f.errorContains === undefined || r.lastError.includes(f.errorContains));
+  const store: ReplayStore = {
+    clockNow: async () => AS_OF,
+    tasksGet: async ({id: x}) => {
+      const r = byId.get(x);
+      return r ? ({id: r.id, type: r.type, state: r.state, finishedAt: r.finishedAt} as TaskRecord) : null;
+    },
+    deadList: async (p) =>
+      [...byId.values()]
+        .filter((r) => matches(r, p))
+        .sort((a, b) => b.finishedAt.getTime() - a.finishedAt.getTime() || b.id.localeCompare(a.id))
+        .slice(0, p.limit)
+        .map((r) => ({...r, pool: 'io' as const, maxRetries: 5, createdAt: r.finishedAt})),
+    deadErrorGroups: async (f) =>
+      [...byId.values()]
+        .filter((r) => matches(r, f))
+        .map((r) => ({type: r.type, error: r.lastError, count: 1, firstSeen: r.finishedAt, lastSeen: r.finishedAt, sampleId: r.id})),
+    deadReplay: async (p) => {
+      before(p.ids);
+      replays.push(p);
+      const replayed = [];
+      const skipped = [];
+      for (const x of p.ids) {
+        const r = byId.get(x);
+        if (r?.state === 'dead') {
+          r.state = 'submitted';
+          replayed.push({id: x, type: r.type, pool: 'io' as const, fence: r.attempt});
+        } else skipped.push({id: x, state: r?.state ?? null});
+      }
+      return {replayed, skipped};
+    },
+    doorbellsMark: async ({rung}) => void marked.push(...rung.map((r) => r.id)),
+  };
+  return {store, byId, replays, marked, setBefore: (f: (ids: string[]) => void) => (before = f)};
+}
+
+const dead = (n: number, type = 'order_notify', at = new Date(AS_OF.getTime() - 60_000 + n)): Row => ({
+  id: id(n),
+  type,
+  state: 'dead',
+  attempt: 6,
+  finishedAt: at,
+  lastError: `order ${n} not found`,
+});
+
+function runner(m: ReturnType<typeof memory>, extra: Partial<ReplayRun> = {}) {
+  const clock = fakeClock(1_000);
+  const published: string[] = [];
+  const logs: string[] = [];
+  const run: ReplayRun = {
+    store: m.store,
+    broker: {publish: async (msgs) => void published.push(...msgs.map((x) => x.id))},
+    clock,
+    logger: createLogger('warn', {}, (l) => void logs.push(l)),
+    actor: 'test:1',
+    operator: 'alice',
+    reason: 'fixed',
+    command: 'dlq replay',
+    ...extra,
+  };
+  return {run, clock, published, logs};
+}
+
+async function code(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+    return 'ok';
+  } catch (e) {
+    return isAxError(e) ? e.code : String(e);
+  }
+}
+
+describe('planReplay', () => {
+  it('counts a filter per type with a sample, bounded by the time of the plan; a filter without a type needs confirmation', async () => {
+    const m = memory([dead(1), dead(2), dead(3, 'user_register'), dead(4, 'order_notify', new Date(AS_OF.getTime() + 5))]);
+    const plan = await planReplay(m.store, {filter: {}, all: true});
+    expect(plan).toMatchObject({total: 3, byType: {order_notify: 2, user_register: 1}, needsConfirmation: true, asOf: AS_OF});
+    expect(plan.sample).toEqual([id(3), id(2), id(1)]);
+    expect((await planReplay(m.store, {filter: {type: 'order_notify'}})).needsConfirmation).toBe(false);
+  });
+
+  it('asks for confirmation above CONFIRM_ABOVE tasks even with a type', async () => {
+    const m = memory(Array.from({length: CONFIRM_ABOVE + 1}, (_, i) => dead(i + 1)));
+    expect((await planReplay(m.store, {filter: {type: 'order_notify'}})).needsConfirmation).toBe(true);
+  });
+
+  it('by ids: dead ones counted, running ones skipped with why; refuses unknown, finished, malformed and too many', async () => {
+    const m = memory([dead(1), {...dead(2), state: 'running'}, {...dead(3), state: 'succeeded'}, {...dead(4), state: 'cancelled'}]);
+    const plan = await planReplay(m.store, {ids: [id(1), id(2), id(1)]});
+    expect(plan).toMatchObject({
+      total: 1,
+      byType: {order_notify: 1},
+      skipped: [{id: id(2), state: 'running', why: 'is running, not dead'}],
+    });
+    expect(await code(planReplay(m.store, {ids: [id(1), id(99)]}))).toBe('not_found');
+    expect(await code(planReplay(m.store, {ids: [id(1), id(3)]}))).toBe('conflict');
+    await expect(planReplay(m.store, {ids: [id(4)]})).rejects.toThrow(/is cancelled: only dead tasks are replayed; --force/);
+    expect(await code(planReplay(m.store, {ids: ['nope']}))).toBe('invalid_input');
+    expect(await code(planReplay(m.store, {ids: []}))).toBe('invalid_input');
+    const many = Array.from({length: MAX_REPLAY_IDS + 1}, (_, i) => id(i + 1000));
+    expect(await code(planReplay(m.store, {ids: many}))).toBe('invalid_input');
+  });
+
+  it('refuses no selection, --all with a filter, and a filter that selects nothing', async () => {
+    const m = memory([dead(1)]);
+    expect(await code(planReplay(m.store, {filter: {}}))).toBe('invalid_input');
+    expect(await code(planReplay(m.store, {filter: {type: 'order_notify'}, all: true}))).toBe('invalid_input');
+    expect(await code(planReplay(m.store, {filter: {type: 'user_register'}}))).toBe('not_found');
+    expect(m.replays).toEqual([]);
+  });
+});
+
+describe('runReplay', () => {
+  it('replays page after page, rings and marks each, audits with the filter, and leaves later deaths alone', async () => {
+    const m = memory([...Array.from({length: 7}, (_, i) => dead(i + 1)), dead(50, 'order_notify', new Date(AS_OF.getTime() + 1))]);
+    const sel = {filter: {type: 'order_notify'}};
+    const plan = await planReplay(m.store, sel);
+    const {run, published} = runner(m);
+    const r = await runReplay(run, sel, plan);
+    expect(r).toMatchObject({replayed: 7, skipped: [], unrung: 0});
+    expect(published.sort()).toEqual(Array.from({length: 7}, (_, i) => id(i + 1)).sort());
+    expect(m.marked.sort()).toEqual(published);
+    expect(m.byId.get(id(50))?.state).toBe('dead');
+    expect(m.replays[0]?.audit).toEqual({operator: 'alice', command: 'dlq replay', filter: {type: 'order_notify'}, reason: 'fixed'});
+  });
+
+  it('paces batches by --rate on the clock', async () => {
+    const m = memory(Array.from({length: 10}, (_, i) => dead(i + 1)));
+    const sel = {filter: {type: 'order_notify'}};
+    const plan = await planReplay(m.store, sel);
+    const progress: number[] = [];
+    const {run, clock} = runner(m, {rate: 4, onProgress: (done) => progress.push(done)});
+    let done = false;
+    const p = runReplay(run, sel, plan).then((r) => ((done = true), r));
+    await clock.advanceAsync(0);
+    expect(progress).toEqual([4]);
+    await clock.advanceAsync(1000);
+    expect(progress).toEqual([4, 8]);
+    await clock.advanceAsync(1000);
+    expect(progress).toEqual([4, 8, 10]);
+    expect(done).toBe(false);
+    await clock.advanceAsync(500);
+    expect((await p).replayed).toBe(10);
+    expect(m.replays.map((x) => x.ids.length)).toEqual([4, 4, 2]);
+  });
+
+  it('reports tasks another operator took first as skipped, and never replays them twice', async () => {
+    const m = memory([dead(1), dead(2), dead(3)]);
+    const sel = {ids: [id(1), id(2), id(3)]};
+    const plan = await planReplay(m.store, sel);
+    m.setBefore(() => {
+      const r = m.byId.get(id(2));
+      if (r) r.state = 'running';
+    });
+    const r = await runReplay(runner(m).run, sel, plan);
+    expect(r.replayed).toBe(2);
+    expect(r.skipped).toEqual([{id: id(2), state: 'running', why: 'was running when replayed (moved by someone else)'}]);
+  });
+
+  it('a publish that fails leaves the tasks replayed but unrung (the reconciler rings for them)', async () => {
+    const m = memory([dead(1)]);
+    const sel = {ids: [id(1)]};
+    const plan = await planReplay(m.store, sel);
+    const {run, logs} = runner(m, {
+      broker: {
+        publish: async () => {
+          throw new Error('broker down');
+        },
+      },
+    });
+    expect(await runReplay(run, sel, plan)).toMatchObject({replayed: 1, unrung: 1});
+    expect(m.byId.get(id(1))?.state).toBe('submitted');
+    expect(m.marked).toEqual([]);
+    expect(logs.join('\n')).toMatch(/replayed tasks not rung: the reconciler will ring for them/);
+  });
+
+  it('refuses a rate that is not a positive number, nothing replayed', async () => {
+    const m = memory([dead(1)]);
+    const sel = {ids: [id(1)]};
+    const plan = await planReplay(m.store, sel);
+    for (const rate of [0, -1, Number.NaN]) expect(await code(runReplay(runner(m, {rate}).run, sel, plan))).toBe('invalid_input');
+    expect(m.replays).toEqual([]);
+  });
+});
