@@ -131,7 +131,9 @@ describe('planReplay', () => {
     });
     expect(await code(planReplay(m.store, {ids: [id(1), id(99)]}))).toBe('not_found');
     expect(await code(planReplay(m.store, {ids: [id(1), id(3)]}))).toBe('conflict');
-    await expect(planReplay(m.store, {ids: [id(4)]})).rejects.toThrow(/is cancelled: only dead tasks are replayed; --force/);
+    await expect(planReplay(m.store, {ids: [id(4)]})).rejects.toThrow(
+      /is cancelled: only dead tasks are replayed \(a forced replay of finished tasks is not available yet\)/,
+    );
     expect(await code(planReplay(m.store, {ids: ['nope']}))).toBe('invalid_input');
     expect(await code(planReplay(m.store, {ids: []}))).toBe('invalid_input');
     const many = Array.from({length: MAX_REPLAY_IDS + 1}, (_, i) => id(i + 1000));

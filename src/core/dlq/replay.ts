@@ -81,7 +81,7 @@ export async function planReplay(store: ReplayStore, sel: ReplaySelection): Prom
       const [id, t] = finished[0]!;
       throw new AxError(
         'conflict',
-        `task ${id} is ${t?.state}: only dead tasks are replayed; --force (with --reason) would run finished tasks again${finished.length > 1 ? ` (${finished.length} such tasks)` : ''}`,
+        `task ${id} is ${t?.state}: only dead tasks are replayed (a forced replay of finished tasks is not available yet)${finished.length > 1 ? ` (${finished.length} such tasks)` : ''}`,
       );
     }
     const byType: Record<string, number> = {};
