@@ -65,7 +65,7 @@ export function createClient(p: ClientParts): AxClient {
   return {
     // Only the admin API: the scheduler's cron policy (materialize, repair, …) is not the SDK's.
     cron: createCronAdmin({config: p.config, store: p.store, broker: p.broker, clock: p.clock, logger: p.logger, actor: p.actor}),
-    dlq: createDlqAdmin(p),
+    dlq: createDlqAdmin({...p, payloadLimitBytes: p.config.payloadLimitBytes}),
     submit: (t) => producer.submit(t),
     flush: () => producer.flush(),
     cancel: (id, reason) => cancelTask(p.store, id, p.actor, reason ?? null, p.operator()),

@@ -32,13 +32,16 @@ describe('state machine', () => {
         'submitted>cancelled',
         'failed>cancelled',
         'dead>submitted',
+        'succeeded>submitted',
+        'cancelled>submitted',
       ].sort(),
     );
   });
-  it('never leaves a terminal state except by replay from dead', () => {
+  it('never leaves a terminal state except by replay from dead, or a forced replay (dlq replay --force)', () => {
     for (const [name, t] of Object.entries(TRANSITIONS)) {
-      for (const from of t.from) if (isTerminal(from)) expect([name, from]).toEqual(['replay', 'dead']);
+      for (const from of t.from) if (isTerminal(from) && name !== 'forceReplay') expect([name, from]).toEqual(['replay', 'dead']);
     }
+    expect(TRANSITIONS.forceReplay).toEqual({from: ['dead', 'succeeded', 'cancelled'], to: 'submitted'});
     expect(canApply('claim', 'running')).toBe(false);
     expect(canApply('claim', 'failed')).toBe(true);
     expect(canApply('cancel', 'running')).toBe(false);

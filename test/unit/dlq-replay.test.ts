@@ -4,7 +4,15 @@
  * and a failed publish left to the reconciler.
  */
 import {describe, expect, it} from 'vitest';
-import {CONFIRM_ABOVE, MAX_REPLAY_IDS, planReplay, type ReplayRun, type ReplayStore, runReplay} from '../../src/core/dlq/replay.js';
+import {
+  CONFIRM_ABOVE,
+  MAX_REPLAY_IDS,
+  parsePatch,
+  planReplay,
+  type ReplayRun,
+  type ReplayStore,
+  runReplay,
+} from '../../src/core/dlq/replay.js';
 import {isAxError} from '../../src/core/errors.js';
 import {createLogger} from '../../src/core/log.js';
 import type {DeadFilter, DeadReplayParams} from '../../src/core/store/types.js';
@@ -22,6 +30,7 @@ interface Row {
   attempt: number;
   finishedAt: Date;
   lastError: string;
+  payload?: Record<string, unknown>;
 }
 
 function memory(rows: Row[]) {
@@ -40,7 +49,7 @@ function memory(rows: Row[]) {
     clockNow: async () => AS_OF,
     tasksGet: async ({id: x}) => {
       const r = byId.get(x);
-      return r ? ({id: r.id, type: r.type, state: r.state, finishedAt: r.finishedAt} as TaskRecord) : null;
+      return r ? ({id: r.id, type: r.type, state: r.state, finishedAt: r.finishedAt, payload: r.payload ?? {}} as TaskRecord) : null;
     },
     deadList: async (p) =>
       [...byId.values()]
@@ -59,7 +68,7 @@ function memory(rows: Row[]) {
       const skipped = [];
       for (const x of p.ids) {
         const r = byId.get(x);
-        if (r?.state === 'dead') {
+        if (r?.state === 'dead' || (p.force !== undefined && (r?.state === 'succeeded' || r?.state === 'cancelled'))) {
           r.state = 'submitted';
           replayed.push({id: x, type: r.type, pool: 'io' as const, fence: r.attempt});
         } else skipped.push({id: x, state: r?.state ?? null});
@@ -132,7 +141,7 @@ describe('planReplay', () => {
     expect(await code(planReplay(m.store, {ids: [id(1), id(99)]}))).toBe('not_found');
     expect(await code(planReplay(m.store, {ids: [id(1), id(3)]}))).toBe('conflict');
     await expect(planReplay(m.store, {ids: [id(4)]})).rejects.toThrow(
-      /is cancelled: only dead tasks are replayed \(a forced replay of finished tasks is not available yet\)/,
+      /is cancelled: only dead tasks are replayed; add --force with --reason to run a finished task again/,
     );
     expect(await code(planReplay(m.store, {ids: ['nope']}))).toBe('invalid_input');
     expect(await code(planReplay(m.store, {ids: []}))).toBe('invalid_input');
@@ -146,6 +155,84 @@ describe('planReplay', () => {
     expect(await code(planReplay(m.store, {filter: {type: 'order_notify'}, all: true}))).toBe('invalid_input');
     expect(await code(planReplay(m.store, {filter: {type: 'user_register'}}))).toBe('not_found');
     expect(m.replays).toEqual([]);
+  });
+});
+
+describe('forced replays and --patch', () => {
+  it('--force without a reason is refused before anything is read or changed', async () => {
+    const m = memory([{...dead(1), state: 'succeeded'}]);
+    for (const reason of [undefined, null, '  '])
+      await expect(planReplay(m.store, {ids: [id(1)]}, {force: true, reason})).rejects.toThrow(/--force needs --reason/);
+    const sel = {ids: [id(1)]};
+    const plan = await planReplay(m.store, sel, {force: true, reason: 'receipt lost'});
+    const {run} = runner(m, {force: true, reason: null});
+    expect(await code(runReplay(run, sel, plan))).toBe('invalid_input');
+    expect(m.replays).toEqual([]);
+    expect(m.byId.get(id(1))?.state).toBe('succeeded');
+  });
+
+  it('--force selects succeeded and cancelled tasks, stamps the replay with the clock, and audits it as --force', async () => {
+    const m = memory([dead(1), {...dead(2), state: 'succeeded'}, {...dead(3), state: 'cancelled'}, {...dead(4), state: 'running'}]);
+    const sel = {ids: [id(1), id(2), id(3), id(4)]};
+    const plan = await planReplay(m.store, sel, {force: true, reason: 'receipt lost'});
+    expect(plan).toMatchObject({total: 3, skipped: [{id: id(4), state: 'running', why: 'is running, not finished'}]});
+    const {run, clock, published} = runner(m, {force: true, reason: 'receipt lost'});
+    const r = await runReplay(run, sel, plan);
+    expect(r.replayed).toBe(3);
+    expect(published.sort()).toEqual([id(1), id(2), id(3)]);
+    expect(m.replays[0]?.force).toEqual({at: new Date(clock.now())});
+    expect(m.replays[0]?.audit).toEqual({
+      operator: 'alice',
+      command: 'dlq replay --force',
+      filter: {ids: [id(1), id(2), id(3), id(4)], force: true},
+      reason: 'receipt lost',
+    });
+  });
+
+  it('a plain replay carries no force stamp', async () => {
+    const m = memory([dead(1)]);
+    const sel = {ids: [id(1)]};
+    await runReplay(runner(m).run, sel, await planReplay(m.store, sel));
+    expect(m.replays[0]?.force).toBeUndefined();
+    expect(m.replays[0]?.payloads).toBeUndefined();
+  });
+
+  it('--patch merges into each payload, validated, and the replay writes the results', async () => {
+    const m = memory([
+      {...dead(1), payload: {to: 'a@x', opts: {retry: true, lang: 'en'}}},
+      {...dead(2), payload: {to: 'b@x'}},
+    ]);
+    const sel = {ids: [id(1), id(2)]};
+    const plan = await planReplay(m.store, sel, {patch: {to: 'ops@x', opts: {lang: null}}, payloadLimitBytes: 1000});
+    expect(plan.payloads).toEqual({
+      [id(1)]: JSON.stringify({to: 'ops@x', opts: {retry: true}}),
+      [id(2)]: JSON.stringify({to: 'ops@x', opts: {}}),
+    });
+    await runReplay(runner(m).run, sel, plan);
+    expect(m.replays[0]?.payloads).toEqual(plan.payloads);
+  });
+
+  it('an invalid patched payload for any task refuses the whole replay, naming the task', async () => {
+    const m = memory([
+      {...dead(1), payload: {a: 1}},
+      {...dead(2), payload: {a: 'x'.repeat(50)}},
+    ]);
+    const sel = {ids: [id(1), id(2)]};
+    await expect(planReplay(m.store, sel, {patch: {b: 'y'.repeat(20)}, payloadLimitBytes: 60})).rejects.toThrow(
+      new RegExp(`--patch makes the payload of task ${id(2)} invalid: payload is \\d+ bytes, over the limit of 60 bytes`),
+    );
+    const deep = JSON.parse('{"__proto__": {"x": 1}}') as Record<string, never>;
+    await expect(planReplay(m.store, sel, {patch: deep})).rejects.toThrow(/forbidden key "__proto__"/);
+    expect(await code(planReplay(m.store, {filter: {type: 'order_notify'}}, {patch: {a: 2}}))).toBe('invalid_input');
+    expect(await code(planReplay(m.store, sel, {patch: [] as never}))).toBe('invalid_input');
+    expect(m.replays).toEqual([]);
+  });
+});
+
+describe('parsePatch', () => {
+  it('takes a JSON object and refuses anything else', () => {
+    expect(parsePatch('{"a": null}')).toEqual({a: null});
+    for (const bad of ['[1]', 'null', '"x"', '{', '3']) expect(() => parsePatch(bad)).toThrow(/--patch/);
   });
 });
 

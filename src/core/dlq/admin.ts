@@ -6,6 +6,7 @@ import type {Broker} from '../broker/types.js';
 import type {Logger} from '../log.js';
 import type {TaskStore} from '../store/types.js';
 import type {Clock} from '../time.js';
+import type {JsonObject} from '../task/model.js';
 import type {SignatureRow} from './signature.js';
 import {type DeadDetail, type DeadFilterInput, type DeadPage, deadStats, listDead, parseDeadFilter, showDead} from './dlq.js';
 import {planReplay, type ReplayPlan, type ReplayResult, runReplay} from './replay.js';
@@ -20,6 +21,10 @@ export interface ReplayOptions {
   rate?: number;
   /** Only count what would be replayed. */
   dryRun?: boolean;
+  /** Also succeeded/cancelled tasks named by id; needs `reason`; the handler sees ctx.replay (see ReplayOptions in replay.ts). */
+  force?: boolean;
+  /** A JSON Merge Patch (RFC 7396) for each named task's payload; one invalid result refuses the whole replay. */
+  patch?: JsonObject;
 }
 
 export interface DlqAdmin {
@@ -41,6 +46,8 @@ export interface DlqAdminParts {
   actor: string;
   /** Throws invalid_input when AX_OPERATOR is bad. */
   operator: () => string;
+  /** The largest payload a --patch may produce (config payloadLimitBytes). */
+  payloadLimitBytes: number;
 }
 
 export function createDlqAdmin(p: DlqAdminParts): DlqAdmin {
@@ -55,7 +62,12 @@ export function createDlqAdmin(p: DlqAdminParts): DlqAdmin {
           ? {ids: what.ids}
           : {filter: parseDeadFilter(what, p.clock.now()), ...(what.all === undefined ? {} : {all: what.all})};
       const operator = p.operator();
-      const plan = await planReplay(p.store, sel);
+      const plan = await planReplay(p.store, sel, {
+        force: opts.force === true,
+        reason: opts.reason ?? null,
+        ...(opts.patch === undefined ? {} : {patch: opts.patch}),
+        payloadLimitBytes: p.payloadLimitBytes,
+      });
       if (opts.dryRun) return plan;
       return runReplay(
         {
@@ -63,6 +75,7 @@ export function createDlqAdmin(p: DlqAdminParts): DlqAdmin {
           operator,
           reason: opts.reason ?? null,
           command: 'sdk dlq.replay',
+          force: opts.force === true,
           ...(opts.rate === undefined ? {} : {rate: opts.rate}),
         },
         sel,

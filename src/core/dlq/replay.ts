@@ -13,7 +13,10 @@ import {AxError, errorMessage, invalid} from '../errors.js';
 import type {Logger} from '../log.js';
 import type {DbClockStore, DeadFilter, DeadLetterStore, HotPathStore, InspectStore} from '../store/types.js';
 import {isTaskId} from '../task/id.js';
-import type {TaskState} from '../task/state.js';
+import {mergePatch} from '../task/merge-patch.js';
+import type {JsonObject} from '../task/model.js';
+import {TRANSITIONS, type TaskState} from '../task/state.js';
+import {validatePayload} from '../task/validate.js';
 import {type Clock, sleep} from '../time.js';
 
 /** Tasks per transaction (and per doorbell publish). */
@@ -23,6 +26,8 @@ export const MAX_REPLAY_IDS = 1000;
 /** Above this many tasks, a replay asks for confirmation (--yes when not on a terminal). */
 export const CONFIRM_ABOVE = 1000;
 const SAMPLE = 10;
+/** The payload limit of patched payloads when the caller gives none (the config default). */
+const DEFAULT_PAYLOAD_LIMIT = 65_536;
 
 export type ReplaySelection = {ids: string[]} | {filter: DeadFilter; all?: boolean};
 
@@ -44,6 +49,8 @@ export interface ReplayPlan {
   needsConfirmation: boolean;
   /** Dead tasks died before this (the database's time when planned): later deaths are not replayed. */
   asOf: Date;
+  /** With a patch: the patched, validated payload text of each selected task, written by the replay. */
+  payloads?: Record<string, string>;
 }
 
 export interface ReplayResult {
@@ -62,9 +69,16 @@ const hasFilter = (f: DeadFilter): boolean =>
  * Checks a selection and counts what it selects; changes nothing. Throws invalid_input for
  * malformed or too many ids, an empty selection spec (neither ids, a filter nor `all`), or `all`
  * with a filter; not_found for unknown ids or a filter that selects nothing; conflict for a named
- * task that is succeeded or cancelled (only `--force` could replay it).
+ * task that is succeeded or cancelled unless `opts.force` (then they are selected too; filters
+ * still select dead tasks only); invalid_input for `force` without a reason.
  */
-export async function planReplay(store: ReplayStore, sel: ReplaySelection): Promise<ReplayPlan> {
+export async function planReplay(store: ReplayStore, sel: ReplaySelection, opts: ReplayOptions = {}): Promise<ReplayPlan> {
+  checkForce(opts);
+  const force = opts.force === true;
+  if (opts.patch !== undefined && !('ids' in sel))
+    throw invalid('--patch takes task ids, not a filter: list them first (ax dlq list --json), then name them');
+  if (opts.patch !== undefined && (opts.patch === null || typeof opts.patch !== 'object' || Array.isArray(opts.patch)))
+    throw invalid('--patch must be a JSON object (a JSON Merge Patch, RFC 7396)');
   const asOf = await store.clockNow();
   if ('ids' in sel) {
     const ids = [...new Set(sel.ids)];
@@ -77,24 +91,36 @@ export async function planReplay(store: ReplayStore, sel: ReplaySelection): Prom
     if (unknown.length > 0)
       throw new AxError('not_found', `unknown tasks: ${unknown.slice(0, 5).join(', ')}${unknown.length > 5 ? ', …' : ''}`);
     const finished = rows.filter(([, t]) => t?.state === 'succeeded' || t?.state === 'cancelled');
-    if (finished.length > 0) {
+    if (finished.length > 0 && !force) {
       const [id, t] = finished[0]!;
       throw new AxError(
         'conflict',
-        `task ${id} is ${t?.state}: only dead tasks are replayed (a forced replay of finished tasks is not available yet)${finished.length > 1 ? ` (${finished.length} such tasks)` : ''}`,
+        `task ${id} is ${t?.state}: only dead tasks are replayed; add --force with --reason to run a finished task again${finished.length > 1 ? ` (${finished.length} such tasks)` : ''}`,
       );
     }
+    const selectable: readonly TaskState[] = TRANSITIONS[force ? 'forceReplay' : 'replay'].from;
     const byType: Record<string, number> = {};
     const skipped: ReplayPlan['skipped'] = [];
     const dead: string[] = [];
+    const picked: Array<{id: string; payload: JsonObject}> = [];
     for (const [id, t] of rows) {
       if (t === null) continue;
-      if (t.state === 'dead') {
+      if (selectable.includes(t.state)) {
         dead.push(id);
+        picked.push({id, payload: t.payload});
         byType[t.type] = (byType[t.type] ?? 0) + 1;
-      } else skipped.push({id, state: t.state, why: `is ${t.state}, not dead`});
+      } else skipped.push({id, state: t.state, why: `is ${t.state}, not ${force ? 'finished' : 'dead'}`});
     }
-    return {total: dead.length, byType, sample: dead.slice(0, SAMPLE), skipped, needsConfirmation: dead.length > CONFIRM_ABOVE, asOf};
+    const plan: ReplayPlan = {
+      total: dead.length,
+      byType,
+      sample: dead.slice(0, SAMPLE),
+      skipped,
+      needsConfirmation: dead.length > CONFIRM_ABOVE,
+      asOf,
+    };
+    if (opts.patch !== undefined) plan.payloads = patchPayloads(picked, opts.patch, opts.payloadLimitBytes ?? DEFAULT_PAYLOAD_LIMIT);
+    return plan;
   }
   const f = sel.filter;
   if (sel.all === true && hasFilter(f)) throw invalid('--all replays every dead task: it does not combine with a filter');
@@ -107,6 +133,59 @@ export async function planReplay(store: ReplayStore, sel: ReplaySelection): Prom
   if (total === 0) throw new AxError('not_found', 'no dead task matches the filter: nothing to replay');
   const sample = (await store.deadList({...f, until: bounded(f, asOf), limit: SAMPLE})).map((t) => t.id);
   return {total, byType, sample, skipped: [], needsConfirmation: total > CONFIRM_ABOVE || f.type === undefined, asOf};
+}
+
+/** How a replay is applied. */
+export interface ReplayOptions {
+  /**
+   * Also succeeded and cancelled tasks (named by id), skipping the idempotency check that keeps a
+   * finished task from running again; the handler sees ctx.replay. Needs a reason.
+   */
+  force?: boolean;
+  reason?: string | null;
+  /**
+   * A JSON Merge Patch (RFC 7396) applied to each selected payload; the results are validated as
+   * submit validates payloads (object, depth, keys, at most `payloadLimitBytes`). Tasks named by id only.
+   */
+  patch?: JsonObject;
+  /** The payload size limit for patched payloads (config payloadLimitBytes). */
+  payloadLimitBytes?: number;
+}
+
+/** Throws invalid_input for a forced replay without a (non-blank) reason. */
+export function checkForce(opts: Pick<ReplayOptions, 'force' | 'reason'>): void {
+  if (opts.force === true && (opts.reason ?? '').trim() === '')
+    throw invalid('--force needs --reason: say why finished tasks are run again (it is kept in history, the audit trail and ctx.replay)');
+}
+
+/** Parses `--patch` text: a JSON object (a merge patch that is not an object would replace the whole payload). */
+export function parsePatch(text: string): JsonObject {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (e) {
+    throw invalid(`--patch is not valid JSON: ${errorMessage(e)}`);
+  }
+  if (v === null || typeof v !== 'object' || Array.isArray(v))
+    throw invalid('--patch must be a JSON object (a JSON Merge Patch, RFC 7396)');
+  return v as JsonObject;
+}
+
+/** The patched payload text of each task, or invalid_input naming the first task whose result is not a valid payload. */
+function patchPayloads(
+  tasks: ReadonlyArray<{id: string; payload: JsonObject}>,
+  patch: JsonObject,
+  limitBytes: number,
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const t of tasks) {
+    try {
+      out[t.id] = validatePayload(mergePatch(t.payload, patch), limitBytes);
+    } catch (e) {
+      throw invalid(`--patch makes the payload of task ${t.id} invalid: ${errorMessage(e)}; nothing replayed`);
+    }
+  }
+  return out;
 }
 
 export interface ReplayRun {
@@ -124,21 +203,33 @@ export interface ReplayRun {
   rate?: number;
   /** Called after each batch with the tasks done so far and the planned total. */
   onProgress?: (done: number, total: number) => void;
+  /** A forced replay (see ReplayOptions.force); `reason` is then required. */
+  force?: boolean;
 }
 
 /**
  * Replays what `plan` selected (see planReplay): by ids, or page after page of the filter (the
  * newest dead first, each page replayed before the next is read, deaths after `plan.asOf` left
- * alone; a page of the filter never repeats: replayed and skipped tasks are no longer dead). Tasks another replay (or anything else) moved first are skipped and reported. Throws
- * invalid_input for a rate that is not a positive number.
+ * alone; a page of the filter never repeats: replayed and skipped tasks are no longer dead). Tasks
+ * another replay (or anything else) moved first are skipped and reported. A forced run
+ * (`run.force`) also replays the succeeded and cancelled tasks the plan selected and stamps them
+ * for ctx.replay; its audit command ends in ` --force`. Throws invalid_input for a rate that is
+ * not a positive number, or `force` without a reason.
  */
 export async function runReplay(run: ReplayRun, sel: ReplaySelection, plan: ReplayPlan): Promise<ReplayResult> {
   if (run.rate !== undefined && !(Number.isFinite(run.rate) && run.rate > 0))
     throw invalid('rate must be a positive number of tasks per second');
+  checkForce(run);
   const batch = run.rate === undefined ? REPLAY_BATCH : Math.max(1, Math.min(REPLAY_BATCH, Math.floor(run.rate)));
   const out: ReplayResult = {replayed: 0, ids: [], skipped: [...plan.skipped], unrung: 0};
   const filter = 'ids' in sel ? {ids: [...new Set(sel.ids)]} : sel.filter;
-  const audit = {operator: run.operator, command: run.command, filter: filterJson(filter), reason: run.reason};
+  // A forced replay is its own audit action: `<command> --force`, and force: true in the filter.
+  const audit = {
+    operator: run.operator,
+    command: run.force ? `${run.command} --force` : run.command,
+    filter: run.force ? {...filterJson(filter), force: true} : filterJson(filter),
+    reason: run.reason,
+  };
   const started = run.clock.monotonic();
   const named = 'ids' in sel ? [...new Set(sel.ids)].filter((id) => !plan.skipped.some((s) => s.id === id)) : [];
   for (let i = 0; ; i += batch) {
@@ -146,7 +237,14 @@ export async function runReplay(run: ReplayRun, sel: ReplaySelection, plan: Repl
     if ('ids' in sel) ids = named.slice(i, i + batch);
     else ids = (await run.store.deadList({...sel.filter, until: bounded(sel.filter, plan.asOf), limit: batch})).map((t) => t.id);
     if (ids.length === 0) break;
-    const r = await run.store.deadReplay({ids, actor: run.actor, audit});
+    const payloads = plan.payloads === undefined ? undefined : Object.fromEntries(ids.map((id) => [id, plan.payloads![id]!]));
+    const r = await run.store.deadReplay({
+      ids,
+      actor: run.actor,
+      audit,
+      ...(run.force ? {force: {at: new Date(run.clock.now())}} : {}),
+      ...(payloads === undefined ? {} : {payloads}),
+    });
     for (const k of r.skipped)
       out.skipped.push({...k, why: k.state === null ? 'no longer exists' : `was ${k.state} when replayed (moved by someone else)`});
     out.replayed += r.replayed.length;

@@ -1,4 +1,4 @@
-import type {HistoryEntry, NewTask, PoolName, TaskRecord} from '../task/model.js';
+import type {ForcedReplay, HistoryEntry, NewTask, PoolName, TaskRecord} from '../task/model.js';
 import type {TaskState} from '../task/state.js';
 
 /** Result of writing a batch of new tasks. Every input id appears in exactly one list. */
@@ -23,6 +23,8 @@ export interface ClaimedTask {
   retryBase: number;
   fence: number;
   timeoutMs: number | null;
+  /** Set when this run comes from a forced replay (`dlq replay --force`), else null. */
+  replay: ForcedReplay | null;
 }
 
 export interface ClaimResult {
@@ -357,6 +359,14 @@ export interface DeadReplayParams {
   actor: string;
   /** Recorded with the replay: the operator, the command and selection, the reason. */
   audit: AuditContext;
+  /**
+   * A forced replay: succeeded and cancelled tasks are replayed too, and each replayed row keeps
+   * {by: audit.operator, at, reason: audit.reason} for the handler (ctx.replay). Needs a reason.
+   * Without it, only dead tasks, and the row's forced-replay stamp is cleared.
+   */
+  force?: {at: Date};
+  /** New payload text per id (a --patch already applied and validated); other ids keep theirs. */
+  payloads?: Record<string, string>;
 }
 
 export interface DeadReplayResult {

@@ -50,6 +50,16 @@ export interface NewTask {
   scheduleName?: string | null;
 }
 
+/**
+ * A forced replay (`ax dlq replay --force`) as the handler sees it in `ctx.replay`: who asked,
+ * when (the replaying process's clock), and why. Kept on the row until the next replay.
+ */
+export interface ForcedReplay {
+  by: string;
+  at: Date;
+  reason: string;
+}
+
 /** A task row as stored. */
 export interface TaskRecord {
   id: string;

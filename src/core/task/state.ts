@@ -40,6 +40,8 @@ export const TRANSITIONS = {
   rescueDeadLetter: {from: ['running'], to: 'dead', fenced: true, leaseExpired: true},
   cancel: {from: ['submitted', 'failed'], to: 'cancelled'},
   replay: {from: ['dead'], to: 'submitted'},
+  /** `ax dlq replay --force`: also finished tasks, skipping the idempotency check of a finished task. */
+  forceReplay: {from: ['dead', 'succeeded', 'cancelled'], to: 'submitted'},
 } as const satisfies Record<string, Transition>;
 
 export type TransitionName = keyof typeof TRANSITIONS;

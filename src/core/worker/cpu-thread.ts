@@ -12,7 +12,7 @@
 import {parentPort, workerData} from 'node:worker_threads';
 import {errorMessage, stackHead} from '../errors.js';
 import {createLogger} from '../log.js';
-import type {JsonObject} from '../task/model.js';
+import type {ForcedReplay, JsonObject} from '../task/model.js';
 import {loadHandlers, runHandler, type HandlerMap, type TaskOutcome} from './handlers.js';
 
 export interface ThreadData {
@@ -24,6 +24,8 @@ export interface ThreadJob {
   type: string;
   attempt: number;
   payload: JsonObject;
+  /** See TaskContext.replay (a Date survives postMessage). */
+  replay?: ForcedReplay;
 }
 /** A stray error of handler code in the thread; `stack` is the error's whole stack when it had one. */
 export interface ThreadStray {
@@ -63,9 +65,17 @@ async function main(): Promise<void> {
   const logger = createLogger('info', {thread: 'cpu'});
   port.on('message', (job: ThreadJob) => {
     if (broken) return; // the main thread fails this job when it ends the thread
-    const {jobId, taskId, type, attempt, payload} = job;
+    const {jobId, taskId, type, attempt, payload, replay} = job;
     const handler = handlers.byType.get(type);
-    const ctx = {taskId, type, attempt, payload, signal: new AbortController().signal, logger: logger.child({taskId, type, attempt})};
+    const ctx = {
+      taskId,
+      type,
+      attempt,
+      payload,
+      ...(replay === undefined ? {} : {replay}),
+      signal: new AbortController().signal,
+      logger: logger.child({taskId, type, attempt}),
+    };
     const run: Promise<TaskOutcome> = handler
       ? runHandler(handler, ctx)
       : Promise.resolve({ok: false, message: 'unknown task type', unrecoverable: true});

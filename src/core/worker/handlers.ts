@@ -1,7 +1,7 @@
 import {invalid, stackHead} from '../errors.js';
 import {parseDuration} from '../duration.js';
 import type {Logger} from '../log.js';
-import {POOLS, type JsonObject, type PoolName} from '../task/model.js';
+import {type ForcedReplay, POOLS, type JsonObject, type PoolName} from '../task/model.js';
 import {validateTypeName} from '../task/validate.js';
 
 /**
@@ -40,6 +40,12 @@ export interface TaskContext {
   /** Aborted on timeout, lost lease, or shutdown past the grace period. */
   signal: AbortSignal;
   logger: Logger;
+  /**
+   * Set when this run comes from `ax dlq replay --force` (the task may have succeeded before):
+   * who forced it, when, and why, so the handler's own idempotency can decide. Undefined for
+   * ordinary runs and plain replays of dead tasks; retries of a forced replay still see it.
+   */
+  replay?: ForcedReplay;
 }
 
 export interface HandlerDefinition {

@@ -52,6 +52,7 @@ function taskContext(job: PoolJob, e: Entry, parent: Logger): TaskContext {
     type: job.type,
     attempt: job.attempt,
     payload: job.payload,
+    ...(job.replay === undefined ? {} : {replay: job.replay}),
     get signal(): AbortSignal {
       if (!e.controller) {
         e.controller = new AbortController();

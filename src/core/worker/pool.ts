@@ -1,4 +1,4 @@
-import type {JsonObject, PoolName} from '../task/model.js';
+import type {ForcedReplay, JsonObject, PoolName} from '../task/model.js';
 import type {TaskOutcome} from './handlers.js';
 
 /** The `aborted` message of a job that never started before drain's deadline (see ExecutionPool.drain). */
@@ -12,6 +12,8 @@ export interface PoolJob {
   payload: JsonObject;
   /** Per-attempt timeout, measured from the moment the handler starts (not from queueing). */
   timeoutMs: number;
+  /** A forced replay's who/when/why (ctx.replay); absent for ordinary runs and plain replays. */
+  replay?: ForcedReplay;
 }
 
 /** How an attempt ended, from the pool's point of view. */

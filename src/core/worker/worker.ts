@@ -301,6 +301,7 @@ export class Worker implements Service {
       attempt: t.attempt,
       payload,
       timeoutMs: t.timeoutMs ?? h.timeoutMs ?? this.o.defaultTimeoutMs,
+      ...(t.replay ? {replay: t.replay} : {}),
     });
     if (!run) {
       // Not this worker's pool: the task moves to its handler's pool queue (rung there, and recorded

@@ -1,11 +1,11 @@
-import {AxError} from '../../errors.js';
+import {AxError, invalid} from '../../errors.js';
 import type {PoolName} from '../../task/model.js';
 import {TRANSITIONS, type TaskState} from '../../task/state.js';
 import type {DeadErrorGroup, DeadFilter, DeadListParams, DeadReplayParams, DeadReplayResult, DeadTaskRow} from '../types.js';
 import {insertAudit} from './audit.js';
 import {type Db, exec, marks, select, tx} from './db.js';
 import {guardedWhere} from './guards.js';
-import {clipError, historyInsert, type HistoryRow} from './rows.js';
+import {caseById, clipError, historyInsert, type HistoryRow} from './rows.js';
 
 /** `%`, `_` and `\` in a LIKE operand match themselves (ESCAPE '\\'). */
 export function likeLiteral(s: string): string {
@@ -93,11 +93,18 @@ export async function deadErrorGroups(db: Db, cell: string, f: DeadFilter): Prom
  * Replays dead tasks (see DeadLetterStore.deadReplay). One transaction: a locking read in primary
  * key order (concurrent replays queue behind each other, then see the rows submitted and skip
  * them), one UPDATE guarded by the replay transition, one history INSERT, one audit row.
- * affectedRows must equal the rows read as dead, else the transaction is rolled back.
+ * affectedRows must equal the rows read as dead, else the transaction is rolled back. A forced
+ * replay (`p.force`) uses the forceReplay transition (dead, succeeded or cancelled) and stamps the
+ * rows' `replay` column for the handler; a plain one clears it. Throws invalid_input for a forced
+ * replay without a reason, before anything changes.
  */
 export async function replayDead(db: Db, cell: string, p: DeadReplayParams): Promise<DeadReplayResult> {
   const ids = [...new Set(p.ids)].sort();
   if (ids.length === 0) return {replayed: [], skipped: []};
+  const reason = p.audit.reason ?? '';
+  if (p.force && reason.trim() === '') throw invalid('a forced replay needs a reason');
+  const t = p.force ? 'forceReplay' : 'replay';
+  const stamp = p.force ? JSON.stringify({by: p.audit.operator, at: p.force.at.toISOString(), reason}) : null;
   return tx(db, async (c) => {
     const rows = await select(
       db,
@@ -109,26 +116,31 @@ export async function replayDead(db: Db, cell: string, p: DeadReplayParams): Pro
     const replayed: DeadReplayResult['replayed'] = [];
     const skipped: DeadReplayResult['skipped'] = [];
     const history: HistoryRow[] = [];
-    const note = clipError(`replayed by ${p.audit.operator}${p.audit.reason ? `: ${p.audit.reason}` : ''}`);
+    const note = clipError(`${p.force ? 'force-replayed' : 'replayed'} by ${p.audit.operator}${reason ? `: ${reason}` : ''}`);
     for (const id of ids) {
       const r = found.get(id);
       const state = (r?.state as TaskState | undefined) ?? null;
-      if (!r || !(TRANSITIONS.replay.from as readonly string[]).includes(state as string)) {
+      if (!r || !(TRANSITIONS[t].from as readonly string[]).includes(state as string)) {
         skipped.push({id, state});
         continue;
       }
       replayed.push({id, type: r.type as string, pool: r.pool as PoolName, fence: Number(r.fence)});
-      history.push([id, state, TRANSITIONS.replay.to, Number(r.attempt), p.actor, note, null]);
+      history.push([id, state, TRANSITIONS[t].to, Number(r.attempt), p.actor, note, null]);
     }
     if (replayed.length === 0) return {replayed, skipped};
-    const where = guardedWhere('replay', replayed);
+    const where = guardedWhere(t, replayed);
+    const pl = caseById(
+      p.payloads === undefined ? [] : replayed.filter((x) => p.payloads![x.id] !== undefined).map((x) => [x.id, p.payloads![x.id]]),
+      'payload',
+    );
     const res = await exec(
       db,
       c,
-      `UPDATE tasks SET state = '${TRANSITIONS.replay.to}', retry_base = attempt, run_at = NOW(3), published_at = NULL,
-              finished_at = NULL, lease_until = NULL, worker = NULL, sched_owner = NULL, sched_until = NULL, updated_at = NOW(3)
+      `UPDATE tasks SET state = '${TRANSITIONS[t].to}', retry_base = attempt, run_at = NOW(3), published_at = NULL,
+              finished_at = NULL, lease_until = NULL, worker = NULL, sched_owner = NULL, sched_until = NULL, replay = ?,
+              payload = ${pl.sql}, updated_at = NOW(3)
         WHERE ${where.sql} AND cell = ?`,
-      [...where.params, cell],
+      [stamp, ...pl.params, ...where.params, cell],
     );
     if (res.affectedRows !== replayed.length)
       throw new AxError('internal', `replay changed ${res.affectedRows} rows, expected ${replayed.length}: rolled back`);

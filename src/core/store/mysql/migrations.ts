@@ -176,6 +176,18 @@ export const MIGRATIONS: Migration[] = [
       ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
     ],
   },
+  {
+    version: 6,
+    name: 'forced replays seen by the handler',
+    statements: [
+      {
+        // JSON {by, at, reason} of the latest `dlq replay --force`, read by the claim into ctx.replay;
+        // NULL for tasks never force-replayed, and set back to NULL by a plain replay.
+        sql: 'ALTER TABLE tasks ADD COLUMN replay TEXT NULL AFTER retry_base',
+        unless: columnExists('tasks', 'replay'),
+      },
+    ],
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.reduce((m, x) => Math.max(m, x.version), 0);

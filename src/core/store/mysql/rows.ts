@@ -1,4 +1,4 @@
-import type {HistoryEntry, JsonObject, PoolName, TaskRecord} from '../../task/model.js';
+import type {ForcedReplay, HistoryEntry, JsonObject, PoolName, TaskRecord} from '../../task/model.js';
 import type {TaskState} from '../../task/state.js';
 import type {Row} from './db.js';
 import type {HeldForDispatch} from '../types.js';
@@ -12,6 +12,18 @@ function parsePayload(text: string): JsonObject {
     return JSON.parse(text) as JsonObject;
   } catch {
     return {};
+  }
+}
+
+/** The `replay` column (JSON {by, at, reason} of a forced replay) as the handler sees it; null when absent or unreadable. */
+export function parseReplay(text: string | null): ForcedReplay | null {
+  if (text === null) return null;
+  try {
+    const o = JSON.parse(text) as {by?: unknown; at?: unknown; reason?: unknown};
+    if (typeof o.by !== 'string' || typeof o.at !== 'string' || typeof o.reason !== 'string') return null;
+    return {by: o.by, at: new Date(o.at), reason: o.reason};
+  } catch {
+    return null;
   }
 }
 

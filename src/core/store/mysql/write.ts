@@ -17,7 +17,7 @@ import type {
 import {type Db, type PoolConnection, type ResultSetHeader, exec, isDataError, marks, select, tx} from './db.js';
 import {AxError, errorMessage} from '../../errors.js';
 import {insertAudit} from './audit.js';
-import {caseById, clipError, clipStack, historyInsert, toDueTask, type HistoryRow} from './rows.js';
+import {caseById, clipError, clipStack, historyInsert, parseReplay, toDueTask, type HistoryRow} from './rows.js';
 import {type FencedRef, fenceCondition, guardedWhere, inList, rungWhere} from './guards.js';
 const MAX_DUP_RETRIES = 3;
 
@@ -222,7 +222,7 @@ export async function releaseDispatch(db: Db, cell: string, owner: string): Prom
 
 /** The claim's locking read. Params: n ids, cell. Index: PRIMARY (a range of n points). */
 export const claimSelectSql = (n: number): string =>
-  `SELECT id, type, pool, state, attempt, max_retries, retry_base, fence, timeout_ms, payload, run_at <= NOW(3) AS due
+  `SELECT id, type, pool, state, attempt, max_retries, retry_base, fence, timeout_ms, replay, payload, run_at <= NOW(3) AS due
      FROM tasks WHERE id IN (${marks(n)}) AND cell = ? FOR UPDATE`;
 
 /** How often a claim or an outcome batch re-reads after a guarded UPDATE matched fewer rows than it read. */
@@ -328,6 +328,7 @@ export async function claim(db: Db, cell: string, {ids, worker, leaseMs}: TasksC
         retryBase: Number(r.retry_base),
         fence: Number(r.fence) + 1,
         timeoutMs: r.timeout_ms === null ? null : Number(r.timeout_ms),
+        replay: parseReplay(r.replay as string | null),
       });
       history.push([id, state, TRANSITIONS.claim.to, attempt, worker, null, null]);
     }
