@@ -241,7 +241,7 @@ describe('ax dlq replay', () => {
     return row!;
   }
   async function snapshot(): Promise<string> {
-    const rows = await testEnv.sql('SELECT id, state, attempt, retry_base, published_at FROM tasks ORDER BY id');
+    const rows = await testEnv.sql('SELECT id, state, attempt, retry_base, published_at, payload, replay FROM tasks ORDER BY id');
     const [h] = await testEnv.sql<{n: number}>('SELECT COUNT(*) AS n FROM task_history');
     return JSON.stringify({rows, history: h?.n, audit: await auditCount()});
   }
@@ -317,6 +317,52 @@ describe('ax dlq replay', () => {
     expect(Number(row?.n)).toBe(ids.length);
   });
 
+  test('--force --patch replays a succeeded and a dead task: patched payloads, stamped for ctx.replay, history and one audit row', async () => {
+    const dead = await deadTask('replay_force', 'gone');
+    const store = await testEnv.store();
+    const ok = await submitDelayed('replay_force');
+    await testEnv.sql('UPDATE tasks SET run_at = NOW(3), payload = ? WHERE id = ?', [JSON.stringify({order: 1, keep: true}), ok]);
+    const [c] = (await store.tasksClaim({ids: [ok], worker: 'w:1', leaseMs: 30_000})).claimed;
+    expect(c?.replay).toBeNull();
+    await store.outcomesApply({outcomes: [{kind: 'complete', id: ok, fence: c!.fence}], actor: 'w:1'});
+    await testEnv.broker();
+    await takeRung(testEnv, 'io');
+    const audits = await auditCount();
+
+    const r = await ax(
+      ['dlq', 'replay', dead, ok, '--force', '--reason', 'receipt lost', '--patch', '{"order": 2, "error": null}', '--json'],
+      {
+        AX_OPERATOR: 'dave',
+      },
+    );
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.json).toMatchObject({replayed: 2, skipped: [], unrung: 0});
+    expect((await takeRung(testEnv, 'io')).ids.sort()).toEqual([dead, ok].sort());
+    const rows = await testEnv.sql<{id: string; state: string; payload: string; replay: string | null}>(
+      'SELECT id, state, payload, replay FROM tasks WHERE id IN (?, ?)',
+      [dead, ok],
+    );
+    const byId = new Map(rows.map((x) => [x.id, x]));
+    expect(JSON.parse(byId.get(ok)!.payload)).toEqual({order: 2, keep: true});
+    expect(JSON.parse(byId.get(dead)!.payload)).toEqual({order: 2});
+    for (const x of rows) {
+      expect(x.state).toBe('submitted');
+      expect(JSON.parse(x.replay!)).toMatchObject({by: 'dave', reason: 'receipt lost'});
+    }
+    expect((await store.historyList({taskId: ok})).at(-1)).toMatchObject({
+      from: 'succeeded',
+      to: 'submitted',
+      error: 'force-replayed by dave: receipt lost',
+    });
+    expect(await auditCount()).toBe(audits + 1);
+    const audit = await ax(['audit', 'list', '--limit', '1', '--json']);
+    expect(audit.json.entries[0]).toMatchObject({operator: 'dave', command: 'dlq replay --force', reason: 'receipt lost', taskCount: 2});
+    // The claim carries the stamp to the worker (ctx.replay) in the same statement.
+    const [again] = (await store.tasksClaim({ids: [ok], worker: 'w:2', leaseMs: 30_000})).claimed;
+    expect(again?.replay).toMatchObject({by: 'dave', reason: 'receipt lost'});
+    expect(again?.replay?.at).toBeInstanceOf(Date);
+  });
+
   test('--rate spreads the replay over time', async () => {
     for (let i = 0; i < 6; i++) await deadTask('replay_rate', `slow ${i}`);
     const t0 = Date.now();
@@ -341,7 +387,18 @@ describe('ax dlq replay', () => {
     await refused([dead, '--reason', 'r'.repeat(1001)], 2, /--reason is longer than 1000/);
     await refused(['01900000-0000-7000-8000-00000000abcd'], 3, /unknown tasks/);
     await refused(['--type', 'replay_nothing_here'], 3, /no dead task matches/);
-    await refused([dead, ok], 4, /is succeeded: only dead tasks are replayed \(a forced replay of finished tasks is not available yet\)/);
+    await refused([dead, ok], 4, /is succeeded: only dead tasks are replayed; add --force with --reason to run a finished task again/);
+    await refused([ok, '--force'], 2, /--force needs --reason/);
+    await refused([ok, '--force', '--reason', '  '], 2, /--force needs --reason/);
+    await refused([dead, '--patch', '[1]'], 2, /--patch must be a JSON object/);
+    await refused([dead, '--patch', '{oops'], 2, /--patch is not valid JSON/);
+    await refused(['--type', 'replay_bad', '--patch', '{"a": 1}'], 2, /--patch takes task ids, not a filter/);
+    await refused([dead, ok, '--force', '--reason', 'r', '--patch', '{"__proto__": {"x": 1}}'], 2, /forbidden key "__proto__"/);
+    await refused(
+      [dead, '--patch', `{"big": "${'x'.repeat(70_000)}"}`],
+      2,
+      new RegExp(`--patch makes the payload of task ${dead} invalid`),
+    );
     const r = await ax(['dlq', 'replay', dead], {AX_MYSQL_URL: 'mysql://root@127.0.0.1:1/ax_unreachable'});
     expect(r.code).toBe(5);
   });
