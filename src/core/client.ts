@@ -2,6 +2,7 @@ import type {AxConfig} from './config/config.js';
 import type {Broker} from './broker/types.js';
 import type {Logger} from './log.js';
 import {type FlushReport, Producer} from './producer/producer.js';
+import {failureReport, type FailureFilterInput, type FailureReport, parseFailureFilter} from './inspect/failures.js';
 import {cancelTask, showTask, type TaskDetail} from './inspect/inspect.js';
 import type {ScheduleStore, TaskStore} from './store/types.js';
 import {createCronAdmin, type CronAdmin} from './cron/admin.js';
@@ -27,6 +28,11 @@ export interface AxClient {
   cron: CronAdmin;
   /** Dead tasks: list, show, stats, replay (see DlqAdmin); replays are audited. */
   dlq: DlqAdmin;
+  /**
+   * Failed attempts of every task (retried or dead) per type × error signature, the largest groups
+   * first; the window defaults to the last hour (see `ax errors`). Throws invalid_input for bad input.
+   */
+  errors(filter?: FailureFilterInput): Promise<FailureReport>;
   /** Flushes, then closes the connections. */
   close(): Promise<FlushReport>;
 }
@@ -70,6 +76,10 @@ export function createClient(p: ClientParts): AxClient {
     flush: () => producer.flush(),
     cancel: (id, reason) => cancelTask(p.store, id, p.actor, reason ?? null, p.operator()),
     getTask: (id) => showTask(p.store, id),
+    errors: async (filter = {}) => {
+      const now = p.clock.now();
+      return failureReport(p.store, parseFailureFilter(filter, now), now);
+    },
     close: () =>
       (closing ??= (async () => {
         try {

@@ -529,6 +529,54 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
       });
     });
 
+    it('counts failed attempts of every task in a window per type and exact error (failureGroups)', async () => {
+      const t0 = await s.clockNow();
+      await h.waitDbMs(2);
+      // err_alpha: fails twice with one message, then dies with another; err_beta fails once.
+      const a = task({type: 'err_alpha', payload: {n: 1}});
+      const b = task({type: 'err_beta', payload: {n: 2}});
+      const ok = task({type: 'err_alpha', payload: {n: 3}});
+      const cancelled = task({type: 'err_alpha', payload: {n: 4}});
+      await s.tasksInsert({tasks: [a, b, ok, cancelled], actor: 'test'});
+      const run = async (id: string, outcome: 'fail' | 'deadLetter' | 'complete', error: string) => {
+        const [c] = (await s.tasksClaim({ids: [id], worker: 'w1', leaseMs: 30_000})).claimed;
+        const o =
+          outcome === 'fail'
+            ? {kind: outcome, id, fence: c!.fence, retryDelayMs: 0, error}
+            : outcome === 'deadLetter'
+              ? {kind: outcome, id, fence: c!.fence, error}
+              : {kind: outcome, id, fence: c!.fence};
+        expect((await s.outcomesApply({outcomes: [o], actor: 'w1'})).applied).toEqual([id]);
+      };
+      await run(a.id, 'fail', 'order 7 not found');
+      await h.waitDbMs(2);
+      const mid = await s.clockNow();
+      await h.waitDbMs(2);
+      await run(a.id, 'fail', 'order 7 not found');
+      await run(a.id, 'deadLetter', 'smtp down');
+      await run(b.id, 'fail', 'order 7 not found');
+      await run(ok.id, 'complete', '');
+      // A cancel records its reason in history: not a failed attempt.
+      await s.tasksCancel({id: cancelled.id, actor: 'test', reason: 'not needed'});
+      const mine = (g: Awaited<ReturnType<typeof s.failureGroups>>) =>
+        g
+          .filter((x) => x.type.startsWith('err_'))
+          .map((x) => [x.type, x.error, x.count, x.sampleId])
+          .sort((p, q) => String(p).localeCompare(String(q)));
+      const all = await s.failureGroups({since: t0});
+      expect(mine(all)).toEqual([
+        ['err_alpha', 'order 7 not found', 2, a.id],
+        ['err_alpha', 'smtp down', 1, a.id],
+        ['err_beta', 'order 7 not found', 1, b.id],
+      ]);
+      const g = all.find((x) => x.type === 'err_alpha' && x.error === 'order 7 not found')!;
+      expect(g.firstSeen.getTime()).toBeLessThan(mid.getTime());
+      expect(g.lastSeen.getTime()).toBeGreaterThan(mid.getTime());
+      expect(mine(await s.failureGroups({since: t0, until: mid}))).toEqual([['err_alpha', 'order 7 not found', 1, a.id]]);
+      expect(mine(await s.failureGroups({since: mid, type: 'err_beta'}))).toEqual([['err_beta', 'order 7 not found', 1, b.id]]);
+      expect(await s.failureGroups({since: new Date((await s.clockNow()).getTime() + 60_000)})).toEqual([]);
+    });
+
     it('lists newest first with filters and counts per type and state', async () => {
       const a = task({type: 'report_daily', payload: {k: 1}});
       const b = task({type: 'report_daily', payload: {k: 2}});

@@ -3,6 +3,7 @@
  * optimizer to care (20k rows in mixed states). docs/queries.md shows the same plans.
  */
 import {afterAll, beforeAll, describe, expect, it} from 'vitest';
+import {failureGroupsSql} from '../../src/core/store/mysql/failures.js';
 import {HOT_SQL} from '../../src/core/store/mysql/read.js';
 import {claimSelectSql, claimUpdateSql, earlyResetSql, markPublishedSql, outcomeUpdateSql} from '../../src/core/store/mysql/write.js';
 import {createTestEnv, type TestEnv} from '../helpers/env.js';
@@ -104,5 +105,26 @@ describe('query plans of the hot statements', () => {
 
   it('history: idx_history_task', async () => {
     expect((await explain(HOT_SQL.history, ['00000001-0000-7000-8000-000000000000'])).key).toBe('idx_history_task');
+  });
+
+  it('ax errors: the failures of the window through idx_history_failures, each task by primary key', async () => {
+    // History spread over the last ~6 hours: every task submitted, claimed and finished; one in
+    // five failed first. The window of one hour holds a sixth of it.
+    await env.sql(`INSERT INTO task_history (task_id, from_state, to_state, attempt, worker, at, error)
+      SELECT id, NULL, 'submitted', 0, 'p', created_at, NULL FROM tasks
+      UNION ALL SELECT id, 'submitted', 'running', 1, 'w', created_at, NULL FROM tasks
+      UNION ALL SELECT id, 'running', IF(state = 'dead', 'dead', 'failed'), 1, 'w', created_at, CONCAT('order ', RIGHT(id, 3), ' not found')
+        FROM tasks WHERE state IN ('failed', 'dead', 'succeeded') AND CONV(LEFT(id, 8), 16, 10) % 5 = 0
+      UNION ALL SELECT id, 'running', 'succeeded', 1, 'w', created_at, NULL FROM tasks WHERE state = 'succeeded'`);
+    await env.sql('ANALYZE TABLE task_history');
+    const now = (await env.sql<{now: Date}>('SELECT NOW(3) AS now'))[0]!.now;
+    const q = failureGroupsSql('default', {since: new Date(now.getTime() - 3_600_000)});
+    const plan = await env.sql<Plan & {table: string; rows: number}>(`EXPLAIN ${q.sql}`, q.params);
+    const h = plan.find((p) => p.table === 'h')!;
+    const t = plan.find((p) => p.table === 't')!;
+    expect(h.key).toBe('idx_history_failures');
+    expect(h.type).toBe('range');
+    expect(t.key).toBe('PRIMARY');
+    expect(t.type).toBe('eq_ref');
   });
 });

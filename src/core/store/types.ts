@@ -309,6 +309,24 @@ export interface InspectStore extends DbClockStore {
   tasksCancel(p: TasksCancelParams): Promise<{from: TaskState | null; cancelled: boolean}>;
   /** The audit trail, newest first (append-only: nothing edits or deletes it). */
   auditList(p: AuditListParams): Promise<AuditRecord[]>;
+  /**
+   * Failed attempts of a time window (history rows running → failed or dead: retried failures,
+   * deaths, rescued leases, releases) per type × exact error (the first 1000 characters): count,
+   * first and last seen, the smallest task id; unordered. One statement through
+   * idx_history_failures (to_state, at): its cost is the failures of the window, not the history.
+   */
+  failureGroups(p: FailureFilter): Promise<DeadErrorGroup[]>;
+}
+
+/** Which failed attempts `ax errors` counts: a bounded time window, optionally one type. */
+export interface FailureFilter {
+  /** Failed at or after (required: it bounds the scan). */
+  since: Date;
+  /** Failed before. */
+  until?: Date;
+  type?: string;
+  /** Only the deaths (running → dead), not the retried failures. */
+  deadOnly?: boolean;
 }
 
 /** Which dead tasks: every filter optional, combined with AND; values are bound parameters. */

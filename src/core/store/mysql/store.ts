@@ -4,6 +4,7 @@ import type {
   DeadReplayParams,
   DeadListParams,
   DoorbellsMarkParams,
+  FailureFilter,
   HistoryListParams,
   HoldsReleaseParams,
   HoldsTakeParams,
@@ -30,6 +31,7 @@ import type {
 import * as audit from './audit.js';
 import * as cron from './cron.js';
 import * as dlq from './dlq.js';
+import * as failures from './failures.js';
 import {type Db, type DbOptions, openDb} from './db.js';
 import {assertMigrated} from './migrate.js';
 import * as r from './read.js';
@@ -103,6 +105,9 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
   }
   auditList(p: AuditListParams) {
     return audit.listAudit(this.db, this.cell, p);
+  }
+  failureGroups(p: FailureFilter) {
+    return failures.failureGroups(this.db, this.cell, p);
   }
   deadList(p: DeadListParams) {
     return dlq.listDead(this.db, this.cell, p);
