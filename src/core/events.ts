@@ -64,6 +64,11 @@ export interface AxEventMap {
   'scheduler:loaded': {held: number; at: number};
   /** A scheduler could not publish due tasks; they stay held and are retried shortly. */
   'scheduler:publish-failed': {count: number; error: string};
+  /**
+   * The scheduler's dead-letter scan found `count` tasks of `type` that died in [since, until)
+   * (database time, ms since the epoch): each death is reported once per scheduler process.
+   */
+  'dlq:new': {type: string; count: number; since: number; until: number};
   /** One reconcile pass finished: what it found and did. */
   'reconcile:done': ReconcileReport;
   /** A relay batch went all the way through. */

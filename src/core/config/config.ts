@@ -61,6 +61,7 @@ export interface AxConfig {
   schedulerHoldMs: number;
   schedulerMaxHeld: number;
   rescueEveryMs: number;
+  dlqScanEveryMs: number;
   reconcileEveryMs: number;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
   /** `json` lines, `pretty` (pino-pretty), or `auto`: pretty when stderr is a terminal. */
@@ -200,6 +201,13 @@ export const SETTINGS: Record<keyof AxConfig, Setting> = {
   },
   schedulerMaxHeld: {env: 'AX_SCHEDULER_MAX_HELD', kind: 'int', default: 200_000, min: 1, doc: 'most tasks one scheduler holds in memory'},
   rescueEveryMs: {env: 'AX_RESCUE_EVERY', kind: 'duration', default: 5000, min: 100, doc: 'how often the scheduler rescues expired leases'},
+  dlqScanEveryMs: {
+    env: 'AX_DLQ_SCAN_EVERY',
+    kind: 'duration',
+    default: 300_000,
+    min: 1000,
+    doc: 'how often the scheduler reports new dead tasks per type (a warn log line and a dlq:new event)',
+  },
   reconcileEveryMs: {
     env: 'AX_RECONCILE_EVERY',
     kind: 'duration',

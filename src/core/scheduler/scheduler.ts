@@ -4,7 +4,8 @@ import type {Logger} from '../log.js';
 import type {Broker} from '../broker/types.js';
 import type {BackoffOptions} from '../retry/backoff.js';
 import {reconcile, rescueExpired, type ReconcileOptions} from '../reconcile/reconcile.js';
-import type {DispatchHoldStore, HeldForDispatch, HotPathStore, RescueStore} from '../store/types.js';
+import {DeadLetterScan} from '../dlq/scan.js';
+import type {DispatchHoldStore, HeldForDispatch, HotPathStore, InspectStore, RescueStore} from '../store/types.js';
 import {TimingWheel} from '../timing/wheel.js';
 import {type Clock, type Random, type TimerHandle} from '../time.js';
 import {AxEvents} from '../events.js';
@@ -13,7 +14,10 @@ import {countSchedulerEvents, type SchedulerCounters} from './counters.js';
 import {DbClock} from './db-clock.js';
 
 /** What the scheduler needs of the task database. */
-export type SchedulerStore = DispatchHoldStore & RescueStore & Pick<HotPathStore, 'outcomesApply' | 'doorbellsMark'>;
+export type SchedulerStore = DispatchHoldStore &
+  RescueStore &
+  Pick<HotPathStore, 'outcomesApply' | 'doorbellsMark'> &
+  Pick<InspectStore, 'failureGroups'>;
 
 export interface SchedulerOptions {
   /** Holds and the database clock; the rescuer's and reconciler's reads; outcomes and doorbell marks. */
@@ -37,6 +41,10 @@ export interface SchedulerOptions {
   maxHeld: number;
   rescueEveryMs: number;
   reconcileEveryMs: number;
+  /** How often the dead-letter scan reports new dead tasks (see DeadLetterScan). */
+  dlqScanEveryMs: number;
+  /** How far the scan's windows lag the database clock (default 1000 ms). */
+  dlqScanSettleMs?: number;
   reconcile: {limit: number; rate: number; republishAfterMs: number};
   /** Hook called every load (cron occurrences are created here). */
   onLoad?: () => Promise<void>;
@@ -65,7 +73,7 @@ const CHUNK = 500;
  * also runs the rescuer (expired worker leases) and the reconciler on their own periods.
  *
  * It emits scheduler:loaded, doorbell:published (by 'scheduler'), scheduler:publish-failed,
- * lease:expired and reconcile:done on `events`; `summary()` is computed by a subscriber of them.
+ * lease:expired, reconcile:done and dlq:new (the dead-letter scan) on `events`; `summary()` is computed by a subscriber of them.
  */
 export class Scheduler implements Service {
   readonly id: string;
@@ -91,6 +99,8 @@ export class Scheduler implements Service {
   private readonly loader: Periodic;
   private readonly rescuer: Periodic;
   private readonly reconciler: Periodic;
+  private readonly dlqScan: DeadLetterScan;
+  private readonly dlqScanner: Periodic;
   private stopping: Promise<void> | undefined;
 
   constructor(private readonly o: SchedulerOptions) {
@@ -107,7 +117,16 @@ export class Scheduler implements Service {
     this.loader = loop('scheduler load', o.loadEveryMs, () => this.load());
     this.rescuer = loop('rescue', o.rescueEveryMs, () => this.rescue());
     this.reconciler = loop('reconcile', o.reconcileEveryMs, () => this.runReconcile());
-    this.loops = [this.loader, this.rescuer, this.reconciler];
+    this.dlqScan = new DeadLetterScan({
+      store: o.store,
+      events: this.events,
+      logger: this.log,
+      ...(o.dlqScanSettleMs === undefined ? {} : {settleMs: o.dlqScanSettleMs}),
+    });
+    this.dlqScanner = loop('dead-letter scan', o.dlqScanEveryMs, async () => {
+      await this.dlqScan.scan();
+    });
+    this.loops = [this.loader, this.rescuer, this.reconciler, this.dlqScanner];
   }
 
   summary(): SchedulerSummary {
@@ -137,6 +156,8 @@ export class Scheduler implements Service {
     await this.dbClock.sync();
     if (this.state !== 'new') return;
     this.wheel.advance(this.dbClock.safeNow());
+    // Deaths from now on are new to the dead-letter scan.
+    await this.dlqScan.begin();
     this.state = 'running';
     // Through the loader (so a stop() during it waits for it, as for any pass) and releases what it
     // took; the loops then never start.
@@ -148,13 +169,15 @@ export class Scheduler implements Service {
 
   /**
    * One pass of every loop, now: a load (which arms the firing), the firing of what is due, a
-   * rescue and a reconcile. Tests drive the scheduler with this instead of waiting for periods.
+   * rescue, a reconcile and a dead-letter scan. Tests drive the scheduler with this instead of
+   * waiting for periods.
    */
   async runOnce(): Promise<void> {
     await this.loader.runOnce();
     await this.fire();
     await this.rescuer.runOnce();
     await this.reconciler.runOnce();
+    await this.dlqScanner.runOnce();
   }
 
   private track(p: Promise<unknown>): void {

@@ -16,7 +16,7 @@ export interface SchedulerServiceOptions {
   hooks?: Pick<SchedulerOptions, 'onLoad' | 'beforeFire' | 'reconcileCron'>;
 }
 
-/** Builds a Scheduler from configuration (AX_SCHEDULER_*, AX_RESCUE_EVERY, AX_RECONCILE_*). */
+/** Builds a Scheduler from configuration (AX_SCHEDULER_*, AX_RESCUE_EVERY, AX_RECONCILE_*, AX_DLQ_SCAN_EVERY). */
 export function createSchedulerService(o: SchedulerServiceOptions): Scheduler {
   const c = o.config;
   return new Scheduler({
@@ -34,6 +34,7 @@ export function createSchedulerService(o: SchedulerServiceOptions): Scheduler {
     maxHeld: c.schedulerMaxHeld,
     rescueEveryMs: c.rescueEveryMs,
     reconcileEveryMs: c.reconcileEveryMs,
+    dlqScanEveryMs: c.dlqScanEveryMs,
     reconcile: {limit: c.reconcileLimit, rate: c.reconcileRate, republishAfterMs: c.republishAfterMs},
     ...o.hooks,
   });
