@@ -577,6 +577,31 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
       expect(await s.failureGroups({since: new Date((await s.clockNow()).getTime() + 60_000)})).toEqual([]);
     });
 
+    it('searches tasks by last error (literally), dedup key and a payload field', async () => {
+      const since = await s.clockNow();
+      const a = task({type: 'search_x', payload: {orderId: 42, customer: {id: 'c7'}}, dedupKey: 'search-order-42'});
+      const b = task({type: 'search_x', payload: {orderId: '42'}});
+      const c = task({type: 'search_x', payload: {orderId: 420, note: "it's 100%"}});
+      await s.tasksInsert({tasks: [a, b, c], actor: 'test'});
+      const [cc] = (await s.tasksClaim({ids: [c.id], worker: 'w1', leaseMs: 30_000})).claimed;
+      await s.outcomesApply({
+        outcomes: [{kind: 'fail', id: c.id, fence: cc!.fence, retryDelayMs: 60_000, error: 'smtp 100% down_now'}],
+        actor: 'w1',
+      });
+      const ids = async (f: Omit<Parameters<typeof s.tasksList>[0], 'limit'>) =>
+        (await s.tasksList({...f, since, limit: 100})).map((t) => t.id).sort();
+      expect(await ids({payload: {path: '$.orderId', value: '42'}})).toEqual([a.id, b.id].sort());
+      expect(await ids({payload: {path: '$.customer.id', value: 'c7'}})).toEqual([a.id]);
+      expect(await ids({payload: {path: '$.orderId', value: "42' OR '1'='1"}})).toEqual([]);
+      expect(await ids({payload: {path: '$.missing', value: '42'}})).toEqual([]);
+      expect(await ids({dedupKey: 'search-order-42'})).toEqual([a.id]);
+      expect(await ids({dedupKey: 'search-order-4%'})).toEqual([]);
+      expect(await ids({errorContains: '100% down_'})).toEqual([c.id]);
+      expect(await ids({errorContains: '%'})).toEqual([c.id]);
+      expect(await ids({errorContains: 'smtp', type: 'search_x', state: 'failed'})).toEqual([c.id]);
+      expect(await ids({errorContains: 'smtp', state: 'submitted'})).toEqual([]);
+    });
+
     it('lists newest first with filters and counts per type and state', async () => {
       const a = task({type: 'report_daily', payload: {k: 1}});
       const b = task({type: 'report_daily', payload: {k: 2}});

@@ -1,7 +1,8 @@
 /**
- * End-to-end tests of `ax errors` through the built CLI (`node bin/run.js`, run `npm run build`
- * first) against the real MariaDB: failed attempts of every task counted per type × signature in
- * the window, and bad input refused with exit 2.
+ * End-to-end tests of `ax errors` and the search flags of `ax tasks list` through the built CLI
+ * (`node bin/run.js`, run `npm run build` first) against the real MariaDB: failed attempts of every
+ * task counted per type × signature in the window; tasks found by payload field, dedup key and
+ * error; bad input refused with exit 2.
  */
 import {existsSync, mkdtempSync, rmSync} from 'node:fs';
 import {tmpdir} from 'node:os';
@@ -95,6 +96,47 @@ describe('ax errors', () => {
       [['--limit', '0'], /limit/i],
     ] as Array<[string[], RegExp]>) {
       const r = await ax(['errors', ...args]);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr).toMatch(msg);
+    }
+  });
+});
+
+describe('ax tasks list: search', () => {
+  test('by a payload field, the dedup key and the last error', async () => {
+    const store = await testEnv.store();
+    const spec = (payload: Record<string, unknown>, dedupKey?: string) =>
+      validateTaskSpec(
+        {type: 'search_order', payload, ...(dedupKey === undefined ? {} : {dedupKey})},
+        {maxRetries: 5, payloadLimitBytes: 65_536, cell: 'default'},
+        Date.now(),
+        newId,
+      );
+    const a = spec({orderId: 42}, 'order-42');
+    const b = spec({orderId: 43});
+    await store.tasksInsert({tasks: [a, b], actor: 'e2e:1'});
+    const failed = await failing('search_order', ['gateway 100% down'], false);
+    const ids = async (args: string[]) => {
+      const r = await ax(['tasks', 'list', ...args, '--json']);
+      expect(r.code, r.stderr).toBe(0);
+      return (r.json.tasks as Array<{id: string}>).map((t) => t.id);
+    };
+    expect(await ids(['--payload', 'orderId=42', '--since', '1h'])).toEqual([a.id]);
+    expect(await ids(['--dedup-key', 'order-42'])).toEqual([a.id]);
+    expect(await ids(['--error', '100% down', '--type', 'search_order'])).toEqual([failed]);
+    expect(await ids(['--payload', 'orderId=44', '--since', '1h'])).toEqual([]);
+  });
+
+  test('bad input: exit 2 naming the flag, nothing read', async () => {
+    for (const [args, msg] of [
+      [['--payload', 'orderId=42'], /payload needs since/],
+      [['--payload', 'orderId', '--since', '1h'], /field=value/],
+      [['--payload', "x') OR 1=1 --=1", '--since', '1h'], /field=value/],
+      [['--payload', 'orderId=', '--since', '1h'], /payload value/],
+      [['--error', ' '], /error must not be empty/],
+      [['--dedup-key', 'k'.repeat(192)], /dedup-key/],
+    ] as Array<[string[], RegExp]>) {
+      const r = await ax(['tasks', 'list', ...args]);
       expect(r.code, args.join(' ')).toBe(2);
       expect(r.stderr).toMatch(msg);
     }

@@ -3,7 +3,7 @@ import {limitFlag} from '../../cli/flags.js';
 import {AxCommand} from '../../cli/base.js';
 import {disposable} from '../../cli/dispose.js';
 import {openStore} from '../../cli/runtime.js';
-import {listTasks, MAX_LIST_LIMIT, parseListFilter} from '../../core/inspect/inspect.js';
+import {listTasks, MAX_LIST_LIMIT, MAX_SEARCH_TEXT, parseListFilter} from '../../core/inspect/inspect.js';
 import type {TaskRecord} from '../../core/task/model.js';
 import {TASK_STATES} from '../../core/task/state.js';
 import {clip, table, taskJson, when} from '../../cli/render.js';
@@ -42,6 +42,8 @@ export default class TasksList extends AxCommand {
       description: 'Dead tasks of one type from the last 15 minutes',
       command: '<%= config.bin %> tasks list --state dead --type order_notify --since 15m',
     },
+    {description: 'The tasks of order 42 from the last day', command: `<%= config.bin %> tasks list --payload 'orderId=42' --since 1d`},
+    {description: 'Tasks whose last error mentions a timeout', command: '<%= config.bin %> tasks list --error timeout --since 1h'},
     {
       description: 'Everything created since a given time, as JSON',
       command: '<%= config.bin %> tasks list --since 2026-05-01T00:00:00Z --limit 1000 --json',
@@ -51,13 +53,33 @@ export default class TasksList extends AxCommand {
     state: Flags.string({char: 's', description: `only tasks in this state (${TASK_STATES.join(', ')})`}),
     type: Flags.string({char: 't', description: 'only tasks of this type (domain_action)'}),
     since: Flags.string({description: 'only tasks created since: a duration back from now (15m, 2h, 7d) or an ISO-8601 time'}),
+    error: Flags.string({
+      char: 'e',
+      description: `only tasks whose last error contains this text (literally: % and _ are not wildcards; at most ${MAX_SEARCH_TEXT} characters)`,
+    }),
+    'dedup-key': Flags.string({description: 'only the task with this dedup key'}),
+    payload: Flags.string({
+      description:
+        'only tasks whose payload field equals a value, as field=value (orderId=42, customer.id=7; the value compared as text); needs --since: the payload of every task created since then is read',
+    }),
     limit: limitFlag({char: 'n', max: MAX_LIST_LIMIT, what: 'tasks shown', defaultText: '50'}),
   };
 
   async run(): Promise<TaskListResult> {
     const {flags} = await this.parse(TasksList);
     const rt = this.runtime(flags.config);
-    const filter = parseListFilter({state: flags.state, type: flags.type, since: flags.since, limit: flags.limit}, rt.clock.now());
+    const filter = parseListFilter(
+      {
+        state: flags.state,
+        type: flags.type,
+        since: flags.since,
+        error: flags.error,
+        dedupKey: flags['dedup-key'],
+        payload: flags.payload,
+        limit: flags.limit,
+      },
+      rt.clock.now(),
+    );
     await using store = disposable(await openStore(rt));
     const rows = await listTasks(store, filter);
     const result = {count: rows.length, tasks: rows.map(toItem)};

@@ -4,19 +4,33 @@ import type {InspectStore, ListFilter, StatsRow} from '../store/types.js';
 import {isTaskId} from '../task/id.js';
 import type {HistoryEntry, TaskRecord} from '../task/model.js';
 import {TASK_STATES, type TaskState, isTaskState} from '../task/state.js';
-import {parseIsoTime, validateTypeName} from '../task/validate.js';
+import {MAX_DEDUP_KEY_LENGTH, parseIsoTime, validateTypeName} from '../task/validate.js';
 
 export const MAX_LIST_LIMIT = 1000;
+/** Longest `--error` substring and `--payload` value. */
+export const MAX_SEARCH_TEXT = 1000;
+/** A `--payload` field: a dotted path of up to 8 names (letters, digits, _; not starting with a digit). */
+const PAYLOAD_PATH = /^[A-Za-z_][A-Za-z0-9_]{0,63}(?:\.[A-Za-z_][A-Za-z0-9_]{0,63}){0,7}$/;
 
 export interface ListInput {
   state?: string;
   type?: string;
   /** A duration back from now (`15m`, `2d`) or an ISO-8601 time. */
   since?: string;
+  /** A substring of the last error. */
+  error?: string;
+  dedupKey?: string;
+  /** `field=value` (`orderId=42`, `customer.id=7`): the payload field's scalar equals the value as text. */
+  payload?: string;
   limit?: number;
 }
 
-/** Validates list filters: known state, domain_action type, since as duration or ISO time, 1..1000. */
+/**
+ * Validates list filters: known state, domain_action type, since as duration or ISO time, 1..1000;
+ * a non-empty error substring and payload value of at most MAX_SEARCH_TEXT characters, a dedup key
+ * as submit takes it, `--payload field=value` with a dotted field name and only with `since` (the
+ * field is read from each task created since then). Throws invalid_input naming the flag.
+ */
 export function parseListFilter(input: ListInput, nowMs: number): ListFilter {
   const f: ListFilter = {limit: input.limit ?? 50};
   if (!Number.isInteger(f.limit) || f.limit < 1 || f.limit > MAX_LIST_LIMIT)
@@ -27,6 +41,27 @@ export function parseListFilter(input: ListInput, nowMs: number): ListFilter {
   }
   if (input.type !== undefined) f.type = validateTypeName(input.type);
   if (input.since !== undefined) f.since = parseTimeBound(input.since, 'since', nowMs);
+  if (input.error !== undefined) {
+    if (input.error.trim() === '') throw invalid('error must not be empty');
+    if (input.error.length > MAX_SEARCH_TEXT) throw invalid(`error is longer than ${MAX_SEARCH_TEXT} characters`);
+    f.errorContains = input.error;
+  }
+  if (input.dedupKey !== undefined) {
+    if (input.dedupKey.length === 0 || input.dedupKey.length > MAX_DEDUP_KEY_LENGTH)
+      throw invalid(`dedup-key must be 1 to ${MAX_DEDUP_KEY_LENGTH} characters`);
+    f.dedupKey = input.dedupKey;
+  }
+  if (input.payload !== undefined) {
+    const eq = input.payload.indexOf('=');
+    const field = eq < 0 ? '' : input.payload.slice(0, eq).trim();
+    const value = eq < 0 ? '' : input.payload.slice(eq + 1);
+    if (!PAYLOAD_PATH.test(field))
+      throw invalid(`payload "${input.payload}" is not field=value with a field name of letters, digits and _ (dots for nested fields)`);
+    if (value === '' || value.length > MAX_SEARCH_TEXT) throw invalid(`payload value must be 1 to ${MAX_SEARCH_TEXT} characters`);
+    if (f.since === undefined)
+      throw invalid('payload needs since: it reads the payload of every task created since then (e.g. --since 1h)');
+    f.payload = {path: `$.${field}`, value};
+  }
   return f;
 }
 

@@ -118,6 +118,12 @@ export interface ListFilter {
   type?: string;
   /** Created at or after. */
   since?: Date;
+  /** A substring of the last error (LIKE wildcards in it match literally). */
+  errorContains?: string;
+  /** The dedup key, exactly (uq_tasks_dedup). */
+  dedupKey?: string;
+  /** A payload field equals a value: `path` is a JSON path (`$.orderId`), the scalar compared as text. */
+  payload?: {path: string; value: string};
   limit: number;
 }
 

@@ -11,6 +11,7 @@ import type {
 } from '../types.js';
 import type {TaskState} from '../../task/state.js';
 import {type Db, exec, select} from './db.js';
+import {likeLiteral} from './dlq.js';
 import {TASK_COLUMNS, toDueTask, toHistoryEntry, toTaskRecord} from './rows.js';
 
 /**
@@ -46,7 +47,9 @@ export async function history(db: Db, id: string): Promise<HistoryEntry[]> {
 
 /**
  * Newest tasks first, filtered by state/type/creation time (idx_tasks_created, or
- * idx_tasks_type_state when a type is given). All filter values are bound parameters.
+ * idx_tasks_type_state when a type is given), dedup key (uq_tasks_dedup), a substring of the last
+ * error and a payload field (both checked on each row the index range yields). All filter values
+ * are bound parameters.
  */
 export async function listTasks(db: Db, cell: string, f: ListFilter): Promise<TaskRecord[]> {
   const where = ['cell = ?'];
@@ -62,6 +65,19 @@ export async function listTasks(db: Db, cell: string, f: ListFilter): Promise<Ta
   if (f.since) {
     where.push('created_at >= ?');
     params.push(f.since);
+  }
+  if (f.dedupKey !== undefined) {
+    where.push('dedup_key = ?');
+    params.push(f.dedupKey);
+  }
+  if (f.errorContains !== undefined) {
+    where.push("last_error LIKE CONCAT('%', ?, '%') ESCAPE '\\\\'");
+    params.push(likeLiteral(f.errorContains));
+  }
+  if (f.payload !== undefined) {
+    // Parsed per row: callers bound the scan with `since` (parseListFilter requires it).
+    where.push('JSON_VALUE(payload, ?) = ?');
+    params.push(f.payload.path, f.payload.value);
   }
   params.push(f.limit);
   const rows = await select(
