@@ -1,6 +1,7 @@
 /** Flags and JSON shapes shared by the `ax dlq` commands. */
 import {Flags} from '@oclif/core';
 import {MAX_ERROR_FILTER} from '../core/dlq/dlq.js';
+import {clip, table, when} from './render.js';
 import type {SignatureRow} from '../core/dlq/signature.js';
 import type {DeadTaskRow} from '../core/store/types.js';
 
@@ -22,6 +23,19 @@ export type DeadTaskJson = Omit<DeadTaskRow, 'createdAt' | 'finishedAt'> & {crea
 
 export function deadTaskJson(t: DeadTaskRow): DeadTaskJson {
   return {...t, createdAt: t.createdAt.toISOString(), finishedAt: t.finishedAt.toISOString()};
+}
+
+/** Type × signature rows as a table: `counted` heads the count column (DEAD, FAILED). */
+export function signatureTable(rows: readonly SignatureRow[], counted: string): string[] {
+  const cells = rows.map((r) => [
+    r.type,
+    String(r.count),
+    when(r.firstSeen, {seconds: true}),
+    when(r.lastSeen, {seconds: true}),
+    r.sampleId,
+    clip(r.signature, 80),
+  ]);
+  return table(['TYPE', counted, 'FIRST (UTC)', 'LAST (UTC)', 'SAMPLE', 'SIGNATURE'], cells, {right: [1]});
 }
 
 /** A type × signature row in --json output: dates as ISO strings. */

@@ -1,9 +1,9 @@
 import {Flags} from '@oclif/core';
 import {AxCommand} from '../cli/base.js';
-import {signatureJson, type SignatureJson} from '../cli/dlq.js';
+import {signatureJson, type SignatureJson, signatureTable} from '../cli/dlq.js';
 import {disposable} from '../cli/dispose.js';
 import {limitFlag} from '../cli/flags.js';
-import {clip, table, when} from '../cli/render.js';
+import {when} from '../cli/render.js';
 import {openStore} from '../cli/runtime.js';
 import {DEFAULT_ERRORS_LIMIT, DEFAULT_ERRORS_SINCE, failureReport, MAX_ERRORS_LIMIT, parseFailureFilter} from '../core/inspect/failures.js';
 
@@ -48,16 +48,7 @@ Exit codes: 2 bad flag value, 5 MySQL unavailable.`;
     if (!this.jsonEnabled()) {
       if (r.groups.length === 0) this.log(`no failed attempts since ${when(r.since, {seconds: true})} UTC`);
       else {
-        const cells = r.groups.map((g) => [
-          g.type,
-          String(g.count),
-          when(g.firstSeen, {seconds: true}),
-          when(g.lastSeen, {seconds: true}),
-          g.sampleId,
-          clip(g.signature, 80),
-        ]);
-        for (const line of table(['TYPE', 'FAILED', 'FIRST (UTC)', 'LAST (UTC)', 'SAMPLE', 'SIGNATURE'], cells, {right: [1]}))
-          this.log(line);
+        for (const line of signatureTable(r.groups, 'FAILED')) this.log(line);
         const groups = r.groups.length + r.more;
         this.log(
           `${r.total} failed attempt${r.total === 1 ? '' : 's'} in ${groups} group${groups === 1 ? '' : 's'} since ${when(r.since, {seconds: true})} UTC` +

@@ -1,7 +1,6 @@
 import {AxCommand} from '../../cli/base.js';
-import {deadFilterFlags, signatureJson, type SignatureJson} from '../../cli/dlq.js';
+import {deadFilterFlags, signatureJson, type SignatureJson, signatureTable} from '../../cli/dlq.js';
 import {disposable} from '../../cli/dispose.js';
-import {clip, table, when} from '../../cli/render.js';
 import {openStore} from '../../cli/runtime.js';
 import {deadStats, parseDeadFilter} from '../../core/dlq/dlq.js';
 
@@ -33,15 +32,7 @@ Exit codes: 2 bad flag value, 5 MySQL unavailable.`;
     if (!this.jsonEnabled()) {
       if (rows.length === 0) this.log('no dead tasks match');
       else {
-        const cells = rows.map((r) => [
-          r.type,
-          String(r.count),
-          when(r.firstSeen, {seconds: true}),
-          when(r.lastSeen, {seconds: true}),
-          r.sampleId,
-          clip(r.signature, 80),
-        ]);
-        for (const line of table(['TYPE', 'DEAD', 'FIRST (UTC)', 'LAST (UTC)', 'SAMPLE', 'SIGNATURE'], cells, {right: [1]})) this.log(line);
+        for (const line of signatureTable(rows, 'DEAD')) this.log(line);
         this.log(`${result.total} dead in ${rows.length} group${rows.length === 1 ? '' : 's'}`);
       }
     }

@@ -5,12 +5,15 @@ import type {DeadErrorGroup, DeadFilter, DeadListParams, DeadReplayParams, DeadR
 import {insertAudit} from './audit.js';
 import {type Db, exec, marks, select, tx} from './db.js';
 import {guardedWhere} from './guards.js';
-import {caseById, clipError, historyInsert, type HistoryRow} from './rows.js';
+import {caseById, clipError, historyInsert, type HistoryRow, toErrorGroup} from './rows.js';
 
 /** `%`, `_` and `\` in a LIKE operand match themselves (ESCAPE '\\'). */
 export function likeLiteral(s: string): string {
   return s.replace(/[\\%_]/g, (c) => `\\${c}`);
 }
+
+/** `last_error` contains the bound operand (pass it through likeLiteral). */
+export const LAST_ERROR_CONTAINS = "last_error LIKE CONCAT('%', ?, '%') ESCAPE '\\\\'";
 
 /** The WHERE of a dead-task filter (bound parameters only). */
 function deadWhere(cell: string, f: DeadFilter): {sql: string; params: unknown[]} {
@@ -29,7 +32,7 @@ function deadWhere(cell: string, f: DeadFilter): {sql: string; params: unknown[]
     params.push(f.until);
   }
   if (f.errorContains !== undefined) {
-    where.push("last_error LIKE CONCAT('%', ?, '%') ESCAPE '\\\\'");
+    where.push(LAST_ERROR_CONTAINS);
     params.push(likeLiteral(f.errorContains));
   }
   return {sql: where.join(' AND '), params};
@@ -79,14 +82,7 @@ export async function deadErrorGroups(db: Db, cell: string, f: DeadFilter): Prom
      FROM tasks WHERE ${w.sql} GROUP BY type, LEFT(last_error, 1000)`,
     w.params,
   );
-  return rows.map((r) => ({
-    type: r.type as string,
-    error: (r.error as string | null) ?? null,
-    count: Number(r.n),
-    firstSeen: r.first_seen as Date,
-    lastSeen: r.last_seen as Date,
-    sampleId: r.sample_id as string,
-  }));
+  return rows.map(toErrorGroup);
 }
 
 /**

@@ -1,6 +1,7 @@
 /** `ax errors`: failed attempts of a time window per type × error, from task_history. */
 import type {DeadErrorGroup, FailureFilter} from '../types.js';
 import {type Db, select} from './db.js';
+import {toErrorGroup} from './rows.js';
 
 /**
  * The failure-groups statement and its parameters. A range of idx_history_failures (to_state, at)
@@ -34,12 +35,5 @@ export function failureGroupsSql(cell: string, f: FailureFilter): {sql: string; 
 export async function failureGroups(db: Db, cell: string, f: FailureFilter): Promise<DeadErrorGroup[]> {
   const q = failureGroupsSql(cell, f);
   const rows = await select(db, db.pool, q.sql, q.params);
-  return rows.map((r) => ({
-    type: r.type as string,
-    error: (r.error as string | null) ?? null,
-    count: Number(r.n),
-    firstSeen: r.first_seen as Date,
-    lastSeen: r.last_seen as Date,
-    sampleId: r.sample_id as string,
-  }));
+  return rows.map(toErrorGroup);
 }

@@ -11,7 +11,7 @@ import type {
 } from '../types.js';
 import type {TaskState} from '../../task/state.js';
 import {type Db, exec, select} from './db.js';
-import {likeLiteral} from './dlq.js';
+import {LAST_ERROR_CONTAINS, likeLiteral} from './dlq.js';
 import {TASK_COLUMNS, toDueTask, toHistoryEntry, toTaskRecord} from './rows.js';
 
 /**
@@ -71,7 +71,7 @@ export async function listTasks(db: Db, cell: string, f: ListFilter): Promise<Ta
     params.push(f.dedupKey);
   }
   if (f.errorContains !== undefined) {
-    where.push("last_error LIKE CONCAT('%', ?, '%') ESCAPE '\\\\'");
+    where.push(LAST_ERROR_CONTAINS);
     params.push(likeLiteral(f.errorContains));
   }
   if (f.payload !== undefined) {

@@ -1,7 +1,7 @@
 import type {ForcedReplay, HistoryEntry, JsonObject, PoolName, TaskRecord} from '../../task/model.js';
 import type {TaskState} from '../../task/state.js';
 import type {Row} from './db.js';
-import type {HeldForDispatch} from '../types.js';
+import type {DeadErrorGroup, HeldForDispatch} from '../types.js';
 
 /** Columns of `tasks` read into a TaskRecord (payload last: it may be large). */
 export const TASK_COLUMNS =
@@ -48,6 +48,18 @@ export function toTaskRecord(r: Row): TaskRecord {
     updatedAt: r.updated_at as Date,
     finishedAt: (r.finished_at as Date | null) ?? null,
     payload: parsePayload(r.payload as string),
+  };
+}
+
+/** A row of a per type × error count (columns type, error, n, first_seen, last_seen, sample_id). */
+export function toErrorGroup(r: Row): DeadErrorGroup {
+  return {
+    type: r.type as string,
+    error: (r.error as string | null) ?? null,
+    count: Number(r.n),
+    firstSeen: r.first_seen as Date,
+    lastSeen: r.last_seen as Date,
+    sampleId: r.sample_id as string,
   };
 }
 
