@@ -577,6 +577,54 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
       expect(await s.failureGroups({since: new Date((await s.clockNow()).getTime() + 60_000)})).toEqual([]);
     });
 
+    it('cancels the tasks of a type in the given states in guarded batches, each with history and an audit row', async () => {
+      const mk = (type: string, n: number) => task({type, payload: {n}});
+      const sub = [mk('bulk_x', 1), mk('bulk_x', 2), mk('bulk_x', 3)];
+      const failed = mk('bulk_x', 4);
+      const running = mk('bulk_x', 5);
+      const other = mk('bulk_y', 6);
+      await s.tasksInsert({tasks: [...sub, failed, running, other], actor: 'test'});
+      const [cf] = (await s.tasksClaim({ids: [failed.id], worker: 'w1', leaseMs: 30_000})).claimed;
+      await s.outcomesApply({outcomes: [{kind: 'fail', id: failed.id, fence: cf!.fence, retryDelayMs: 60_000, error: 'e'}], actor: 'w1'});
+      await s.tasksClaim({ids: [running.id], worker: 'w1', leaseMs: 30_000});
+      const auditBefore = (await s.auditList({limit: 1000})).length;
+      const audit = {operator: 'op', command: 'tasks cancel --type', filter: {type: 'bulk_x'}, reason: 'retired'};
+      const p = {
+        type: 'bulk_x',
+        states: ['submitted', 'failed'] as Array<'submitted' | 'failed'>,
+        actor: 'admin:1',
+        reason: 'retired',
+        audit,
+      };
+      const first = await s.tasksCancelMany({...p, limit: 3});
+      expect(first).toHaveLength(3);
+      const rest = await s.tasksCancelMany({...p, limit: 3});
+      expect(rest).toHaveLength(1);
+      expect(await s.tasksCancelMany({...p, limit: 3})).toEqual([]);
+      const all = [...first, ...rest];
+      expect(all.map((c) => c.id).sort()).toEqual([...sub, failed].map((t) => t.id).sort());
+      expect(all.find((c) => c.id === failed.id)?.from).toBe('failed');
+      for (const t of [...sub, failed]) expect((await s.tasksGet({id: t.id}))?.state).toBe('cancelled');
+      expect((await s.tasksGet({id: running.id}))?.state).toBe('running');
+      expect((await s.tasksGet({id: other.id}))?.state).toBe('submitted');
+      expect((await s.historyList({taskId: failed.id})).at(-1)).toMatchObject({
+        from: 'failed',
+        to: 'cancelled',
+        worker: 'admin:1',
+        error: 'retired',
+      });
+      const trail = await s.auditList({limit: 1000});
+      expect(trail.length - auditBefore).toBe(2);
+      expect(
+        trail
+          .slice(0, 2)
+          .map((t) => t.taskCount)
+          .sort(),
+      ).toEqual([1, 3]);
+      expect(await s.tasksCancelMany({...p, states: ['submitted'], type: 'bulk_none', limit: 3})).toEqual([]);
+      expect((await s.auditList({limit: 1000})).length - auditBefore).toBe(2);
+    });
+
     it('searches tasks by last error (literally), dedup key and a payload field', async () => {
       const since = await s.clockNow();
       const a = task({type: 'search_x', payload: {orderId: 42, customer: {id: 'c7'}}, dedupKey: 'search-order-42'});

@@ -477,7 +477,8 @@ describe('ax tasks cancel', () => {
   test.concurrent.each<[string, string[], number, RegExp, Record<string, string>?]>([
     ['malformed id', ['12345'], 2, /"12345" is not a task id/],
     ['SQL in the id', ["'; UPDATE tasks SET state='cancelled'; --"], 2, /is not a task id/],
-    ['missing id', [], 2, /Missing 1 required arg/],
+    // The id is optional since --type/--state: still exit 2, naming both forms.
+    ['missing id', [], 2, /give a task id, or --type and --state/],
     ['a reason too long', [UNKNOWN_ID, '--reason', 'r'.repeat(1001)], 2, /--reason is longer than 1000/],
     ['unknown id', [UNKNOWN_ID], 3, /does not exist/],
     ['MySQL unreachable', [UNKNOWN_ID], 5, /unavailable/, UNREACHABLE],

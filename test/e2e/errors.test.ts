@@ -142,3 +142,68 @@ describe('ax tasks list: search', () => {
     }
   });
 });
+
+describe('ax tasks cancel --type --state', () => {
+  test('dry-run counts and changes nothing; --yes cancels in bulk, audited; the by-id form still works', async () => {
+    const submit = async (type: string) => {
+      const r = await ax(['submit', type, '--delay', '1h', '--json']);
+      expect(r.code, r.stderr).toBe(0);
+      return r.json.ids[0] as string;
+    };
+    const ids = [await submit('bulk_cancel'), await submit('bulk_cancel'), await submit('bulk_cancel')];
+    const other = await submit('bulk_keep');
+    const states = async () =>
+      (await testEnv.sql<{id: string; state: string}>('SELECT id, state FROM tasks WHERE id IN (?) ORDER BY id', [[...ids, other]])).map(
+        (r) => r.state,
+      );
+    const audits = async () => Number((await testEnv.sql<{n: number}>('SELECT COUNT(*) AS n FROM admin_audit'))[0]?.n);
+    const a0 = await audits();
+
+    const dry = await ax(['tasks', 'cancel', '--type', 'bulk_cancel', '--state', 'submitted,failed', '--dry-run', '--json']);
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.json).toMatchObject({type: 'bulk_cancel', dryRun: true, total: 3, tasks: {submitted: 3}});
+    expect(await states()).toEqual(['submitted', 'submitted', 'submitted', 'submitted']);
+    expect(await audits()).toBe(a0);
+
+    const byId = await ax(['tasks', 'cancel', ids[0]!, '--json']);
+    expect(byId.code, byId.stderr).toBe(0);
+    const r = await ax(['tasks', 'cancel', '--type', 'bulk_cancel', '--state', 'submitted', '--reason', 'retired', '--yes', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.json).toMatchObject({dryRun: false, total: 2, tasks: {submitted: 2}});
+    const after = await testEnv.sql<{state: string; n: number}>(
+      "SELECT state, COUNT(*) AS n FROM tasks WHERE type IN ('bulk_cancel', 'bulk_keep') GROUP BY state ORDER BY state",
+    );
+    expect(after.map((x) => [x.state, Number(x.n)])).toEqual([
+      ['submitted', 1],
+      ['cancelled', 3],
+    ]);
+    expect(await audits()).toBe(a0 + 2);
+    const [row] = await testEnv.sql<{command: string; reason: string; task_count: number}>(
+      'SELECT command, reason, task_count FROM admin_audit ORDER BY id DESC LIMIT 1',
+    );
+    expect(row).toMatchObject({command: 'tasks cancel --type', reason: 'retired', task_count: 2});
+  });
+
+  test('bad input: a clear error, the right exit code, nothing changed', async () => {
+    const r0 = await ax(['submit', 'bulk_bad', '--delay', '1h', '--json']);
+    const id = r0.json.ids[0] as string;
+    const a0 = Number((await testEnv.sql<{n: number}>('SELECT COUNT(*) AS n FROM admin_audit'))[0]?.n);
+    for (const [args, code, msg] of [
+      [[id, '--type', 'bulk_bad'], 2, /not both/],
+      [['--type', 'bulk_bad', '--state', 'submitted'], 2, /needs --yes/],
+      [['--type', 'bulk_bad', '--state', 'sleeping', '--yes'], 2, /state "sleeping" is not one of/],
+      [['--type', 'bulk_bad', '--state', 'running', '--yes'], 2, /only submitted and failed/],
+      [['--type', 'bulk_bad', '--yes'], 2, /needs --state/],
+      [['--state', 'submitted', '--yes'], 2, /needs --type/],
+      [['--type', "bulk_bad'; DROP TABLE tasks; --", '--state', 'submitted', '--yes'], 2, /type/],
+      [['--type', 'bulk_nothing', '--state', 'submitted,failed', '--yes'], 3, /nothing to cancel/],
+      [[], 2, /give a task id/],
+    ] as Array<[string[], number, RegExp]>) {
+      const r = await ax(['tasks', 'cancel', ...args]);
+      expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(code);
+      expect(r.stderr.replace(/\s*\n\s*›\s*/g, ' ')).toMatch(msg);
+    }
+    expect((await testEnv.sql<{state: string}>('SELECT state FROM tasks WHERE id = ?', [id]))[0]?.state).toBe('submitted');
+    expect(Number((await testEnv.sql<{n: number}>('SELECT COUNT(*) AS n FROM admin_audit'))[0]?.n)).toBe(a0);
+  });
+});

@@ -261,6 +261,15 @@ export interface TasksGetParams {
 export interface HistoryListParams {
   taskId: string;
 }
+export interface TasksCancelManyParams {
+  type: string;
+  states: TaskState[];
+  limit: number;
+  actor: string;
+  reason: string | null;
+  audit: AuditContext;
+}
+
 export interface TasksCancelParams {
   id: string;
   actor: string;
@@ -313,6 +322,13 @@ export interface InspectStore extends DbClockStore {
   tasksStats(): Promise<StatsRow[]>;
   /** Cancels a submitted or failed task. Returns the state it was in (null: unknown id). */
   tasksCancel(p: TasksCancelParams): Promise<{from: TaskState | null; cancelled: boolean}>;
+  /**
+   * Cancels up to `limit` tasks of `type` in `states` (submitted and/or failed), smallest ids first,
+   * in one transaction: a locking read through idx_tasks_type_state, one UPDATE guarded by the
+   * cancel transition, one history INSERT, one audit row (none when nothing was cancelled). Call
+   * again until fewer than `limit` come back.
+   */
+  tasksCancelMany(p: TasksCancelManyParams): Promise<Array<{id: string; from: TaskState}>>;
   /** The audit trail, newest first (append-only: nothing edits or deletes it). */
   auditList(p: AuditListParams): Promise<AuditRecord[]>;
   /**

@@ -20,6 +20,7 @@ import type {
   SchedulesDueParams,
   SchedulesSetPausedParams,
   TaskStore,
+  TasksCancelManyParams,
   TasksCancelParams,
   TasksClaimParams,
   TasksFindUndispatchedParams,
@@ -102,6 +103,9 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
   }
   tasksCancel(p: TasksCancelParams) {
     return w.cancel(this.db, this.cell, p);
+  }
+  tasksCancelMany(p: TasksCancelManyParams) {
+    return w.cancelMany(this.db, this.cell, p);
   }
   auditList(p: AuditListParams) {
     return audit.listAudit(this.db, this.cell, p);

@@ -10,6 +10,7 @@ import type {
   Outcome,
   OutcomeKind,
   OutcomeResult,
+  TasksCancelManyParams,
   TasksCancelParams,
   TasksClaimParams,
   TasksInsertParams,
@@ -513,6 +514,41 @@ export async function applyOutcomes(db: Db, outcomes: Outcome[], actor: string):
       await exec(db, c, h.sql, h.params);
     }
     return {applied: [...groups.values()].flat().map((o) => o.id), stale};
+  });
+}
+
+/** See InspectStore.tasksCancelMany. affectedRows must equal the rows read, else it rolls back. */
+export async function cancelMany(db: Db, cell: string, p: TasksCancelManyParams): Promise<Array<{id: string; from: TaskState}>> {
+  const states = p.states.filter((s) => guardOf('cancel').from.includes(s));
+  if (states.length === 0) return [];
+  return tx(db, async (c) => {
+    const rows = await select(
+      db,
+      c,
+      `SELECT id, state, attempt FROM tasks WHERE cell = ? AND type = ? AND state IN (${marks(states.length)}) ORDER BY id LIMIT ? FOR UPDATE`,
+      [cell, p.type, ...states, p.limit],
+    );
+    if (rows.length === 0) return [];
+    const where = guardedWhere(
+      'cancel',
+      rows.map((r) => ({id: r.id as string, fence: 0})),
+    );
+    const res = await exec(
+      db,
+      c,
+      `UPDATE tasks SET state = '${TRANSITIONS.cancel.to}', finished_at = NOW(3), updated_at = NOW(3), lease_until = NULL WHERE ${where.sql} AND cell = ?`,
+      [...where.params, cell],
+    );
+    if (res.affectedRows !== rows.length)
+      throw new AxError('internal', `cancel changed ${res.affectedRows} rows, expected ${rows.length}: rolled back`);
+    const note = clipError(p.reason);
+    const h = historyInsert(
+      rows.map((r): HistoryRow => [r.id as string, r.state as TaskState, TRANSITIONS.cancel.to, Number(r.attempt), p.actor, note, null]),
+    );
+    await exec(db, c, h.sql, h.params);
+    const ids = rows.map((r) => r.id as string);
+    await insertAudit(db, c, cell, p.audit, ids);
+    return rows.map((r) => ({id: r.id as string, from: r.state as TaskState}));
   });
 }
 
