@@ -5,6 +5,7 @@ import type {DeadErrorGroup, DeadFilter, DeadListParams, DeadReplayParams, DeadR
 import {insertAudit} from './audit.js';
 import {type Db, exec, marks, select, tx} from './db.js';
 import {guardedWhere} from './guards.js';
+import {Where} from './where.js';
 import {caseById, clipError, historyInsert, type HistoryRow, toErrorGroup} from './rows.js';
 
 /** `%`, `_` and `\` in a LIKE operand match themselves (ESCAPE '\\'). */
@@ -16,26 +17,14 @@ export function likeLiteral(s: string): string {
 export const LAST_ERROR_CONTAINS = "last_error LIKE CONCAT('%', ?, '%') ESCAPE '\\\\'";
 
 /** The WHERE of a dead-task filter (bound parameters only). */
-function deadWhere(cell: string, f: DeadFilter): {sql: string; params: unknown[]} {
-  const where = ['cell = ?', "state = 'dead'"];
-  const params: unknown[] = [cell];
-  if (f.type !== undefined) {
-    where.push('type = ?');
-    params.push(f.type);
-  }
-  if (f.since !== undefined) {
-    where.push('finished_at >= ?');
-    params.push(f.since);
-  }
-  if (f.until !== undefined) {
-    where.push('finished_at < ?');
-    params.push(f.until);
-  }
-  if (f.errorContains !== undefined) {
-    where.push(LAST_ERROR_CONTAINS);
-    params.push(likeLiteral(f.errorContains));
-  }
-  return {sql: where.join(' AND '), params};
+function deadWhere(cell: string, f: DeadFilter): Where {
+  return new Where()
+    .and('cell = ?', cell)
+    .and("state = 'dead'")
+    .if(f.type !== undefined, 'type = ?', f.type)
+    .if(f.since !== undefined, 'finished_at >= ?', f.since)
+    .if(f.until !== undefined, 'finished_at < ?', f.until)
+    .if(f.errorContains !== undefined, LAST_ERROR_CONTAINS, likeLiteral(f.errorContains ?? ''));
 }
 
 /**

@@ -2,6 +2,7 @@
 import type {DeadErrorGroup, FailureFilter} from '../types.js';
 import {type Db, select} from './db.js';
 import {toErrorGroup} from './rows.js';
+import {Where} from './where.js';
 
 /**
  * The failure-groups statement and its parameters. A range of idx_history_failures (to_state, at)
@@ -10,24 +11,19 @@ import {toErrorGroup} from './rows.js';
  * keeps the attempts' ends (a replay or cancel row is no failure).
  */
 export function failureGroupsSql(cell: string, f: FailureFilter): {sql: string; params: unknown[]} {
-  const where = [f.deadOnly ? "h.to_state = 'dead'" : "h.to_state IN ('failed', 'dead')", 'h.at >= ?'];
-  const params: unknown[] = [f.since];
-  if (f.until !== undefined) {
-    where.push('h.at < ?');
-    params.push(f.until);
-  }
-  where.push("h.from_state = 'running'", 't.cell = ?');
-  params.push(cell);
-  if (f.type !== undefined) {
-    where.push('t.type = ?');
-    params.push(f.type);
-  }
+  const where = new Where()
+    .and(f.deadOnly ? "h.to_state = 'dead'" : "h.to_state IN ('failed', 'dead')")
+    .and('h.at >= ?', f.since)
+    .if(f.until !== undefined, 'h.at < ?', f.until)
+    .and("h.from_state = 'running'")
+    .and('t.cell = ?', cell)
+    .if(f.type !== undefined, 't.type = ?', f.type);
   return {
     sql: `SELECT t.type, LEFT(h.error, 1000) AS error, COUNT(*) AS n, MIN(h.at) AS first_seen, MAX(h.at) AS last_seen,
             MIN(h.task_id) AS sample_id
      FROM task_history h JOIN tasks t ON t.id = h.task_id
-     WHERE ${where.join(' AND ')} GROUP BY t.type, LEFT(h.error, 1000)`,
-    params,
+     WHERE ${where.sql} GROUP BY t.type, LEFT(h.error, 1000)`,
+    params: where.params,
   };
 }
 

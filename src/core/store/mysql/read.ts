@@ -1,4 +1,5 @@
 import type {HistoryEntry, TaskRecord} from '../../task/model.js';
+import {Where} from './where.js';
 import type {
   ExpiredLease,
   HeldForDispatch,
@@ -52,38 +53,20 @@ export async function history(db: Db, id: string): Promise<HistoryEntry[]> {
  * are bound parameters.
  */
 export async function listTasks(db: Db, cell: string, f: ListFilter): Promise<TaskRecord[]> {
-  const where = ['cell = ?'];
-  const params: unknown[] = [cell];
-  if (f.state) {
-    where.push('state = ?');
-    params.push(f.state);
-  }
-  if (f.type) {
-    where.push('type = ?');
-    params.push(f.type);
-  }
-  if (f.since) {
-    where.push('created_at >= ?');
-    params.push(f.since);
-  }
-  if (f.dedupKey !== undefined) {
-    where.push('dedup_key = ?');
-    params.push(f.dedupKey);
-  }
-  if (f.errorContains !== undefined) {
-    where.push(LAST_ERROR_CONTAINS);
-    params.push(likeLiteral(f.errorContains));
-  }
-  if (f.payload !== undefined) {
+  const where = new Where()
+    .and('cell = ?', cell)
+    .if(Boolean(f.state), 'state = ?', f.state)
+    .if(Boolean(f.type), 'type = ?', f.type)
+    .if(Boolean(f.since), 'created_at >= ?', f.since)
+    .if(f.dedupKey !== undefined, 'dedup_key = ?', f.dedupKey)
+    .if(f.errorContains !== undefined, LAST_ERROR_CONTAINS, likeLiteral(f.errorContains ?? ''))
     // Parsed per row: callers bound the scan with `since` (parseListFilter requires it).
-    where.push('JSON_VALUE(payload, ?) = ?');
-    params.push(f.payload.path, f.payload.value);
-  }
-  params.push(f.limit);
+    .if(f.payload !== undefined, 'JSON_VALUE(payload, ?) = ?', f.payload?.path, f.payload?.value);
+  const params = [...where.params, f.limit];
   const rows = await select(
     db,
     db.pool,
-    `SELECT ${TASK_COLUMNS} FROM tasks WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT ?`,
+    `SELECT ${TASK_COLUMNS} FROM tasks WHERE ${where.sql} ORDER BY created_at DESC, id DESC LIMIT ?`,
     params,
   );
   return rows.map(toTaskRecord);
