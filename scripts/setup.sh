@@ -9,6 +9,7 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
   npm ci --no-audit --no-fund >&2
 fi
 bash scripts/services.sh
+bash scripts/tools.sh
 echo "[setup] building" >&2
 rm -rf dist  # a clean build: files of moved or deleted sources must not linger (or be packed)
 npx tsc -p tsconfig.build.json
