@@ -664,6 +664,23 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
       expect(stats.find((r) => r.type === 'report_daily' && r.state === 'submitted')?.count).toBe(2);
     });
 
+    it('reports the backlog per type: due, delayed, running, dead and the oldest due run_at', async () => {
+      const type = 'backlog_probe';
+      const past = Date.now() - 4000;
+      const [old, due, run, dead] = [past, past + 2000, past, past].map((at) => task({type, payload: {}, runAt: new Date(at)}));
+      const later = task({type, payload: {}, delay: '1h'});
+      await s.tasksInsert({tasks: [old!, due!, run!, dead!, later], actor: 'test'});
+      await s.tasksClaim({ids: [run!.id], worker: 'w1', leaseMs: 30_000});
+      const [c] = (await s.tasksClaim({ids: [dead!.id], worker: 'w1', leaseMs: 30_000})).claimed;
+      await s.outcomesApply({outcomes: [{kind: 'deadLetter', id: dead!.id, fence: c!.fence, error: 'x'}], actor: 'w1'});
+      const report = await s.backlog();
+      expect(report.at).toBeInstanceOf(Date);
+      const row = report.rows.find((r) => r.type === type);
+      expect(row).toMatchObject({due: 2, delayed: 1, running: 1, dead: 1});
+      expect(Math.abs(row!.oldestDueAt!.getTime() - past)).toBeLessThan(1000);
+      expect(report.rows.map((r) => r.type)).toEqual([...report.rows.map((r) => r.type)].sort((a, b) => a.localeCompare(b)));
+    });
+
     it('registers workers and their heartbeats', async () => {
       await s.workersUpsert({info: {id: 'host:1', host: 'host', pid: 1, pools: {io: 8}}, inFlight: 3});
       let w = (await s.workersList()).find((x) => x.id === 'host:1');

@@ -133,6 +133,25 @@ export interface StatsRow {
   count: number;
 }
 
+/** The live work of one task type, read at `at` (the database clock). */
+export interface BacklogRow {
+  type: string;
+  /** submitted or failed with run_at <= now: waiting for a worker. */
+  due: number;
+  /** submitted or failed with run_at > now: delayed tasks and backed-off retries. */
+  delayed: number;
+  running: number;
+  dead: number;
+  /** run_at of the oldest due task (null when none is due): its age is how late the type runs. */
+  oldestDueAt: Date | null;
+}
+export interface BacklogReport {
+  /** The database clock when the counts were read. */
+  at: Date;
+  /** One row per type with any due, delayed, running or dead task, sorted by type. */
+  rows: BacklogRow[];
+}
+
 export interface WorkerInfo {
   id: string;
   host: string;
@@ -320,6 +339,12 @@ export interface InspectStore extends DbClockStore {
   tasksList(p: ListFilter): Promise<TaskRecord[]>;
   /** Counts per type × state. */
   tasksStats(): Promise<StatsRow[]>;
+  /**
+   * The backlog per type: due, delayed, running, dead and the oldest due run_at. Reads only the
+   * small states through an index range (never a scan of the finished tasks): the query behind the
+   * metrics gauges, `ax top` and `ax tasks stats`.
+   */
+  backlog(): Promise<BacklogReport>;
   /** Cancels a submitted or failed task. Returns the state it was in (null: unknown id). */
   tasksCancel(p: TasksCancelParams): Promise<{from: TaskState | null; cancelled: boolean}>;
   /**

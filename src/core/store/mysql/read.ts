@@ -1,6 +1,8 @@
 import type {HistoryEntry, TaskRecord} from '../../task/model.js';
 import {Where} from './where.js';
 import type {
+  BacklogReport,
+  BacklogRow,
   ExpiredLease,
   HeldForDispatch,
   LeasesFindExpiredParams,
@@ -30,6 +32,15 @@ export const HOT_SQL = {
       ORDER BY run_at LIMIT ?`,
   /** Params: cell. Index: idx_tasks_type_state, covering. */
   stats: 'SELECT type, state, COUNT(*) AS n FROM tasks WHERE cell = ? GROUP BY type, state ORDER BY type, state',
+  /** Params: cell. Index: idx_tasks_due (cell, state, run_at): a range over the small states. */
+  backlog: `SELECT type,
+        SUM(state <> 'running' AND run_at <= NOW(3)) AS due,
+        SUM(state <> 'running' AND run_at > NOW(3)) AS \`delayed\`,
+        SUM(state = 'running') AS running,
+        MIN(IF(state <> 'running' AND run_at <= NOW(3), run_at, NULL)) AS oldest_due
+      FROM tasks WHERE cell = ? AND state IN ('submitted', 'failed', 'running') GROUP BY type`,
+  /** Params: cell. Index: idx_tasks_due (cell, state, …): a range over the dead tasks. */
+  deadByType: "SELECT type, COUNT(*) AS n FROM tasks WHERE cell = ? AND state = 'dead' GROUP BY type",
   /** Params: task id. Index: idx_history_task. */
   history: 'SELECT task_id, from_state, to_state, attempt, worker, at, error, stack FROM task_history WHERE task_id = ? ORDER BY seq',
 };
@@ -76,6 +87,31 @@ export async function listTasks(db: Db, cell: string, f: ListFilter): Promise<Ta
 export async function stats(db: Db, cell: string): Promise<StatsRow[]> {
   const rows = await select(db, db.pool, HOT_SQL.stats, [cell]);
   return rows.map((r) => ({type: r.type as string, state: r.state as TaskState, count: Number(r.n)}));
+}
+
+/** The backlog per type: two index ranges (the live states, the dead ones), merged by type. */
+export async function backlog(db: Db, cell: string): Promise<BacklogReport> {
+  const [live, dead, clock] = await Promise.all([
+    select(db, db.pool, HOT_SQL.backlog, [cell]),
+    select(db, db.pool, HOT_SQL.deadByType, [cell]),
+    dbNow(db),
+  ]);
+  const rows = new Map<string, BacklogRow>();
+  const row = (type: string): BacklogRow => {
+    let r = rows.get(type);
+    if (!r) rows.set(type, (r = {type, due: 0, delayed: 0, running: 0, dead: 0, oldestDueAt: null}));
+    return r;
+  };
+  for (const l of live) {
+    Object.assign(row(l.type as string), {
+      due: Number(l.due),
+      delayed: Number(l.delayed),
+      running: Number(l.running),
+      oldestDueAt: (l.oldest_due as Date | null) ?? null,
+    });
+  }
+  for (const d of dead) row(d.type as string).dead = Number(d.n);
+  return {at: clock, rows: [...rows.values()].sort((a, b) => a.type.localeCompare(b.type))};
 }
 
 /** Running rows whose lease is before NOW(3), oldest lease first (idx_tasks_lease). */

@@ -134,6 +134,9 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
   tasksStats() {
     return r.stats(this.db, this.cell);
   }
+  backlog() {
+    return r.backlog(this.db, this.cell);
+  }
   workersUpsert(p: WorkersUpsertParams) {
     return r.upsertWorker(this.db, this.cell, p);
   }
