@@ -161,8 +161,10 @@ export async function openDb(opts: DbOptions): Promise<Db> {
       waitForConnections: true,
       queueLimit: 0,
     });
+    // Queued first on every new connection, so every later statement on it runs in UTC; bounded
+    // like every other statement so a server that stops answering cannot hang a fresh connection.
     pool.pool.on('connection', (c) => {
-      c.query("SET time_zone = '+00:00'");
+      c.query({sql: "SET time_zone = '+00:00'", timeout: opts.queryTimeoutMs});
     });
     // Fail fast on a bad URL/database rather than at the first real query. A probe that fails on
     // an open connection (a server that stopped answering) destroys that connection: ending it
