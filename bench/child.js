@@ -1,11 +1,11 @@
-// A consumer process for the benchmark: `node bench/child.js <ax-worker|hand-built> <json options>`.
+// A consumer process for the benchmark: `node bench/child.js <ax-worker|hand-built|bullmq-worker> <json options>`.
 // It starts the consumer (see lib/consumers.js), sends {ev: 'ready', pid} and then answers RPCs
 // from the parent over IPC: {id, cmd, args} → {id, ok, result | error}. Exits after `stop`.
-import {startAxWorker, startHandBuilt} from './lib/consumers.js';
+import {CONSUMERS} from './lib/consumers.js';
 
 const [mode, json] = process.argv.slice(2);
 const opts = JSON.parse(json ?? '{}');
-const handle = mode === 'ax-worker' ? await startAxWorker(opts) : mode === 'hand-built' ? await startHandBuilt(opts) : null;
+const handle = Object.hasOwn(CONSUMERS, mode) ? await CONSUMERS[mode](opts) : null;
 if (!handle) {
   console.error(`unknown mode ${mode}`);
   process.exit(2);

@@ -1,12 +1,19 @@
 // Handlers for the benchmark suite (`npm run bench`): a no-op, so the suite measures ax itself
-// (submit → store → broker → claim → outcome), not handler work. Loaded by ax workers the suite
-// starts in a child process or in-process; it imports the built package like a user would.
+// (submit → store → broker → claim → outcome), not handler work; and bench_sleep (P4), which awaits
+// `payload.ms` (default 200) the way an IO handler awaits a remote call. Loaded by ax workers the
+// suite starts in a child process or in-process; it imports the built package like a user would.
 import {defineHandlers} from '../dist/index.js';
 
 export default defineHandlers({
   bench_noop: {
     execute() {
       // Returning nothing is success.
+    },
+  },
+  bench_sleep: {
+    execute(ctx) {
+      const ms = typeof ctx.payload.ms === 'number' ? ctx.payload.ms : 200;
+      return new Promise((resolve) => setTimeout(resolve, ms));
     },
   },
 });

@@ -8,7 +8,9 @@
 //   - P2: submit only through ax's SDK producer, tasks/s and submit() call latency;
 //   - P1: 100k no-op tasks end to end, ax producer + an ax worker (child process by default),
 //     with a correctness line (lost, duplicates) after quiescence;
-//   - CPU time per process (this node, the worker child, mariadbd, beam.smp) per task;
+//   - the peers (bench/peers.js): BullMQ add + process at concurrency 50 and 500 (paired with P1),
+//     and P4, 200 ms handlers at concurrency 1000, ax against BullMQ;
+//   - CPU time per process (this node, the worker child, mariadbd, beam.smp, redis-server) per task;
 // a warm-up, then several runs per workload (median [min–max]); ratios are paired per run.
 // Writes bench/results/<date>.json and .md and prints the Markdown report. See docs/benchmarks.md.
 import {fork} from 'node:child_process';
@@ -55,6 +57,7 @@ const {values: argv} = parseArgs({
     'phase-timeout': {type: 'string'},
     'p6-far-future': {type: 'string'},
     'p6-in-horizon': {type: 'string'},
+    'p4-n': {type: 'string'},
     'json-out': {type: 'string'},
     compare: {type: 'string'},
     help: {type: 'boolean', short: 'h', default: false},
@@ -70,8 +73,9 @@ if (argv.help) {
   --worker child|inproc  where the ax worker and the hand-built consumer run (default child)
   --queue-types LIST   queue types of the end-to-end pairs (hand-built + P1), first = headline
                        (default quorum,classic; quick quorum)
-  --only LIST          run only these workloads: a,a2,p2,b,c,p1,p5a,p5b,p6,p3,wheel (development;
+  --only LIST          run only these workloads: a,a2,p2,b,c,p1,bullmq,p4,p5a,p5b,p6,p3,wheel (development;
                        the report is partial; naming p5a/p5b/p6, p3 or wheel turns that part on)
+  --p4-n N             P4 tasks (and BullMQ's 200 ms jobs) per run (default 20000; quick 5000)
   --scheduler          run P5/P6 from bench/scheduler.js (default: on in full mode, off with --quick)
   --outbox             run P3 from bench/outbox.js (default: on in full mode, off with --quick)
   --wheel              run the timing-wheel micro-benchmark from bench/wheel.js (same default)
@@ -87,6 +91,7 @@ if (argv.help) {
   --profile            write V8 CPU profiles of the worker children to bench/results/profiles
   --no-write           do not write bench/results/<date>.{json,md}
 env: AX_BENCH_MYSQL_ROOT (default ${MYSQL_ROOT}), AX_BENCH_AMQP_URL (default ${AMQP_URL}),
+     AX_BENCH_REDIS_URL (default redis://127.0.0.1:6379; BullMQ; started by scripts/redis.sh when down),
      AX_BENCH_COMMIT (the commit to report when running on an exported tree)`);
   process.exit(0);
 }
@@ -110,6 +115,7 @@ const opts = {
   only: argv.only ? new Set(argv.only.split(',').map((x) => x.trim())) : null,
   p6FarFuture: argv['p6-far-future'] === undefined ? undefined : int(argv['p6-far-future']),
   p6InHorizon: argv['p6-in-horizon'] === undefined ? undefined : int(argv['p6-in-horizon']),
+  p4N: int(argv['p4-n'], quick ? 5000 : 20_000),
 };
 const wanted = (w) => !opts.only || opts.only.has(w);
 const SCHEDULER_PARTS = ['p5a', 'p5b', 'p6'];
@@ -331,7 +337,8 @@ try {
   // ---------------------------------------------------------------------------------------------
   // Measurement helpers
 
-  function procsFor(consumer) {
+  /** The processes a workload is charged for; `servers` lists the server processes (labels of lib/cpu.js). */
+  function procsFor(consumer, servers = ['mariadbd', 'beam.smp']) {
     if (
       !Object.values(serverPids)
         .flat()
@@ -340,15 +347,14 @@ try {
       serverPids = findServerPids();
     const procs = {'node (bench)': process.pid};
     if (consumer && !consumer.inproc) procs['node (worker)'] = consumer.pid;
-    procs.mariadbd = serverPids.mariadbd ?? [];
-    procs['beam.smp'] = serverPids['beam.smp'] ?? [];
+    for (const s of servers) procs[s] = serverPids[s] ?? [];
     return procs;
   }
 
   /** Waits until mariadbd and beam.smp are nearly idle (background flushing/purge of the last run). */
   async function settle(maxMs = quick ? 1500 : 5000) {
     const t0 = performance.now();
-    const procs = procsFor(null);
+    const procs = procsFor(null, ['mariadbd', 'beam.smp', 'redis-server']);
     delete procs['node (bench)'];
     for (;;) {
       const a = snapshot(procs);
@@ -395,17 +401,17 @@ try {
     return rows.map((r) => Number(r.tid)).filter((t) => t > 0);
   }
 
-  /** Starts measuring CPU of this process, the consumer (if a child), mariadbd and beam.smp. */
-  async function startMeter(consumer) {
-    const procs = procsFor(consumer);
-    const maria = procs.mariadbd[0];
-    const before = await ourMariaThreads();
+  /** Starts measuring CPU of this process, the consumer (if a child) and the servers (mariadbd and beam.smp). */
+  async function startMeter(consumer, {servers} = {}) {
+    const procs = procsFor(consumer, servers);
+    const maria = procs.mariadbd?.[0];
+    const before = maria ? await ourMariaThreads() : [];
     const a = snapshot(procs, maria);
     return {
       async stop() {
         const b = snapshot(procs, maria);
-        const after = await ourMariaThreads();
-        return cpuDelta(a, b, new Set([...before, ...after]));
+        const after = maria ? await ourMariaThreads() : [];
+        return cpuDelta(a, b, maria ? new Set([...before, ...after]) : undefined);
       },
     };
   }
@@ -599,6 +605,23 @@ try {
   }
 
   // ---------------------------------------------------------------------------------------------
+  // Workloads of other modules, run in every round (each {key, label, unit, run(n, round), line(r)}).
+  // The peers (BullMQ, P4) run after the end-to-end pairs in odd rounds and before them in even
+  // rounds, so the paired ratios to P1 see drifts from both sides.
+  const ctx = {
+    opts,
+    tag,
+    log,
+    rate,
+    root: ROOT,
+    handlers: HANDLERS,
+    cleanups,
+    ...{settle, startMeter, perItem, truncate, purge, waitDone, correctness, startAxProducer, startConsumer},
+  };
+  const peers = wanted('bullmq') || wanted('p4') ? await import('./peers.js') : null;
+  const peerWorkloads = peers ? await peers.createPeers(ctx, wanted) : [];
+
+  // ---------------------------------------------------------------------------------------------
   // The rounds: a warm-up, then `runs` rounds. Within a round each ax workload runs right after the
   // calibration it is compared with, so the paired ratio sees the same machine state.
 
@@ -639,6 +662,14 @@ try {
       record(`b.${qt}`, b, round);
     }
 
+    const runPeers = async () => {
+      for (const w of peers ? peers.roundOrder(peerWorkloads, round) : []) {
+        const r = await runPhase(w.key, () => w.run(n, round));
+        show(w.label, r, w.unit, `${w.line(r)}${r.ok ? '' : ` (${r.error})`}`);
+        record(w.key, r, round);
+      }
+    };
+    if (round % 2 === 0) await runPeers();
     for (const qt of opts.queueTypes) {
       if (wanted('c')) {
         const c = await runPhase(`c.${qt}`, () => wHandBuilt(qt, n));
@@ -655,6 +686,7 @@ try {
       );
       record(`p1.${qt}`, p1, round);
     }
+    if (round % 2 === 1) await runPeers();
   }
   // P5/P6 (delayed tasks, scheduler memory) live in bench/scheduler.js, owned with the scheduler.
   let scheduler;
@@ -738,6 +770,8 @@ try {
     // CPU-bound machine, and much less sensitive to other people's load than the throughput ratio.
     report.summary[`cpuRatio.c.${qt}/p1.${qt}`] = summary(paired(`c.${qt}`, `p1.${qt}`, (r) => r.cpuPerItem.total));
   }
+
+  if (peers) Object.assign(report.summary, peers.summarizePeers(results, paired, opts.queueTypes[0]));
 
   const md = renderMarkdown(report, opts);
   process.stdout.write(`${md}\n`);

@@ -232,3 +232,11 @@ export async function startHandBuilt({mysqlUrl, amqpUrl, table, queue, prefetch 
 }
 
 export const HANDLE_METHODS = ['arm', 'done', 'count', 'resetCounters', 'stats', 'stop'];
+
+/** The consumers a child process (child.js) or the bench itself (--worker inproc) can start, by mode. */
+export const CONSUMERS = {
+  'ax-worker': startAxWorker,
+  'hand-built': startHandBuilt,
+  // Imported only when used: the BullMQ peer's drivers stay out of the other consumers.
+  'bullmq-worker': async (o) => (await import('./bullmq.js')).startBullWorker(o),
+};

@@ -8,6 +8,8 @@ const GOALS = {
   p2Ratio: 0.6,
   submitP99Us: 20,
   cpuPerTask: 0.2,
+  p1VsBullmq: 1.0,
+  p4: 4_500,
 };
 
 const verdict = (ok) => (ok === undefined ? '' : ok ? 'met' : '**not met**');
@@ -37,7 +39,7 @@ function envSection(m, opts) {
 
 function cpuRow(label, runs, unit) {
   if (!runs?.length) return null;
-  const keys = ['node (bench)', 'node (worker)', 'mariadbd', 'mariadbd (our connections)', 'beam.smp', 'total', 'other'];
+  const keys = ['node (bench)', 'node (worker)', 'mariadbd', 'mariadbd (our connections)', 'beam.smp', 'redis-server', 'total', 'other'];
   const cells = keys.map((k) => {
     const v = runs.map((r) => r.cpuPerItem[k]).filter((x) => x !== undefined);
     return v.length ? fmt(median(v), 3) : '–';
@@ -58,6 +60,43 @@ function callsTable(runs, pick, rows) {
     const extra = per[0].claimed !== undefined ? ` (${fmt(median(per.map((c) => c.claimed / c.calls)), 1)} claimed)` : '';
     out.push(`| ${label} | ${fmt(calls, 0)} | ${fmt(items, 1)}${extra} | ${fmt(ms, 2)} |`);
   }
+  return out;
+}
+
+/** Result rows of the peers (bench/peers.js): BullMQ against P1, and P4 against BullMQ's 200 ms jobs. */
+function peerRows(s, opts, head) {
+  const out = [];
+  const n = opts.n.toLocaleString('en-US');
+  for (const c of [50, 500]) {
+    const k = `bullmq.c${c}`;
+    if (!s[k]) continue;
+    out.push(
+      `| BullMQ | BullMQ 6 add + process together (Redis without persistence: not durable): ${n} no-op jobs, addBulk of 500, Worker concurrency ${c} in a child process | ${fmtSummary(s[k])} jobs/s; ${fmtSummary(s[`${k}.cpuTotal`], 3)} core-ms/job | peer | |`,
+      `| P1 | … P1 (${head}) ÷ BullMQ concurrency ${c} | ${times(s[`ratio.p1.${head}/${k}`])} | – | |`,
+    );
+  }
+  if (s['bullmq.best']) {
+    const r = s[`ratio.p1.${head}/bullmq.best`];
+    out.push(
+      `| P1 | … P1 (${head}) ÷ BullMQ's better concurrency of each round | ${times(r)} | ≥ 1.0× | ${against(r.median, (x) => x >= GOALS.p1VsBullmq)} |`,
+    );
+  }
+  const p4n = opts.p4N.toLocaleString('en-US');
+  if (s.p4) {
+    out.push(
+      `| **P4** | ax, ${p4n} handlers that await 200 ms, IO pool of 1000 (worker child), first submit → last succeeded | ${fmtSummary(s.p4)} tasks/s (${times(s['p4.ofIdeal'])} the ideal 5,000); ${fmtSummary(s['p4.cpuTotal'], 3)} core-ms/task | ≥ 4,500 (0.9× ideal) | ${against(s.p4.median, (x) => x >= GOALS.p4)} |`,
+    );
+  }
+  if (s['bullmq.p4']) {
+    out.push(
+      `| BullMQ | BullMQ, ${p4n} jobs that await 200 ms, Worker concurrency 1000 (not durable) | ${fmtSummary(s['bullmq.p4'])} jobs/s (${times(s['bullmq.p4.ofIdeal'])} the ideal); ${fmtSummary(s['bullmq.p4.cpuTotal'], 3)} core-ms/job | peer | |`,
+    );
+  }
+  if (s['ratio.p4/bullmq.p4']) {
+    const r = s['ratio.p4/bullmq.p4'];
+    out.push(`| P4 | … P4 ÷ BullMQ 200 ms jobs (paired per round) | ${times(r)} | ≥ 1.0× | ${against(r.median, (x) => x >= 1)} |`);
+  }
+  if (out.length === 0) out.push('', 'BullMQ and P4 were not selected in this run (`--only … bullmq,p4`).');
   return out;
 }
 
@@ -115,17 +154,17 @@ export function renderMarkdown(report, opts) {
       `| P7 | … CPU per task, ax + MariaDB + RabbitMQ (${qt}) | ${fmtSummary(s[`p1.${qt}.cpuTotal`], 3)} core-ms | ≤ 0.2 | ${against(s[`p1.${qt}.cpuTotal`].median, (x) => x <= GOALS.cpuPerTask)} |`,
     );
   }
-  lines.push('', 'BullMQ (the other P1 peer in performance.md) is not measured: it is not a dependency of this repository.', '');
+  lines.push(...peerRows(s, opts, head), '');
 
   lines.push(
     '## CPU per item (core-ms, medians; from /proc/<pid>/stat)',
     '',
-    '"total" is node + worker + mariadbd + beam.smp; "other" is the machine\'s busy time not used by them (other engineers\' work on this shared machine: noise). "… of which our connections" is the CPU of the mariadbd threads serving connections to the benchmark\'s database (information_schema.PROCESSLIST.TID); the rest of mariadbd is background work (redo/page flushing, purge) and other tenants of the shared server — RabbitMQ cannot be split that way. The last two columns are cores kept busy on average (of ' +
+    '"total" is node + worker + mariadbd + beam.smp (+ redis-server for BullMQ, which uses neither MariaDB nor RabbitMQ); "other" is the machine\'s busy time not used by them (other engineers\' work on this shared machine: noise). "… of which our connections" is the CPU of the mariadbd threads serving connections to the benchmark\'s database (information_schema.PROCESSLIST.TID); the rest of mariadbd is background work (redo/page flushing, purge) and other tenants of the shared server — RabbitMQ cannot be split that way. The last two columns are cores kept busy on average (of ' +
       m.cores +
       ').',
     '',
-    '| workload | per | node (bench) | node (worker) | mariadbd | … of which our connections | beam.smp | total | other | cores busy (ours) | cores busy (other) |',
-    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    '| workload | per | node (bench) | node (worker) | mariadbd | … of which our connections | beam.smp | redis-server | total | other | cores busy (ours) | cores busy (other) |',
+    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
   );
   const cpuRows = [
     cpuRow('(a) raw INSERT', R['a.insert'], 'row'),
@@ -136,6 +175,12 @@ export function renderMarkdown(report, opts) {
   ];
   for (const qt of opts.queueTypes)
     cpuRows.push(cpuRow(`(c) hand-built ${qt}`, R[`c.${qt}`], 'task'), cpuRow(`P1 ax ${qt}`, R[`p1.${qt}`], 'task'));
+  cpuRows.push(
+    cpuRow('BullMQ concurrency 50', R['bullmq.c50'], 'job'),
+    cpuRow('BullMQ concurrency 500', R['bullmq.c500'], 'job'),
+    cpuRow('P4 ax, 200 ms, IO pool 1000', R.p4, 'task'),
+    cpuRow('BullMQ 200 ms, concurrency 1000', R['bullmq.p4'], 'job'),
+  );
   lines.push(...cpuRows.filter(Boolean), '');
 
   lines.push(
