@@ -23,8 +23,8 @@ import amqp from 'amqplib';
 import mysql from 'mysql2/promise';
 import {cpuDelta, findServerPids, snapshot, procTicks, CLK_TCK} from './lib/cpu.js';
 import {collectManifest} from './lib/manifest.js';
-import {amqpCalibration, handBuiltProduce, rawInsert, taskTableDdl} from './lib/raw.js';
-import {axConfig, HANDLE_METHODS, instrumentAx, startAxWorker, startHandBuilt} from './lib/consumers.js';
+import {amqpCalibration, handBuiltProduce, parseHandBuilt, rawInsert, taskTableDdl} from './lib/raw.js';
+import {axConfig, CONSUMERS, HANDLE_METHODS, instrumentAx} from './lib/consumers.js';
 import {renderMarkdown} from './lib/report.js';
 import {percentiles, sleep, summary} from './lib/stats.js';
 import {PhaseTimeoutError, formatMs, phase, phaseTimeouts, runLeftovers, stopChild, trackChild, within} from './lib/guard.js';
@@ -58,6 +58,7 @@ const {values: argv} = parseArgs({
     'p6-far-future': {type: 'string'},
     'p6-in-horizon': {type: 'string'},
     'p4-n': {type: 'string'},
+    'hand-built': {type: 'string'},
     'json-out': {type: 'string'},
     compare: {type: 'string'},
     help: {type: 'boolean', short: 'h', default: false},
@@ -75,6 +76,9 @@ if (argv.help) {
                        (default quorum,classic; quick quorum)
   --only LIST          run only these workloads: a,a2,p2,b,c,p1,bullmq,p4,p5a,p5b,p6,p3,wheel (development;
                        the report is partial; naming p5a/p5b/p6, p3 or wheel turns that part on)
+  --hand-built K=V,…   settings of the hand-built pipeline (c) and (a′), for measuring variants:
+                       batch, lanes, idsPerMessage, prefetch, claimWaitMs, completeWaitMs, inFlight,
+                       connections, ackMultiple (defaults: bench/lib/raw.js HAND_BUILT)
   --p4-n N             P4 tasks (and BullMQ's 200 ms jobs) per run (default 20000; quick 5000)
   --scheduler          run P5/P6 from bench/scheduler.js (default: on in full mode, off with --quick)
   --outbox             run P3 from bench/outbox.js (default: on in full mode, off with --quick)
@@ -117,6 +121,13 @@ const opts = {
   p6InHorizon: argv['p6-in-horizon'] === undefined ? undefined : int(argv['p6-in-horizon']),
   p4N: int(argv['p4-n'], quick ? 5000 : 20_000),
 };
+try {
+  opts.handBuilt = parseHandBuilt(argv['hand-built']);
+} catch (e) {
+  console.error(`--hand-built: ${e.message}`);
+  process.exit(2);
+}
+const hbProduce = {batch: opts.handBuilt.batch, lanes: opts.handBuilt.lanes, idsPerMessage: opts.handBuilt.idsPerMessage};
 const wanted = (w) => !opts.only || opts.only.has(w);
 const SCHEDULER_PARTS = ['p5a', 'p5b', 'p6'];
 if (opts.only) {
@@ -259,7 +270,7 @@ try {
   /** Starts a consumer (ax worker or hand-built) in a child process or in-process; see lib/consumers.js. */
   async function startConsumer(mode, o, label) {
     if (opts.worker === 'inproc') {
-      const h = mode === 'ax-worker' ? await startAxWorker(o) : await startHandBuilt(o);
+      const h = await CONSUMERS[mode](o);
       cleanups.push(() => h.stop());
       return {...h, inproc: true, label};
     }
@@ -329,7 +340,7 @@ try {
     );
     handBuilt[qt] = await startConsumer(
       'hand-built',
-      {mysqlUrl, amqpUrl: AMQP_URL, table: 'hb_tasks', queue: hbQueue(qt)},
+      {mysqlUrl, amqpUrl: AMQP_URL, table: 'hb_tasks', queue: hbQueue(qt), settings: opts.handBuilt},
       `hand-built consumer (${qt})`,
     );
   }
@@ -450,7 +461,7 @@ try {
     await settle();
     const meter = await startMeter(null);
     const t0 = performance.now();
-    await handBuiltProduce(sqlPool, pubCh, 'cal_tasks', calQueue('quorum'), n, {batch: 500, lanes: 2});
+    await handBuiltProduce(sqlPool, pubCh, 'cal_tasks', calQueue('quorum'), n, hbProduce);
     const ms = performance.now() - t0;
     const cpu = await meter.stop();
     await purge(calQueue('quorum'));
@@ -476,7 +487,7 @@ try {
     await settle();
     const meter = await startMeter(c);
     const t0 = performance.now();
-    const produced = await handBuiltProduce(sqlPool, pubCh, 'hb_tasks', hbQueue(qt), n, {batch: 500, lanes: 2});
+    const produced = await handBuiltProduce(sqlPool, pubCh, 'hb_tasks', hbQueue(qt), n, hbProduce);
     const tProduced = performance.now();
     const d = await waitDone(c, n);
     const t1 = performance.now();
@@ -736,7 +747,12 @@ try {
   // ---------------------------------------------------------------------------------------------
   // Report
 
-  const paired = (num, den, f = (x) => x.value) => (results[num] ?? []).map((r, i) => f(r) / f((results[den] ?? [])[i] ?? {value: NaN}));
+  // Ratio of run i of `num` to run i of `den` (NaN where `den` has no run i, e.g. with --only).
+  const paired = (num, den, f = (x) => x.value) =>
+    (results[num] ?? []).map((r, i) => {
+      const d = (results[den] ?? [])[i];
+      return d ? f(r) / f(d) : NaN;
+    });
   const series = (key, f = (r) => r.value) => summary((results[key] ?? []).map(f));
   const report = {
     manifest,

@@ -8,7 +8,7 @@
 //   resetCounters(), stop()
 import amqp from 'amqplib';
 import mysql from 'mysql2/promise';
-import {retrying} from './raw.js';
+import {HAND_BUILT, bellIds, retrying} from './raw.js';
 
 function target() {
   let count = 0;
@@ -153,16 +153,48 @@ export class Batcher {
 }
 
 /**
- * The consumer half of calibration (c): consume with manual acks (prefetch like an ax worker's
- * IO pool), claim up to 500 deliveries with ONE `UPDATE … WHERE id IN (…) AND state='submitted'`
- * (autocommit), ack them, "run" the no-op, and complete up to 500 with ONE grouped UPDATE.
- * Batching windows (2 ms claim, 5 ms complete, two statements in flight) are ax's.
+ * Acks deliveries of one channel in delivery order: `settle(msgs)` marks them done and acks, with
+ * multiple=true, the longest run of settled deliveries at the front (one frame for many). A
+ * delivery is never acked before it is settled, whatever order the batches finish in.
  */
-export async function startHandBuilt({mysqlUrl, amqpUrl, table, queue, prefetch = 2064, batch = 500}) {
-  const pool = mysql.createPool({uri: mysqlUrl, connectionLimit: 4, timezone: 'Z'});
+export function orderedAcker(ch) {
+  const pending = []; // deliveries in arrival order
+  let head = 0;
+  const settled = new Set();
+  return {
+    received(m) {
+      pending.push(m);
+    },
+    settle(msgs) {
+      for (const m of msgs) settled.add(m.fields.deliveryTag);
+      let last;
+      while (head < pending.length && settled.has(pending[head].fields.deliveryTag)) {
+        settled.delete(pending[head].fields.deliveryTag);
+        last = pending[head++];
+      }
+      if (head > 4096) {
+        pending.splice(0, head);
+        head = 0;
+      }
+      if (last) ch.ack(last, true);
+    },
+  };
+}
+
+/**
+ * The consumer half of calibration (c): consume with manual acks, claim the tasks of up to
+ * `batch` ids' worth of deliveries with ONE `UPDATE … WHERE id IN (…) AND state='submitted'`
+ * (autocommit), ack them, "run" the no-op, and complete up to `batch` with ONE grouped UPDATE.
+ * Windows, statements in flight, prefetch and acking: `settings` (lib/raw.js HAND_BUILT).
+ */
+export async function startHandBuilt({mysqlUrl, amqpUrl, table, queue, settings = {}}) {
+  const o = {...HAND_BUILT, ...settings};
+  const batch = o.batch;
+  const pool = mysql.createPool({uri: mysqlUrl, connectionLimit: o.connections, timezone: 'Z'});
   const conn = await amqp.connect(amqpUrl);
   const ch = await conn.createChannel();
-  await ch.prefetch(prefetch);
+  await ch.prefetch(o.prefetch);
+  const acker = o.ackMultiple ? orderedAcker(ch) : null;
   const worker = `hand-built:${process.pid}`;
   const t = target();
   let counted = {};
@@ -174,8 +206,8 @@ export async function startHandBuilt({mysqlUrl, amqpUrl, table, queue, prefetch 
   };
   const complete = new Batcher({
     maxSize: batch,
-    maxWaitMs: 5,
-    concurrency: 2,
+    maxWaitMs: o.completeWaitMs,
+    concurrency: o.inFlight,
     run: async (ids) => {
       const t0 = performance.now();
       const [r] = await retrying(
@@ -191,11 +223,12 @@ export async function startHandBuilt({mysqlUrl, amqpUrl, table, queue, prefetch 
     },
   });
   const claim = new Batcher({
-    maxSize: batch,
-    maxWaitMs: 2,
-    concurrency: 2,
+    // Counted in messages: a batch of messages names up to `batch` ids.
+    maxSize: Math.max(1, Math.round(batch / Math.max(1, o.idsPerMessage))),
+    maxWaitMs: o.claimWaitMs,
+    concurrency: o.inFlight,
     run: async (msgs) => {
-      const ids = msgs.map((m) => JSON.parse(m.content.toString('utf8')).id);
+      const ids = msgs.flatMap((m) => bellIds(m.content));
       const t0 = performance.now();
       const [r] = await retrying(
         () =>
@@ -209,11 +242,20 @@ export async function startHandBuilt({mysqlUrl, amqpUrl, table, queue, prefetch 
       );
       note('claim', ids.length, performance.now() - t0);
       if (r.affectedRows !== ids.length) note('claimMissed', ids.length - r.affectedRows, 0);
-      for (const m of msgs) ch.ack(m);
+      if (acker) acker.settle(msgs);
+      else for (const m of msgs) ch.ack(m);
       for (const id of ids) complete.push(id); // the no-op "handler"
     },
   });
-  await ch.consume(queue, (m) => m && claim.push(m), {noAck: false});
+  await ch.consume(
+    queue,
+    (m) => {
+      if (!m) return;
+      acker?.received(m);
+      claim.push(m);
+    },
+    {noAck: false},
+  );
   return {
     pid: process.pid,
     arm: (n) => t.arm(n),

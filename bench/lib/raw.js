@@ -81,6 +81,56 @@ export async function retrying(fn, onRetry) {
 /** A doorbell body shaped like ax's. */
 export const bell = (id) => Buffer.from(`{"v":1,"id":"${id}","type":"${TASK_TYPE}"}`);
 
+/** A doorbell for several tasks (ax's AX_DOORBELL_BATCH form, simplified): {"ids": [...]}. */
+export const bells = (ids) => Buffer.from(`{"v":2,"type":"${TASK_TYPE}","ids":${JSON.stringify(ids)}}`);
+
+/** The task ids a doorbell body (either form) names. */
+export function bellIds(content) {
+  const b = JSON.parse(content.toString('utf8'));
+  return b.ids ?? [b.id];
+}
+
+/**
+ * Settings of the hand-built pipeline (c), the best of the variants measured (docs/benchmarks.md,
+ * "Tuning the hand-built pipeline"); `--hand-built k=v,…` overrides them for one run.
+ *   batch           rows per INSERT (producer) and tasks per claim / complete UPDATE (consumer)
+ *   lanes           producer batches in flight (INSERT then confirmed publish, each lane)
+ *   idsPerMessage   task ids per RabbitMQ message (1 = one message per task)
+ *   prefetch        consumer prefetch, in messages (2064 × 50 ids: the consumer never waits for
+ *                   the broker; ax's worker's 2064 tasks' worth, 42 messages, was slower)
+ *   claimWaitMs     longest wait to fill a claim batch; completeWaitMs the same for completions
+ *   inFlight        claim (and complete) statements in flight at once
+ *   connections     the consumer's MariaDB connections
+ *   ackMultiple     ack in delivery order with multiple=true (one frame per run of settled
+ *                   deliveries) instead of one ack per message
+ */
+export const HAND_BUILT = {
+  batch: 500,
+  lanes: 2,
+  idsPerMessage: 50,
+  prefetch: 2064,
+  claimWaitMs: 2,
+  completeWaitMs: 5,
+  inFlight: 2,
+  connections: 4,
+  ackMultiple: true,
+};
+
+/** Parses `k=v,k=v` into hand-built settings (numbers and booleans); throws on an unknown key. */
+export function parseHandBuilt(spec) {
+  const out = {...HAND_BUILT};
+  for (const part of (spec ?? '')
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean)) {
+    const [k, v] = part.split('=').map((x) => x.trim());
+    if (!Object.hasOwn(HAND_BUILT, k)) throw new Error(`unknown hand-built setting ${k} (${Object.keys(HAND_BUILT).join(', ')})`);
+    out[k] = typeof HAND_BUILT[k] === 'boolean' ? v === 'true' || v === '1' : Number(v);
+    if (typeof out[k] === 'number' && !(out[k] >= 0)) throw new Error(`hand-built ${k} must be a number ≥ 0`);
+  }
+  return out;
+}
+
 /** Publishes `bodies` persistent to `queue` (default exchange) and resolves when all are confirmed. */
 export function publishConfirmed(ch, queue, bodies) {
   return Promise.all(
@@ -160,12 +210,12 @@ export async function amqpCalibration(conn, pubCh, queue, n, {window = 500, pref
 }
 
 /**
- * The producer half of calibration (c), the hand-built batched durable pipeline: `lanes` lanes
- * (ax's producer runs 2 batches at once), each looping: one 500-row INSERT (autocommit), then a
- * confirmed publish of its 500 doorbells. Resolves with {retries} (deadlocks retried) when all n
- * are inserted and confirmed.
+ * The producer half of calibration (c), the hand-built batched durable pipeline: `lanes` lanes,
+ * each looping: one `batch`-row INSERT (autocommit), then a confirmed publish of its doorbells
+ * (`idsPerMessage` ids each). Resolves with {retries} (deadlocks retried) when all n are inserted
+ * and confirmed.
  */
-export async function handBuiltProduce(pool, ch, table, queue, n, {batch = 500, lanes = 2} = {}) {
+export async function handBuiltProduce(pool, ch, table, queue, n, {batch = 500, lanes = 2, idsPerMessage = 1} = {}) {
   let next = 0;
   let retries = 0;
   const lane = async () => {
@@ -174,12 +224,15 @@ export async function handBuiltProduce(pool, ch, table, queue, n, {batch = 500, 
       const hi = Math.min(n, lo + batch);
       next = hi;
       const params = [];
-      const bodies = [];
+      const ids = [];
       for (let i = lo; i < hi; i++) {
         const id = newId();
         rowParams(params, id, i);
-        bodies.push(bell(id));
+        ids.push(id);
       }
+      const bodies = [];
+      if (idsPerMessage <= 1) for (const id of ids) bodies.push(bell(id));
+      else for (let k = 0; k < ids.length; k += idsPerMessage) bodies.push(bells(ids.slice(k, k + idsPerMessage)));
       await retrying(
         () => pool.query(insertSql(table, hi - lo), params),
         () => retries++,

@@ -32,6 +32,9 @@ function envSection(m, opts) {
     `| MariaDB | ${m.mariadb}; innodb_flush_log_at_trx_commit=${d.innodb_flush_log_at_trx_commit}, sync_binlog=${d.sync_binlog}, log_bin=${d.log_bin}, doublewrite=${d.innodb_doublewrite}, flush_method=${d.innodb_flush_method}, buffer pool ${d.innodb_buffer_pool_size_mib} MiB |`,
     `| RabbitMQ | ${m.rabbitmq ?? '?'} (${m.erlang ?? '?'}) |`,
     `| disk fsync | ${fmt(m.fsync.fsyncsPerSecond, 0)} fsync/s (${fmt(m.fsync.meanMs, 2)} ms each; ${m.fsync.count} × 4 KiB write + fsync in ${m.fsync.dir}) |`,
+    `| hand-built (c), (a′) | ${Object.entries(opts.handBuilt ?? {})
+      .map(([k, v]) => `${k}=${v}`)
+      .join(', ')} |`,
     `| options | ${opts.quick ? 'quick, ' : ''}${opts.runs} run(s) after a warm-up of ${opts.warmupN}; N = ${opts.n.toLocaleString('en-US')} tasks; RabbitMQ calibration ${opts.amqpN.toLocaleString('en-US')} msg/phase; consumers ${opts.worker === 'child' ? 'in child processes' : 'in-process'} |`,
     '',
   ];
