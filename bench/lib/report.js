@@ -233,6 +233,18 @@ export function renderMarkdown(report, opts) {
       );
     }
   }
+  for (const key of ['bullmq.c50', 'bullmq.c500', 'bullmq.p4']) {
+    for (const [i, r] of (R[key] ?? []).entries()) {
+      ws.push(
+        `- ${key} run ${i + 1}: ${fmt(r.value, 0)} jobs/s over ${fmt(r.n, 0)} jobs; addBulk alone ${fmt(r.addRate, 0)} jobs/s; processed twice ${r.duplicates}; worker RSS ${fmt((r.worker?.mem ?? 0) / 2 ** 20, 0)} MiB${r.ok ? '' : `; **${r.error}**`}`,
+      );
+    }
+  }
+  for (const [i, r] of (R.p4 ?? []).entries()) {
+    ws.push(
+      `- P4 run ${i + 1}: ${fmt(r.value, 0)} tasks/s over ${fmt(r.n, 0)} tasks; all durable (flush) at ${fmt(r.flushedAtMs / 1000, 2)} s of ${fmt(r.ms / 1000, 2)} s; lost ${r.correctness.lost}, duplicates ${r.correctness.duplicates}, re-executed ${r.correctness.reExecuted}; worker RSS ${fmt((r.worker?.mem ?? 0) / 2 ** 20, 0)} MiB${r.ok ? '' : `; **${r.error}**`}`,
+    );
+  }
   for (const [i, r] of (R.p2 ?? []).entries()) {
     ws.push(
       `- P2 run ${i + 1}: ${fmt(r.value, 0)} tasks/s; submit loop ${fmt(r.submitLoopMs / 1000, 2)} s, total ${fmt(r.ms / 1000, 2)} s; inserted ${r.inserted}, unpublished ${r.unpublished}, rows ${r.rowsInDb}; submit() p90 ${fmt(r.submitUs.p90, 2)} µs, max ${fmt(r.submitUs.max, 0)} µs, ${r.submitUs.over1ms} call(s) over 1 ms (waits for buffer space: one call per 500 once the 10,000-task buffer is full)`,
