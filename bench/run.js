@@ -91,7 +91,7 @@ if (argv.help) {
   --compare REV        same-run comparison of P1 with git revision REV (see bench/compare.js):
                        builds REV in a temporary worktree and alternates both in every round
   --json-out FILE      also write the JSON report to FILE
-  --core-only          only the calibrations, P1 and P2
+  --core-only          only the calibrations, P1, P2 and BullMQ (no P3, P4, P5, P6, wheel)
   --profile            write V8 CPU profiles of the worker children to bench/results/profiles
   --no-write           do not write bench/results/<date>.{json,md}
 env: AX_BENCH_MYSQL_ROOT (default ${MYSQL_ROOT}), AX_BENCH_AMQP_URL (default ${AMQP_URL}),
@@ -629,8 +629,10 @@ try {
     cleanups,
     ...{settle, startMeter, perItem, truncate, purge, waitDone, correctness, startAxProducer, startConsumer},
   };
-  const peers = wanted('bullmq') || wanted('p4') ? await import('./peers.js') : null;
-  const peerWorkloads = peers ? await peers.createPeers(ctx, wanted) : [];
+  // --core-only keeps BullMQ (P1's peer) and leaves P4 out.
+  const wantedPeer = (w) => wanted(w) && !(w === 'p4' && argv['core-only']);
+  const peers = wantedPeer('bullmq') || wantedPeer('p4') ? await import('./peers.js') : null;
+  const peerWorkloads = peers ? await peers.createPeers(ctx, wantedPeer) : [];
 
   // ---------------------------------------------------------------------------------------------
   // The rounds: a warm-up, then `runs` rounds. Within a round each ax workload runs right after the
