@@ -10,7 +10,7 @@
 // Settings and reasons: bench/lib/bullmq.js and docs/benchmarks.md.
 import {execFileSync} from 'node:child_process';
 import {join} from 'node:path';
-import {bullProduce, destroyQueue, openQueue} from './lib/bullmq.js';
+import {bullProduce, destroyQueue, openQueue, redisManifest} from './lib/bullmq.js';
 import {summary} from './lib/stats.js';
 
 export const P4_MS = 200;
@@ -32,6 +32,7 @@ export async function createPeers(ctx, want) {
 
   // Redis for BullMQ: started (without persistence) when it is down.
   execFileSync('bash', [join(root, 'scripts', 'redis.sh')], {stdio: ['ignore', 'ignore', 'inherit']});
+  ctx.manifest.redis = await redisManifest();
   const prefix = `${tag}_bull`;
   const bull = {};
   const startBull = async (key, concurrency) => {

@@ -621,6 +621,7 @@ try {
   // rounds, so the paired ratios to P1 see drifts from both sides.
   const ctx = {
     opts,
+    manifest,
     tag,
     log,
     rate,

@@ -31,6 +31,21 @@ export function connection(url = REDIS_URL) {
 
 export const JOB_DEFAULTS = {removeOnComplete: {count: 1000}, removeOnFail: {count: 5000}};
 
+/** Redis's version and durability settings, for the report's environment table. */
+export async function redisManifest(url = REDIS_URL) {
+  const {Redis} = require('ioredis');
+  const r = new Redis({...connection(url), lazyConnect: true});
+  try {
+    await r.connect();
+    const info = await r.info('server');
+    const [, appendonly] = await r.config('GET', 'appendonly');
+    const [, save] = await r.config('GET', 'save');
+    return {version: /redis_version:(\S+)/.exec(info)?.[1] ?? '?', appendonly, save};
+  } finally {
+    r.disconnect();
+  }
+}
+
 /** A BullMQ Queue (producer side) for `name` under key prefix `prefix`. */
 export function openQueue(name, prefix, url) {
   return new Queue(name, {connection: connection(url), prefix, defaultJobOptions: JOB_DEFAULTS, streams: {events: {maxLen: 1000}}});

@@ -31,6 +31,11 @@ function envSection(m, opts) {
     `| Node.js | ${m.node} |`,
     `| MariaDB | ${m.mariadb}; innodb_flush_log_at_trx_commit=${d.innodb_flush_log_at_trx_commit}, sync_binlog=${d.sync_binlog}, log_bin=${d.log_bin}, doublewrite=${d.innodb_doublewrite}, flush_method=${d.innodb_flush_method}, buffer pool ${d.innodb_buffer_pool_size_mib} MiB |`,
     `| RabbitMQ | ${m.rabbitmq ?? '?'} (${m.erlang ?? '?'}) |`,
+    ...(m.redis
+      ? [
+          `| Redis (BullMQ) | ${m.redis.version}; appendonly=${m.redis.appendonly}, save="${m.redis.save}"${m.redis.appendonly === 'no' && !m.redis.save ? ' — no persistence: BullMQ is not durable here' : ''} |`,
+        ]
+      : []),
     `| disk fsync | ${fmt(m.fsync.fsyncsPerSecond, 0)} fsync/s (${fmt(m.fsync.meanMs, 2)} ms each; ${m.fsync.count} × 4 KiB write + fsync in ${m.fsync.dir}) |`,
     `| hand-built (c), (a′) | ${Object.entries(opts.handBuilt ?? {})
       .map(([k, v]) => `${k}=${v}`)
