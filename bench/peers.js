@@ -30,8 +30,9 @@ export async function createPeers(ctx, want) {
   const wantP4 = want('p4');
   if (!wantBull && !wantP4) return workloads;
 
-  // Redis for BullMQ: started (without persistence) when it is down.
-  execFileSync('bash', [join(root, 'scripts', 'redis.sh')], {stdio: ['ignore', 'ignore', 'inherit']});
+  // Redis for BullMQ: the local one is started (without persistence) when it is down; another one
+  // (AX_BENCH_REDIS_URL) must be up.
+  if (!process.env.AX_BENCH_REDIS_URL) execFileSync('bash', [join(root, 'scripts', 'redis.sh')], {stdio: ['ignore', 'ignore', 'inherit']});
   ctx.manifest.redis = await redisManifest();
   const prefix = `${tag}_bull`;
   const bull = {};
