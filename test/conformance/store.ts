@@ -492,6 +492,48 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
         expect((await s.auditList({limit: 1000})).length - auditBefore).toBe(1);
       });
 
+      it('pages dead tasks in id order with a keyset, payloads only when asked', async () => {
+        const page = async (p: {afterId?: string; limit: number; withPayload?: boolean}) => s.deadPage({type: 'dlq_alpha', ...p});
+        const sorted = [...alpha].sort();
+        const first = await page({limit: 3});
+        expect(first).toEqual(sorted.slice(0, 3).map((id) => ({id})));
+        expect(await page({limit: 3, afterId: first.at(-1)!.id})).toEqual(sorted.slice(3).map((id) => ({id})));
+        expect(await page({limit: 3, afterId: sorted.at(-1)!})).toEqual([]);
+        const withPayload = await page({limit: 100, withPayload: true});
+        expect(withPayload.map((r) => r.payload?.error).sort()).toEqual(
+          ['order 1 not found', 'order 2 not found', 'smtp 100% down_now', 'order 3 not found'].sort(),
+        );
+        // The filter applies as in deadList: the error substring, and without a type across types.
+        expect((await s.deadPage({since: t0, errorContains: 'order 4', limit: 10})).map((r) => r.id)).toEqual(beta);
+        const mine = new Set([...alpha, ...beta]);
+        const across = (await s.deadPage({since: t0, limit: 100})).map((r) => r.id).filter((id) => mine.has(id));
+        expect(across).toEqual([...mine].sort());
+      });
+
+      it('rewrites the payloads it replays from the locked rows; a rewrite that throws rolls the whole call back', async () => {
+        const ids = await dead('dlq_rewrite', ['r 1', 'r 2']);
+        const audit = {operator: 'op', command: 'dlq replay', filter: {type: 'dlq_rewrite'}, reason: null};
+        const auditBefore = (await s.auditList({limit: 1000})).length;
+        const boom = (payload: Record<string, unknown>, id: string) => {
+          if (id === ids[1]) throw new Error(`bad ${id}`);
+          return JSON.stringify({...payload, patched: true});
+        };
+        await expect(s.deadReplay({ids, actor: 'a:1', audit, rewrite: boom})).rejects.toThrow(`bad ${ids[1]}`);
+        for (const id of ids) expect(await s.tasksGet({id})).toMatchObject({state: 'dead', payload: {error: expect.any(String)}});
+        expect((await s.tasksGet({id: ids[0]!}))?.payload).not.toHaveProperty('patched');
+        expect((await s.auditList({limit: 1000})).length).toBe(auditBefore);
+        const seen: string[] = [];
+        const r = await s.deadReplay({
+          ids,
+          actor: 'a:1',
+          audit,
+          rewrite: (payload, id) => (seen.push(id), JSON.stringify({...payload, patched: id})),
+        });
+        expect(r.replayed.map((t) => t.id).sort()).toEqual([...ids].sort());
+        expect(seen.sort()).toEqual([...ids].sort());
+        for (const [i, id] of ids.entries()) expect((await s.tasksGet({id}))?.payload).toEqual({n: i, error: `r ${i + 1}`, patched: id});
+      });
+
       it('two concurrent replays of the same tasks replay each exactly once', async () => {
         const ids = await dead(
           'dlq_race',

@@ -363,6 +363,43 @@ describe('ax dlq replay', () => {
     expect(again?.replay?.at).toBeInstanceOf(Date);
   });
 
+  test('--patch with a filter patches every selected payload; one result that would be invalid refuses the whole replay', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push(await deadTask('replay_patchf', `smtp ${i}`));
+    const other = await deadTask('replay_patchf_other', 'smtp x');
+    // One payload already near the 64 KiB limit: a patch adding 10 kB makes it too big.
+    const near = {error: 'smtp 2', blob: 'x'.repeat(60_000)};
+    await testEnv.sql('UPDATE tasks SET payload = ? WHERE id = ?', [JSON.stringify(near), ids[2]]);
+    await refused(
+      ['--type', 'replay_patchf', '--patch', JSON.stringify({note: 'y'.repeat(10_000)}), '--yes'],
+      2,
+      new RegExp(
+        `--patch makes the payload of task ${ids[2]} invalid: payload is \\d+ bytes, over the limit of 65536 bytes; nothing replayed`,
+      ),
+    );
+    // The dry run checks the patch too, and changes nothing.
+    const patch = JSON.stringify({smtp: {host: 'mx2'}, error: null});
+    const before = await snapshot();
+    const dry = await ax(['dlq', 'replay', '--type', 'replay_patchf', '--patch', patch, '--dry-run', '--json']);
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.json).toMatchObject({dryRun: true, total: 3, byType: {replay_patchf: 3}});
+    expect(await snapshot()).toBe(before);
+
+    const r = await ax(['dlq', 'replay', '--type', 'replay_patchf', '--patch', patch, '--reason', 'mx1 retired', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.json).toMatchObject({replayed: 3, skipped: []});
+    const rows = await testEnv.sql<{id: string; state: string; payload: string}>(
+      'SELECT id, state, payload FROM tasks WHERE id IN (?, ?, ?, ?)',
+      [...ids, other],
+    );
+    const byId = new Map(rows.map((x) => [x.id, x]));
+    expect(JSON.parse(byId.get(ids[0]!)!.payload)).toEqual({smtp: {host: 'mx2'}});
+    expect(JSON.parse(byId.get(ids[1]!)!.payload)).toEqual({smtp: {host: 'mx2'}});
+    expect(JSON.parse(byId.get(ids[2]!)!.payload)).toEqual({blob: near.blob, smtp: {host: 'mx2'}});
+    for (const id of ids) expect(byId.get(id)?.state).toBe('submitted');
+    expect(byId.get(other)).toMatchObject({state: 'dead', payload: JSON.stringify({error: 'smtp x'})});
+  });
+
   test('--rate spreads the replay over time', async () => {
     for (let i = 0; i < 6; i++) await deadTask('replay_rate', `slow ${i}`);
     const t0 = Date.now();
@@ -383,7 +420,7 @@ describe('ax dlq replay', () => {
     await refused(['12345'], 2, /not task ids/);
     await refused([dead, '--type', 'replay_bad'], 2, /either ids or a filter/);
     await refused(['--all', '--type', 'replay_bad'], 2, /does not combine with a filter/);
-    await refused(['--type', 'replay_bad', '--rate', '0'], 2, /greater than or equal to 1/);
+    await refused(['--type', 'replay_bad', '--rate', '0'], 2, /--rate must be a positive number of tasks per second/);
     await refused([dead, '--reason', 'r'.repeat(1001)], 2, /--reason is longer than 1000/);
     await refused(['01900000-0000-7000-8000-00000000abcd'], 3, /unknown tasks/);
     await refused(['--type', 'replay_nothing_here'], 3, /no dead task matches/);
@@ -392,7 +429,7 @@ describe('ax dlq replay', () => {
     await refused([ok, '--force', '--reason', '  '], 2, /--force needs --reason/);
     await refused([dead, '--patch', '[1]'], 2, /--patch must be a JSON object/);
     await refused([dead, '--patch', '{oops'], 2, /--patch is not valid JSON/);
-    await refused(['--type', 'replay_bad', '--patch', '{"a": 1}'], 2, /--patch takes task ids, not a filter/);
+    await refused(['--type', 'replay_bad', '--patch', '[1]'], 2, /--patch must be a JSON object/);
     await refused([dead, ok, '--force', '--reason', 'r', '--patch', '{"__proto__": {"x": 1}}'], 2, /forbidden key "__proto__"/);
     await refused(
       [dead, '--patch', `{"big": "${'x'.repeat(70_000)}"}`],

@@ -4,19 +4,12 @@
  * and a failed publish left to the reconciler.
  */
 import {describe, expect, it} from 'vitest';
-import {
-  CONFIRM_ABOVE,
-  MAX_REPLAY_IDS,
-  parsePatch,
-  planReplay,
-  type ReplayRun,
-  type ReplayStore,
-  runReplay,
-} from '../../src/core/dlq/replay.js';
+import {CONFIRM_ABOVE, PATCH_CHECK_PAGE, planReplay, type ReplayRun, type ReplayStore, runReplay} from '../../src/core/dlq/replay.js';
+import {MAX_REPLAY_IDS} from '../../src/core/dlq/replay-request.js';
 import {isAxError} from '../../src/core/errors.js';
 import {createLogger} from '../../src/core/log.js';
 import type {DeadFilter, DeadReplayParams} from '../../src/core/store/types.js';
-import type {TaskRecord} from '../../src/core/task/model.js';
+import type {JsonObject, TaskRecord} from '../../src/core/task/model.js';
 import type {TaskState} from '../../src/core/task/state.js';
 import {fakeClock} from '../helpers/clock.js';
 
@@ -30,13 +23,14 @@ interface Row {
   attempt: number;
   finishedAt: Date;
   lastError: string;
-  payload?: Record<string, unknown>;
+  payload?: JsonObject;
 }
 
 function memory(rows: Row[]) {
   const byId = new Map(rows.map((r) => [r.id, {...r}]));
   const replays: DeadReplayParams[] = [];
   const marked: string[] = [];
+  const pages: Array<{afterId?: string; withPayload?: boolean; n: number}> = [];
   /** Called before each deadReplay: lets a test move rows as another operator would. */
   let before: (ids: string[]) => void = () => undefined;
   const matches = (r: Row, f: DeadFilter): boolean =>
@@ -57,6 +51,15 @@ function memory(rows: Row[]) {
         .sort((a, b) => b.finishedAt.getTime() - a.finishedAt.getTime() || b.id.localeCompare(a.id))
         .slice(0, p.limit)
         .map((r) => ({...r, pool: 'io' as const, maxRetries: 5, createdAt: r.finishedAt})),
+    deadPage: async (p) => {
+      const page = [...byId.values()]
+        .filter((r) => matches(r, p) && (p.afterId === undefined || r.id > p.afterId))
+        .sort((a, b) => a.id.localeCompare(b.id))
+        .slice(0, p.limit)
+        .map((r) => (p.withPayload ? {id: r.id, payload: r.payload ?? {}} : {id: r.id}));
+      pages.push({...(p.afterId === undefined ? {} : {afterId: p.afterId}), ...(p.withPayload ? {withPayload: true} : {}), n: page.length});
+      return page;
+    },
     deadErrorGroups: async (f) =>
       [...byId.values()]
         .filter((r) => matches(r, f))
@@ -64,20 +67,26 @@ function memory(rows: Row[]) {
     deadReplay: async (p) => {
       before(p.ids);
       replays.push(p);
-      const replayed = [];
-      const skipped = [];
+      const replayed: Array<{id: string; type: string; pool: 'io'; fence: number}> = [];
+      const skipped: Array<{id: string; state: TaskState | null}> = [];
+      const selected: Row[] = [];
       for (const x of p.ids) {
         const r = byId.get(x);
-        if (r?.state === 'dead' || (p.force !== undefined && (r?.state === 'succeeded' || r?.state === 'cancelled'))) {
-          r.state = 'submitted';
-          replayed.push({id: x, type: r.type, pool: 'io' as const, fence: r.attempt});
-        } else skipped.push({id: x, state: r?.state ?? null});
+        if (r?.state === 'dead' || (p.force !== undefined && (r?.state === 'succeeded' || r?.state === 'cancelled'))) selected.push(r);
+        else skipped.push({id: x, state: r?.state ?? null});
       }
+      // As in the transaction: every rewrite first (a throw changes nothing), then the writes.
+      const payloads = selected.map((r) => (p.rewrite ? (JSON.parse(p.rewrite(r.payload ?? {}, r.id)) as JsonObject) : r.payload));
+      selected.forEach((r, i) => {
+        r.state = 'submitted';
+        r.payload = payloads[i];
+        replayed.push({id: r.id, type: r.type, pool: 'io' as const, fence: r.attempt});
+      });
       return {replayed, skipped};
     },
     doorbellsMark: async ({rung}) => void marked.push(...rung.map((r) => r.id)),
   };
-  return {store, byId, replays, marked, setBefore: (f: (ids: string[]) => void) => (before = f)};
+  return {store, byId, replays, marked, pages, setBefore: (f: (ids: string[]) => void) => (before = f)};
 }
 
 const dead = (n: number, type = 'order_notify', at = new Date(AS_OF.getTime() - 60_000 + n)): Row => ({
@@ -194,25 +203,78 @@ describe('forced replays and --patch', () => {
     const sel = {ids: [id(1)]};
     await runReplay(runner(m).run, sel, await planReplay(m.store, sel));
     expect(m.replays[0]?.force).toBeUndefined();
-    expect(m.replays[0]?.payloads).toBeUndefined();
+    expect(m.replays[0]?.rewrite).toBeUndefined();
   });
 
-  it('--patch merges into each payload, validated, and the replay writes the results', async () => {
+  it('--patch by ids merges into each payload, validated, and the replay writes the results', async () => {
     const m = memory([
       {...dead(1), payload: {to: 'a@x', opts: {retry: true, lang: 'en'}}},
       {...dead(2), payload: {to: 'b@x'}},
     ]);
     const sel = {ids: [id(1), id(2)]};
     const plan = await planReplay(m.store, sel, {patch: {to: 'ops@x', opts: {lang: null}}, payloadLimitBytes: 1000});
-    expect(plan.payloads).toEqual({
-      [id(1)]: JSON.stringify({to: 'ops@x', opts: {retry: true}}),
-      [id(2)]: JSON.stringify({to: 'ops@x', opts: {}}),
-    });
+    expect(plan.patch).toEqual({patch: {to: 'ops@x', opts: {lang: null}}, limitBytes: 1000});
     await runReplay(runner(m).run, sel, plan);
-    expect(m.replays[0]?.payloads).toEqual(plan.payloads);
+    expect(m.byId.get(id(1))?.payload).toEqual({to: 'ops@x', opts: {retry: true}});
+    expect(m.byId.get(id(2))?.payload).toEqual({to: 'ops@x', opts: {}});
   });
 
-  it('an invalid patched payload for any task refuses the whole replay, naming the task', async () => {
+  it('--patch by filter checks every selected payload page by page, then patches each replayed task', async () => {
+    const n = PATCH_CHECK_PAGE + 5;
+    const m = memory([
+      ...Array.from({length: n}, (_, i) => ({...dead(i + 1), payload: {order: i, smtp: {host: 'mx1', port: 25}}})),
+      {...dead(90_000, 'user_register'), payload: {keep: true}},
+    ]);
+    const sel = {filter: {type: 'order_notify'}};
+    const plan = await planReplay(m.store, sel, {patch: {smtp: {host: 'mx2'}}, payloadLimitBytes: 1000});
+    expect(plan.total).toBe(n);
+    // The check read every payload of the selection, in two keyset pages.
+    expect(m.pages).toEqual([
+      {withPayload: true, n: PATCH_CHECK_PAGE},
+      {afterId: id(PATCH_CHECK_PAGE), withPayload: true, n: 5},
+    ]);
+    expect(m.replays).toEqual([]);
+    const r = await runReplay(runner(m).run, sel, plan);
+    expect(r.replayed).toBe(n);
+    for (let i = 0; i < n; i++) expect(m.byId.get(id(i + 1))?.payload).toEqual({order: i, smtp: {host: 'mx2', port: 25}});
+    expect(m.byId.get(id(90_000))).toMatchObject({state: 'dead', payload: {keep: true}});
+  });
+
+  it('--patch by filter: one task whose result is invalid refuses the whole replay, nothing changed', async () => {
+    // The bad one is on the second page of the check: the first page alone would have passed.
+    const n = PATCH_CHECK_PAGE + 3;
+    const bad = PATCH_CHECK_PAGE + 2;
+    const m = memory(Array.from({length: n}, (_, i) => ({...dead(i + 1), payload: i + 1 === bad ? {note: 'x'.repeat(80)} : {note: 'ok'}})));
+    const sel = {filter: {type: 'order_notify'}};
+    await expect(planReplay(m.store, sel, {patch: {extra: 'y'.repeat(20)}, payloadLimitBytes: 100})).rejects.toThrow(
+      new RegExp(
+        `--patch makes the payload of task ${id(bad)} invalid: payload is \\d+ bytes, over the limit of 100 bytes; nothing replayed`,
+      ),
+    );
+    // Depth: a patch nesting past the payload limit of depth makes every result invalid.
+    let deep: JsonObject = {x: 1};
+    for (let i = 0; i < 40; i++) deep = {d: deep};
+    await expect(planReplay(m.store, sel, {patch: deep})).rejects.toThrow(/--patch makes the payload of task .* invalid: .*deep/);
+    expect(m.replays).toEqual([]);
+    expect([...m.byId.values()].every((r) => r.state === 'dead' && r.payload?.extra === undefined)).toBe(true);
+  });
+
+  it('a payload that changed after the plan fails its batch in the transaction (rolled back), and the replay stops', async () => {
+    const m = memory([
+      {...dead(1), payload: {a: 1}},
+      {...dead(2), payload: {a: 2}},
+    ]);
+    const sel = {ids: [id(1), id(2)]};
+    const plan = await planReplay(m.store, sel, {patch: {b: 'y'}, payloadLimitBytes: 40});
+    // Between plan and replay: task 2 got a bigger payload (replayed with another patch, died again).
+    m.setBefore(() => void (m.byId.get(id(2))!.payload = {a: 'z'.repeat(40)}));
+    await expect(runReplay(runner(m).run, sel, plan)).rejects.toThrow(
+      new RegExp(`task ${id(2)} invalid: .*its payload changed since the plan: its batch was rolled back, 0 tasks replayed before it`),
+    );
+    expect(m.byId.get(id(1))).toMatchObject({state: 'dead', payload: {a: 1}});
+  });
+
+  it('an invalid patched payload of a named task refuses the whole replay, naming the task', async () => {
     const m = memory([
       {...dead(1), payload: {a: 1}},
       {...dead(2), payload: {a: 'x'.repeat(50)}},
@@ -221,18 +283,10 @@ describe('forced replays and --patch', () => {
     await expect(planReplay(m.store, sel, {patch: {b: 'y'.repeat(20)}, payloadLimitBytes: 60})).rejects.toThrow(
       new RegExp(`--patch makes the payload of task ${id(2)} invalid: payload is \\d+ bytes, over the limit of 60 bytes`),
     );
-    const deep = JSON.parse('{"__proto__": {"x": 1}}') as Record<string, never>;
-    await expect(planReplay(m.store, sel, {patch: deep})).rejects.toThrow(/forbidden key "__proto__"/);
-    expect(await code(planReplay(m.store, {filter: {type: 'order_notify'}}, {patch: {a: 2}}))).toBe('invalid_input');
+    const proto = JSON.parse('{"__proto__": {"x": 1}}') as Record<string, never>;
+    await expect(planReplay(m.store, sel, {patch: proto})).rejects.toThrow(/forbidden key "__proto__"/);
     expect(await code(planReplay(m.store, sel, {patch: [] as never}))).toBe('invalid_input');
     expect(m.replays).toEqual([]);
-  });
-});
-
-describe('parsePatch', () => {
-  it('takes a JSON object and refuses anything else', () => {
-    expect(parsePatch('{"a": null}')).toEqual({a: null});
-    for (const bad of ['[1]', 'null', '"x"', '{', '3']) expect(() => parsePatch(bad)).toThrow(/--patch/);
   });
 });
 

@@ -4,31 +4,20 @@ import {AxCommand} from '../../cli/base.js';
 import {deadFilterFlags} from '../../cli/dlq.js';
 import {disposable} from '../../cli/dispose.js';
 import {openBroker, openStore} from '../../cli/runtime.js';
-import {parseDeadFilter} from '../../core/dlq/dlq.js';
-import {
-  CONFIRM_ABOVE,
-  checkForce,
-  parsePatch,
-  planReplay,
-  type ReplayPlan,
-  type ReplayResult,
-  type ReplaySelection,
-  runReplay,
-} from '../../core/dlq/replay.js';
+import {CONFIRM_ABOVE, planReplay, type ReplayPlan, type ReplayResult, runReplay} from '../../core/dlq/replay.js';
+import {MAX_REASON, parseReplayRequest} from '../../core/dlq/replay-request.js';
 import {invalid} from '../../core/errors.js';
 
-const MAX_REASON = 1000;
-
 export type DlqReplayResult =
-  ({dryRun: true} & Omit<ReplayPlan, 'asOf' | 'needsConfirmation' | 'payloads'>) | ({dryRun: false} & ReplayResult);
+  ({dryRun: true} & Omit<ReplayPlan, 'asOf' | 'needsConfirmation' | 'patch'>) | ({dryRun: false} & ReplayResult);
 
 export default class DlqReplay extends AxCommand {
   static override summary = 'Replay dead tasks: back to submitted with their whole retry budget.';
-  static override description = `By ids, or by filter (--type, --since, --until, --error, or --all for every dead task). Each replayed task is due at once, gets all of its retries again with the backoff starting over at the first delay, and keeps counting attempts (the budget counts from the replay, kept in tasks.retry_base). Its history records "replayed by <operator>: <reason>"; each batch writes an audit row (ax audit list) in its own transaction. Tasks that are no longer dead when their batch runs (another replay took them, a worker runs them) are skipped and reported, never run twice. Succeeded or cancelled tasks named by id are refused (exit 4) unless --force: a forced replay (which needs --reason) runs them again, skipping the idempotency check that keeps a finished task from running twice; history says "force-replayed by <operator>: <reason>", the audit command is "dlq replay --force", and the handler sees ctx.replay = {by, at, reason} (also on its retries) so its own idempotency can decide. --patch applies a JSON Merge Patch (RFC 7396) to each named task's payload first; the results are validated like submit's payloads, and one invalid result refuses the whole replay (exit 2, naming the task).
+  static override description = `By ids, or by filter (--type, --since, --until, --error, or --all for every dead task). Each replayed task is due at once, gets all of its retries again with the backoff starting over at the first delay, and keeps counting attempts (the budget counts from the replay, kept in tasks.retry_base). Its history records "replayed by <operator>: <reason>"; each batch writes an audit row (ax audit list) in its own transaction. Tasks that are no longer dead when their batch runs (another replay took them, a worker runs them) are skipped and reported, never run twice. Succeeded or cancelled tasks named by id are refused (exit 4) unless --force: a forced replay (which needs --reason) runs them again, skipping the idempotency check that keeps a finished task from running twice; history says "force-replayed by <operator>: <reason>", the audit command is "dlq replay --force", and the handler sees ctx.replay = {by, at, reason} (also on its retries) so its own idempotency can decide. --patch applies a JSON Merge Patch (RFC 7396) to the payload of each selected task, named by id or by a filter; every result is validated like submit's payloads before anything is written, and one invalid result refuses the whole replay (exit 2, naming the task, nothing changed; --dry-run with --patch checks a patch without replaying).
 
 More than ${CONFIRM_ABOVE} tasks, or a filter without --type, asks for confirmation on a terminal and needs --yes otherwise. --dry-run counts what would be replayed and changes nothing. --rate caps tasks per second.
 
-Exit codes: 2 bad input (malformed ids, ids mixed with a filter, no selection, --rate 0, no --yes, --force without --reason, a --patch that is not an object or makes a payload invalid, --patch with a filter), 3 unknown ids or a filter that selects nothing, 4 a named task is succeeded or cancelled, 5 MySQL or RabbitMQ unavailable.`;
+Exit codes: 2 bad input (malformed ids, ids mixed with a filter, no selection, --rate 0, no --yes, --force without --reason, a --patch that is not an object or makes a payload invalid, --reason over ${MAX_REASON} characters), 3 unknown ids or a filter that selects nothing, 4 a named task is succeeded or cancelled, 5 MySQL or RabbitMQ unavailable.`;
   static override examples = [
     {
       description: 'Replay two dead tasks',
@@ -41,6 +30,10 @@ Exit codes: 2 bad input (malformed ids, ids mixed with a filter, no selection, -
     {
       description: 'Replay them gently, with a reason for the audit trail',
       command: '<%= config.bin %> dlq replay --type order_notify --since 1h --rate 200 --reason "smtp fixed" --yes',
+    },
+    {
+      description: 'Replay a type with a field of each payload changed (every result checked first)',
+      command: '<%= config.bin %> dlq replay --type order_notify --error "bad host" --patch \'{"smtp": {"host": "mx2"}}\' --yes',
     },
     {
       description: 'Run a succeeded task again, with its payload patched',
@@ -59,10 +52,11 @@ Exit codes: 2 bad input (malformed ids, ids mixed with a filter, no selection, -
       description: 'also replay succeeded or cancelled tasks named by id, skipping the idempotency check (needs --reason)',
     }),
     patch: Flags.string({
-      description: "a JSON Merge Patch (RFC 7396) applied to each named task's payload before the replay",
+      description:
+        'a JSON Merge Patch (RFC 7396) applied to the payload of each selected task (ids or filter) before the replay; all results are validated first',
     }),
     'dry-run': Flags.boolean({description: 'count what would be replayed, per type, with a sample; change nothing'}),
-    rate: Flags.integer({min: 1, description: 'at most this many tasks per second (default: as fast as batches go)'}),
+    rate: Flags.integer({description: 'at most this many tasks per second, a positive integer (default: as fast as batches go)'}),
     reason: Flags.string({
       char: 'r',
       description: `why, recorded in each task's history and the audit trail (at most ${MAX_REASON} characters)`,
@@ -76,20 +70,20 @@ Exit codes: 2 bad input (malformed ids, ids mixed with a filter, no selection, -
   async run(): Promise<DlqReplayResult> {
     const {argv, flags} = await this.parse(DlqReplay);
     const rt = this.runtime(flags.config);
-    const ids = argv as string[];
-    const filter = parseDeadFilter(flags, rt.clock.now());
-    const filtered = Object.keys(filter).length > 0 || flags.all;
-    if (ids.length > 0 && filtered) throw invalid('give either ids or a filter (--type, --since, --until, --error, --all), not both');
-    if (flags.reason !== undefined && flags.reason.length > MAX_REASON) throw invalid(`--reason is longer than ${MAX_REASON} characters`);
-    const opts = {
-      force: flags.force,
-      reason: flags.reason ?? null,
-      ...(flags.patch === undefined ? {} : {patch: parsePatch(flags.patch)}),
-      payloadLimitBytes: rt.config.payloadLimitBytes,
-    };
-    checkForce(opts);
+    const {sel, opts, rate} = parseReplayRequest(
+      {
+        ids: argv as string[],
+        filter: {type: flags.type, since: flags.since, until: flags.until, error: flags.error},
+        all: flags.all,
+        force: flags.force,
+        reason: flags.reason ?? null,
+        ...(flags.patch === undefined ? {} : {patch: flags.patch}),
+        ...(flags.rate === undefined ? {} : {rate: flags.rate}),
+        payloadLimitBytes: rt.config.payloadLimitBytes,
+      },
+      rt.clock.now(),
+    );
     const operator = rt.operator();
-    const sel: ReplaySelection = ids.length > 0 ? {ids} : {filter, all: flags.all};
     await using store = disposable(await openStore(rt));
     const plan = await planReplay(store, sel, opts);
     if (flags['dry-run']) {
@@ -107,10 +101,10 @@ Exit codes: 2 bad input (malformed ids, ids mixed with a filter, no selection, -
         logger: rt.logger,
         actor: rt.actor,
         operator,
-        reason: flags.reason ?? null,
+        reason: opts.reason ?? null,
         command: 'dlq replay',
-        force: flags.force,
-        ...(flags.rate === undefined ? {} : {rate: flags.rate}),
+        force: opts.force === true,
+        ...(rate === undefined ? {} : {rate}),
         ...(tty ? {onProgress: (done: number, total: number) => process.stderr.write(`\rreplayed ${done}/${total}`)} : {}),
       },
       sel,
@@ -119,7 +113,7 @@ Exit codes: 2 bad input (malformed ids, ids mixed with a filter, no selection, -
     if (tty) process.stderr.write('\n');
     if (!this.jsonEnabled()) {
       this.log(
-        `replayed ${result.replayed}, skipped ${result.skipped.length}${result.unrung > 0 ? `, ${result.unrung} not rung yet (the reconciler rings for them)` : ''}`,
+        `replayed ${result.replayed} in ${(result.elapsedMs / 1000).toFixed(1)} s, skipped ${result.skipped.length}${result.unrung > 0 ? `, ${result.unrung} not rung yet (the reconciler rings for them)` : ''}`,
       );
       for (const s of result.skipped.slice(0, 20)) this.log(`  skipped ${s.id}: ${s.why}`);
     }

@@ -10,6 +10,7 @@ import type {JsonObject} from '../task/model.js';
 import type {SignatureRow} from './signature.js';
 import {type DeadDetail, type DeadFilterInput, type DeadPage, deadStats, listDead, parseDeadFilter, showDead} from './dlq.js';
 import {planReplay, type ReplayPlan, type ReplayResult, runReplay} from './replay.js';
+import {parseReplayRequest} from './replay-request.js';
 
 /** What to replay: ids, or a filter (`all: true` for every dead task). */
 export type ReplayInput = {ids: string[]} | (DeadFilterInput & {all?: boolean});
@@ -23,7 +24,7 @@ export interface ReplayOptions {
   dryRun?: boolean;
   /** Also succeeded/cancelled tasks named by id; needs `reason`; the handler sees ctx.replay (see ReplayOptions in replay.ts). */
   force?: boolean;
-  /** A JSON Merge Patch (RFC 7396) for each named task's payload; one invalid result refuses the whole replay. */
+  /** A JSON Merge Patch (RFC 7396) for each selected payload (ids or filter); one invalid result refuses the whole replay. */
   patch?: JsonObject;
 }
 
@@ -56,19 +57,22 @@ export function createDlqAdmin(p: DlqAdminParts): DlqAdmin {
       listDead(p.store, parseDeadFilter(filter, p.clock.now()), {limit: page.limit ?? 50, after: page.after}),
     show: (id) => showDead(p.store, id),
     stats: (filter = {}) => deadStats(p.store, parseDeadFilter(filter, p.clock.now())),
-    async replay(what, opts = {}) {
-      const sel =
-        'ids' in what
-          ? {ids: what.ids}
-          : {filter: parseDeadFilter(what, p.clock.now()), ...(what.all === undefined ? {} : {all: what.all})};
+    async replay(what, o = {}) {
+      const {ids, all, ...filter} = {ids: undefined, all: undefined, ...what};
+      const {sel, opts, rate} = parseReplayRequest(
+        {
+          ...(ids === undefined ? {filter, ...(all === undefined ? {} : {all})} : {ids}),
+          force: o.force === true,
+          reason: o.reason ?? null,
+          ...(o.patch === undefined ? {} : {patch: o.patch}),
+          ...(o.rate === undefined ? {} : {rate: o.rate}),
+          payloadLimitBytes: p.payloadLimitBytes,
+        },
+        p.clock.now(),
+      );
       const operator = p.operator();
-      const plan = await planReplay(p.store, sel, {
-        force: opts.force === true,
-        reason: opts.reason ?? null,
-        ...(opts.patch === undefined ? {} : {patch: opts.patch}),
-        payloadLimitBytes: p.payloadLimitBytes,
-      });
-      if (opts.dryRun) return plan;
+      const plan = await planReplay(p.store, sel, opts);
+      if (o.dryRun) return plan;
       return runReplay(
         {
           ...p,
@@ -76,7 +80,7 @@ export function createDlqAdmin(p: DlqAdminParts): DlqAdmin {
           reason: opts.reason ?? null,
           command: 'sdk dlq.replay',
           force: opts.force === true,
-          ...(opts.rate === undefined ? {} : {rate: opts.rate}),
+          ...(rate === undefined ? {} : {rate}),
         },
         sel,
         plan,

@@ -1,28 +1,42 @@
 /**
  * `ax dlq replay` / client.dlq.replay: dead tasks back to submitted, by ids or by filter, in
  * batches (one guarded transaction each, with its history and audit rows), then their doorbells
- * rung as the producer does (publish with confirms, then the fence-tied mark). Selecting is
- * validated first (`planReplay`), so bad input changes nothing.
+ * rung as the producer does (publish with confirms, then the fence-tied mark). The input is
+ * checked first (replay-request.ts), the selection next (`planReplay`), so bad input changes nothing.
  *
  * The retry budget: the store sets retry_base = attempt, and workers count the budget and the
  * backoff from it (attempt − retry_base), so the task has all of its retries again, the first
  * retry waits the first delay, and `attempt` keeps counting for a readable timeline.
+ *
+ * --patch, and why it is validated before anything is written: a replay is many transactions
+ * (REPLAY_BATCH tasks each, paced by --rate over minutes), so a patch found invalid for a task of
+ * a late batch could not undo the batches already committed; and one transaction over 100k rows
+ * held for the whole paced run would lock them all that long. So planReplay reads every selected
+ * payload (pages of the same selection, read-only) and validates the merge result of each: one
+ * invalid result refuses the replay with nothing changed. The replay then applies the same patch
+ * again inside each guarded transaction, to the payload read under the row lock (the text written
+ * is computed from the row as locked; no validated copies of 100k payloads are kept in memory).
+ * The two agree: a dead task's payload changes only by a replay, which takes it out of the dead
+ * state, and filter pages only take tasks dead since before the plan (`asOf`). Only a task named by
+ * id that was replayed with another patch, ran and died again between the plan and its batch can
+ * differ; its batch is then rolled back and the replay stops with invalid_input (batches before it
+ * stay replayed, as the summary says).
  */
 import type {Broker} from '../broker/types.js';
 import {AxError, errorMessage, invalid} from '../errors.js';
 import type {Logger} from '../log.js';
 import type {DbClockStore, DeadFilter, DeadLetterStore, HotPathStore, InspectStore} from '../store/types.js';
-import {isTaskId} from '../task/id.js';
 import {mergePatch} from '../task/merge-patch.js';
 import type {JsonObject} from '../task/model.js';
 import {TRANSITIONS, type TaskState} from '../task/state.js';
 import {validatePayload} from '../task/validate.js';
 import {type Clock, sleep} from '../time.js';
+import {checkForce, checkPatch, checkRate, checkSelection} from './replay-request.js';
 
 /** Tasks per transaction (and per doorbell publish). */
 export const REPLAY_BATCH = 500;
-/** Most ids named at once. */
-export const MAX_REPLAY_IDS = 1000;
+/** Payloads read per page when a --patch over a filter is validated. */
+export const PATCH_CHECK_PAGE = 1000;
 /** Above this many tasks, a replay asks for confirmation (--yes when not on a terminal). */
 export const CONFIRM_ABOVE = 1000;
 const SAMPLE = 10;
@@ -31,14 +45,14 @@ const DEFAULT_PAYLOAD_LIMIT = 65_536;
 
 export type ReplaySelection = {ids: string[]} | {filter: DeadFilter; all?: boolean};
 
-export type ReplayStore = Pick<DeadLetterStore, 'deadList' | 'deadReplay' | 'deadErrorGroups'> &
+export type ReplayStore = Pick<DeadLetterStore, 'deadList' | 'deadPage' | 'deadReplay' | 'deadErrorGroups'> &
   Pick<InspectStore, 'tasksGet'> &
   Pick<HotPathStore, 'doorbellsMark'> &
   DbClockStore;
 
 /** What a replay would do: the dry run's answer, and what the confirmation is about. */
 export interface ReplayPlan {
-  /** Dead tasks selected. */
+  /** Tasks selected. */
   total: number;
   byType: Record<string, number>;
   /** A few of the ids. */
@@ -49,8 +63,8 @@ export interface ReplayPlan {
   needsConfirmation: boolean;
   /** Dead tasks died before this (the database's time when planned): later deaths are not replayed. */
   asOf: Date;
-  /** With a patch: the patched, validated payload text of each selected task, written by the replay. */
-  payloads?: Record<string, string>;
+  /** With a patch: the patch, checked against every selected payload; the replay applies it. */
+  patch?: {patch: JsonObject; limitBytes: number};
 }
 
 export interface ReplayResult {
@@ -60,32 +74,27 @@ export interface ReplayResult {
   skipped: Array<{id: string; state: TaskState | null; why: string}>;
   /** Replayed but their doorbell could not be rung: the reconciler rings for them later. */
   unrung: number;
+  /** How long the replay took (the clock's monotonic time), pauses of --rate included. */
+  elapsedMs: number;
 }
 
-const hasFilter = (f: DeadFilter): boolean =>
-  f.type !== undefined || f.since !== undefined || f.until !== undefined || f.errorContains !== undefined;
-
 /**
- * Checks a selection and counts what it selects; changes nothing. Throws invalid_input for
- * malformed or too many ids, an empty selection spec (neither ids, a filter nor `all`), or `all`
- * with a filter; not_found for unknown ids or a filter that selects nothing; conflict for a named
- * task that is succeeded or cancelled unless `opts.force` (then they are selected too; filters
- * still select dead tasks only); invalid_input for `force` without a reason.
+ * Checks a selection and counts what it selects; changes nothing. Throws invalid_input for a
+ * selection checkSelection refuses, a patch that is not an object, or `force` without a reason;
+ * not_found for unknown ids or a filter that selects nothing; conflict for a named task that is
+ * succeeded or cancelled unless `opts.force` (then they are selected too; filters still select
+ * dead tasks only); invalid_input naming the first task whose payload `opts.patch` makes invalid
+ * (every selected payload is checked: by ids from the rows read, by filter page after page).
  */
 export async function planReplay(store: ReplayStore, sel: ReplaySelection, opts: ReplayOptions = {}): Promise<ReplayPlan> {
   checkForce(opts);
+  checkSelection(sel);
   const force = opts.force === true;
-  if (opts.patch !== undefined && !('ids' in sel))
-    throw invalid('--patch takes task ids, not a filter: list them first (ax dlq list --json), then name them');
-  if (opts.patch !== undefined && (opts.patch === null || typeof opts.patch !== 'object' || Array.isArray(opts.patch)))
-    throw invalid('--patch must be a JSON object (a JSON Merge Patch, RFC 7396)');
+  const patch =
+    opts.patch === undefined ? undefined : {patch: checkPatch(opts.patch), limitBytes: opts.payloadLimitBytes ?? DEFAULT_PAYLOAD_LIMIT};
   const asOf = await store.clockNow();
   if ('ids' in sel) {
     const ids = [...new Set(sel.ids)];
-    if (ids.length === 0) throw invalid('name the tasks to replay: ids, a filter (--type, --since, --until, --error) or --all');
-    if (ids.length > MAX_REPLAY_IDS) throw invalid(`at most ${MAX_REPLAY_IDS} ids at once: use a filter for more`);
-    const bad = ids.filter((id) => !isTaskId(id));
-    if (bad.length > 0) throw invalid(`not task ids (lower-case UUIDs): ${bad.slice(0, 5).join(', ')}`);
     const rows = await Promise.all(ids.map(async (id) => [id, await store.tasksGet({id})] as const));
     const unknown = rows.filter(([, t]) => t === null).map(([id]) => id);
     if (unknown.length > 0)
@@ -102,37 +111,49 @@ export async function planReplay(store: ReplayStore, sel: ReplaySelection, opts:
     const byType: Record<string, number> = {};
     const skipped: ReplayPlan['skipped'] = [];
     const dead: string[] = [];
-    const picked: Array<{id: string; payload: JsonObject}> = [];
     for (const [id, t] of rows) {
       if (t === null) continue;
       if (selectable.includes(t.state)) {
+        if (patch) patched(t.payload, id, patch);
         dead.push(id);
-        picked.push({id, payload: t.payload});
         byType[t.type] = (byType[t.type] ?? 0) + 1;
       } else skipped.push({id, state: t.state, why: `is ${t.state}, not ${force ? 'finished' : 'dead'}`});
     }
-    const plan: ReplayPlan = {
+    return {
       total: dead.length,
       byType,
       sample: dead.slice(0, SAMPLE),
       skipped,
       needsConfirmation: dead.length > CONFIRM_ABOVE,
       asOf,
+      ...(patch ? {patch} : {}),
     };
-    if (opts.patch !== undefined) plan.payloads = patchPayloads(picked, opts.patch, opts.payloadLimitBytes ?? DEFAULT_PAYLOAD_LIMIT);
-    return plan;
   }
-  const f = sel.filter;
-  if (sel.all === true && hasFilter(f)) throw invalid('--all replays every dead task: it does not combine with a filter');
-  if (sel.all !== true && !hasFilter(f))
-    throw invalid('name the tasks to replay: ids, a filter (--type, --since, --until, --error) or --all');
-  const groups = await store.deadErrorGroups({...f, until: bounded(f, asOf)});
+  const f = {...sel.filter, until: bounded(sel.filter, asOf)};
+  const groups = await store.deadErrorGroups(f);
   const byType: Record<string, number> = {};
   for (const g of groups) byType[g.type] = (byType[g.type] ?? 0) + g.count;
   const total = Object.values(byType).reduce((a, b) => a + b, 0);
   if (total === 0) throw new AxError('not_found', 'no dead task matches the filter: nothing to replay');
-  const sample = (await store.deadList({...f, until: bounded(f, asOf), limit: SAMPLE})).map((t) => t.id);
-  return {total, byType, sample, skipped: [], needsConfirmation: total > CONFIRM_ABOVE || f.type === undefined, asOf};
+  if (patch) {
+    let afterId: string | undefined;
+    for (;;) {
+      const page = await store.deadPage({...f, limit: PATCH_CHECK_PAGE, withPayload: true, ...(afterId ? {afterId} : {})});
+      for (const t of page) patched(t.payload ?? {}, t.id, patch);
+      if (page.length < PATCH_CHECK_PAGE) break;
+      afterId = page.at(-1)!.id;
+    }
+  }
+  const sample = (await store.deadList({...f, limit: SAMPLE})).map((t) => t.id);
+  return {
+    total,
+    byType,
+    sample,
+    skipped: [],
+    needsConfirmation: total > CONFIRM_ABOVE || f.type === undefined,
+    asOf,
+    ...(patch ? {patch} : {}),
+  };
 }
 
 /** How a replay is applied. */
@@ -144,48 +165,22 @@ export interface ReplayOptions {
   force?: boolean;
   reason?: string | null;
   /**
-   * A JSON Merge Patch (RFC 7396) applied to each selected payload; the results are validated as
-   * submit validates payloads (object, depth, keys, at most `payloadLimitBytes`). Tasks named by id only.
+   * A JSON Merge Patch (RFC 7396) applied to each selected payload (by ids or by filter); the
+   * results are validated as submit validates payloads (object, depth, keys, at most
+   * `payloadLimitBytes`), all of them before anything is written (see the module comment).
    */
   patch?: JsonObject;
   /** The payload size limit for patched payloads (config payloadLimitBytes). */
   payloadLimitBytes?: number;
 }
 
-/** Throws invalid_input for a forced replay without a (non-blank) reason. */
-export function checkForce(opts: Pick<ReplayOptions, 'force' | 'reason'>): void {
-  if (opts.force === true && (opts.reason ?? '').trim() === '')
-    throw invalid('--force needs --reason: say why finished tasks are run again (it is kept in history, the audit trail and ctx.replay)');
-}
-
-/** Parses `--patch` text: a JSON object (a merge patch that is not an object would replace the whole payload). */
-export function parsePatch(text: string): JsonObject {
-  let v: unknown;
+/** The text of `payload` with the plan's patch applied, or invalid_input naming the task (then `after`). */
+function patched(payload: JsonObject, id: string, p: NonNullable<ReplayPlan['patch']>, after = () => 'nothing replayed'): string {
   try {
-    v = JSON.parse(text);
+    return validatePayload(mergePatch(payload, p.patch), p.limitBytes);
   } catch (e) {
-    throw invalid(`--patch is not valid JSON: ${errorMessage(e)}`);
+    throw invalid(`--patch makes the payload of task ${id} invalid: ${errorMessage(e)}; ${after()}`);
   }
-  if (v === null || typeof v !== 'object' || Array.isArray(v))
-    throw invalid('--patch must be a JSON object (a JSON Merge Patch, RFC 7396)');
-  return v as JsonObject;
-}
-
-/** The patched payload text of each task, or invalid_input naming the first task whose result is not a valid payload. */
-function patchPayloads(
-  tasks: ReadonlyArray<{id: string; payload: JsonObject}>,
-  patch: JsonObject,
-  limitBytes: number,
-): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const t of tasks) {
-    try {
-      out[t.id] = validatePayload(mergePatch(t.payload, patch), limitBytes);
-    } catch (e) {
-      throw invalid(`--patch makes the payload of task ${t.id} invalid: ${errorMessage(e)}; nothing replayed`);
-    }
-  }
-  return out;
 }
 
 export interface ReplayRun {
@@ -208,20 +203,20 @@ export interface ReplayRun {
 }
 
 /**
- * Replays what `plan` selected (see planReplay): by ids, or page after page of the filter (the
- * newest dead first, each page replayed before the next is read, deaths after `plan.asOf` left
- * alone; a page of the filter never repeats: replayed and skipped tasks are no longer dead). Tasks
+ * Replays what `plan` selected (see planReplay): by ids, or page after page of the filter (in id
+ * order, each page replayed before the next is read, deaths after `plan.asOf` left alone; the
+ * pages follow a keyset on id, so no task is read twice). With `plan.patch`, each batch rewrites
+ * the payloads it replays, under its row locks (see the module comment). Tasks
  * another replay (or anything else) moved first are skipped and reported. A forced run
  * (`run.force`) also replays the succeeded and cancelled tasks the plan selected and stamps them
  * for ctx.replay; its audit command ends in ` --force`. Throws invalid_input for a rate that is
  * not a positive number, or `force` without a reason.
  */
 export async function runReplay(run: ReplayRun, sel: ReplaySelection, plan: ReplayPlan): Promise<ReplayResult> {
-  if (run.rate !== undefined && !(Number.isFinite(run.rate) && run.rate > 0))
-    throw invalid('rate must be a positive number of tasks per second');
+  if (run.rate !== undefined) checkRate(run.rate);
   checkForce(run);
   const batch = run.rate === undefined ? REPLAY_BATCH : Math.max(1, Math.min(REPLAY_BATCH, Math.floor(run.rate)));
-  const out: ReplayResult = {replayed: 0, ids: [], skipped: [...plan.skipped], unrung: 0};
+  const out: ReplayResult = {replayed: 0, ids: [], skipped: [...plan.skipped], unrung: 0, elapsedMs: 0};
   const filter = 'ids' in sel ? {ids: [...new Set(sel.ids)]} : sel.filter;
   // A forced replay is its own audit action: `<command> --force`, and force: true in the filter.
   const audit = {
@@ -231,19 +226,28 @@ export async function runReplay(run: ReplayRun, sel: ReplaySelection, plan: Repl
     reason: run.reason,
   };
   const started = run.clock.monotonic();
-  const named = 'ids' in sel ? [...new Set(sel.ids)].filter((id) => !plan.skipped.some((s) => s.id === id)) : [];
+  const skip = new Set(plan.skipped.map((s) => s.id));
+  const named = 'ids' in sel ? [...new Set(sel.ids)].filter((id) => !skip.has(id)) : [];
+  const p = plan.patch;
+  // Changed since the plan checked it (see the module comment): this batch rolls back, the replay stops.
+  const changed = () => `its payload changed since the plan: its batch was rolled back, ${out.replayed} tasks replayed before it`;
+  const rewrite = p === undefined ? undefined : (payload: JsonObject, id: string) => patched(payload, id, p, changed);
+  let afterId: string | undefined;
   for (let i = 0; ; i += batch) {
     let ids: string[];
     if ('ids' in sel) ids = named.slice(i, i + batch);
-    else ids = (await run.store.deadList({...sel.filter, until: bounded(sel.filter, plan.asOf), limit: batch})).map((t) => t.id);
+    else {
+      const f = {...sel.filter, until: bounded(sel.filter, plan.asOf), limit: batch, ...(afterId ? {afterId} : {})};
+      ids = (await run.store.deadPage(f)).map((t) => t.id);
+      afterId = ids.at(-1);
+    }
     if (ids.length === 0) break;
-    const payloads = plan.payloads === undefined ? undefined : Object.fromEntries(ids.map((id) => [id, plan.payloads![id]!]));
     const r = await run.store.deadReplay({
       ids,
       actor: run.actor,
       audit,
       ...(run.force ? {force: {at: new Date(run.clock.now())}} : {}),
-      ...(payloads === undefined ? {} : {payloads}),
+      ...(rewrite === undefined ? {} : {rewrite}),
     });
     for (const k of r.skipped)
       out.skipped.push({...k, why: k.state === null ? 'no longer exists' : `was ${k.state} when replayed (moved by someone else)`});
@@ -256,6 +260,7 @@ export async function runReplay(run: ReplayRun, sel: ReplaySelection, plan: Repl
       if (due > 0) await sleep(run.clock, due);
     }
   }
+  out.elapsedMs = run.clock.monotonic() - started;
   return out;
 }
 

@@ -1,4 +1,4 @@
-import type {ForcedReplay, HistoryEntry, NewTask, PoolName, TaskRecord} from '../task/model.js';
+import type {ForcedReplay, HistoryEntry, JsonObject, NewTask, PoolName, TaskRecord} from '../task/model.js';
 import type {TaskState} from '../task/state.js';
 
 /** Result of writing a batch of new tasks. Every input id appears in exactly one list. */
@@ -430,8 +430,26 @@ export interface DeadReplayParams {
    * Without it, only dead tasks, and the row's forced-replay stamp is cleared.
    */
   force?: {at: Date};
-  /** New payload text per id (a --patch already applied and validated); other ids keep theirs. */
-  payloads?: Record<string, string>;
+  /**
+   * The new payload text of each row replayed, from its payload as read under the transaction's
+   * row lock (a --patch applied and validated). A throw rolls the whole transaction back (nothing
+   * of this call changes) and is rethrown. Omitted: payloads are kept (and not read).
+   */
+  rewrite?: (payload: JsonObject, id: string) => string;
+}
+
+export interface DeadPageParams extends DeadFilter {
+  limit: number;
+  /** Only ids after this one (the last id of the previous page): keyset on id. */
+  afterId?: string;
+  /** Also read each payload (MEDIUMTEXT: only when needed, e.g. to validate a --patch). */
+  withPayload?: boolean;
+}
+
+/** A dead task of a page in id order: its id, and its payload when asked for. */
+export interface DeadPageRow {
+  id: string;
+  payload?: JsonObject;
 }
 
 export interface DeadReplayResult {
@@ -450,6 +468,12 @@ export interface DeadLetterStore {
   deadList(p: DeadListParams): Promise<DeadTaskRow[]>;
   /** Per type × exact last error: count, first and last death, a sample; unordered. */
   deadErrorGroups(p: DeadFilter): Promise<DeadErrorGroup[]>;
+  /**
+   * Dead tasks in id order after `afterId`, at most `limit`: the pages a replay (and its --patch
+   * check) walks. With a type, a range of idx_tasks_type_state already in id order; without, the
+   * dead rows of idx_tasks_due past the cursor, sorted.
+   */
+  deadPage(p: DeadPageParams): Promise<DeadPageRow[]>;
   /**
    * Replays the dead tasks among `ids` in one transaction: dead → submitted, due now, unpublished,
    * retry_base = attempt (a fresh retry budget and backoff; attempts keep counting), a history row

@@ -1,12 +1,21 @@
 import {AxError, invalid} from '../../errors.js';
 import type {PoolName} from '../../task/model.js';
 import {TRANSITIONS, type TaskState} from '../../task/state.js';
-import type {DeadErrorGroup, DeadFilter, DeadListParams, DeadReplayParams, DeadReplayResult, DeadTaskRow} from '../types.js';
+import type {
+  DeadErrorGroup,
+  DeadFilter,
+  DeadListParams,
+  DeadPageParams,
+  DeadPageRow,
+  DeadReplayParams,
+  DeadReplayResult,
+  DeadTaskRow,
+} from '../types.js';
 import {insertAudit} from './audit.js';
 import {type Db, exec, marks, select, tx} from './db.js';
 import {guardedWhere} from './guards.js';
 import {Where} from './where.js';
-import {caseById, clipError, historyInsert, type HistoryRow, toErrorGroup} from './rows.js';
+import {caseById, clipError, historyInsert, type HistoryRow, parsePayload, toErrorGroup} from './rows.js';
 
 /** `%`, `_` and `\` in a LIKE operand match themselves (ESCAPE '\\'). */
 export function likeLiteral(s: string): string {
@@ -75,13 +84,28 @@ export async function deadErrorGroups(db: Db, cell: string, f: DeadFilter): Prom
 }
 
 /**
+ * Dead tasks in id order past `afterId` (see DeadLetterStore.deadPage); payloads only when asked.
+ * With a type: a range of idx_tasks_type_state (cell, type, state, id) read in order, `limit` rows;
+ * without: the rows of idx_tasks_due (cell, 'dead') past the cursor, sorted by id.
+ */
+export async function deadPage(db: Db, cell: string, p: DeadPageParams): Promise<DeadPageRow[]> {
+  const w = deadWhere(cell, p).if(p.afterId !== undefined, 'id > ?', p.afterId);
+  const rows = await select(db, db.pool, `SELECT id${p.withPayload ? ', payload' : ''} FROM tasks WHERE ${w.sql} ORDER BY id LIMIT ?`, [
+    ...w.params,
+    p.limit,
+  ]);
+  return rows.map((r) => (p.withPayload ? {id: r.id as string, payload: parsePayload(r.payload as string)} : {id: r.id as string}));
+}
+
+/**
  * Replays dead tasks (see DeadLetterStore.deadReplay). One transaction: a locking read in primary
  * key order (concurrent replays queue behind each other, then see the rows submitted and skip
  * them), one UPDATE guarded by the replay transition, one history INSERT, one audit row.
  * affectedRows must equal the rows read as dead, else the transaction is rolled back. A forced
  * replay (`p.force`) uses the forceReplay transition (dead, succeeded or cancelled) and stamps the
- * rows' `replay` column for the handler; a plain one clears it. Throws invalid_input for a forced
- * replay without a reason, before anything changes.
+ * rows' `replay` column for the handler; a plain one clears it. With `p.rewrite`, the locking read
+ * also reads the payloads and each replayed row gets rewrite(payload) (a throw rolls back). Throws
+ * invalid_input for a forced replay without a reason, before anything changes.
  */
 export async function replayDead(db: Db, cell: string, p: DeadReplayParams): Promise<DeadReplayResult> {
   const ids = [...new Set(p.ids)].sort();
@@ -94,7 +118,7 @@ export async function replayDead(db: Db, cell: string, p: DeadReplayParams): Pro
     const rows = await select(
       db,
       c,
-      `SELECT id, type, pool, state, attempt, fence FROM tasks WHERE id IN (${marks(ids.length)}) AND cell = ? FOR UPDATE`,
+      `SELECT id, type, pool, state, attempt, fence${p.rewrite ? ', payload' : ''} FROM tasks WHERE id IN (${marks(ids.length)}) AND cell = ? FOR UPDATE`,
       [...ids, cell],
     );
     const found = new Map(rows.map((r) => [r.id as string, r]));
@@ -114,8 +138,9 @@ export async function replayDead(db: Db, cell: string, p: DeadReplayParams): Pro
     }
     if (replayed.length === 0) return {replayed, skipped};
     const where = guardedWhere(t, replayed);
+    const rewrite = p.rewrite;
     const pl = caseById(
-      p.payloads === undefined ? [] : replayed.filter((x) => p.payloads![x.id] !== undefined).map((x) => [x.id, p.payloads![x.id]]),
+      rewrite === undefined ? [] : replayed.map((x) => [x.id, rewrite(parsePayload(found.get(x.id)!.payload as string), x.id)]),
       'payload',
     );
     const res = await exec(

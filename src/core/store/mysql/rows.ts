@@ -7,7 +7,8 @@ import type {DeadErrorGroup, HeldForDispatch} from '../types.js';
 export const TASK_COLUMNS =
   'id, cell, type, pool, state, attempt, max_retries, run_at, timeout_ms, lease_until, fence, worker, dedup_key, last_error, published_at, created_at, updated_at, finished_at, payload';
 
-function parsePayload(text: string): JsonObject {
+/** A payload column as an object ({} when unreadable: written by ax, so only after a manual edit). */
+export function parsePayload(text: string): JsonObject {
   try {
     return JSON.parse(text) as JsonObject;
   } catch {

@@ -3,6 +3,7 @@ import type {
   DeadFilter,
   DeadReplayParams,
   DeadListParams,
+  DeadPageParams,
   DoorbellsMarkParams,
   FailureFilter,
   HistoryListParams,
@@ -121,6 +122,9 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
   }
   deadErrorGroups(p: DeadFilter) {
     return dlq.deadErrorGroups(this.db, this.cell, p);
+  }
+  deadPage(p: DeadPageParams) {
+    return dlq.deadPage(this.db, this.cell, p);
   }
   tasksGet(p: TasksGetParams) {
     return r.getTask(this.db, this.cell, p.id);
