@@ -304,24 +304,36 @@ describe('runReplay', () => {
     expect(m.replays[0]?.audit).toEqual({operator: 'alice', command: 'dlq replay', filter: {type: 'order_notify'}, reason: 'fixed'});
   });
 
-  it('paces batches by --rate on the clock', async () => {
+  it('paces batches by --rate on the clock: rate / 10 per batch, N tasks take at least N / rate', async () => {
     const m = memory(Array.from({length: 10}, (_, i) => dead(i + 1)));
     const sel = {filter: {type: 'order_notify'}};
     const plan = await planReplay(m.store, sel);
     const progress: number[] = [];
-    const {run, clock} = runner(m, {rate: 4, onProgress: (done) => progress.push(done)});
+    const {run, clock} = runner(m, {rate: 40, onProgress: (done) => progress.push(done)});
     let done = false;
     const p = runReplay(run, sel, plan).then((r) => ((done = true), r));
     await clock.advanceAsync(0);
     expect(progress).toEqual([4]);
-    await clock.advanceAsync(1000);
+    await clock.advanceAsync(100);
     expect(progress).toEqual([4, 8]);
-    await clock.advanceAsync(1000);
+    await clock.advanceAsync(100);
     expect(progress).toEqual([4, 8, 10]);
+    // 10 tasks at 40/s: not done before 250 ms.
+    await clock.advanceAsync(49);
     expect(done).toBe(false);
-    await clock.advanceAsync(500);
-    expect((await p).replayed).toBe(10);
+    await clock.advanceAsync(1);
+    expect(await p).toMatchObject({replayed: 10, elapsedMs: 250});
     expect(m.replays.map((x) => x.ids.length)).toEqual([4, 4, 2]);
+  });
+
+  it('a rate under 10 per second replays one task per batch', async () => {
+    const m = memory([dead(1), dead(2)]);
+    const sel = {filter: {type: 'order_notify'}};
+    const {run, clock} = runner(m, {rate: 4});
+    const p = runReplay(run, sel, await planReplay(m.store, sel));
+    await clock.advanceAsync(500);
+    expect((await p).replayed).toBe(2);
+    expect(m.replays.map((x) => x.ids.length)).toEqual([1, 1]);
   });
 
   it('reports tasks another operator took first as skipped, and never replays them twice', async () => {

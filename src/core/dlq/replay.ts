@@ -33,8 +33,10 @@ import {validatePayload} from '../task/validate.js';
 import {type Clock, sleep} from '../time.js';
 import {checkForce, checkPatch, checkRate, checkSelection} from './replay-request.js';
 
-/** Tasks per transaction (and per doorbell publish). */
-export const REPLAY_BATCH = 500;
+/** Tasks per transaction (and per doorbell publish) when not paced by a rate. */
+export const REPLAY_BATCH = 2000;
+/** Batches per second under --rate (the batch is rate / this, at least 1, at most REPLAY_BATCH): a steady flow, not bursts. */
+export const PACED_BATCHES_PER_SECOND = 10;
 /** Payloads read per page when a --patch over a filter is validated. */
 export const PATCH_CHECK_PAGE = 1000;
 /** Above this many tasks, a replay asks for confirmation (--yes when not on a terminal). */
@@ -215,7 +217,8 @@ export interface ReplayRun {
 export async function runReplay(run: ReplayRun, sel: ReplaySelection, plan: ReplayPlan): Promise<ReplayResult> {
   if (run.rate !== undefined) checkRate(run.rate);
   checkForce(run);
-  const batch = run.rate === undefined ? REPLAY_BATCH : Math.max(1, Math.min(REPLAY_BATCH, Math.floor(run.rate)));
+  const batch =
+    run.rate === undefined ? REPLAY_BATCH : Math.max(1, Math.min(REPLAY_BATCH, Math.floor(run.rate / PACED_BATCHES_PER_SECOND)));
   const out: ReplayResult = {replayed: 0, ids: [], skipped: [...plan.skipped], unrung: 0, elapsedMs: 0};
   const filter = 'ids' in sel ? {ids: [...new Set(sel.ids)]} : sel.filter;
   // A forced replay is its own audit action: `<command> --force`, and force: true in the filter.
@@ -233,6 +236,9 @@ export async function runReplay(run: ReplayRun, sel: ReplaySelection, plan: Repl
   const changed = () => `its payload changed since the plan: its batch was rolled back, ${out.replayed} tasks replayed before it`;
   const rewrite = p === undefined ? undefined : (payload: JsonObject, id: string) => patched(payload, id, p, changed);
   let afterId: string | undefined;
+  // The doorbells of one batch are rung (published, then marked) while the next batch is read and
+  // replayed: at most one ring in flight, awaited before the next one starts and before returning.
+  let ringing: Promise<void> = Promise.resolve();
   for (let i = 0; ; i += batch) {
     let ids: string[];
     if ('ids' in sel) ids = named.slice(i, i + batch);
@@ -253,13 +259,15 @@ export async function runReplay(run: ReplayRun, sel: ReplaySelection, plan: Repl
       out.skipped.push({...k, why: k.state === null ? 'no longer exists' : `was ${k.state} when replayed (moved by someone else)`});
     out.replayed += r.replayed.length;
     for (const t of r.replayed) if (out.ids.length < 1000) out.ids.push(t.id);
-    if (r.replayed.length > 0) out.unrung += await ring(run, r.replayed);
+    await ringing;
+    if (r.replayed.length > 0) ringing = ring(run, r.replayed).then((unrung) => void (out.unrung += unrung));
     run.onProgress?.(out.replayed, plan.total);
     if (run.rate !== undefined) {
       const due = ((out.replayed + out.skipped.length) / run.rate) * 1000 - (run.clock.monotonic() - started);
       if (due > 0) await sleep(run.clock, due);
     }
   }
+  await ringing;
   out.elapsedMs = run.clock.monotonic() - started;
   return out;
 }
