@@ -53,6 +53,7 @@ const {values: argv} = parseArgs({
     scheduler: {type: 'boolean'},
     outbox: {type: 'boolean'},
     wheel: {type: 'boolean'},
+    replay: {type: 'boolean'},
     'core-only': {type: 'boolean', default: false},
     'phase-timeout': {type: 'string'},
     'p6-far-future': {type: 'string'},
@@ -74,7 +75,7 @@ if (argv.help) {
   --worker child|inproc  where the ax worker and the hand-built consumer run (default child)
   --queue-types LIST   queue types of the end-to-end pairs (hand-built + P1), first = headline
                        (default quorum,classic; quick quorum)
-  --only LIST          run only these workloads: a,a2,p2,b,c,p1,bullmq,p4,p5a,p5b,p6,p3,wheel (development;
+  --only LIST          run only these workloads: a,a2,p2,b,c,p1,bullmq,p4,p5a,p5b,p6,p3,wheel,replay (development;
                        the report is partial; naming p5a/p5b/p6, p3 or wheel turns that part on)
   --hand-built K=V,…   settings of the hand-built pipeline (c) and (a′), for measuring variants:
                        batch, lanes, idsPerMessage, prefetch, claimWaitMs, completeWaitMs, inFlight,
@@ -83,6 +84,7 @@ if (argv.help) {
   --scheduler          run P5/P6 from bench/scheduler.js (default: on in full mode, off with --quick)
   --outbox             run P3 from bench/outbox.js (default: on in full mode, off with --quick)
   --wheel              run the timing-wheel micro-benchmark from bench/wheel.js (same default)
+  --replay             run the dead-letter replay benchmark from bench/replay.js (same default; --only replay)
   --p6-far-future N    P6: far-future rows in the table (default 1000000; quick 100000)
   --p6-in-horizon N    P6: rows the scheduler holds within its 2 m horizon (default 50000; quick 5000)
   --phase-timeout T    per phase (one workload of one round, or P5a, P5b, P6, P3, wheel): the phase
@@ -116,6 +118,7 @@ const opts = {
   scheduler: !argv['core-only'] && (argv.scheduler ?? !quick),
   outbox: !argv['core-only'] && (argv.outbox ?? !quick),
   wheel: !argv['core-only'] && (argv.wheel ?? !quick),
+  replay: !argv['core-only'] && (argv.replay ?? !quick),
   only: argv.only ? new Set(argv.only.split(',').map((x) => x.trim())) : null,
   p6FarFuture: argv['p6-far-future'] === undefined ? undefined : int(argv['p6-far-future']),
   p6InHorizon: argv['p6-in-horizon'] === undefined ? undefined : int(argv['p6-in-horizon']),
@@ -138,6 +141,7 @@ if (opts.only) {
   else if (!argv.outbox) opts.outbox = false;
   if (opts.only.has('wheel')) opts.wheel = true;
   else if (!argv.wheel) opts.wheel = false;
+  opts.replay = opts.only.has('replay') || argv.replay === true;
 }
 let timeoutOf;
 try {
@@ -745,6 +749,14 @@ try {
       wheel = {error: String(e?.message ?? e)};
     }
   }
+  // The dead-letter replay (R0–R2) lives in bench/replay.js.
+  const replay = opts.replay
+    ? await runPhase('replay', () => import('./replay.js').then((m) => m.runReplayBench({quick}))).catch((e) => {
+        if (e instanceof PhaseTimeoutError) throw e;
+        log(`replay benchmark failed: ${e?.stack ?? e}`);
+        return {error: String(e?.message ?? e)};
+      })
+    : undefined;
   const elapsedS = (performance.now() - startedAt) / 1000;
 
   // ---------------------------------------------------------------------------------------------
@@ -776,6 +788,7 @@ try {
     scheduler,
     outbox,
     wheel,
+    replay,
   };
   for (const qt of ['classic', 'quorum']) {
     for (const ph of ['publish', 'consume', 'together']) report.summary[`b.${qt}.${ph}`] = series(`b.${qt}`, (r) => r[ph]);

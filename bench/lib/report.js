@@ -258,6 +258,8 @@ export function renderMarkdown(report, opts) {
   if (report.outbox) {
     lines.push('## Outbox relay (bench/outbox.js)', '', report.outbox.markdown ?? `**failed**: ${report.outbox.error}`, '');
   }
+  if (report.replay)
+    lines.push('## Dead-letter replay (bench/replay.js)', '', report.replay.markdown ?? `**failed**: ${report.replay.error}`, '');
   if (report.wheel) {
     lines.push('## Timing wheel (bench/wheel.js)', '', report.wheel.markdown ?? `**failed**: ${report.wheel.error}`, '');
   }
