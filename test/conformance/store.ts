@@ -571,6 +571,25 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
       });
     });
 
+    it('keeps the dead-letter scan watermark per cell, moved only by a compare-and-set', async () => {
+      expect(await s.dlqScanGet()).toBeNull();
+      const t1 = new Date('2026-06-01T12:00:00.123Z');
+      const t2 = new Date('2026-06-01T12:05:00.456Z');
+      const [a, b] = await Promise.all([s.dlqScanAdvance({from: null, to: t1}), h.other.dlqScanAdvance({from: null, to: t2})]);
+      expect([a, b].filter(Boolean)).toHaveLength(1);
+      const first = await s.dlqScanGet();
+      expect([t1.getTime(), t2.getTime()]).toContain(first?.getTime());
+      expect(await s.dlqScanAdvance({from: null, to: t2})).toBe(false);
+      const next = new Date(first!.getTime() + 60_000);
+      // Two passes from the same watermark: one moves it, the other finds it moved.
+      const [x, y] = await Promise.all([s.dlqScanAdvance({from: first, to: next}), h.other.dlqScanAdvance({from: first, to: next})]);
+      expect([x, y].filter(Boolean)).toHaveLength(1);
+      expect(await s.dlqScanGet()).toEqual(next);
+      expect(await h.other.dlqScanGet()).toEqual(next);
+      expect(await s.dlqScanAdvance({from: first, to: new Date(next.getTime() + 1)})).toBe(false);
+      expect(await s.dlqScanGet()).toEqual(next);
+    });
+
     it('counts failed attempts of every task in a window per type and exact error (failureGroups)', async () => {
       const t0 = await s.clockNow();
       await h.waitDbMs(2);

@@ -1,7 +1,9 @@
 /**
  * The scheduler's dead-letter scan against the real MariaDB: runOnce() reports the tasks that died
  * since the previous pass per type (a dlq:new event and a warn line), each death once; retried
- * failures and deaths before the scheduler started are not reported.
+ * failures and deaths before the first scheduler of the database started are not reported; the
+ * watermark survives a restart (the downtime's deaths are reported by the next scheduler) and two
+ * schedulers report each death once between them.
  */
 import {afterAll, beforeAll, describe, expect, it} from 'vitest';
 import type {AxEventMap} from '../../src/core/events.js';
@@ -78,5 +80,35 @@ describe('dead-letter scan', () => {
     await settle();
     expect(await pass()).toEqual([['scan_b', 1]]);
     expect(await pass()).toEqual([]);
+  });
+
+  it('survives a restart: deaths while no scheduler ran are reported once by the next one; two replicas report a death once', async () => {
+    await pass(); // nothing pending
+    await scheduler.stop();
+    // Down: two tasks die.
+    await runToEnd('scan_down', 'deadLetter');
+    await runToEnd('scan_down', 'deadLetter');
+    await settle();
+    const mk = async (id: string) => {
+      const s = createSchedulerService({...env.rt, config: env.config, store: await env.store(), broker: await env.broker(), id});
+      s.events.on('dlq:new', (e) => seen.push(e));
+      await s.start();
+      return s;
+    };
+    scheduler = await mk('scan-test-2');
+    const replica = await mk('scan-test-3');
+    try {
+      seen.length = 0;
+      await Promise.all([scheduler.runOnce(), replica.runOnce()]);
+      expect(seen.map((e) => [e.type, e.count])).toEqual([['scan_down', 2]]);
+      await runToEnd('scan_down', 'deadLetter');
+      await settle();
+      seen.length = 0;
+      await replica.runOnce();
+      await scheduler.runOnce();
+      expect(seen.map((e) => [e.type, e.count])).toEqual([['scan_down', 1]]);
+    } finally {
+      await replica.stop();
+    }
   });
 });

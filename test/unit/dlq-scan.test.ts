@@ -1,6 +1,7 @@
 /**
  * DeadLetterScan over an in-memory store: chained half-open windows behind the settle margin,
- * one warn line and one dlq:new event per type, the watermark kept when a pass fails.
+ * one warn line and one dlq:new event per type, the watermark kept when a pass fails, resumed
+ * after a restart, and shared by replicas (one report per window).
  */
 import {describe, expect, it} from 'vitest';
 import {DeadLetterScan} from '../../src/core/dlq/scan.js';
@@ -13,7 +14,21 @@ function setup() {
   let down = false;
   const deaths: Array<{type: string; at: number}> = [];
   const asked: FailureFilter[] = [];
+  let mark: Date | null = null;
+  /** Runs between a pass's read of the watermark and its compare-and-set (another replica's turn). */
+  let beforeAdvance: () => Promise<void> = async () => undefined;
   const store = {
+    dlqScanGet: async () => {
+      if (down) throw new Error('connection refused');
+      return mark;
+    },
+    dlqScanAdvance: async ({from, to}: {from: Date | null; to: Date}) => {
+      await beforeAdvance();
+      if (down) throw new Error('connection refused');
+      if ((from === null && mark !== null) || (from !== null && mark?.getTime() !== from.getTime())) return false;
+      mark = to;
+      return true;
+    },
     clockNow: async () => {
       if (down) throw new Error('connection refused');
       return new Date(now);
@@ -33,6 +48,14 @@ function setup() {
   const scan = new DeadLetterScan({store, events, logger, settleMs: 1000});
   return {
     scan,
+    /** Another scheduler process on the same database (a restart, or a replica). */
+    another: () => new DeadLetterScan({store, events, logger, settleMs: 1000}),
+    get mark() {
+      return mark;
+    },
+    set beforeAdvance(f: () => Promise<void>) {
+      beforeAdvance = f;
+    },
     seen,
     lines,
     asked,
@@ -95,5 +118,44 @@ describe('DeadLetterScan', () => {
     t.down = false;
     t.now = 103_000;
     expect(await t.scan.scan()).toEqual([{type: 'order_notify', count: 1, since: new Date(99_000), until: new Date(102_000)}]);
+  });
+
+  it('a restarted scheduler resumes from the stored watermark: the deaths of its downtime are reported once', async () => {
+    const t = setup();
+    await t.scan.begin();
+    t.die('order_notify', 99_500);
+    t.now = 101_000;
+    expect(await t.scan.scan()).toMatchObject([{type: 'order_notify', count: 1}]);
+    // The process stops; two tasks die while no scheduler runs; a new process starts much later.
+    t.die('order_notify', 130_000);
+    t.die('report_build', 150_000);
+    t.now = 200_000;
+    const restarted = t.another();
+    await restarted.begin(); // keeps the stored watermark
+    expect(t.mark).toEqual(new Date(100_000));
+    expect(await restarted.scan()).toEqual([
+      {type: 'order_notify', count: 1, since: new Date(100_000), until: new Date(199_000)},
+      {type: 'report_build', count: 1, since: new Date(100_000), until: new Date(199_000)},
+    ]);
+    expect(await restarted.scan()).toEqual([]);
+  });
+
+  it('two replicas scanning the same window: the one whose compare-and-set moves the watermark reports, the other not', async () => {
+    const t = setup();
+    const b = t.another();
+    await Promise.all([t.scan.begin(), b.begin()]);
+    expect(t.mark).toEqual(new Date(99_000));
+    t.die('order_notify', 99_500);
+    t.now = 101_000;
+    // Replica b passes between replica a's read of the watermark and a's compare-and-set.
+    let bFound: unknown;
+    t.beforeAdvance = async () => {
+      t.beforeAdvance = async () => undefined;
+      bFound = await b.scan();
+    };
+    expect(await t.scan.scan()).toEqual([]);
+    expect(bFound).toEqual([{type: 'order_notify', count: 1, since: new Date(99_000), until: new Date(100_000)}]);
+    expect(t.seen).toHaveLength(1);
+    expect(t.lines.filter((l) => l.msg === 'new dead tasks')).toHaveLength(1);
   });
 });

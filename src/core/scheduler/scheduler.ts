@@ -5,7 +5,7 @@ import type {Broker} from '../broker/types.js';
 import type {BackoffOptions} from '../retry/backoff.js';
 import {reconcile, rescueExpired, type ReconcileOptions} from '../reconcile/reconcile.js';
 import {DeadLetterScan} from '../dlq/scan.js';
-import type {DispatchHoldStore, HeldForDispatch, HotPathStore, InspectStore, RescueStore} from '../store/types.js';
+import type {DispatchHoldStore, DlqScanStore, HeldForDispatch, HotPathStore, InspectStore, RescueStore} from '../store/types.js';
 import {TimingWheel} from '../timing/wheel.js';
 import {type Clock, type Random, type TimerHandle} from '../time.js';
 import {AxEvents} from '../events.js';
@@ -17,7 +17,8 @@ import {DbClock} from './db-clock.js';
 export type SchedulerStore = DispatchHoldStore &
   RescueStore &
   Pick<HotPathStore, 'outcomesApply' | 'doorbellsMark'> &
-  Pick<InspectStore, 'failureGroups'>;
+  Pick<InspectStore, 'failureGroups'> &
+  DlqScanStore;
 
 export interface SchedulerOptions {
   /** Holds and the database clock; the rescuer's and reconciler's reads; outcomes and doorbell marks. */

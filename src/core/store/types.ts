@@ -483,6 +483,27 @@ export interface DeadLetterStore {
   deadReplay(p: DeadReplayParams): Promise<DeadReplayResult>;
 }
 
+export interface DlqScanAdvanceParams {
+  /** The watermark read before the pass (null: the cell has none yet). */
+  from: Date | null;
+  to: Date;
+}
+
+/**
+ * The dead-letter scan's watermark (table dlq_scan, one row per cell): how far the deaths of the
+ * cell have been reported, shared by its schedulers and kept across their restarts.
+ */
+export interface DlqScanStore {
+  /** The watermark, or null before the cell's first scan. */
+  dlqScanGet(): Promise<Date | null>;
+  /**
+   * Moves the watermark from `from` to `to` only if it is still `from` (a compare-and-set; `from`
+   * null creates it only if there is none): true when this call moved it, false when another
+   * scheduler did first. One statement.
+   */
+  dlqScanAdvance(p: DlqScanAdvanceParams): Promise<boolean>;
+}
+
 export interface WorkersUpsertParams {
   info: WorkerInfo;
   inFlight: number;
@@ -502,7 +523,14 @@ export interface WorkerRegistryStore {
  * Everything ax's task database offers, for composition roots and tests. Services and commands
  * take the narrow seams above (or a Pick of them), never this.
  */
-export type TaskStore = HotPathStore & DispatchHoldStore & RescueStore & InspectStore & DeadLetterStore & WorkerRegistryStore & Closable;
+export type TaskStore = HotPathStore &
+  DispatchHoldStore &
+  RescueStore &
+  InspectStore &
+  DeadLetterStore &
+  DlqScanStore &
+  WorkerRegistryStore &
+  Closable;
 
 /** The task store and the schedules in the same database: what `openStore()` hands out. */
 export type AxStore = TaskStore & ScheduleStore;

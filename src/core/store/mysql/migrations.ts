@@ -201,6 +201,21 @@ export const MIGRATIONS: Migration[] = [
       },
     ],
   },
+  {
+    version: 11,
+    name: 'the dead-letter scan watermark, shared by the schedulers of a cell',
+    statements: [
+      // One row per cell: deaths before scanned_until have been reported. Advanced by a
+      // compare-and-set, so a restarted scheduler resumes where the cell's scan stopped and two
+      // replicas report each death once.
+      `CREATE TABLE IF NOT EXISTS dlq_scan (
+        cell          VARCHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        scanned_until DATETIME(3) NOT NULL,
+        updated_at    DATETIME(3) NOT NULL,
+        PRIMARY KEY (cell)
+      ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+    ],
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.reduce((m, x) => Math.max(m, x.version), 0);

@@ -4,6 +4,7 @@ import type {
   DeadReplayParams,
   DeadListParams,
   DeadPageParams,
+  DlqScanAdvanceParams,
   DoorbellsMarkParams,
   FailureFilter,
   HistoryListParams,
@@ -37,6 +38,7 @@ import * as failures from './failures.js';
 import {type Db, type DbOptions, openDb} from './db.js';
 import {assertMigrated} from './migrate.js';
 import * as r from './read.js';
+import * as scan from './scan.js';
 import * as w from './write.js';
 
 export interface MysqlStoreOptions extends DbOptions {
@@ -125,6 +127,12 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
   }
   deadPage(p: DeadPageParams) {
     return dlq.deadPage(this.db, this.cell, p);
+  }
+  dlqScanGet() {
+    return scan.getScanWatermark(this.db, this.cell);
+  }
+  dlqScanAdvance(p: DlqScanAdvanceParams) {
+    return scan.advanceScanWatermark(this.db, this.cell, p);
   }
   tasksGet(p: TasksGetParams) {
     return r.getTask(this.db, this.cell, p.id);
