@@ -742,6 +742,32 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
       expect(report.rows.map((r) => r.type)).toEqual([...report.rows.map((r) => r.type)].sort((a, b) => a.localeCompare(b)));
     });
 
+    it('counts terminal transitions per type × state since a time, and none before it', async () => {
+      const type = 'terminal_probe';
+      const before = await s.clockNow();
+      const [ok, dead, gone, live] = [0, 1, 2, 3].map((i) => task({type, payload: {i}}));
+      await s.tasksInsert({tasks: [ok!, dead!, gone!, live!], actor: 'test'});
+      const claimed = (await s.tasksClaim({ids: [ok!.id, dead!.id], worker: 'w1', leaseMs: 30_000})).claimed;
+      const fence = (id: string) => claimed.find((c) => c.id === id)!.fence;
+      await s.outcomesApply({
+        outcomes: [
+          {kind: 'complete', id: ok!.id, fence: fence(ok!.id)},
+          {kind: 'deadLetter', id: dead!.id, fence: fence(dead!.id), error: 'x'},
+        ],
+        actor: 'w1',
+      });
+      await s.tasksCancel({id: gone!.id, actor: 'admin', reason: null});
+      const since = new Date(before.getTime() - 1000);
+      const counts = (await s.terminalCounts({since})).filter((r) => r.type === type);
+      expect(counts.sort((a, b) => a.state.localeCompare(b.state))).toEqual([
+        {type, state: 'cancelled', count: 1},
+        {type, state: 'dead', count: 1},
+        {type, state: 'succeeded', count: 1},
+      ]);
+      const later = new Date((await s.clockNow()).getTime() + 60_000);
+      expect((await s.terminalCounts({since: later})).filter((r) => r.type === type)).toEqual([]);
+    });
+
     it('registers workers and their heartbeats', async () => {
       await s.workersUpsert({info: {id: 'host:1', host: 'host', pid: 1, pools: {io: 8}}, inFlight: 3});
       let w = (await s.workersList()).find((x) => x.id === 'host:1');

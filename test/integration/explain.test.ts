@@ -27,6 +27,15 @@ describe('query plans of the hot statements', () => {
              1, 5, NOW(3) - INTERVAL seq SECOND, IF(seq % 20 = 1, NOW(3) + INTERVAL 30 SECOND, NULL), 1, 'x', NOW(3) - INTERVAL seq SECOND, NOW(3), '{}'
         FROM seq_1_to_20000`);
     await env.sql('ANALYZE TABLE tasks');
+    // History spread over the last ~6 hours: every task submitted, claimed and finished; one in
+    // five failed first. The window of one hour holds a sixth of it.
+    await env.sql(`INSERT INTO task_history (task_id, from_state, to_state, attempt, worker, at, error)
+      SELECT id, NULL, 'submitted', 0, 'p', created_at, NULL FROM tasks
+      UNION ALL SELECT id, 'submitted', 'running', 1, 'w', created_at, NULL FROM tasks
+      UNION ALL SELECT id, 'running', IF(state = 'dead', 'dead', 'failed'), 1, 'w', created_at, CONCAT('order ', RIGHT(id, 3), ' not found')
+        FROM tasks WHERE state IN ('failed', 'dead', 'succeeded') AND CONV(LEFT(id, 8), 16, 10) % 5 = 0
+      UNION ALL SELECT id, 'running', 'succeeded', 1, 'w', created_at, NULL FROM tasks WHERE state = 'succeeded'`);
+    await env.sql('ANALYZE TABLE task_history');
   });
   afterAll(async () => env?.dispose());
 
@@ -97,10 +106,34 @@ describe('query plans of the hot statements', () => {
     expect((await explain(HOT_SQL.undispatched, ['default', 300_000_000, 1000])).key).toBe('idx_tasks_due');
   });
 
-  it('stats: a covering scan of idx_tasks_type_state', async () => {
+  it('stats: a covering scan of idx_tasks_state_type', async () => {
     const p = await explain(HOT_SQL.stats, ['default']);
-    expect(p.key).toBe('idx_tasks_type_state');
+    expect(p.key).toBe('idx_tasks_state_type');
     expect(p.Extra).toContain('Using index');
+  });
+
+  it('backlog: an index-only range of idx_tasks_state_type over the live and dead states, grouped in index order', async () => {
+    const p = (await env.sql<Plan & {rows: number}>(`EXPLAIN ${HOT_SQL.backlog}`, ['default']))[0]!;
+    expect(p.key).toBe('idx_tasks_state_type');
+    expect(p.type).toBe('range');
+    expect(p.Extra).toContain('Using index');
+    expect(p.Extra).not.toMatch(/temporary|filesort/);
+    // 4 of the 20 states' buckets are live or dead (submitted, running, failed, dead): ~4,000 of 20,000.
+    expect(Number(p.rows)).toBeLessThan(8000);
+  });
+
+  it('terminal counts of a window: idx_history_failures, each task by primary key', async () => {
+    const now = (await env.sql<{now: Date}>('SELECT NOW(3) AS now'))[0]!.now;
+    const plan = await env.sql<Plan & {table: string}>(`EXPLAIN ${HOT_SQL.terminalCounts}`, [
+      new Date(now.getTime() - 3_600_000),
+      'default',
+    ]);
+    const h = plan.find((p) => p.table === 'h')!;
+    const t = plan.find((p) => p.table === 't')!;
+    expect(h.key).toBe('idx_history_failures');
+    expect(h.type).toBe('range');
+    expect(t.key).toBe('PRIMARY');
+    expect(t.type).toBe('eq_ref');
   });
 
   it('history: idx_history_task', async () => {
@@ -108,15 +141,6 @@ describe('query plans of the hot statements', () => {
   });
 
   it('ax errors: the failures of the window through idx_history_failures, each task by primary key', async () => {
-    // History spread over the last ~6 hours: every task submitted, claimed and finished; one in
-    // five failed first. The window of one hour holds a sixth of it.
-    await env.sql(`INSERT INTO task_history (task_id, from_state, to_state, attempt, worker, at, error)
-      SELECT id, NULL, 'submitted', 0, 'p', created_at, NULL FROM tasks
-      UNION ALL SELECT id, 'submitted', 'running', 1, 'w', created_at, NULL FROM tasks
-      UNION ALL SELECT id, 'running', IF(state = 'dead', 'dead', 'failed'), 1, 'w', created_at, CONCAT('order ', RIGHT(id, 3), ' not found')
-        FROM tasks WHERE state IN ('failed', 'dead', 'succeeded') AND CONV(LEFT(id, 8), 16, 10) % 5 = 0
-      UNION ALL SELECT id, 'running', 'succeeded', 1, 'w', created_at, NULL FROM tasks WHERE state = 'succeeded'`);
-    await env.sql('ANALYZE TABLE task_history');
     const now = (await env.sql<{now: Date}>('SELECT NOW(3) AS now'))[0]!.now;
     const q = failureGroupsSql('default', {since: new Date(now.getTime() - 3_600_000)});
     const plan = await env.sql<Plan & {table: string; rows: number}>(`EXPLAIN ${q.sql}`, q.params);

@@ -152,6 +152,14 @@ export interface BacklogReport {
   rows: BacklogRow[];
 }
 
+/** Tasks of one type that reached a terminal state within a window (transitions, from history). */
+export interface TerminalCountRow {
+  type: string;
+  state: 'succeeded' | 'dead' | 'cancelled';
+  /** Transitions into `state` in the window (a task replayed and dead again counts twice). */
+  count: number;
+}
+
 export interface WorkerInfo {
   id: string;
   host: string;
@@ -345,11 +353,18 @@ export interface InspectStore extends DbClockStore {
    * metrics gauges, `ax top` and `ax tasks stats`.
    */
   backlog(): Promise<BacklogReport>;
+  /**
+   * Terminal transitions (succeeded, dead, cancelled) at or after `since`, per type × state,
+   * unordered. A range of idx_history_failures (to_state, at) and one primary-key lookup of the
+   * task per transition (its cell and type): the cost is the window's terminal transitions, never
+   * the 30-day tables, so callers keep `since` bounded.
+   */
+  terminalCounts(p: {since: Date}): Promise<TerminalCountRow[]>;
   /** Cancels a submitted or failed task. Returns the state it was in (null: unknown id). */
   tasksCancel(p: TasksCancelParams): Promise<{from: TaskState | null; cancelled: boolean}>;
   /**
    * Cancels up to `limit` tasks of `type` in `states` (submitted and/or failed), smallest ids first,
-   * in one transaction: a locking read through idx_tasks_type_state, one UPDATE guarded by the
+   * in one transaction: a locking read through idx_tasks_state_type, one UPDATE guarded by the
    * cancel transition, one history INSERT, one audit row (none when nothing was cancelled). Call
    * again until fewer than `limit` come back.
    */
@@ -461,7 +476,7 @@ export interface DeadReplayResult {
 
 /**
  * The dead-letter queue: dead tasks, read through a range of idx_tasks_due (cell, state = 'dead')
- * or idx_tasks_type_state; the cost is a scan of the dead rows the filter keeps, sorted.
+ * or idx_tasks_state_type; the cost is a scan of the dead rows the filter keeps, sorted.
  */
 export interface DeadLetterStore {
   /** Newest death first (finished_at, then id, descending). */

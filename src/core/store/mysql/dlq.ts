@@ -39,7 +39,7 @@ function deadWhere(cell: string, f: DeadFilter): Where {
 /**
  * Dead tasks, newest death first. Params: the filter, limit, and the cursor `after` (a task id:
  * only rows before it in (finished_at, id) order; an unknown cursor selects nothing). Index:
- * idx_tasks_due (cell, state) or idx_tasks_type_state; a sort of the rows kept.
+ * idx_tasks_due (cell, state) or idx_tasks_state_type (cell, state, type); a sort of the rows kept.
  */
 export async function listDead(db: Db, cell: string, p: DeadListParams): Promise<DeadTaskRow[]> {
   const w = deadWhere(cell, p);

@@ -8,11 +8,12 @@ import type {
   LeasesFindExpiredParams,
   ListFilter,
   StatsRow,
+  TerminalCountRow,
   TasksFindUndispatchedParams,
   WorkersUpsertParams,
   WorkerRow,
 } from '../types.js';
-import type {TaskState} from '../../task/state.js';
+import {TASK_STATES, type TaskState} from '../../task/state.js';
 import {type Db, exec, select} from './db.js';
 import {LAST_ERROR_CONTAINS, likeLiteral} from './dlq.js';
 import {TASK_COLUMNS, toDueTask, toHistoryEntry, toTaskRecord} from './rows.js';
@@ -30,17 +31,23 @@ export const HOT_SQL = {
       WHERE cell = ? AND state IN ('submitted', 'failed') AND run_at <= NOW(3)
         AND (published_at IS NULL OR published_at < NOW(3) - INTERVAL ? MICROSECOND)
       ORDER BY run_at LIMIT ?`,
-  /** Params: cell. Index: idx_tasks_type_state, covering. */
+  /** Params: cell. Index: idx_tasks_state_type, covering (a scan of the cell's entries: all-time counts). */
   stats: 'SELECT type, state, COUNT(*) AS n FROM tasks WHERE cell = ? GROUP BY type, state ORDER BY type, state',
-  /** Params: cell. Index: idx_tasks_due (cell, state, run_at): a range over the small states. */
-  backlog: `SELECT type,
-        SUM(state <> 'running' AND run_at <= NOW(3)) AS due,
-        SUM(state <> 'running' AND run_at > NOW(3)) AS \`delayed\`,
-        SUM(state = 'running') AS running,
-        MIN(IF(state <> 'running' AND run_at <= NOW(3), run_at, NULL)) AS oldest_due
-      FROM tasks WHERE cell = ? AND state IN ('submitted', 'failed', 'running') GROUP BY type`,
-  /** Params: cell. Index: idx_tasks_due (cell, state, …): a range over the dead tasks. */
-  deadByType: "SELECT type, COUNT(*) AS n FROM tasks WHERE cell = ? AND state = 'dead' GROUP BY type",
+  /**
+   * Params: cell. Index: idx_tasks_state_type (cell, state, type, run_at), covering: a range over
+   * the live states and the dead one, grouped in index order (no temporary table, no row lookup).
+   * Cost: one index entry per live or dead task; the finished tasks are never read.
+   */
+  backlog: `SELECT state, type, COUNT(*) AS n, SUM(run_at <= NOW(3)) AS due,
+        IF(MIN(run_at) <= NOW(3), MIN(run_at), NULL) AS oldest_due
+      FROM tasks WHERE cell = ? AND state IN ('submitted', 'failed', 'running', 'dead') GROUP BY state, type`,
+  /**
+   * Params: since, cell. Index: idx_history_failures (to_state, at): a range over the terminal
+   * transitions of the window, then each task by PRIMARY (cell, type); a temporary table of the
+   * type × state groups.
+   */
+  terminalCounts: `SELECT t.type, h.to_state AS state, COUNT(*) AS n FROM task_history h JOIN tasks t ON t.id = h.task_id
+      WHERE h.to_state IN ('succeeded', 'dead', 'cancelled') AND h.at >= ? AND t.cell = ? GROUP BY t.type, h.to_state`,
   /** Params: task id. Index: idx_history_task. */
   history: 'SELECT task_id, from_state, to_state, attempt, worker, at, error, stack FROM task_history WHERE task_id = ? ORDER BY seq',
 };
@@ -59,7 +66,7 @@ export async function history(db: Db, id: string): Promise<HistoryEntry[]> {
 
 /**
  * Newest tasks first, filtered by state/type/creation time (idx_tasks_created, or
- * idx_tasks_type_state when a type is given), dedup key (uq_tasks_dedup), a substring of the last
+ * idx_tasks_state_type when a type is given), dedup key (uq_tasks_dedup), a substring of the last
  * error and a payload field (both checked on each row the index range yields). All filter values
  * are bound parameters.
  */
@@ -68,6 +75,9 @@ export async function listTasks(db: Db, cell: string, f: ListFilter): Promise<Ta
     .and('cell = ?', cell)
     .if(Boolean(f.state), 'state = ?', f.state)
     .if(Boolean(f.type), 'type = ?', f.type)
+    // idx_tasks_state_type leads with the state: naming every state keeps a type-only filter a
+    // range of that index (one per state) instead of a scan of the cell.
+    .if(Boolean(f.type) && !f.state, `state IN (${TASK_STATES.map((x) => `'${x}'`).join(', ')})`)
     .if(Boolean(f.since), 'created_at >= ?', f.since)
     .if(f.dedupKey !== undefined, 'dedup_key = ?', f.dedupKey)
     .if(f.errorContains !== undefined, LAST_ERROR_CONTAINS, likeLiteral(f.errorContains ?? ''))
@@ -83,35 +93,38 @@ export async function listTasks(db: Db, cell: string, f: ListFilter): Promise<Ta
   return rows.map(toTaskRecord);
 }
 
-/** Counts per type × state (a covering scan of idx_tasks_type_state). */
+/** Counts per type × state (a covering scan of idx_tasks_state_type). */
 export async function stats(db: Db, cell: string): Promise<StatsRow[]> {
   const rows = await select(db, db.pool, HOT_SQL.stats, [cell]);
   return rows.map((r) => ({type: r.type as string, state: r.state as TaskState, count: Number(r.n)}));
 }
 
-/** The backlog per type: two index ranges (the live states, the dead ones), merged by type. */
+/** The backlog per type: one index-only range (HOT_SQL.backlog) merged by type, and the clock. */
 export async function backlog(db: Db, cell: string): Promise<BacklogReport> {
-  const [live, dead, clock] = await Promise.all([
-    select(db, db.pool, HOT_SQL.backlog, [cell]),
-    select(db, db.pool, HOT_SQL.deadByType, [cell]),
-    dbNow(db),
-  ]);
+  const [groups, clock] = await Promise.all([select(db, db.pool, HOT_SQL.backlog, [cell]), dbNow(db)]);
   const rows = new Map<string, BacklogRow>();
-  const row = (type: string): BacklogRow => {
+  for (const g of groups) {
+    const type = g.type as string;
     let r = rows.get(type);
     if (!r) rows.set(type, (r = {type, due: 0, delayed: 0, running: 0, dead: 0, oldestDueAt: null}));
-    return r;
-  };
-  for (const l of live) {
-    Object.assign(row(l.type as string), {
-      due: Number(l.due),
-      delayed: Number(l.delayed),
-      running: Number(l.running),
-      oldestDueAt: (l.oldest_due as Date | null) ?? null,
-    });
+    const n = Number(g.n);
+    if (g.state === 'running') r.running += n;
+    else if (g.state === 'dead') r.dead += n;
+    else {
+      const due = Number(g.due);
+      r.due += due;
+      r.delayed += n - due;
+      const oldest = (g.oldest_due as Date | null) ?? null;
+      if (oldest && (!r.oldestDueAt || oldest < r.oldestDueAt)) r.oldestDueAt = oldest;
+    }
   }
-  for (const d of dead) row(d.type as string).dead = Number(d.n);
   return {at: clock, rows: [...rows.values()].sort((a, b) => a.type.localeCompare(b.type))};
+}
+
+/** See InspectStore.terminalCounts (HOT_SQL.terminalCounts). */
+export async function terminalCounts(db: Db, cell: string, {since}: {since: Date}): Promise<TerminalCountRow[]> {
+  const rows = await select(db, db.pool, HOT_SQL.terminalCounts, [since, cell]);
+  return rows.map((r) => ({type: r.type as string, state: r.state as TerminalCountRow['state'], count: Number(r.n)}));
 }
 
 /** Running rows whose lease is before NOW(3), oldest lease first (idx_tasks_lease). */

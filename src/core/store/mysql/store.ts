@@ -149,6 +149,9 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
   backlog() {
     return r.backlog(this.db, this.cell);
   }
+  terminalCounts(p: {since: Date}) {
+    return r.terminalCounts(this.db, this.cell, p);
+  }
   workersUpsert(p: WorkersUpsertParams) {
     return r.upsertWorker(this.db, this.cell, p);
   }
