@@ -417,29 +417,54 @@ describe('ax tasks show', () => {
 });
 
 describe('ax tasks stats', () => {
-  test('counts per type × state agree with the database', async () => {
-    await submitOne('stats_only', {i: 1});
-    await submitOne('stats_only', {i: 2});
+  test('due, delayed, running, dead and the oldest due age per type, and what finished since --since', async () => {
+    const type = 'stats_only';
+    const [due1, , run, ok, died] = await Promise.all([1, 2, 3, 4, 5].map((i) => submitOne(type, {i})));
+    await submitOne(type, {i: 6}, ['--delay', '1h']);
+    const gone = await submitOne(type, {i: 7});
+    expect((await ax(['tasks', 'cancel', gone!, '--json'])).code).toBe(0);
+    // Age the two due tasks: the oldest has waited ~2 minutes on the database clock.
+    await testEnv.sql('UPDATE tasks SET run_at = NOW(3) - INTERVAL 120 SECOND WHERE id = ?', [due1]);
+    const store = await testEnv.store();
+    const claimed = (await store.tasksClaim({ids: [run!, ok!, died!], worker: 'w1', leaseMs: 60_000})).claimed;
+    const fence = (id: string) => claimed.find((c) => c.id === id)!.fence;
+    await store.outcomesApply({
+      outcomes: [
+        {kind: 'complete', id: ok!, fence: fence(ok!)},
+        {kind: 'deadLetter', id: died!, fence: fence(died!), error: 'boom'},
+      ],
+      actor: 'w1',
+    });
+
     const r = await ax(['tasks', 'stats', '--json']);
     expect(r.code, r.stderr).toBe(0);
-    const db = await testEnv.sql<{type: string; state: string; n: number}>(
-      'SELECT type, state, COUNT(*) AS n FROM tasks GROUP BY type, state',
-    );
-    expect(r.json.total).toBe(await count());
-    expect(r.json.byState.submitted).toBe(await count("state = 'submitted'"));
-    expect(r.json.byState.cancelled).toBe(await count("state = 'cancelled'"));
-    expect(r.json.rows).toContainEqual({type: 'stats_only', state: 'submitted', count: 2});
-    expect(r.json.rows).toHaveLength(db.length);
-    for (const row of db) expect(r.json.rows).toContainEqual({type: row.type, state: row.state, count: Number(row.n)});
+    const row = r.json.types.find((t: {type: string}) => t.type === type);
+    expect(row).toMatchObject({due: 2, delayed: 1, running: 1, dead: 1, finished: {succeeded: 1, dead: 1, cancelled: 1}});
+    expect(row.oldestDueAgeMs).toBeGreaterThanOrEqual(119_000);
+    expect(row.oldestDueAgeMs).toBeLessThan(180_000);
+    expect(row.oldestDueAt).toMatch(ISO);
+    expect(r.json.totals.due).toBe(await count("state IN ('submitted', 'failed') AND run_at <= NOW(3)"));
+    expect(Date.parse(r.json.at) - Date.parse(r.json.since)).toBeGreaterThanOrEqual(3_599_000);
+
+    // A window that starts after they finished counts none of them; the backlog is the same.
+    const later = await ax(['tasks', 'stats', '--since', new Date(Date.now() - 1).toISOString(), '--json']);
+    expect(later.code, later.stderr).toBe(0);
+    expect(later.json.types.find((t: {type: string}) => t.type === type)).toMatchObject({
+      due: 2,
+      finished: {succeeded: 0, dead: 0, cancelled: 0},
+    });
 
     const human = await ax(['tasks', 'stats']);
     expect(human.code).toBe(0);
-    expect(human.stdout).toMatch(/^TYPE\s+SUBMITTED\s+RUNNING\s+SUCCEEDED\s+FAILED\s+DEAD\s+CANCELLED\s+TOTAL$/m);
-    expect(human.stdout).toMatch(/^stats_only\s+2\s+0\s+0\s+0\s+0\s+0\s+2$/m);
-    expect(human.stdout).toMatch(new RegExp(`^TOTAL\\s+.*\\s${await count()}$`, 'm'));
+    expect(human.stdout).toMatch(/^TYPE\s+DUE\s+DELAYED\s+RUNNING\s+OLDEST\s+DEAD\s+SUCCEEDED\s+DIED\s+CANCELLED$/m);
+    expect(human.stdout).toMatch(/^stats_only\s+2\s+1\s+1\s+2m\d*s?\s+1\s+1\s+1\s+1$/m);
+    expect(human.stdout).toMatch(/^finished since \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC$/m);
   });
 
-  test('refuses an unexpected argument, a missing config file; exit 5 when MySQL is unreachable', async () => {
+  test('refuses a bad --since, an unexpected argument, a missing config file; exit 5 when MySQL is unreachable', async () => {
+    await refused(['tasks', 'stats', '--since', 'soon'], 2, /since "soon" is neither a duration/);
+    await refused(['tasks', 'stats', '--since', '8d', '--json'], 2, /more than 7d/);
+    await refused(['tasks', 'stats', '--since', '2999-01-01T00:00:00Z'], 2, /must be in the past/);
     await refused(['tasks', 'stats', 'extra'], 2, /tasks:stats:extra not found|Unexpected argument: extra/);
     await refused(['tasks', 'stats', '--config', '/nonexistent/ax.json'], 2, /config file .* does not exist/);
     await refused(['tasks', 'stats', '--json'], 5, /unavailable/, {env: UNREACHABLE});

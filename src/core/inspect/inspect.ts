@@ -1,6 +1,6 @@
 import {AxError, invalid} from '../errors.js';
 import {parseDuration} from '../duration.js';
-import type {InspectStore, ListFilter, StatsRow} from '../store/types.js';
+import type {InspectStore, ListFilter} from '../store/types.js';
 import {isTaskId} from '../task/id.js';
 import type {HistoryEntry, TaskRecord} from '../task/model.js';
 import {TASK_STATES, type TaskState, isTaskState} from '../task/state.js';
@@ -95,20 +95,6 @@ export async function showTask(store: Pick<InspectStore, 'tasksGet' | 'historyLi
   const task = await store.tasksGet({id});
   if (!task) throw new AxError('not_found', `task ${id} does not exist`);
   return {task, history: await store.historyList({taskId: id})};
-}
-
-export interface StatsReport {
-  rows: StatsRow[];
-  byState: Record<TaskState, number>;
-  total: number;
-}
-
-/** Counts per type × state, plus totals per state. */
-export async function taskStats(store: Pick<InspectStore, 'tasksStats'>): Promise<StatsReport> {
-  const rows = await store.tasksStats();
-  const byState = Object.fromEntries(TASK_STATES.map((s) => [s, 0])) as Record<TaskState, number>;
-  for (const r of rows) byState[r.state] += r.count;
-  return {rows, byState, total: rows.reduce((n, r) => n + r.count, 0)};
 }
 
 /**
