@@ -90,8 +90,8 @@ export function openOutbox(rt: Runtime, opts: {requireTable?: boolean} = {}): Pr
   });
 }
 
-/** Connects to RabbitMQ and declares the topology. `reconnect` for long-running services. */
-export async function openBroker(rt: Runtime, opts: {reconnect: boolean}): Promise<Broker> {
+/** Connects to RabbitMQ and declares the topology (unless `declare: false`: read-only tools). `reconnect` for long-running services. */
+export async function openBroker(rt: Runtime, opts: {reconnect: boolean; declare?: boolean}): Promise<Broker> {
   const b = new AmqpBroker({
     url: rt.config.amqpUrl,
     prefix: rt.config.amqpPrefix,
@@ -103,6 +103,7 @@ export async function openBroker(rt: Runtime, opts: {reconnect: boolean}): Promi
     random: rt.random,
     logger: rt.logger,
     reconnect: opts.reconnect,
+    ...(opts.declare === undefined ? {} : {declare: opts.declare}),
   });
   await b.start();
   return b;

@@ -14,6 +14,8 @@ export interface BrokerHarness {
   other: Broker;
   /** A broker that puts up to 3 tasks of one pool in a message (its own topology). */
   batched: Broker;
+  /** A broker of a topology nobody declared (started without declaring): every queue is missing. */
+  undeclared: Broker;
   /** Messages now waiting in the poison queue (drained by the call), with their reason header. */
   takePoison(): Promise<Array<{body: string; reason: string}>>;
   /** Publishes raw bytes straight into a pool queue, bypassing the Broker (a foreign producer). */
@@ -127,6 +129,36 @@ export function brokerConformance(name: string, make: () => Promise<BrokerHarnes
       expect(await h.takePoison()).toEqual([{body: 'not json', reason: 'malformed'}]);
       const depths = await h.broker.queueDepths();
       expect(Object.entries(depths).find(([q]) => q.endsWith('.poison'))?.[1]).toBe(0);
+    });
+
+    it('reports messages and consumers of each pool queue and the poison queue, and missing queues as missing', async () => {
+      const sub = await h.broker.consume('cpu', 10, () => undefined);
+      await h.other.publish([
+        {id: newId(), type: 'order_notify', pool: 'io'},
+        {id: newId(), type: 'order_notify', pool: 'io'},
+      ]);
+      const queues = await h.broker.inspectQueues();
+      expect(queues.map((q) => [q.role, q.pool])).toEqual([
+        ['pool', 'io'],
+        ['pool', 'cpu'],
+        ['poison', null],
+      ]);
+      // Publishing is confirmed, so both messages are in the queue (nobody consumes io here).
+      expect(queues[0]).toMatchObject({exists: true, messages: 2, consumers: 0});
+      expect(queues[1]).toMatchObject({exists: true, consumers: 1});
+      expect(queues[2]).toMatchObject({exists: true, messages: 0, consumers: 0});
+      await sub.cancel();
+      const io = collector();
+      const drain = await h.broker.consume('io', 10, (d) => io.push(d));
+      await io.until(2);
+      for (const d of io.got) d.ack();
+      await drain.cancel();
+
+      const missing = await h.undeclared.inspectQueues();
+      expect(missing).toHaveLength(3);
+      for (const q of missing) expect(q).toMatchObject({exists: false, messages: null, consumers: null});
+      // Checking declared nothing: still missing the second time.
+      expect((await h.undeclared.inspectQueues()).every((q) => !q.exists)).toBe(true);
     });
 
     it('acking twice, or after the channel closed, is harmless', async () => {

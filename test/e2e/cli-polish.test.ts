@@ -223,6 +223,7 @@ describe('help, version, did-you-mean, autocomplete', () => {
     'tasks show',
     'tasks stats',
     'tasks cancel',
+    'queues',
     'cron add',
     'cron list',
     'cron show',

@@ -28,7 +28,8 @@ export interface TestEnv {
   sql<T = Record<string, unknown>>(query: string, params?: unknown[]): Promise<T[]>;
   store(): Promise<AxStore>;
   /** The AMQP adapter itself: tests look at queue names and depths. */
-  broker(opts?: {reconnect?: boolean}): Promise<AmqpBroker>;
+  /** `declare: false`: connects without declaring the topology (like ax queues). */
+  broker(opts?: {reconnect?: boolean; declare?: boolean}): Promise<AmqpBroker>;
   dispose(): Promise<void>;
 }
 
@@ -60,7 +61,10 @@ export async function createTestEnv(overrides: Partial<AxConfig> = {}): Promise<
       return s;
     },
     async broker(opts = {}) {
-      const b = (await openBroker(rt, {reconnect: opts.reconnect ?? false})) as AmqpBroker;
+      const b = (await openBroker(rt, {
+        reconnect: opts.reconnect ?? false,
+        ...(opts.declare === undefined ? {} : {declare: opts.declare}),
+      })) as AmqpBroker;
       closers.push(() => b.close());
       return b;
     },

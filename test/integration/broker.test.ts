@@ -9,6 +9,8 @@ brokerConformance('RabbitMQ', async () => {
   const other = await env.broker({reconnect: true});
   const batchedEnv = await createTestEnv({doorbellBatch: 3});
   const batched = await batchedEnv.broker();
+  const undeclaredEnv = await createTestEnv();
+  const undeclared = await undeclaredEnv.broker({declare: false});
   const conn = await amqp.connect(AMQP_URL);
   const ch = await conn.createConfirmChannel();
   const names = broker.names;
@@ -16,6 +18,7 @@ brokerConformance('RabbitMQ', async () => {
     broker,
     other,
     batched,
+    undeclared,
     async takePoison() {
       const out: Array<{body: string; reason: string}> = [];
       for (let m = await ch.get(names.poisonQueue); m; m = await ch.get(names.poisonQueue)) {
@@ -40,6 +43,7 @@ brokerConformance('RabbitMQ', async () => {
     async dispose() {
       await conn.close().catch(() => undefined);
       await batchedEnv.dispose();
+      await undeclaredEnv.dispose();
       await env.dispose();
     },
   };

@@ -23,6 +23,21 @@ export interface Subscription {
   cancel(): Promise<void>;
 }
 
+/** One of ax's queues of a cell (Broker.inspectQueues). */
+export interface QueueInfo {
+  name: string;
+  /** `pool`: a pool's doorbells; `poison`: messages no worker could use. */
+  role: 'pool' | 'poison';
+  /** The pool of a pool queue, null for the poison queue. */
+  pool: PoolName | null;
+  /** False when the queue does not exist: nothing can be rung on it until a worker or producer declares it. */
+  exists: boolean;
+  /** Ready messages, not tasks (one doorbell may ring for several); excludes unacked deliveries. Null when missing. */
+  messages: number | null;
+  /** Consumers attached (a worker holds one per pool it runs). Null when missing. */
+  consumers: number | null;
+}
+
 export type BrokerEvent = 'connected' | 'disconnected' | 'blocked' | 'unblocked';
 
 /**
@@ -49,6 +64,12 @@ export interface Broker {
   poison(d: Delivery, reason: string): Promise<void>;
   /** Ready messages per queue (messages, not tasks: one may ring for several; for tests and stats). */
   queueDepths(): Promise<Record<string, number>>;
+  /**
+   * The cell's pool queues and poison queue as the broker sees them now: ready messages and
+   * consumers each, or `exists: false` for a queue that was never declared or was deleted. Declares
+   * nothing (a passive check per queue). Throws AxError('unavailable') when RabbitMQ is down.
+   */
+  inspectQueues(): Promise<QueueInfo[]>;
   on(event: BrokerEvent, listener: (info?: unknown) => void): void;
   close(): Promise<void>;
 }

@@ -10,6 +10,7 @@ import {
   type Broker,
   type BrokerEvent,
   type Delivery,
+  type QueueInfo,
   type Subscription,
   type TaskMessage,
   encodeMessage,
@@ -31,6 +32,11 @@ export interface AmqpBrokerOptions {
   reconnect: boolean;
   /** Most tasks one published doorbell carries (default 1: one message per task). */
   tasksPerMessage?: number;
+  /**
+   * Declare the exchange and queues on connect (default true). False for read-only tools (ax
+   * queues), which must see a missing queue as missing rather than create it.
+   */
+  declare?: boolean;
 }
 
 interface RawPublish {
@@ -161,7 +167,7 @@ export class AmqpBroker implements Broker {
       const pub = await c.createConfirmChannel();
       pub.on('error', (e: Error) => this.opts.logger.warn('amqp publish channel error', {error: e.message}));
       pub.on('return', (msg: ConsumeMessage) => this.returned?.add(String(msg.properties.messageId)));
-      await this.declare(pub);
+      if (this.opts.declare !== false) await this.declare(pub);
       pub.on('close', () => this.reset(c, pub));
       c.on('close', (e?: Error) => this.lost(c, e));
       this.conn = c;
@@ -398,6 +404,38 @@ export class AmqpBroker implements Broker {
       return out;
     } finally {
       await ch.close().catch(() => undefined);
+    }
+  }
+
+  async inspectQueues(): Promise<QueueInfo[]> {
+    if (!this.conn) await this.channel();
+    const conn = this.conn;
+    if (!conn) throw new AxError('unavailable', 'RabbitMQ connection is down');
+    const queues: Array<Pick<QueueInfo, 'name' | 'role' | 'pool'>> = [
+      ...POOLS.map((pool) => ({name: this.names.queue(pool), role: 'pool' as const, pool})),
+      {name: this.names.poisonQueue, role: 'poison', pool: null},
+    ];
+    const out: QueueInfo[] = [];
+    let ch: Channel | undefined;
+    try {
+      for (const q of queues) {
+        if (!ch) {
+          ch = await conn.createChannel();
+          ch.on('error', () => undefined);
+        }
+        try {
+          const r = await ch.checkQueue(q.name);
+          out.push({...q, exists: true, messages: r.messageCount, consumers: r.consumerCount});
+        } catch (e) {
+          // 404 NOT_FOUND closes the channel: the next queue gets a new one.
+          if ((e as {code?: number}).code !== 404) throw new AxError('unavailable', `RabbitMQ: ${errorMessage(e)}`, {cause: e});
+          ch = undefined;
+          out.push({...q, exists: false, messages: null, consumers: null});
+        }
+      }
+      return out;
+    } finally {
+      await ch?.close().catch(() => undefined);
     }
   }
 

@@ -1,0 +1,50 @@
+import {AxCommand} from '../cli/base.js';
+import {disposable} from '../cli/dispose.js';
+import {table} from '../cli/render.js';
+import {openBroker} from '../cli/runtime.js';
+import type {QueueInfo} from '../core/broker/types.js';
+
+export interface QueuesResult {
+  cell: string;
+  queues: QueueInfo[];
+}
+
+export default class Queues extends AxCommand {
+  static override readOnly = true;
+  static override summary = "RabbitMQ's view of the cell: messages and consumers of each pool queue and of the poison queue.";
+  static override description = `One row per queue of the configured cell (AX_CELL, prefix AX_AMQP_PREFIX): the pool queues <prefix>.<cell>.io and .cpu, which ring workers' doorbells, and the poison queue <prefix>.<cell>.poison, which should stay empty. MESSAGES are ready messages, not tasks (one doorbell may ring for several, AX_DOORBELL_BATCH) and not those delivered and unacked; CONSUMERS is one per worker running that pool, so 0 with messages waiting means no worker takes them. ax has no retry or delay queues: retries and delayed tasks wait in MySQL and the schedulers' timing wheels (ax tasks stats shows them as DELAYED).
+
+A queue that does not exist is shown as missing (nothing is declared by this command): a worker or producer of the cell declares it when it starts. --json gives {cell, queues: [{name, role, pool, exists, messages, consumers}]}.
+
+Exit codes: 2 bad flag value, 5 RabbitMQ unavailable.`;
+  static override examples = [
+    {description: 'Are the doorbells consumed?', command: '<%= config.bin %> queues'},
+    {
+      description: 'Messages waiting in the poison queue, for a script',
+      command: '<%= config.bin %> queues --json | jq \'.queues[] | select(.role == "poison") | .messages\'',
+    },
+  ];
+
+  async run(): Promise<QueuesResult> {
+    const {flags} = await this.parse(Queues);
+    const rt = this.runtime(flags.config);
+    await using broker = disposable(await openBroker(rt, {reconnect: false, declare: false}));
+    const result = {cell: rt.config.cell, queues: await broker.inspectQueues()};
+    if (!this.jsonEnabled()) {
+      const head = ['QUEUE', 'ROLE', 'MESSAGES', 'CONSUMERS'];
+      const rows = result.queues.map((q) => [
+        q.name,
+        q.role === 'pool' ? `pool ${q.pool}` : 'poison',
+        q.exists ? String(q.messages) : 'missing',
+        q.exists ? String(q.consumers) : '-',
+      ]);
+      for (const line of table(head, rows, {right: [2, 3]})) this.log(line);
+      const missing = result.queues.filter((q) => !q.exists).length;
+      if (missing > 0)
+        this.log(
+          `${missing} queue${missing === 1 ? ' is' : 's are'} missing: start a worker or producer of cell ${result.cell} (they declare the queues)`,
+        );
+    }
+    return result;
+  }
+}
