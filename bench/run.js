@@ -54,6 +54,7 @@ const {values: argv} = parseArgs({
     outbox: {type: 'boolean'},
     wheel: {type: 'boolean'},
     replay: {type: 'boolean'},
+    backlog: {type: 'boolean', default: false},
     'core-only': {type: 'boolean', default: false},
     'phase-timeout': {type: 'string'},
     'p6-far-future': {type: 'string'},
@@ -85,6 +86,8 @@ if (argv.help) {
   --outbox             run P3 from bench/outbox.js (default: on in full mode, off with --quick)
   --wheel              run the timing-wheel micro-benchmark from bench/wheel.js (same default)
   --replay             run the dead-letter replay benchmark from bench/replay.js (same default; --only replay)
+  --backlog            run bench/backlog.js: the backlog query at 5M terminal rows (off by default:
+                       the fill takes ~10 minutes; with --quick 200k rows)
   --p6-far-future N    P6: far-future rows in the table (default 1000000; quick 100000)
   --p6-in-horizon N    P6: rows the scheduler holds within its 2 m horizon (default 50000; quick 5000)
   --phase-timeout T    per phase (one workload of one round, or P5a, P5b, P6, P3, wheel): the phase
@@ -757,6 +760,12 @@ try {
         return {error: String(e?.message ?? e)};
       })
     : undefined;
+  let backlog;
+  if (argv.backlog) {
+    log('backlog query at size from bench/backlog.js');
+    const {runBacklogBench} = await import('./backlog.js');
+    backlog = await runPhase('backlog', () => runBacklogBench(quick ? {terminal: 200_000, live: 10_000, log} : {log}));
+  }
   const elapsedS = (performance.now() - startedAt) / 1000;
 
   // ---------------------------------------------------------------------------------------------
@@ -789,6 +798,7 @@ try {
     outbox,
     wheel,
     replay,
+    backlog,
   };
   for (const qt of ['classic', 'quorum']) {
     for (const ph of ['publish', 'consume', 'together']) report.summary[`b.${qt}.${ph}`] = series(`b.${qt}`, (r) => r[ph]);
