@@ -17,6 +17,7 @@ const DRIVERS = {
   'cron-parser': 'src/core/cron/parse.ts',
   pino: 'src/core/log.ts',
   'pino-pretty': 'src/core/log.ts',
+  'prom-client': 'src/core/metrics/registry.ts',
 };
 const driverPattern = (name) => ({group: [name, `${name}/*`], message: `${name} is imported only in ${DRIVERS[name]}`});
 const CORE_FORBIDDEN = [

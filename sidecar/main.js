@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * The relay sidecar: `node sidecar/main.js`. Runs exactly what `ax relay` runs (startRelay from the
- * package's own `ax-executor/relay` export) plus the /healthz and /readyz endpoints, configured from
+ * package's own `ax-executor/relay` export) plus the /healthz, /readyz and /metrics (Prometheus)
+ * endpoints on AX_RELAY_HEALTH_HOST:AX_RELAY_HEALTH_PORT, configured from
  * the environment only (AX_MYSQL_URL, AX_OUTBOX_MYSQL_URL, AX_AMQP_URL, AX_RELAY_*, …; see
  * sidecar/README.md). Logs are JSON lines on stderr.
  *
@@ -15,7 +16,7 @@
  * line on stderr saying what and why.
  */
 import {fileURLToPath} from 'node:url';
-import {createLogger, isoTimes, loadConfig, logOptions, startHealthServer, startRelay} from 'ax-executor/relay';
+import {createLogger, isoTimes, loadConfig, logOptions, MetricsRegistry, startHealthServer, startRelay} from 'ax-executor/relay';
 
 /** The CLI's exit codes (README "Exit codes"), for the AxError codes a start can end with. */
 const EXIT_CODES = {invalid_input: 2, not_found: 3, conflict: 4, unavailable: 5, timeout: 6};
@@ -58,16 +59,19 @@ async function main() {
 
   let running;
   let health;
+  // No endpoint, no metrics: nothing would read them.
+  const metrics = config.relayHealthPort > 0 ? new MetricsRegistry({cell: config.cell}) : undefined;
   try {
-    if (config.relayHealthPort > 0) {
+    if (metrics) {
       health = await startHealthServer({
+        metrics: () => metrics.text(),
         host: config.relayHealthHost,
         port: config.relayHealthPort,
         ready: () => running?.relay.ready() ?? false,
         details: () => (running ? isoTimes({relay: running.relay.id, ...running.relay.stats}) : {starting: true}),
       });
     }
-    running = await startRelay(config, log, {signal: starting.signal});
+    running = await startRelay(config, log, {signal: starting.signal, ...(metrics ? {metrics} : {})});
   } catch (e) {
     await health?.close();
     if (signalled && e?.code === 'closed') {

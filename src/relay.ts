@@ -7,12 +7,15 @@ import type {Logger} from './core/log.js';
 import {connectWithRetry} from './core/connect-retry.js';
 import {createRelayService} from './core/outbox/service.js';
 import type {Relay} from './core/outbox/relay.js';
+import type {MetricsRegistry} from './core/metrics/registry.js';
+import {relayMetrics} from './core/metrics/relay.js';
 import {createRuntime, openBroker, openOutbox, openStore} from './compose.js';
 
 export type {Relay, RelayStats} from './core/outbox/relay.js';
 export {loadConfig} from './core/config/config.js';
 export {createLogger, isoTimes, logOptions} from './core/log.js';
 export {startHealthServer, type HealthServer} from './health.js';
+export {MetricsRegistry} from './core/metrics/registry.js';
 
 export interface RunningRelay extends AsyncDisposable {
   relay: Relay;
@@ -25,9 +28,14 @@ export interface RunningRelay extends AsyncDisposable {
  * server that cannot be reached is waited for (connectWithRetry: each attempt logged, jittered
  * backoff) unless `config.connectFailFast`. Throws AxError('unavailable') when a server cannot be
  * reached with connectFailFast, refuses the credentials, or ax's schema is not migrated, and
- * AxError('closed') when `opts.signal` aborts the waiting.
+ * AxError('closed') when `opts.signal` aborts the waiting. With `opts.metrics`, the relay's series
+ * (outbox relayed, failed, lag; see core/metrics/relay.ts) are registered there and fed by its events.
  */
-export async function startRelay(config: AxConfig, logger?: Logger, opts: {signal?: AbortSignal} = {}): Promise<RunningRelay> {
+export async function startRelay(
+  config: AxConfig,
+  logger?: Logger,
+  opts: {signal?: AbortSignal; metrics?: MetricsRegistry} = {},
+): Promise<RunningRelay> {
   const rt = createRuntime(config, logger);
   const retry = opts.signal ? {signal: opts.signal} : {};
   const store = await connectWithRetry(rt, 'MySQL (ax)', () => openStore(rt), retry);
@@ -38,6 +46,7 @@ export async function startRelay(config: AxConfig, logger?: Logger, opts: {signa
     const broker = await connectWithRetry(rt, 'RabbitMQ', () => openBroker(rt, {reconnect: true}), retry);
     closers.unshift(() => broker.close());
     const relay = createRelayService({...rt, outbox, store, broker});
+    if (opts.metrics) relayMetrics(opts.metrics, relay.events);
     await relay.start();
     let stopping: Promise<void> | undefined;
     const stop = (): Promise<void> =>

@@ -1,5 +1,6 @@
 import {AxCommand} from '../cli/base.js';
-import {failFastFlag, summaryEvery, summaryEveryFlag} from '../cli/summary.js';
+import {failFastFlag, healthFlags, startEndpoint, summaryEvery, summaryEveryFlag} from '../cli/summary.js';
+import {disposable} from '../cli/dispose.js';
 import {signalController} from '../cli/signals.js';
 import {isAxError} from '../core/errors.js';
 import {isoTimes} from '../core/log.js';
@@ -26,6 +27,7 @@ at start is waited for (each attempt logged, jittered backoff up to AX_CONNECT_R
   ];
   static override flags = {
     'summary-every': summaryEveryFlag,
+    ...healthFlags('GET /healthz (the relay stats) and /readyz (200 while passes succeed)'),
     'fail-fast': failFastFlag,
   };
 
@@ -35,15 +37,22 @@ at start is waited for (each attempt logged, jittered backoff up to AX_CONNECT_R
     const summary = summaryEvery(flags['summary-every'], rt.logger, 'relay summary');
     // Listening first: a SIGTERM while waiting for a server down at start exits 0, not by the signal.
     const {signal: stop, signalled} = signalController();
-    let started: RunningRelay;
+    let started: RunningRelay | undefined;
+    // The endpoint first: if its port is taken nothing has started; /readyz is 503 while connecting.
+    const endpoint = await startEndpoint(rt, flags, {
+      ready: () => started?.relay.ready() ?? false,
+      details: () => (started ? isoTimes({relay: started.relay.id, ...started.relay.stats}) : {state: 'connecting'}),
+    });
+    await using _health = endpoint ? disposable(endpoint) : undefined;
     try {
-      started = await startRelay(rt.config, rt.logger, {signal: stop});
+      started = await startRelay(rt.config, rt.logger, {signal: stop, ...(endpoint ? {metrics: endpoint.metrics} : {})});
     } catch (e) {
       if (!(isAxError(e, 'closed') && stop.aborted)) throw e;
       return {stoppedBeforeStart: true, signal: await signalled};
     }
     await using running = started;
-    if (!this.jsonEnabled()) this.logToStderr(`ax relay ${running.relay.id} running; Ctrl-C to stop`);
+    const where = endpoint ? `; health on ${endpoint.url} (/healthz, /readyz, /metrics)` : '';
+    if (!this.jsonEnabled()) this.logToStderr(`ax relay ${running.relay.id} running${where}; Ctrl-C to stop`);
     const {relay} = running;
     const stopSummary = summary.start(() => ({...relay.stats, ready: relay.ready()}));
     const signal = await signalled;

@@ -3,11 +3,12 @@ import {openBroker, openStore} from '../cli/runtime.js';
 import {signalController} from '../cli/signals.js';
 import {isAxError} from '../core/errors.js';
 import {disposable} from '../cli/dispose.js';
-import {startHealthServer} from '../health.js';
+import {CellMetrics} from '../core/metrics/cell.js';
+import {schedulerMetrics} from '../core/metrics/scheduler.js';
 import {createCronPolicy} from '../core/cron/policy.js';
 import {createSchedulerService} from '../core/scheduler/service.js';
 import type {Scheduler} from '../core/scheduler/scheduler.js';
-import {failFastFlag, healthFlags, summaryEvery, summaryEveryFlag} from '../cli/summary.js';
+import {failFastFlag, healthFlags, startEndpoint, summaryEvery, summaryEveryFlag} from '../cli/summary.js';
 import {connectWithRetry} from '../core/connect-retry.js';
 import {isoTimes} from '../core/log.js';
 
@@ -45,19 +46,11 @@ to AX_CONNECT_RETRY_MAX); --fail-fast (AX_CONNECT_FAIL_FAST) exits 5 at once ins
     let lastRetry: unknown;
     // The health port next: if it is taken, nothing has started; /readyz is 503 (and /healthz says
     // why) while the scheduler waits for its servers, so a liveness probe does not restart it.
-    await using health =
-      flags['health-port'] === undefined
-        ? undefined
-        : disposable(
-            await startHealthServer({
-              host: flags['health-host'],
-              port: flags['health-port'],
-              ready: () => scheduler?.ready() ?? false,
-              details: () =>
-                scheduler ? isoTimes({...scheduler.summary(), lastReconcile: undefined}) : {state: 'connecting', connect: lastRetry},
-            }),
-          );
-    if (health) rt.logger.info('health endpoints listening', {url: `http://${flags['health-host']}:${health.port}`});
+    const endpoint = await startEndpoint(rt, flags, {
+      ready: () => scheduler?.ready() ?? false,
+      details: () => (scheduler ? isoTimes({...scheduler.summary(), lastReconcile: undefined}) : {state: 'connecting', connect: lastRetry}),
+    });
+    await using health = endpoint ? disposable(endpoint) : undefined;
     const retry = {signal, onRetry: (r: unknown) => (lastRetry = r)};
     try {
       // A server down at start is waited for (logged, jittered backoff) unless --fail-fast.
@@ -66,12 +59,26 @@ to AX_CONNECT_RETRY_MAX); --fail-fast (AX_CONNECT_FAIL_FAST) exits 5 at once ins
       const cron = createCronPolicy({...rt, store});
       await using started = createSchedulerService({...rt, store, broker, hooks: cron.hooks()});
       scheduler = started;
+      // The scheduler alone serves the cell's gauges (backlog, workers): one reader per cell.
+      let cell: CellMetrics | undefined;
+      if (endpoint) {
+        schedulerMetrics(endpoint.metrics, started.events);
+        cell = new CellMetrics({
+          metrics: endpoint.metrics,
+          store,
+          clock: rt.clock,
+          logger: rt.logger,
+          everyMs: rt.config.metricsCellEveryMs,
+        });
+      }
       await started.start();
-      const where = health ? `; health on http://${flags['health-host']}:${health.port}` : '';
+      cell?.start();
+      const where = endpoint ? `; health on ${endpoint.url} (/healthz, /readyz, /metrics)` : '';
       if (!this.jsonEnabled()) this.logToStderr(`ax scheduler ${started.id} running${where}; Ctrl-C to stop`);
       const stopSummary = summary.start(() => ({...started.summary(), lastReconcile: undefined}));
       const got = await signalled;
       stopSummary();
+      await cell?.stop();
       await health?.close();
       await started.stop();
       return isoTimes({signal: got, ...started.summary()});

@@ -1,12 +1,13 @@
 import {Flags} from '@oclif/core';
 import {AxCommand} from '../cli/base.js';
-import {startHealthServer, type HealthServer} from '../health.js';
 import {openBroker, openStore} from '../cli/runtime.js';
 import {CRASH_EXIT_CODE, exitSoon, guardProcess} from '../cli/signals.js';
 import {disposable} from '../cli/dispose.js';
-import {failFastFlag, healthFlags, summaryEvery, summaryEveryFlag} from '../cli/summary.js';
+import {type Endpoint, failFastFlag, healthFlags, startEndpoint, summaryEvery, summaryEveryFlag} from '../cli/summary.js';
+import {AxEvents} from '../core/events.js';
+import {errorMessage, isAxError} from '../core/errors.js';
+import {workerMetrics} from '../core/metrics/worker.js';
 import {connectWithRetry} from '../core/connect-retry.js';
-import {isAxError} from '../core/errors.js';
 import {startWorkerService, type RunningWorker} from '../core/worker/service.js';
 import type {PoolName} from '../core/task/model.js';
 
@@ -66,23 +67,24 @@ flight) every --summary-every (default 1m).`;
     let running: RunningWorker | undefined;
     let brokerUp = false;
     let lastRetry: unknown;
-    let health: HealthServer | undefined;
+    let health: Endpoint | undefined;
+    const events = new AxEvents({
+      onListenerError: (e, name) => rt.logger.error('event listener failed', {event: name, error: errorMessage(e)}),
+    });
     try {
-      // The health port first: /readyz is 503 while the worker waits for its servers.
-      if (flags['health-port'] !== undefined) {
-        health = await startHealthServer({
-          host: flags['health-host'],
-          port: flags['health-port'],
-          ready: () => phase === 'running' && brokerUp,
-          details: () => ({
-            state: phase,
-            ...(running ? {worker: running.worker.id, inFlight: running.worker.inFlight, ...running.worker.stats} : {connect: lastRetry}),
-            unhandledRejections: guard.unhandledRejections,
-            threadExceptions: guard.threadExceptions,
-          }),
-        });
-        rt.logger.info('health endpoints listening', {url: `http://${flags['health-host']}:${health.port}`});
-      }
+      // The endpoint first: /readyz is 503 while the worker waits for its servers.
+      health = await startEndpoint(rt, flags, {
+        ready: () => phase === 'running' && brokerUp,
+        details: () => ({
+          state: phase,
+          ...(running ? {worker: running.worker.id, inFlight: running.worker.inFlight, ...running.worker.stats} : {connect: lastRetry}),
+          unhandledRejections: guard.unhandledRejections,
+          threadExceptions: guard.threadExceptions,
+        }),
+      });
+      // Subscribed before the start, so the first claims count too; the pools are read on scrape.
+      if (health)
+        workerMetrics(health.metrics, events, {pools: () => running?.worker.poolStats() ?? [], held: () => running?.worker.inFlight ?? 0});
       const retry = {signal: guard.signal, onRetry: (r: unknown) => (lastRetry = r)};
       await using store = disposable(await connectWithRetry(rt, 'MySQL', () => openStore(rt), retry));
       await using broker = disposable(await connectWithRetry(rt, 'RabbitMQ', () => openBroker(rt, {reconnect: true}), retry));
@@ -95,12 +97,13 @@ flight) every --summary-every (default 1m).`;
         broker,
         handlersModule: flags.handlers,
         pools,
+        events,
         onThreadStray: (kind) => guard.noteThreadStray(kind),
       });
       running = started;
       const {worker} = started;
       phase = 'running';
-      const where = health ? `; health on http://${flags['health-host']}:${health.port}` : '';
+      const where = health ? `; health on ${health.url} (/healthz, /readyz, /metrics)` : '';
       if (!this.jsonEnabled()) this.logToStderr(`ax worker ${worker.id} running pools ${pools.join(', ')}${where}; Ctrl-C to stop`);
       const stopSummary = summary.start(() => ({...worker.stats, inFlight: worker.inFlight}));
       const reason = await guard.stop;

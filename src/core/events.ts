@@ -38,7 +38,14 @@ export interface AxEventMap {
   /** A producer batch wrote `count` new tasks of `type` (ids or dedup keys that existed are not counted). */
   'task:submitted': {type: string; count: number};
   /** A worker won the claim of a task (state → running, attempt + 1). */
-  'task:claimed': {id: string; type: string; attempt: number; pool: PoolName};
+  'task:claimed': {
+    id: string;
+    type: string;
+    attempt: number;
+    pool: PoolName;
+    /** How long after its run_at the claim took the task (database clock, ms; 0 when claimed on time). */
+    lateMs: number;
+  };
   'task:succeeded': AttemptEvent;
   /** Failed with attempts left: due again after `retryDelayMs`. */
   'task:failed': FailureEvent & {retryDelayMs: number};

@@ -28,7 +28,7 @@ describe('the event stream', () => {
   it('has() says whether a name has listeners; emitting without any does nothing', () => {
     const ev = new AxEvents();
     expect(ev.has('task:claimed')).toBe(false);
-    ev.emit('task:claimed', {id: 'x', type: 'a_b', attempt: 1, pool: 'io'});
+    ev.emit('task:claimed', {id: 'x', type: 'a_b', attempt: 1, pool: 'io', lateMs: 0});
     const off = ev.on('task:claimed', () => undefined);
     expect(ev.has('task:claimed')).toBe(true);
     off();
@@ -92,7 +92,7 @@ describe('worker subscribers', () => {
   it('count the worker events into the stats', () => {
     const ev = new AxEvents();
     const s = countWorkerEvents(ev);
-    ev.emit('task:claimed', {id: 't1', type: 'a_b', attempt: 1, pool: 'io'});
+    ev.emit('task:claimed', {id: 't1', type: 'a_b', attempt: 1, pool: 'io', lateMs: 0});
     ev.emit('task:succeeded', attempt);
     ev.emit('task:failed', {...attempt, error: 'x', retryDelayMs: 5});
     ev.emit('task:dead', {...attempt, error: 'x'});

@@ -20,6 +20,12 @@ export interface AxConfig {
   /** Health endpoint of the relay sidecar: host and port (0: none). */
   relayHealthHost: string;
   relayHealthPort: number;
+  /** Address of the /healthz, /readyz and /metrics endpoint of ax worker, scheduler and relay. */
+  metricsHost: string;
+  /** Port of that endpoint (0: none, unless --health-port is given). */
+  metricsPort: number;
+  /** How often the scheduler refreshes the cell gauges (backlog, workers) from the database. */
+  metricsCellEveryMs: number;
   /** Create the database named in mysqlUrl when it is missing and the user may. */
   createDatabase: boolean;
   /** Resource-isolation cell; queues and rows are scoped by it. */
@@ -139,6 +145,27 @@ export const SETTINGS: Record<keyof AxConfig, Setting> = {
     min: 0,
     max: 65_535,
     doc: 'port of /healthz and /readyz (0: none)',
+  },
+  metricsHost: {
+    env: 'AX_METRICS_HOST',
+    kind: 'string',
+    default: '127.0.0.1',
+    doc: 'address of /metrics, /healthz and /readyz of ax worker, scheduler and relay',
+  },
+  metricsPort: {
+    env: 'AX_METRICS_PORT',
+    kind: 'int',
+    default: 0,
+    min: 0,
+    max: 65_535,
+    doc: 'port of /metrics, /healthz and /readyz (0: none; --health-port overrides)',
+  },
+  metricsCellEveryMs: {
+    env: 'AX_METRICS_CELL_EVERY',
+    kind: 'duration',
+    default: 5000,
+    min: 1000,
+    doc: 'the scheduler refreshes the cell gauges (backlog, workers) this often',
   },
   createDatabase: {env: 'AX_CREATE_DATABASE', kind: 'bool', default: true, doc: 'create the database if it is missing'},
   cell: {env: 'AX_CELL', kind: 'string', default: 'default', doc: 'cell (resource-isolation unit) of rows and queues'},

@@ -210,6 +210,8 @@ export class Relay implements Service {
     }
     const ok: number[] = [];
     const ring: Array<{task: NewTask; id: string; fence: number}> = [];
+    /** The type of each task this batch wrote new (task:submitted). */
+    const fresh: string[] = [];
     for (const round of rounds) {
       const {result, refused} = await this.insertIsolating(round);
       failed.push(...refused);
@@ -229,9 +231,16 @@ export class Relay implements Service {
         // claim absorbs duplicates), by the id the task has in ax: a row with the same dedup key and
         // content as an existing task is that task, whatever task_id the row named.
         const e = existing.get(t.task.id);
-        if (inserted.has(t.task.id)) ring.push({task: t.task, id: t.task.id, fence: 0});
-        else if (e?.state === 'submitted') ring.push({task: t.task, id: e.existingId, fence: e.fence});
+        if (inserted.has(t.task.id)) {
+          ring.push({task: t.task, id: t.task.id, fence: 0});
+          fresh.push(t.task.type);
+        } else if (e?.state === 'submitted') ring.push({task: t.task, id: e.existingId, fence: e.fence});
       }
+    }
+    if (this.events.has('task:submitted')) {
+      const perType = new Map<string, number>();
+      for (const t of fresh) perType.set(t, (perType.get(t) ?? 0) + 1);
+      for (const [type, count] of perType) this.events.emit('task:submitted', {type, count});
     }
     const nowMs = this.o.clock.now();
     const due = new Map<string, {id: string; type: string; pool: NewTask['pool']; fence: number}>();

@@ -23,6 +23,8 @@ export interface ClaimedTask {
   retryBase: number;
   fence: number;
   timeoutMs: number | null;
+  /** How long after its run_at the claim took it, on the database clock (ms, ≥ 0): the start delay. */
+  lateMs: number;
   /** Set when this run comes from a forced replay (`dlq replay --force`), else null. */
   replay: ForcedReplay | null;
 }

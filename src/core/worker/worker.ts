@@ -166,6 +166,17 @@ export class Worker implements Service {
     return this.held.size;
   }
 
+  /** Each pool's occupancy now (the metrics' gauges read it at scrape time). */
+  poolStats(): Array<{pool: PoolName; size: number; capacity: number; running: number; queued: number}> {
+    return (Object.entries(this.o.pools) as Array<[PoolName, ExecutionPool]>).map(([pool, p]) => ({
+      pool,
+      size: p.size,
+      capacity: p.capacity,
+      running: p.running,
+      queued: p.queued,
+    }));
+  }
+
   /** Running: consuming its queues. */
   ready(): boolean {
     return this.state === 'running';
@@ -259,7 +270,7 @@ export class Worker implements Service {
     const order = new Map([...byId.keys()].map((id, i) => [id, i]));
     const claimed = [...result.claimed].sort((a, b) => (order.get(a.id) ?? 0) - (order.get(b.id) ?? 0));
     for (const t of claimed) {
-      this.ch.claimed.emit({id: t.id, type: t.type, attempt: t.attempt, pool: t.pool});
+      this.ch.claimed.emit({id: t.id, type: t.type, attempt: t.attempt, pool: t.pool, lateMs: t.lateMs});
       const parts = byId.get(t.id) ?? [];
       if (parts.length > 1) this.events.emit('doorbell:duplicate', {id: t.id, type: t.type, extra: parts.length - 1});
       for (const p of parts) p.d.ack();

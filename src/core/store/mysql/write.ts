@@ -223,7 +223,8 @@ export async function releaseDispatch(db: Db, cell: string, owner: string): Prom
 
 /** The claim's locking read. Params: n ids, cell. Index: PRIMARY (a range of n points). */
 export const claimSelectSql = (n: number): string =>
-  `SELECT id, type, pool, state, attempt, max_retries, retry_base, fence, timeout_ms, replay, payload, run_at <= NOW(3) AS due
+  `SELECT id, type, pool, state, attempt, max_retries, retry_base, fence, timeout_ms, replay, payload, run_at <= NOW(3) AS due,
+          TIMESTAMPDIFF(MICROSECOND, run_at, NOW(3)) AS late_us
      FROM tasks WHERE id IN (${marks(n)}) AND cell = ? FOR UPDATE`;
 
 /** How often a claim or an outcome batch re-reads after a guarded UPDATE matched fewer rows than it read. */
@@ -329,6 +330,7 @@ export async function claim(db: Db, cell: string, {ids, worker, leaseMs}: TasksC
         retryBase: Number(r.retry_base),
         fence: Number(r.fence) + 1,
         timeoutMs: r.timeout_ms === null ? null : Number(r.timeout_ms),
+        lateMs: Math.max(0, Number(r.late_us) / 1000),
         replay: parseReplay(r.replay as string | null),
       });
       history.push([id, state, TRANSITIONS.claim.to, attempt, worker, null, null]);
