@@ -14,6 +14,7 @@ import {afterAll, beforeAll, describe, expect, test} from 'vitest';
 import {createTestEnv, eventually, type TestEnv} from '../helpers/env.js';
 import {createBusinessDb, type BusinessDb} from '../helpers/outbox.js';
 import {ROOT} from '../helpers/spawn.js';
+import {promtoolCheckMetrics, sample, scrape} from '../helpers/metrics.js';
 
 const MAIN = join(ROOT, 'sidecar/main.js');
 
@@ -166,7 +167,14 @@ describe('node sidecar/main.js', () => {
     expect(new Set(health.map((h) => h.body.relay)).size).toBe(2);
     const ready = await get(ports[0]!, '/readyz');
     expect(ready).toMatchObject({status: 200, body: {ok: true}});
-    expect((await fetch(`http://127.0.0.1:${ports[0]}/metrics`)).status).toBe(404);
+    // /metrics next to them: the two relays' ax_outbox_relayed_total add up to the rows, valid text.
+    const scrapes = await Promise.all(ports.map((p) => scrape(`http://127.0.0.1:${p}`)));
+    for (const m of scrapes) {
+      expect(m.status).toBe(200);
+      expect(await promtoolCheckMetrics(m.text)).toEqual({code: 0, out: ''});
+    }
+    expect(scrapes.reduce((n, m) => n + (sample(m.text, 'ax_outbox_relayed_total') ?? 0), 0)).toBe(100);
+    expect(scrapes.reduce((n, m) => n + (sample(m.text, 'ax_outbox_failed_rows_total') ?? 0), 0)).toBe(1);
 
     // Bound to 127.0.0.1 by default: not reachable on the machine's other addresses.
     const other = nonLoopback();

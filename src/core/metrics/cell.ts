@@ -40,6 +40,7 @@ export interface CellMetricsOptions {
 export class CellMetrics {
   private readonly loop: Periodic;
   private lastOk: number | null = null;
+  private failing = false;
   private readonly types = new Set<string>();
   private readonly pools = new Set<string>();
 
@@ -112,10 +113,14 @@ export class CellMetrics {
         this.lastOk = o.clock.monotonic();
         duration.set((this.lastOk - t0) / 1000);
         up.set(1);
+        if (this.failing) o.logger.info('the cell metrics are refreshed again');
+        this.failing = false;
       },
       onError: (e) => {
         up.set(0);
-        o.logger.warn('refreshing the cell metrics failed; serving the last values', {error: errorMessage(e)});
+        // Once per outage, not every period.
+        if (!this.failing) o.logger.warn('refreshing the cell metrics failed; serving the last values', {error: errorMessage(e)});
+        this.failing = true;
       },
     });
   }
