@@ -101,6 +101,19 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
       expect(await s.tasksGet({id: due.id})).toMatchObject({state: 'running', worker: 'w1', attempt: 1, fence: 1});
     });
 
+    it('a claim says how late after its run_at it took the task, on the database clock (the start delay)', async () => {
+      const now = (await s.clockNow()).getTime();
+      const late = {...task({type: 'order_notify', payload: {late: 1}}), runAtMs: now - 30_000};
+      const onTime = task({type: 'order_notify', payload: {late: 0}});
+      await s.tasksInsert({tasks: [late, onTime], actor: 'test'});
+      const {claimed} = await s.tasksClaim({ids: [late.id, onTime.id], worker: 'w1', leaseMs: 30_000});
+      const byId = new Map(claimed.map((c) => [c.id, c.lateMs]));
+      expect(byId.get(late.id)).toBeGreaterThanOrEqual(30_000);
+      expect(byId.get(late.id)).toBeLessThan(40_000);
+      expect(byId.get(onTime.id)).toBeGreaterThanOrEqual(0);
+      expect(byId.get(onTime.id)).toBeLessThan(10_000);
+    });
+
     it('a value the database refuses is invalid_input for the whole batch, and nothing is written', async () => {
       const good = task({type: 'order_notify', payload: {refused: 1}});
       const bad = {...task({type: 'order_notify', payload: {refused: 2}}), runAtMs: Number.NaN}; // NULL in a NOT NULL column
