@@ -15,15 +15,20 @@ at once. Rows that can never be relayed (invalid JSON, bad type, conflicting ded
 failed and skipped: see \`ax outbox list --failed\`.
 
 The outbox lives in AX_OUTBOX_MYSQL_URL (default: AX_MYSQL_URL); create it with \`ax migrate --outbox\`.
-The same relay runs as a separately deployed sidecar (sidecar/ in the package), which also serves
-/healthz and /readyz. A summary line (rows relayed, published, failed; the outbox lag: unsent rows
+The same relay runs as a separately deployed sidecar (sidecar/ in the package), which serves the
+same endpoints on AX_RELAY_HEALTH_PORT. A summary line (rows relayed, published, failed; the outbox lag: unsent rows
 and the age of the oldest) is logged every minute, and the totals are printed on exit. A server down
 at start is waited for (each attempt logged, jittered backoff up to AX_CONNECT_RETRY_MAX);
---fail-fast (AX_CONNECT_FAIL_FAST) exits 5 at once instead.`;
+--fail-fast (AX_CONNECT_FAIL_FAST) exits 5 at once instead.
+
+With --health-port (or AX_METRICS_PORT) it serves GET /healthz, /readyz (200 while passes succeed)
+and /metrics (rows relayed, outbox lag; README "Metrics and alerts") on 127.0.0.1 (--health-host or
+AX_METRICS_HOST). A port in use exits 4 before anything connects.`;
   static override examples = [
     '<%= config.bin %> relay',
     'AX_OUTBOX_MYSQL_URL=mysql://relay:secret@orders-db:3306/orders <%= config.bin %> relay',
     '<%= config.bin %> relay --summary-every 10s',
+    '<%= config.bin %> relay --health-port 9466',
   ];
   static override flags = {
     'summary-every': summaryEveryFlag,

@@ -23,11 +23,17 @@ occurrences of cron schedules, rescues running tasks whose worker stopped renewi
 Run one or more; on SIGTERM/SIGINT a scheduler lets go of its tasks so another takes them at once.
 After a crash its tasks are taken over AX_SCHEDULER_HOLD (3s) after they are due. A summary line is
 logged every minute. A server down at start is waited for (each attempt logged, jittered backoff up
-to AX_CONNECT_RETRY_MAX); --fail-fast (AX_CONNECT_FAIL_FAST) exits 5 at once instead.`;
+to AX_CONNECT_RETRY_MAX); --fail-fast (AX_CONNECT_FAIL_FAST) exits 5 at once instead.
+
+With --health-port (or AX_METRICS_PORT) it serves GET /healthz, /readyz and /metrics on 127.0.0.1
+(--health-host or AX_METRICS_HOST): its own series plus the cell's gauges — backlog per type (due,
+delayed), oldest due age, running, dead, live workers per pool — refreshed from MySQL every
+AX_METRICS_CELL_EVERY (5s); one scheduler per cell is enough to serve them. A port in use exits 4.`;
   static override examples = [
     '<%= config.bin %> scheduler',
     'AX_SCHEDULER_HORIZON=30s AX_LOG_LEVEL=info <%= config.bin %> scheduler',
     '<%= config.bin %> scheduler --health-port 8082',
+    'AX_METRICS_PORT=9465 AX_METRICS_HOST=0.0.0.0 <%= config.bin %> scheduler',
   ];
   static override flags = {
     'summary-every': summaryEveryFlag,

@@ -31,6 +31,11 @@ logged, in-flight work is drained the same way, and the worker exits ${CRASH_EXI
 Exit codes: 0 stopped by a signal, 1 onStop failed, 2 bad flags or handlers module, 5 a server
 unreachable with --fail-fast (or refused the credentials), ${CRASH_EXIT_CODE} stopped after an uncaught exception.
 
+With --health-port (or AX_METRICS_PORT) the worker serves GET /healthz, /readyz and /metrics
+(Prometheus: attempts per type and outcome, durations, start delays, pool occupancy; README
+"Metrics and alerts") on 127.0.0.1 (--health-host or AX_METRICS_HOST to change). A port in use
+exits 4 before anything connects.
+
 Each failed attempt is logged at warn (type, id, attempt, error and the first lines of its stack),
 each dead-letter at error, and a summary line (claimed, succeeded, failed, dead, released, in
 flight) every --summary-every (default 1m).`;
