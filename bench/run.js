@@ -63,6 +63,7 @@ const {values: argv} = parseArgs({
     'hand-built': {type: 'string'},
     'json-out': {type: 'string'},
     compare: {type: 'string'},
+    metrics: {type: 'boolean', default: false},
     help: {type: 'boolean', short: 'h', default: false},
   },
 });
@@ -96,6 +97,8 @@ if (argv.help) {
   --compare REV        same-run comparison of P1 with git revision REV (see bench/compare.js):
                        builds REV in a temporary worktree and alternates both in every round
   --json-out FILE      also write the JSON report to FILE
+  --metrics            P1 twice per round, the worker's Prometheus metrics off and on (order alternating):
+                       p1m.<qt> and ratio.p1m.<qt>/p1.<qt> (the goal: ≥ 0.97)
   --core-only          only the calibrations, P1, P2 and BullMQ (no P3, P4, P5, P6, wheel)
   --profile            write V8 CPU profiles of the worker children to bench/results/profiles
   --no-write           do not write bench/results/<date>.{json,md}
@@ -698,6 +701,16 @@ try {
         record(`c.${qt}`, c, round);
       }
       if (!wanted('p1')) continue;
+      // --metrics: the same P1 with the worker's metrics on, before P1 in even rounds and after it
+      // in odd ones, so a drift within the round does not favour either side of the paired ratio.
+      const p1Metrics = async () => {
+        const on = await workers[qt].setMetrics(true);
+        const p1m = await runPhase(`p1m.${qt}`, () => wP1(qt, n));
+        await workers[qt].setMetrics(false);
+        show(`P1 ax end to end, metrics on (${qt})`, p1m, 'tasks/s', on ? '' : ' (this tree has no metrics)');
+        record(`p1m.${qt}`, p1m, round);
+      };
+      if (argv.metrics && round % 2 === 0) await p1Metrics();
       const p1 = await runPhase(`p1.${qt}`, () => wP1(qt, n));
       show(
         `P1 ax end to end (${qt})`,
@@ -706,6 +719,7 @@ try {
         `; lost ${p1.correctness.lost}, duplicates ${p1.correctness.duplicates}${p1.ok ? '' : ` (${p1.error})`}`,
       );
       record(`p1.${qt}`, p1, round);
+      if (argv.metrics && round % 2 === 1) await p1Metrics();
     }
     if (round % 2 === 1) await runPeers();
   }
@@ -807,6 +821,7 @@ try {
     report.summary[`c.${qt}`] = series(`c.${qt}`);
     report.summary[`p1.${qt}`] = series(`p1.${qt}`);
     report.summary[`ratio.p1.${qt}/c.${qt}`] = summary(paired(`p1.${qt}`, `c.${qt}`));
+    if (argv.metrics) report.summary[`ratio.p1m.${qt}/p1.${qt}`] = summary(paired(`p1m.${qt}`, `p1.${qt}`));
     report.summary[`p1.${qt}.cpuTotal`] = series(`p1.${qt}`, (r) => r.cpuPerItem.total);
     // CPU per task of the hand-built pipeline over ax's: what the throughput ratio tends to on a
     // CPU-bound machine, and much less sensitive to other people's load than the throughput ratio.

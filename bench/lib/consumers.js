@@ -98,6 +98,7 @@ export async function startAxWorker({overrides, handlersModule, workerId}) {
     });
   const base = () => ({...worker.stats});
   let statsAtReset = base();
+  let metricsOff = null;
   return {
     pid: process.pid,
     arm: (n) => t.arm(n),
@@ -113,7 +114,26 @@ export async function startAxWorker({overrides, handlersModule, workerId}) {
       for (const k of Object.keys(now)) delta[k] = now[k] - statsAtReset[k];
       return {inFlight: worker.inFlight, worker: delta, calls: JSON.parse(JSON.stringify(counted)), mem: process.memoryUsage().rss};
     },
+    /**
+     * `--metrics`: on, the worker's Prometheus series subscribe to its events (as `ax worker
+     * --health-port` does) and the registry is rendered every second (a scrape, 15× Prometheus's
+     * usual rate); off, both stop. Returns false in trees without src/core/metrics.
+     */
+    async setMetrics(on) {
+      metricsOff?.();
+      metricsOff = null;
+      if (!on) return true;
+      const mod = await import('../../dist/core/metrics/worker.js').catch(() => null);
+      if (!mod) return false;
+      const {MetricsRegistry} = await import('../../dist/core/metrics/registry.js');
+      const reg = new MetricsRegistry({cell: rt.config.cell});
+      const off = mod.workerMetrics(reg, worker.events, {pools: () => worker.poolStats(), held: () => worker.inFlight});
+      const timer = setInterval(() => void reg.text(), 1000);
+      metricsOff = () => (off(), clearInterval(timer));
+      return true;
+    },
     async stop() {
+      metricsOff?.();
       await worker.stop(worker.events ? {graceMs: 5000} : 5000);
       await broker.close();
       await store.close();
@@ -245,7 +265,7 @@ export async function startHandBuilt({mysqlUrl, amqpUrl, table, queue, settings 
   };
 }
 
-export const HANDLE_METHODS = ['arm', 'done', 'count', 'resetCounters', 'stats', 'stop'];
+export const HANDLE_METHODS = ['arm', 'done', 'count', 'resetCounters', 'stats', 'stop', 'setMetrics'];
 
 /** The consumers a child process (child.js) or the bench itself (--worker inproc) can start, by mode. */
 export const CONSUMERS = {
