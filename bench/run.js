@@ -707,7 +707,12 @@ try {
         const on = await workers[qt].setMetrics(true);
         const p1m = await runPhase(`p1m.${qt}`, () => wP1(qt, n));
         await workers[qt].setMetrics(false);
-        show(`P1 ax end to end, metrics on (${qt})`, p1m, 'tasks/s', on ? '' : ' (this tree has no metrics)');
+        show(
+          `P1 ax end to end, metrics on (${qt})`,
+          p1m,
+          'tasks/s',
+          `; lost ${p1m.correctness.lost}, duplicates ${p1m.correctness.duplicates}${on ? '' : ' (this tree has no metrics)'}`,
+        );
         record(`p1m.${qt}`, p1m, round);
       };
       if (argv.metrics && round % 2 === 0) await p1Metrics();
