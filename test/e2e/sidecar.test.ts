@@ -73,6 +73,15 @@ async function get(port: number, path: string, host = '127.0.0.1'): Promise<{sta
   return {status: res.status, body: (await res.json()) as Record<string, unknown>};
 }
 
+/** A port held by a listening server of this process (close it when done). */
+function holdPort(): Promise<{port: number; server: ReturnType<typeof createServer>}> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve({port: (server.address() as {port: number}).port, server}));
+  });
+}
+
 /** Resolves with the error code of a TCP connect (or 'connected'). */
 function tryConnect(host: string, port: number): Promise<string> {
   return new Promise((resolve) => {
@@ -208,6 +217,8 @@ describe('node sidecar/main.js', () => {
     // Without AX_CONNECT_FAIL_FAST the sidecar waits for the server instead (test/integration/start-outage.test.ts).
     const fast = {AX_CONNECT_FAIL_FAST: 'true'};
     const [p1, p2, p3, p4] = [await freePort(), await freePort(), await freePort(), await freePort()];
+    // A health port another process holds: exit 4 (conflict), before anything connects.
+    const taken = await holdPort();
     const runs = [
       {
         env: sidecarEnv(p1!, {...fast, AX_MYSQL_URL: 'mysql://root@127.0.0.1:1/ax_unreachable'}),
@@ -229,11 +240,17 @@ describe('node sidecar/main.js', () => {
         exit: 2,
         msg: /bad configuration: relayBatchSize \(env AX_RELAY_BATCH\) must be a whole number/,
       },
+      {
+        env: sidecarEnv(taken.port),
+        exit: 4,
+        msg: new RegExp(`cannot start: cannot serve /metrics and health on 127\\.0\\.0\\.1:${taken.port}: the port is in use`),
+      },
     ];
     // From the repository root, the way the README runs it.
     const started = runs.map((r) => ({...r, car: sidecar(r.env, ROOT)}));
     for (const r of started) {
       const exit = await r.car.exited;
+      if (r.exit === 4) taken.server.close();
       expect(exit.code, r.car.stderr()).toBe(r.exit);
       const errors = r.car
         .stderr()
