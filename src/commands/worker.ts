@@ -28,7 +28,7 @@ On SIGTERM or SIGINT the worker stops consuming, lets in-flight tasks finish for
 module's onStop and exits 0, even if the module left a handle open. An unhandled promise rejection
 in handler code is logged and counted, and the worker keeps running; an uncaught exception is
 logged, in-flight work is drained the same way, and the worker exits ${CRASH_EXIT_CODE} (a supervisor restarts it).
-Exit codes: 0 stopped by a signal, 1 onStop failed, 2 bad flags or handlers module, 5 a server
+Exit codes: 0 stopped by a signal, 1 onStop failed, 2 bad flags or handlers module, 4 the health port in use, 5 a server
 unreachable with --fail-fast (or refused the credentials), ${CRASH_EXIT_CODE} stopped after an uncaught exception.
 
 With --health-port (or AX_METRICS_PORT) the worker serves GET /healthz, /readyz and /metrics
