@@ -12,7 +12,7 @@ import {seconds, subscribe} from './subscribe.js';
 export function schedulerMetrics(m: MetricsRegistry, events: AxEvents): () => void {
   const dlqNew = m.counter(
     'ax_dlq_new_total',
-    'Tasks that died, as the dead-letter scan found them (each once per scheduler process), by type.',
+    'Tasks that died, as the dead-letter scan found them (each once per cell, by one scheduler replica), by type.',
     ['type'],
   );
   const publishFailed = m.counter('ax_scheduler_publish_failures_total', 'Due tasks the scheduler could not publish (kept and retried).');
