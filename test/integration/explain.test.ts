@@ -3,6 +3,7 @@
  * optimizer to care (20k rows in mixed states). docs/queries.md shows the same plans.
  */
 import {afterAll, beforeAll, describe, expect, it} from 'vitest';
+import {DOCTOR_SQL} from '../../src/core/store/mysql/doctor.js';
 import {failureGroupsSql} from '../../src/core/store/mysql/failures.js';
 import {HOT_SQL} from '../../src/core/store/mysql/read.js';
 import {claimSelectSql, claimUpdateSql, earlyResetSql, markPublishedSql, outcomeUpdateSql} from '../../src/core/store/mysql/write.js';
@@ -150,5 +151,20 @@ describe('query plans of the hot statements', () => {
     expect(h.type).toBe('range');
     expect(t.key).toBe('PRIMARY');
     expect(t.type).toBe('eq_ref');
+  });
+
+  it('ax doctor: due per pool through idx_tasks_due; successes and attempt ends of the window through idx_history_failures', async () => {
+    expect((await explain(DOCTOR_SQL.duePerPool, ['default'])).key).toBe('idx_tasks_due');
+    // The history written by the previous test.
+    const since = new Date((await env.sql<{now: Date}>('SELECT NOW(3) AS now'))[0]!.now.getTime() - 3_600_000);
+    for (const [sql, params] of [
+      [DOCTOR_SQL.successRepeats, [since, 'default', 50]],
+      [DOCTOR_SQL.attemptTimes, [since, 'default']],
+    ] as const) {
+      const plan = await env.sql<Plan & {table: string}>(`EXPLAIN ${sql}`, [...params]);
+      expect(plan.find((p) => p.table === 'h')).toMatchObject({key: 'idx_history_failures', type: 'range'});
+      expect(plan.find((p) => p.table === 't')).toMatchObject({key: 'PRIMARY', type: 'eq_ref'});
+      if (sql === DOCTOR_SQL.attemptTimes) expect(plan.find((p) => p.table === 'r')?.key).toBe('idx_history_task');
+    }
   });
 });

@@ -536,6 +536,54 @@ export interface WorkerRegistryStore {
   workersList(): Promise<WorkerRow[]>;
 }
 
+/** Due tasks of one type in one pool (the queue they are rung on). */
+export interface DuePoolRow {
+  type: string;
+  pool: PoolName;
+  due: number;
+  oldestDueAt: Date;
+}
+
+/** A task whose history has more than one success in a window. */
+export interface SuccessRepeat {
+  taskId: string;
+  type: string;
+  successes: number;
+  /** The task was force-replayed (`ax dlq replay --force`): a second success was asked for. */
+  forced: boolean;
+}
+
+/** How long the attempts of one type that ended in a window took (claim to outcome, database clock). */
+export interface AttemptTimes {
+  type: string;
+  /** Attempts that ended: succeeded, failed or dead (hand-backs excluded: they never ran). */
+  attempts: number;
+  failed: number;
+  /** Of those, attempts that hit their timeout (error `timeout: …`). */
+  timeouts: number;
+  avgMs: number;
+  maxMs: number;
+}
+
+export interface SinceParams {
+  /** The window's start (required: it bounds the read). */
+  since: Date;
+}
+
+/**
+ * What `ax doctor` reads beyond InspectStore and the worker registry. Each is one statement over an
+ * index range whose cost is bounded by the small states (due rows) or by the window's history rows
+ * (idx_history_failures (to_state, at) covers every target state, not only failures).
+ */
+export interface DoctorStore {
+  /** Due submitted/failed tasks per type × pool, with the oldest due run_at (idx_tasks_due). */
+  duePerPool(): Promise<DuePoolRow[]>;
+  /** Tasks with more than one `succeeded` history row since `since`, at most `limit`, by task id. */
+  successRepeats(p: SinceParams & {limit: number}): Promise<SuccessRepeat[]>;
+  /** Per type: the attempts that ended since `since` and their durations; sorted by type. */
+  attemptTimes(p: SinceParams): Promise<AttemptTimes[]>;
+}
+
 /**
  * Everything ax's task database offers, for composition roots and tests. Services and commands
  * take the narrow seams above (or a Pick of them), never this.
@@ -547,6 +595,7 @@ export type TaskStore = HotPathStore &
   DeadLetterStore &
   DlqScanStore &
   WorkerRegistryStore &
+  DoctorStore &
   Closable;
 
 /** The task store and the schedules in the same database: what `openStore()` hands out. */

@@ -30,9 +30,11 @@ import type {
   TasksInsertParams,
   WorkersStopParams,
   WorkersUpsertParams,
+  SinceParams,
 } from '../types.js';
 import * as audit from './audit.js';
 import * as cron from './cron.js';
+import * as doctor from './doctor.js';
 import * as dlq from './dlq.js';
 import * as failures from './failures.js';
 import {type Db, type DbOptions, openDb} from './db.js';
@@ -160,6 +162,15 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
   }
   workersList() {
     return r.listWorkers(this.db, this.cell);
+  }
+  duePerPool() {
+    return doctor.duePerPool(this.db, this.cell);
+  }
+  successRepeats(p: SinceParams & {limit: number}) {
+    return doctor.successRepeats(this.db, this.cell, p);
+  }
+  attemptTimes(p: SinceParams) {
+    return doctor.attemptTimes(this.db, this.cell, p);
   }
   clockNow() {
     return r.dbNow(this.db);

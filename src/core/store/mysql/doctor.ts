@@ -1,0 +1,60 @@
+/** `ax doctor`'s reads (DoctorStore): due tasks per pool, repeated successes, attempt durations. */
+import type {AttemptTimes, DuePoolRow, SinceParams, SuccessRepeat} from '../types.js';
+import type {PoolName} from '../../task/model.js';
+import {type Db, select} from './db.js';
+
+/** The statements, with the index each reads through. */
+export const DOCTOR_SQL = {
+  /** Params: cell. Index: idx_tasks_due (cell, state, run_at): the due part of two small states. */
+  duePerPool: `SELECT type, pool, COUNT(*) AS n, MIN(run_at) AS oldest FROM tasks
+      WHERE cell = ? AND state IN ('submitted', 'failed') AND run_at <= NOW(3)
+      GROUP BY type, pool ORDER BY type, pool`,
+  /**
+   * Params: since, cell, limit. Index: idx_history_failures (to_state, at) — a range over the
+   * window's successes — then each task by primary key. A forced replay leaves `replay` set.
+   */
+  successRepeats: `SELECT h.task_id, t.type, COUNT(*) AS n, MAX(t.replay IS NOT NULL) AS forced
+      FROM task_history h JOIN tasks t ON t.id = h.task_id
+      WHERE h.to_state = 'succeeded' AND h.at >= ? AND t.cell = ?
+      GROUP BY h.task_id, t.type HAVING COUNT(*) > 1 ORDER BY h.task_id LIMIT ?`,
+  /**
+   * Params: since, cell. The window's attempt ends (idx_history_failures ranges over succeeded,
+   * failed and dead), each with the latest `running` row of its task before it (idx_history_task
+   * (task_id, seq): a few rows per task). Hand-backs (`released: …`) never ran and are left out.
+   */
+  attemptTimes: `SELECT type, COUNT(*) AS n, SUM(to_state <> 'succeeded') AS failed,
+        SUM(COALESCE(error LIKE 'timeout:%', 0)) AS timeouts,
+        AVG(TIMESTAMPDIFF(MICROSECOND, started, ended)) / 1000 AS avg_ms,
+        MAX(TIMESTAMPDIFF(MICROSECOND, started, ended)) / 1000 AS max_ms
+      FROM (
+        SELECT t.type, h.to_state, h.error, h.at AS ended,
+          (SELECT MAX(r.at) FROM task_history r WHERE r.task_id = h.task_id AND r.to_state = 'running' AND r.seq < h.seq) AS started
+        FROM task_history h JOIN tasks t ON t.id = h.task_id
+        WHERE h.to_state IN ('succeeded', 'failed', 'dead') AND h.from_state = 'running' AND h.at >= ? AND t.cell = ?
+          AND (h.error IS NULL OR h.error NOT LIKE 'released:%')
+      ) ends
+      WHERE started IS NOT NULL
+      GROUP BY type ORDER BY type`,
+};
+
+export async function duePerPool(db: Db, cell: string): Promise<DuePoolRow[]> {
+  const rows = await select(db, db.pool, DOCTOR_SQL.duePerPool, [cell]);
+  return rows.map((r) => ({type: r.type as string, pool: r.pool as PoolName, due: Number(r.n), oldestDueAt: r.oldest as Date}));
+}
+
+export async function successRepeats(db: Db, cell: string, p: SinceParams & {limit: number}): Promise<SuccessRepeat[]> {
+  const rows = await select(db, db.pool, DOCTOR_SQL.successRepeats, [p.since, cell, p.limit]);
+  return rows.map((r) => ({taskId: r.task_id as string, type: r.type as string, successes: Number(r.n), forced: Number(r.forced) === 1}));
+}
+
+export async function attemptTimes(db: Db, cell: string, p: SinceParams): Promise<AttemptTimes[]> {
+  const rows = await select(db, db.pool, DOCTOR_SQL.attemptTimes, [p.since, cell]);
+  return rows.map((r) => ({
+    type: r.type as string,
+    attempts: Number(r.n),
+    failed: Number(r.failed),
+    timeouts: Number(r.timeouts),
+    avgMs: Math.round(Number(r.avg_ms)),
+    maxMs: Math.round(Number(r.max_ms)),
+  }));
+}
