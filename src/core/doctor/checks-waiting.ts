@@ -1,0 +1,222 @@
+/**
+ * "Submitted but not running": not due yet, a backlog the workers do not drain, no live worker for
+ * the pool (or, once workers report their types, for the type), the wrong pool, nobody ringing.
+ */
+import {formatDuration} from '../duration.js';
+import type {PoolName} from '../task/model.js';
+import {age, capped, countByType, finding, plural, splitWorkers} from './evidence.js';
+import type {BrokerEvidence, Check, CheckContext, Finding} from './types.js';
+
+const START_WORKER = 'start a worker: ax worker --handlers <module> (docs: README "Deploying workers")';
+
+/** Live and stale workers; no live one while tasks are due is a problem. */
+export const workersCheck: Check = {
+  id: 'workers',
+  symptom: 'not-running',
+  run({db, settings}: CheckContext): Finding[] {
+    const {live, stale} = splitWorkers(db.workers, db.dbAt, settings.staleAfterMs);
+    const due = db.backlog.rows.reduce((n, r) => n + r.due, 0);
+    const out: Finding[] = [];
+    if (live.length === 0) {
+      const last = db.workers[0];
+      out.push(
+        finding(
+          'workers.none',
+          'not-running',
+          due > 0 ? 'problem' : 'info',
+          due > 0 ? `no live worker, and ${plural(due, 'task')} are due` : 'no live worker (nothing is due)',
+          [
+            last
+              ? `last heartbeat: ${last.id} on ${last.host}, ${age(db.dbAt, last.heartbeatAt)} ago`
+              : 'no worker has ever registered in this cell',
+          ],
+          due > 0 ? [START_WORKER] : [],
+        ),
+      );
+    } else {
+      const pools = [...new Set(live.flatMap((w) => Object.keys(w.pools)))].sort();
+      out.push(finding('workers.live', 'not-running', 'ok', `${plural(live.length, 'live worker')} (pools ${pools.join(', ')})`));
+    }
+    if (stale.length > 0) {
+      out.push(
+        finding(
+          'workers.stale',
+          'not-running',
+          'warn',
+          `${plural(stale.length, 'worker')} stopped heartbeating without stopping (crashed, killed or hung)`,
+          capped(
+            stale.map(
+              (w) => `${w.id} on ${w.host} pid ${w.pid}: last heartbeat ${age(db.dbAt, w.heartbeatAt)} ago, ${w.inFlight} in flight`,
+            ),
+          ),
+          [
+            `their running tasks are retried once the lease (${formatDuration(settings.leaseMs)}) expires; ax reconcile does it now`,
+            "read the worker's log and exit code (7: an uncaught exception in handler code)",
+          ],
+        ),
+      );
+    }
+    return out;
+  },
+};
+
+/** Due tasks in a pool no live worker runs; with the type registry, of a type no live worker handles. */
+export const poolsCheck: Check = {
+  id: 'pools',
+  symptom: 'not-running',
+  run({db, settings, handledTypes}: CheckContext): Finding[] {
+    const {live} = splitWorkers(db.workers, db.dbAt, settings.staleAfterMs);
+    if (live.length === 0) return []; // workers.none says it
+    const served = new Set(live.flatMap((w) => Object.keys(w.pools)));
+    const unserved = db.duePools.filter((r) => !served.has(r.pool));
+    const out: Finding[] = [];
+    if (unserved.length > 0) {
+      const pools = [...new Set(unserved.map((r) => r.pool))] as PoolName[];
+      out.push(
+        finding(
+          'pools.unserved',
+          'not-running',
+          'problem',
+          `tasks are due in the ${pools.join(' and ')} pool${pools.length > 1 ? 's' : ''}, which no live worker runs`,
+          capped(unserved.map((r) => `${r.type}: ${r.due} due in pool ${r.pool}, the oldest for ${age(db.dbAt, r.oldestDueAt)}`)),
+          pools.map((p) => `ax worker --handlers <module> --pools ${p}`),
+        ),
+      );
+    }
+    if (handledTypes) {
+      const liveIds = new Set(live.map((w) => w.id));
+      const handled = new Set(Object.entries(handledTypes).flatMap(([id, types]) => (liveIds.has(id) ? types : [])));
+      const missing = db.duePools.filter((r) => !handled.has(r.type));
+      if (missing.length > 0)
+        out.push(
+          finding(
+            'types.unhandled',
+            'not-running',
+            'problem',
+            `no live worker has a handler for ${plural(new Set(missing.map((r) => r.type)).size, 'due type')}`,
+            capped(missing.map((r) => `${r.type}: ${r.due} due in pool ${r.pool}`)),
+            ['deploy a worker whose handlers module defines these types'],
+          ),
+        );
+    }
+    if (out.length === 0)
+      out.push(
+        finding(
+          'pools.served',
+          'not-running',
+          'ok',
+          'every pool with due tasks has a live worker',
+          handledTypes
+            ? []
+            : ['per type: not known until workers report their handled types; a missing handler shows as failing.no-handler'],
+        ),
+      );
+    return out;
+  },
+};
+
+/** Claims handed back because the task's handler runs in another pool: submitted to the wrong pool. */
+export const wrongPoolCheck: Check = {
+  id: 'pools.wrong',
+  symptom: 'not-running',
+  run({db}: CheckContext): Finding[] {
+    const moved = countByType(db.failures, (e) => /^released: this worker does not run the \w+ pool/.test(e));
+    if (moved.length === 0) return [];
+    return [
+      finding(
+        'pools.wrong',
+        'not-running',
+        'warn',
+        `${plural(moved.length, 'type')} submitted to a pool their handler does not run in (each task is moved, one extra claim and ring)`,
+        capped(moved.map((m) => `${m.type}: ${plural(m.count, 'task')} moved — "${m.sample.error ?? ''}"`)),
+        ["submit them with the handler's pool (SDK: pool: 'cpu'; ax submit --pool cpu; ax cron add --pool cpu)"],
+      ),
+    ];
+  },
+};
+
+/** Tasks not due yet: delayed, or backing off before a retry. Context, never wrong. */
+export const notDueCheck: Check = {
+  id: 'backlog.delayed',
+  symptom: 'not-running',
+  run({db}: CheckContext): Finding[] {
+    const rows = db.backlog.rows.filter((r) => r.delayed > 0).sort((a, b) => b.delayed - a.delayed);
+    if (rows.length === 0) return [];
+    const total = rows.reduce((n, r) => n + r.delayed, 0);
+    return [
+      finding(
+        'backlog.delayed',
+        'not-running',
+        'info',
+        `${plural(total, 'task')} not due yet (a delay, or a retry backing off)`,
+        capped(rows.map((r) => `${r.type}: ${r.delayed} delayed`)),
+        rows.slice(0, 1).map((r) => `ax tasks list --type ${r.type} --state submitted (or --state failed for retries)`),
+      ),
+    ];
+  },
+};
+
+/** Due tasks older than `lateAfterMs`: the workers do not keep up, or nobody consumes. */
+export const lateCheck: Check = {
+  id: 'backlog.late',
+  symptom: 'not-running',
+  run({db, broker, settings}: CheckContext): Finding[] {
+    const late = db.backlog.rows
+      .filter((r) => r.oldestDueAt !== null && db.dbAt.getTime() - r.oldestDueAt.getTime() > settings.lateAfterMs)
+      .sort((a, b) => a.oldestDueAt!.getTime() - b.oldestDueAt!.getTime());
+    if (late.length === 0) {
+      const due = db.backlog.rows.reduce((n, r) => n + r.due, 0);
+      return [
+        finding('backlog.late', 'not-running', 'ok', `no due task waits longer than ${formatDuration(settings.lateAfterMs)} (${due} due)`),
+      ];
+    }
+    const evidence = capped(
+      late.map((r) => `${r.type}: ${r.due} due, the oldest for ${age(db.dbAt, r.oldestDueAt!)}, ${r.running} running`),
+    );
+    if (broker) evidence.push(`RabbitMQ ready messages: ${readyLine(broker)}`);
+    return [
+      finding(
+        'backlog.late',
+        'not-running',
+        'problem',
+        `${plural(late.length, 'type')} with due tasks waiting longer than ${formatDuration(settings.lateAfterMs)}`,
+        evidence,
+        [
+          'if workers run and the queues hold messages: consumption is behind — add workers or raise --io-concurrency (see the slow findings)',
+          'if the queues are empty: the tasks were never rung — see dispatch.unrung',
+          `ax tasks list --type ${late[0]!.type} --state submitted`,
+        ],
+      ),
+    ];
+  },
+};
+
+/** Due tasks that nobody rang (no scheduler; a producer that lost RabbitMQ) or whose doorbell nobody claimed. */
+export const unrungCheck: Check = {
+  id: 'dispatch.unrung',
+  symptom: 'not-running',
+  run({db, settings}: CheckContext): Finding[] {
+    const cut = db.dbAt.getTime() - settings.unrungAfterMs;
+    const unrung = db.undispatched.filter((t) => t.runAt.getTime() < cut);
+    if (unrung.length === 0) return [finding('dispatch.unrung', 'not-running', 'ok', 'every due task has been rung for')];
+    return [
+      finding(
+        'dispatch.unrung',
+        'not-running',
+        'problem',
+        `${unrung.length}${unrung.length === db.undispatched.length && unrung.length >= 100 ? '+' : ''} due tasks not rung for (or rung long ago and never claimed)`,
+        capped(unrung.map((t) => `${t.id} ${t.type} (pool ${t.pool}, attempt ${t.attempt}): due for ${age(db.dbAt, t.runAt)}`)),
+        [
+          'ax scheduler must run (one per cell): it rings delayed tasks and retries and rescues expired leases',
+          'ax reconcile rings them once now',
+          `ax tasks show ${unrung[0]!.id}`,
+        ],
+      ),
+    ];
+  },
+};
+
+/** "ax.default.io 12, ax.default.cpu 0". */
+export function readyLine(b: BrokerEvidence): string {
+  return [b.queues.io, b.queues.cpu].map((q) => `${q} ${b.depths[q] ?? 0}`).join(', ');
+}

@@ -1,0 +1,69 @@
+/**
+ * Gathers what the checks read, through the store and broker seams, in one pass: the database
+ * clock first (its round trip bounds the skew), then the rest at once. A source that fails becomes
+ * a SourceError, never an exception: `ax doctor` reports a server that is down instead of dying.
+ */
+import type {Broker} from '../broker/types.js';
+import {AxError, errorMessage} from '../errors.js';
+import type {DoctorStore, InspectStore, RescueStore, WorkerRegistryStore} from '../store/types.js';
+import type {Clock} from '../time.js';
+import type {BrokerEvidence, DbEvidence, Source, SourceError} from './types.js';
+
+/** The store seams the doctor reads. */
+export type DoctorReadStore = Pick<InspectStore, 'clockNow' | 'backlog' | 'failureGroups'> &
+  Pick<RescueStore, 'tasksFindUndispatched'> &
+  Pick<WorkerRegistryStore, 'workersList'> &
+  DoctorStore;
+
+/** Most never-rung tasks read (a sample: the finding says "100+"). */
+export const UNRUNG_SAMPLE = 100;
+/** Most repeated successes read. */
+export const REPEATS_SAMPLE = 50;
+
+export function sourceError(e: unknown): SourceError {
+  if (e instanceof AxError) {
+    const reason = e.details?.reason;
+    return {code: e.code, message: e.message, ...(typeof reason === 'string' ? {reason} : {})};
+  }
+  return {code: 'internal', message: errorMessage(e)};
+}
+
+/** Reads the database's evidence; `store` is the error when the store could not even be opened. */
+export async function gatherDb(
+  store: DoctorReadStore | SourceError,
+  o: {clock: Clock; since: Date; republishAfterMs: number},
+): Promise<Source<DbEvidence>> {
+  if (!('clockNow' in store)) return {ok: false, error: store};
+  try {
+    const t0 = o.clock.now();
+    const m0 = o.clock.monotonic();
+    const dbAt = await store.clockNow();
+    const rttMs = Math.round(o.clock.monotonic() - m0);
+    const localAt = new Date(t0 + rttMs / 2);
+    const [backlog, duePools, workers, failures, deaths, undispatched, repeats, attempts] = await Promise.all([
+      store.backlog(),
+      store.duePerPool(),
+      store.workersList(),
+      store.failureGroups({since: o.since}),
+      store.failureGroups({since: o.since, deadOnly: true}),
+      store.tasksFindUndispatched({limit: UNRUNG_SAMPLE, republishAfterMs: o.republishAfterMs}),
+      store.successRepeats({since: o.since, limit: REPEATS_SAMPLE}),
+      store.attemptTimes({since: o.since}),
+    ]);
+    return {ok: true, value: {dbAt, localAt, rttMs, backlog, duePools, workers, failures, deaths, undispatched, repeats, attempts}};
+  } catch (e) {
+    return {ok: false, error: sourceError(e)};
+  }
+}
+
+/** Reads the queue depths; queue names are told apart by their pool suffix (`<prefix>.<cell>.io`). */
+export async function gatherBroker(broker: Pick<Broker, 'queueDepths'> | SourceError): Promise<Source<BrokerEvidence>> {
+  if (!('queueDepths' in broker)) return {ok: false, error: broker};
+  try {
+    const depths = await broker.queueDepths();
+    const named = (suffix: string): string => Object.keys(depths).find((q) => q.endsWith(`.${suffix}`)) ?? suffix;
+    return {ok: true, value: {depths, queues: {io: named('io'), cpu: named('cpu'), poison: named('poison')}}};
+  } catch (e) {
+    return {ok: false, error: sourceError(e)};
+  }
+}

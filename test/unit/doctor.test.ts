@@ -1,0 +1,311 @@
+import {describe, expect, it} from 'vitest';
+import {doctorExitCode} from '../../src/cli/exit-codes.js';
+import {diagnose} from '../../src/core/doctor/doctor.js';
+import {doctorSettings} from '../../src/core/doctor/settings.js';
+import type {BrokerEvidence, DbEvidence, DoctorData, Finding} from '../../src/core/doctor/types.js';
+import type {BacklogRow, DeadErrorGroup, WorkerRow} from '../../src/core/store/types.js';
+
+const NOW = new Date('2026-12-01T12:00:00.000Z');
+const ago = (ms: number): Date => new Date(NOW.getTime() - ms);
+const settings = doctorSettings(
+  {},
+  {leaseMs: 30_000, poolQueueCapacity: 2000, schedulerHoldMs: 3000, schedulerLoadEveryMs: 1000},
+  NOW.getTime(),
+);
+
+const worker = (over: Partial<WorkerRow> = {}): WorkerRow => ({
+  id: 'w1',
+  host: 'h1',
+  pid: 10,
+  pools: {io: 100},
+  inFlight: 0,
+  startedAt: ago(3_600_000),
+  heartbeatAt: ago(2000),
+  stoppedAt: null,
+  ...over,
+});
+const row = (over: Partial<BacklogRow>): BacklogRow => ({
+  type: 'order_notify',
+  due: 0,
+  delayed: 0,
+  running: 0,
+  dead: 0,
+  oldestDueAt: null,
+  ...over,
+});
+const group = (error: string, count = 1, type = 'order_notify'): DeadErrorGroup => ({
+  type,
+  error,
+  count,
+  firstSeen: ago(60_000),
+  lastSeen: ago(1000),
+  sampleId: '00000000-0000-7000-8000-000000000001',
+});
+
+/** A healthy system: one live io worker, nothing due, nothing failed. */
+function healthy(over: Partial<DbEvidence> = {}): DbEvidence {
+  return {
+    dbAt: NOW,
+    localAt: NOW,
+    rttMs: 2,
+    backlog: {at: NOW, rows: []},
+    duePools: [],
+    workers: [worker()],
+    failures: [],
+    deaths: [],
+    undispatched: [],
+    repeats: [],
+    attempts: [],
+    ...over,
+  };
+}
+const mq: BrokerEvidence = {
+  depths: {'ax.default.io': 0, 'ax.default.cpu': 0, 'ax.default.poison': 0},
+  queues: {io: 'ax.default.io', cpu: 'ax.default.cpu', poison: 'ax.default.poison'},
+};
+
+function run(db: DbEvidence, extra: Partial<DoctorData> = {}) {
+  return diagnose({settings, db: {ok: true, value: db}, broker: {ok: true, value: mq}, ...extra});
+}
+const byId = (fs: Finding[], id: string): Finding | undefined => fs.find((f) => f.id === id);
+const problems = (fs: Finding[]): string[] => fs.filter((f) => f.status === 'problem').map((f) => f.id);
+
+describe('ax doctor checks', () => {
+  it('a healthy system: no problem, no warning, exit 0', () => {
+    const r = run(healthy());
+    expect(r.verdict).toBe('ok');
+    expect(r.counts.problem + r.counts.warn).toBe(0);
+    expect(byId(r.findings, 'workers.live')?.title).toBe('1 live worker (pools io)');
+    expect(doctorExitCode(r.verdict, false)).toBe(0);
+  });
+
+  describe('submitted but not running', () => {
+    it('no live worker while tasks are due is a problem; the last heartbeat is the evidence', () => {
+      const r = run(
+        healthy({
+          workers: [worker({stoppedAt: ago(60_000), heartbeatAt: ago(60_000)})],
+          backlog: {at: NOW, rows: [row({due: 3, oldestDueAt: ago(5000)})]},
+        }),
+      );
+      const f = byId(r.findings, 'workers.none');
+      expect(f).toMatchObject({status: 'problem', title: 'no live worker, and 3 tasks are due'});
+      expect(f?.evidence[0]).toBe('last heartbeat: w1 on h1, 1m ago');
+      expect(f?.next[0]).toMatch(/^start a worker: ax worker --handlers/);
+      expect(doctorExitCode(r.verdict, false)).toBe(8);
+    });
+
+    it('no worker and nothing due is only context', () => {
+      expect(byId(run(healthy({workers: []})).findings, 'workers.none')?.status).toBe('info');
+    });
+
+    it('a worker whose heartbeat is older than 30 s without stopping is stale (a warning)', () => {
+      const r = run(healthy({workers: [worker(), worker({id: 'w2', heartbeatAt: ago(45_000), inFlight: 4})]}));
+      const f = byId(r.findings, 'workers.stale');
+      expect(f?.status).toBe('warn');
+      expect(f?.evidence).toEqual(['w2 on h1 pid 10: last heartbeat 45s ago, 4 in flight']);
+      expect(r.verdict).toBe('warn');
+      expect(doctorExitCode(r.verdict, false)).toBe(0);
+      expect(doctorExitCode(r.verdict, true)).toBe(8);
+    });
+
+    it('due tasks in a pool no live worker runs: names the pool and the command to start one', () => {
+      const r = run(healthy({duePools: [{type: 'image_resize', pool: 'cpu', due: 7, oldestDueAt: ago(90_000)}]}));
+      const f = byId(r.findings, 'pools.unserved');
+      expect(f?.status).toBe('problem');
+      expect(f?.evidence).toEqual(['image_resize: 7 due in pool cpu, the oldest for 1m30s']);
+      expect(f?.next).toEqual(['ax worker --handlers <module> --pools cpu']);
+      expect(byId(r.findings, 'pools.served')).toBeUndefined();
+    });
+
+    it('with the type registry seam, a due type no live worker handles is a problem', () => {
+      const db = healthy({duePools: [{type: 'image_resize', pool: 'io', due: 2, oldestDueAt: ago(1000)}]});
+      expect(byId(run(db).findings, 'types.unhandled')).toBeUndefined();
+      const r = run(db, {handledTypes: {w1: ['order_notify'], gone: ['image_resize']}});
+      expect(byId(r.findings, 'types.unhandled')).toMatchObject({status: 'problem', evidence: ['image_resize: 2 due in pool io']});
+      expect(byId(run(db, {handledTypes: {w1: ['image_resize']}}).findings, 'types.unhandled')).toBeUndefined();
+    });
+
+    it('tasks moved because their handler runs in the other pool: the wrong pool', () => {
+      const r = run(
+        healthy({failures: [group('released: this worker does not run the cpu pool; moved to its queue', 12, 'image_resize')]}),
+      );
+      const f = byId(r.findings, 'pools.wrong');
+      expect(f?.status).toBe('warn');
+      expect(f?.evidence[0]).toMatch(/^image_resize: 12 tasks moved/);
+    });
+
+    it('delayed tasks are not due yet: context, not a problem', () => {
+      const r = run(healthy({backlog: {at: NOW, rows: [row({delayed: 40})]}}));
+      expect(byId(r.findings, 'backlog.delayed')).toMatchObject({
+        status: 'info',
+        title: '40 tasks not due yet (a delay, or a retry backing off)',
+      });
+      expect(r.verdict).toBe('ok');
+    });
+
+    it('a due task older than --late is a problem, with the queue depths as evidence', () => {
+      const late = run(healthy({backlog: {at: NOW, rows: [row({due: 5000, oldestDueAt: ago(180_000), running: 100})]}}), {
+        broker: {ok: true, value: {...mq, depths: {...mq.depths, 'ax.default.io': 4000}}},
+      });
+      const f = byId(late.findings, 'backlog.late');
+      expect(f?.status).toBe('problem');
+      expect(f?.evidence).toEqual([
+        'order_notify: 5000 due, the oldest for 3m, 100 running',
+        'RabbitMQ ready messages: ax.default.io 4000, ax.default.cpu 0',
+      ]);
+      const fresh = run(healthy({backlog: {at: NOW, rows: [row({due: 10, oldestDueAt: ago(30_000)})]}}));
+      expect(byId(fresh.findings, 'backlog.late')?.status).toBe('ok');
+    });
+
+    it('due tasks nobody rang past the grace: no scheduler, or the producer lost RabbitMQ', () => {
+      const t = (id: string, ageMs: number) => ({
+        id,
+        type: 'order_notify',
+        pool: 'io' as const,
+        runAt: ago(ageMs),
+        scheduleName: null,
+        attempt: 1,
+        fence: 1,
+        dedupKey: null,
+      });
+      const r = run(healthy({undispatched: [t('a', 60_000), t('b', 2000)]}));
+      const f = byId(r.findings, 'dispatch.unrung');
+      expect(f?.status).toBe('problem');
+      expect(f?.evidence).toEqual(['a order_notify (pool io, attempt 1): due for 1m']);
+      expect(f?.next.join('\n')).toMatch(/ax scheduler[\s\S]*ax reconcile/);
+      expect(byId(run(healthy({undispatched: [t('b', 2000)]})).findings, 'dispatch.unrung')?.status).toBe('ok');
+    });
+  });
+
+  describe('failing without retries', () => {
+    it('tells no handler (problem), retries used up and unrecoverable (warnings) apart', () => {
+      const deaths = [
+        group('unknown task type "order_notify": no handler at worker w1', 4),
+        group('smtp down (attempt 6 of 6, no retries left)', 9, 'mail_send'),
+        group('lease expired: worker w9 stopped renewing it (attempt 6)', 1, 'mail_send'),
+        group('order 7 does not exist', 2, 'order_ship'),
+      ];
+      const r = run(healthy({deaths, failures: [...deaths, group('smtp down', 30, 'mail_send')]}));
+      expect(byId(r.findings, 'failing.no-handler')?.status).toBe('problem');
+      expect(byId(r.findings, 'failing.retries-exhausted')?.evidence).toEqual([
+        'mail_send: 10 tasks — "smtp down (attempt 6 of 6, no retries left)"',
+      ]);
+      expect(byId(r.findings, 'failing.unrecoverable')?.evidence).toEqual(['order_ship: 2 tasks — "order 7 does not exist"']);
+      expect(byId(r.findings, 'failing.retrying')?.title).toMatch(/^30 failed attempts/);
+      expect(byId(r.findings, 'failing.deaths')).toBeUndefined();
+    });
+
+    it('a type that never fails in under 2 ms over many attempts hints at swallowed errors (info only)', () => {
+      const fast = {type: 'order_notify', attempts: 500, failed: 0, timeouts: 0, avgMs: 0, maxMs: 3};
+      const r = run(healthy({attempts: [fast, {...fast, type: 'mail_send', avgMs: 40}]}));
+      const f = byId(r.findings, 'failing.swallowed');
+      expect(f?.status).toBe('info');
+      expect(f?.evidence).toEqual(['order_notify: 500 attempts, 0 failed, average 0 ms']);
+      expect(r.verdict).toBe('ok');
+    });
+  });
+
+  describe('consumption dropped', () => {
+    it('claims handed back because a pool queue was full', () => {
+      const r = run(healthy({failures: [group('released: io pool queue full', 250)]}));
+      expect(byId(r.findings, 'workers.queue-full')?.title).toMatch(/^250 claims handed back .*AX_POOL_QUEUE=2000/);
+    });
+
+    it('a live worker with every slot busy is saturated', () => {
+      const r = run(healthy({workers: [worker({inFlight: 100}), worker({id: 'w2', inFlight: 3})]}));
+      expect(byId(r.findings, 'workers.saturated')?.title).toBe('1 live worker of 2 with every slot busy');
+    });
+
+    it('attempts hitting their timeout point at the downstream; otherwise the slowest types are shown', () => {
+      const a = {type: 'order_notify', attempts: 400, failed: 12, timeouts: 12, avgMs: 2100, maxMs: 600_000};
+      const r = run(healthy({attempts: [a]}));
+      expect(byId(r.findings, 'attempts.timeouts')?.evidence).toEqual([
+        'order_notify: 400 attempts, 12 failed, 12 timed out; average 2.1s, longest 10m',
+      ]);
+      expect(byId(run(healthy({attempts: [{...a, timeouts: 0}]})).findings, 'attempts.durations')?.status).toBe('ok');
+    });
+
+    it('poison messages are a warning; the breaker is skipped until ax has one', () => {
+      const r = run(healthy(), {broker: {ok: true, value: {...mq, depths: {...mq.depths, 'ax.default.poison': 3}}}});
+      expect(byId(r.findings, 'rabbitmq.poison')?.title).toMatch(/^3 messages in the poison queue ax.default.poison/);
+      expect(byId(r.findings, 'breaker')?.status).toBe('skipped');
+    });
+  });
+
+  describe('duplicates', () => {
+    it('two successes without a forced replay are a problem; after one, context', () => {
+      const r = run(
+        healthy({
+          repeats: [
+            {taskId: 'x', type: 'order_notify', successes: 2, forced: false},
+            {taskId: 'y', type: 'order_notify', successes: 2, forced: true},
+          ],
+        }),
+      );
+      expect(byId(r.findings, 'duplicates.succeeded-twice')).toMatchObject({
+        status: 'problem',
+        evidence: ['x order_notify: 2 successes'],
+        next: ['ax tasks show x'],
+      });
+      expect(byId(r.findings, 'duplicates.forced')?.status).toBe('info');
+    });
+
+    it('expired leases mean a handler may have run twice', () => {
+      const r = run(healthy({failures: [group('lease expired: worker w9 stopped renewing it (attempt 1)', 5)]}));
+      expect(byId(r.findings, 'duplicates.lease-expired')?.title).toMatch(/^5 attempts lost their lease/);
+      expect(byId(r.findings, 'duplicates.none')).toBeUndefined();
+    });
+  });
+
+  describe('timing inaccurate', () => {
+    it('a clock difference beyond --max-skew after the round trip is a problem, and says which way', () => {
+      const behind = run(healthy({localAt: ago(2500), rttMs: 4}));
+      expect(byId(behind.findings, 'timing.clock')).toMatchObject({
+        status: 'problem',
+        title: "this host's clock is 2.5s behind the database's",
+      });
+      const ahead = run(healthy({localAt: new Date(NOW.getTime() + 1500)}));
+      expect(byId(ahead.findings, 'timing.clock')?.title).toBe("this host's clock is 1.5s ahead of the database's");
+      // 1.5 s apart but measured over a 2 s round trip: within the uncertainty.
+      expect(byId(run(healthy({localAt: ago(1500), rttMs: 2000})).findings, 'timing.clock')?.status).toBe('ok');
+    });
+  });
+
+  describe('servers down', () => {
+    it('MySQL down: a problem, every database check skipped, the standalone ones still report; exit 5', () => {
+      const r = diagnose({
+        settings,
+        db: {
+          ok: false,
+          error: {code: 'unavailable', message: 'MySQL at … is unavailable', reason: 'unreachable', hint: 'Is the server running?'},
+        },
+        broker: {ok: true, value: mq},
+      });
+      expect(problems(r.findings)).toEqual(['mysql']);
+      expect(byId(r.findings, 'mysql')).toMatchObject({evidence: ['reason: unreachable'], next: ['Is the server running?']});
+      expect(byId(r.findings, 'workers')).toMatchObject({status: 'skipped', title: 'not checked: MySQL unavailable'});
+      expect(byId(r.findings, 'memory')?.title).toMatch(/^not measured here/);
+      expect(r.verdict).toBe('unavailable');
+      expect(doctorExitCode(r.verdict, false)).toBe(5);
+    });
+
+    it('RabbitMQ down: only the checks that need it are skipped', () => {
+      const r = diagnose({
+        settings,
+        db: {ok: true, value: healthy()},
+        broker: {ok: false, error: {code: 'unavailable', message: 'RabbitMQ at … is unavailable'}},
+      });
+      expect(problems(r.findings)).toEqual(['rabbitmq']);
+      expect(byId(r.findings, 'rabbitmq.poison')?.status).toBe('skipped');
+      expect(byId(r.findings, 'workers.live')?.status).toBe('ok');
+      expect(r.verdict).toBe('unavailable');
+    });
+  });
+
+  it('refuses bad thresholds as invalid input', () => {
+    const cfg = {leaseMs: 30_000, poolQueueCapacity: 2000, schedulerHoldMs: 3000, schedulerLoadEveryMs: 1000};
+    expect(() => doctorSettings({late: 'soon'}, cfg, NOW.getTime())).toThrow(/late/);
+    expect(() => doctorSettings({since: 'yesterday'}, cfg, NOW.getTime())).toThrow(/since/);
+    expect(() => doctorSettings({since: '2027-01-01T00:00:00Z'}, cfg, NOW.getTime())).toThrow(/future/);
+  });
+});
