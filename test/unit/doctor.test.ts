@@ -196,7 +196,16 @@ describe('ax doctor checks', () => {
     });
 
     it('a type that never fails in under 2 ms over many attempts hints at swallowed errors (info only)', () => {
-      const fast = {type: 'order_notify', attempts: 500, failed: 0, timeouts: 0, avgMs: 0, maxMs: 3};
+      const fast = {
+        type: 'order_notify',
+        attempts: 500,
+        failed: 0,
+        timeouts: 0,
+        avgMs: 0,
+        maxMs: 3,
+        startLateAvgMs: null,
+        startLateMaxMs: null,
+      };
       const r = run(healthy({attempts: [fast, {...fast, type: 'mail_send', avgMs: 40}]}));
       const f = byId(r.findings, 'failing.swallowed');
       expect(f?.status).toBe('info');
@@ -217,7 +226,16 @@ describe('ax doctor checks', () => {
     });
 
     it('attempts hitting their timeout point at the downstream; otherwise the slowest types are shown', () => {
-      const a = {type: 'order_notify', attempts: 400, failed: 12, timeouts: 12, avgMs: 2100, maxMs: 600_000};
+      const a = {
+        type: 'order_notify',
+        attempts: 400,
+        failed: 12,
+        timeouts: 12,
+        avgMs: 2100,
+        maxMs: 600_000,
+        startLateAvgMs: 20,
+        startLateMaxMs: 45,
+      };
       const r = run(healthy({attempts: [a]}));
       expect(byId(r.findings, 'attempts.timeouts')?.evidence).toEqual([
         'order_notify: 400 attempts, 12 failed, 12 timed out; average 2.1s, longest 10m',
@@ -269,6 +287,23 @@ describe('ax doctor checks', () => {
       // 1.5 s apart but measured over a 2 s round trip: within the uncertainty.
       expect(byId(run(healthy({localAt: ago(1500), rttMs: 2000})).findings, 'timing.clock')?.status).toBe('ok');
     });
+  });
+
+  it('timing: tasks that start late after due on average are a warning; on time is ok, unknown says nothing', () => {
+    const a = {
+      type: 'report_build',
+      attempts: 10,
+      failed: 0,
+      timeouts: 0,
+      avgMs: 50,
+      maxMs: 90,
+      startLateAvgMs: 4000,
+      startLateMaxMs: 9000,
+    };
+    const f = byId(run(healthy({attempts: [a]})).findings, 'timing.start');
+    expect(f).toMatchObject({status: 'warn', evidence: ['report_build: started on average 4s after due, at worst 9s']});
+    expect(byId(run(healthy({attempts: [{...a, startLateAvgMs: 6, startLateMaxMs: 45}]})).findings, 'timing.start')?.status).toBe('ok');
+    expect(byId(run(healthy({attempts: [{...a, startLateAvgMs: null, startLateMaxMs: null}]})).findings, 'timing.start')).toBeUndefined();
   });
 
   describe('servers down', () => {

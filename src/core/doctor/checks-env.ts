@@ -1,6 +1,6 @@
 /** "Timing inaccurate" (clock skew between this host and the database) and "memory growing". */
 import {formatDuration} from '../duration.js';
-import {finding} from './evidence.js';
+import {capped, finding, plural} from './evidence.js';
 import type {Check, CheckContext, Finding, StandaloneCheck} from './types.js';
 
 /**
@@ -37,6 +37,49 @@ export const clockCheck: Check = {
         `this host's clock is ${formatDuration(Math.abs(skew))} ${skew > 0 ? 'behind' : 'ahead of'} the database's`,
         [...evidence, 'explicit runAt times submitted from here are off by as much; due times themselves use the database clock'],
         ['sync the clocks (NTP): timedatectl status, chronyc tracking — here and on the database host'],
+      ),
+    ];
+  },
+};
+
+/** Average start lateness (claim − run_at) beyond which a type's tasks start late. */
+export const LATE_START_AVG_MS = 1000;
+
+/**
+ * When attempts started compared with when their tasks were due (latest attempts of the window):
+ * a backlog delays starts too, but without one a late start is the wheel ringing late (a starved
+ * or missing scheduler).
+ */
+export const lateStartCheck: Check = {
+  id: 'timing.start',
+  symptom: 'timing',
+  run({db, settings}: CheckContext): Finding[] {
+    const known = db.attempts.filter((a) => a.startLateAvgMs !== null).sort((a, b) => b.startLateAvgMs! - a.startLateAvgMs!);
+    if (known.length === 0) return [];
+    const late = known.filter((a) => a.startLateAvgMs! > LATE_START_AVG_MS);
+    const line = (a: (typeof known)[number]): string =>
+      `${a.type}: started on average ${formatDuration(a.startLateAvgMs!)} after due, at worst ${formatDuration(a.startLateMaxMs ?? 0)}`;
+    const since = settings.since.toISOString();
+    if (late.length === 0)
+      return [
+        finding(
+          'timing.start',
+          'timing',
+          'ok',
+          `attempts since ${since} started within ${formatDuration(LATE_START_AVG_MS)} of due on average`,
+          capped(known.map(line)),
+        ),
+      ];
+    return [
+      finding(
+        'timing.start',
+        'timing',
+        'warn',
+        `${plural(late.length, 'type')} whose tasks started more than ${formatDuration(LATE_START_AVG_MS)} after due on average since ${since}`,
+        capped(late.map(line)),
+        [
+          'with a backlog (backlog.late), the workers are behind; without one the scheduler rings late: is one running, starved of CPU (AX_SCHEDULER_TICK)?',
+        ],
       ),
     ];
   },

@@ -3,7 +3,7 @@
  * A server that could not be read is itself a finding (a problem), and every check that needed it
  * is reported `skipped` with the reason instead of guessing.
  */
-import {clockCheck, memoryCheck} from './checks-env.js';
+import {clockCheck, lateStartCheck, memoryCheck} from './checks-env.js';
 import {deathsCheck, duplicatesCheck, swallowedCheck} from './checks-outcomes.js';
 import {breakerCheck, poisonCheck, queueFullCheck, saturationCheck, slowCheck} from './checks-slow.js';
 import {lateCheck, notDueCheck, poolsCheck, unrungCheck, workersCheck, wrongPoolCheck} from './checks-waiting.js';
@@ -28,6 +28,7 @@ export const CHECKS: ReadonlyArray<Check | StandaloneCheck> = [
   duplicatesCheck,
   memoryCheck,
   clockCheck,
+  lateStartCheck,
 ];
 
 const STATUSES: readonly Status[] = ['ok', 'info', 'warn', 'problem', 'skipped'];

@@ -563,6 +563,12 @@ export interface AttemptTimes {
   timeouts: number;
   avgMs: number;
   maxMs: number;
+  /**
+   * How long after it was due each task's latest attempt started (claim − run_at; earlier attempts'
+   * run_at is gone): the wheel's and the queues' lateness together. Null when none is known.
+   */
+  startLateAvgMs: number | null;
+  startLateMaxMs: number | null;
 }
 
 export interface SinceParams {

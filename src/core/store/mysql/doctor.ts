@@ -21,13 +21,17 @@ export const DOCTOR_SQL = {
    * Params: since, cell. The window's attempt ends (idx_history_failures ranges over succeeded,
    * failed and dead), each with the latest `running` row of its task before it (idx_history_task
    * (task_id, seq): a few rows per task). Hand-backs (`released: …`) never ran and are left out.
+   * The start's lateness (claim − run_at) is known for a task's latest attempt only: run_at is
+   * rewritten by each retry.
    */
   attemptTimes: `SELECT type, COUNT(*) AS n, SUM(to_state <> 'succeeded') AS failed,
         SUM(COALESCE(error LIKE 'timeout:%', 0)) AS timeouts,
         AVG(TIMESTAMPDIFF(MICROSECOND, started, ended)) / 1000 AS avg_ms,
-        MAX(TIMESTAMPDIFF(MICROSECOND, started, ended)) / 1000 AS max_ms
+        MAX(TIMESTAMPDIFF(MICROSECOND, started, ended)) / 1000 AS max_ms,
+        AVG(IF(latest AND started >= due, TIMESTAMPDIFF(MICROSECOND, due, started), NULL)) / 1000 AS late_avg_ms,
+        MAX(IF(latest AND started >= due, TIMESTAMPDIFF(MICROSECOND, due, started), NULL)) / 1000 AS late_max_ms
       FROM (
-        SELECT t.type, h.to_state, h.error, h.at AS ended,
+        SELECT t.type, h.to_state, h.error, h.at AS ended, t.run_at AS due, h.attempt = t.attempt AS latest,
           (SELECT MAX(r.at) FROM task_history r WHERE r.task_id = h.task_id AND r.to_state = 'running' AND r.seq < h.seq) AS started
         FROM task_history h JOIN tasks t ON t.id = h.task_id
         WHERE h.to_state IN ('succeeded', 'failed', 'dead') AND h.from_state = 'running' AND h.at >= ? AND t.cell = ?
@@ -56,5 +60,7 @@ export async function attemptTimes(db: Db, cell: string, p: SinceParams): Promis
     timeouts: Number(r.timeouts),
     avgMs: Math.round(Number(r.avg_ms)),
     maxMs: Math.round(Number(r.max_ms)),
+    startLateAvgMs: r.late_avg_ms === null ? null : Math.round(Number(r.late_avg_ms)),
+    startLateMaxMs: r.late_max_ms === null ? null : Math.round(Number(r.late_max_ms)),
   }));
 }
