@@ -5,7 +5,7 @@ import {printable} from '../cli/render.js';
 import {openBroker, openStore} from '../cli/runtime.js';
 import {AxError} from '../core/errors.js';
 import {diagnose} from '../core/doctor/doctor.js';
-import {type DoctorReadStore, gatherBroker, gatherDb, sourceError} from '../core/doctor/gather.js';
+import {ATTEMPTS_SAMPLE, type DoctorReadStore, gatherBroker, gatherDb, sourceError, SUCCESS_SAMPLE} from '../core/doctor/gather.js';
 import {DEFAULT_LATE, DEFAULT_MAX_SKEW, DEFAULT_SINCE, doctorSettings} from '../core/doctor/settings.js';
 import {type DoctorReport, type Finding, SYMPTOMS, type Status} from '../core/doctor/types.js';
 import type {Broker} from '../core/broker/types.js';
@@ -32,7 +32,7 @@ export default class Doctor extends AxCommand {
   static override summary = 'Check the live system against the troubleshooting table: what is wrong, the evidence, what to run next.';
   static override description = `Reads ax's database (backlog per type and pool, workers and their heartbeats, the failed attempts, deaths, repeated successes and attempt durations of the window, due tasks nobody rang, the database clock) and RabbitMQ's queue depths once, then runs one check per row of the troubleshooting table: submitted but not running (not due yet, late backlog, no live worker for the pool, wrong pool, nobody ringing), failing without retries (no handler, retries used up, unrecoverable errors, swallowed errors), consumption dropped (pool queue full, every slot busy, attempts timing out, poison messages), duplicates (two successes of one task, expired leases), memory growing (not measured: said so), timing inaccurate (this host's clock against the database's, how long after due the attempts started).
 
-Each finding has a status — PROBLEM, WARN, info, ok or skipped — its evidence and the next command to run. A server that cannot be reached is itself a finding, and the checks that need it are skipped. The history checks read the window --since (default ${DEFAULT_SINCE}) through idx_history_failures: a wider window on a busy system reads more. Nothing is changed (connecting to RabbitMQ declares ax's exchange and queues when missing, as ax submit and the worker do).
+Each finding has a status — PROBLEM, WARN, info, ok or skipped — its evidence and the next command to run. A server that cannot be reached is itself a finding, and the checks that need it are skipped. The history checks read the window --since (default ${DEFAULT_SINCE}) through idx_history_failures: every failure of the window, and of a busy window only the latest ${SUCCESS_SAMPLE} successes (for repeats) and ${ATTEMPTS_SAMPLE} attempt ends (for durations), so the cost stays bounded. Nothing is changed (connecting to RabbitMQ declares ax's exchange and queues when missing, as ax submit and the worker do).
 
 Exit codes: 0 nothing wrong (warnings allowed), ${DOCTOR_PROBLEM_EXIT_CODE} a problem found (or a warning with --strict), 5 MySQL or RabbitMQ unavailable, 2 bad flag value.`;
   static override examples = [

@@ -64,9 +64,13 @@ export function doctorStoreConformance(name: string, make: () => Promise<DoctorS
       await s.deadReplay({ids: [twice.id], actor: 'test', audit, force: {at: new Date()}});
       const [again] = (await s.tasksClaim({ids: [twice.id], worker: 'w2', leaseMs: 30_000})).claimed;
       await s.outcomesApply({outcomes: [{kind: 'complete', id: twice.id, fence: again!.fence}], actor: 'w2'});
-      expect(await s.successRepeats({since, limit: 10})).toEqual([{taskId: twice.id, type: 'repeat_probe', successes: 2, forced: true}]);
+      expect(await s.successRepeats({since, sample: 100, limit: 10})).toEqual([
+        {taskId: twice.id, type: 'repeat_probe', successes: 2, forced: true},
+      ]);
+      // Only the latest success in the sample: no repeat visible.
+      expect(await s.successRepeats({since, sample: 1, limit: 10})).toEqual([]);
       await h.waitDbMs(2);
-      expect(await s.successRepeats({since: await s.clockNow(), limit: 10})).toEqual([]);
+      expect(await s.successRepeats({since: await s.clockNow(), sample: 100, limit: 10})).toEqual([]);
     });
 
     it('times the attempts that ended in the window per type: failures, timeouts, average and longest; hand-backs left out', async () => {
@@ -85,7 +89,7 @@ export function doctorStoreConformance(name: string, make: () => Promise<DoctorS
         outcomes: [{kind: 'release', id: handedBack.id, fence: handedBack.fence, reason: 'released: io pool queue full'}],
         actor: 'w1',
       });
-      const [row] = (await s.attemptTimes({since})).filter((r) => r.type === 'timing_probe');
+      const [row] = (await s.attemptTimes({since, sample: 100})).filter((r) => r.type === 'timing_probe');
       expect(row).toMatchObject({type: 'timing_probe', attempts: 2, failed: 1, timeouts: 1});
       expect(row!.maxMs).toBeGreaterThanOrEqual(30);
       expect(row!.maxMs).toBeLessThan(200);
@@ -95,7 +99,10 @@ export function doctorStoreConformance(name: string, make: () => Promise<DoctorS
       expect(row!.startLateMaxMs!).toBeGreaterThanOrEqual(80);
       expect(row!.startLateMaxMs!).toBeLessThan(200);
       expect(row!.startLateAvgMs).toBe(row!.startLateMaxMs);
-      expect(await s.attemptTimes({since: new Date(Date.now() + 3_600_000)})).toEqual([]);
+      expect(await s.attemptTimes({since: new Date(Date.now() + 3_600_000), sample: 100})).toEqual([]);
+      // The sample is the window's latest ends: the hand-back (left out) and the failed attempt.
+      const [latest] = (await s.attemptTimes({since, sample: 2})).filter((r) => r.type === 'timing_probe');
+      expect(latest).toMatchObject({attempts: 1, failed: 1, timeouts: 1});
     });
   });
 }

@@ -17,8 +17,12 @@ export type DoctorReadStore = Pick<InspectStore, 'clockNow' | 'backlog' | 'failu
 
 /** Most never-rung tasks read (a sample: the finding says "100+"). */
 export const UNRUNG_SAMPLE = 100;
-/** Most repeated successes read. */
-export const REPEATS_SAMPLE = 50;
+/** Most repeated successes reported. */
+export const REPEATS_LIMIT = 50;
+/** The window's latest successes searched for repeats (a sample on a busy system: cost bounded). */
+export const SUCCESS_SAMPLE = 20_000;
+/** The window's latest attempt ends timed. */
+export const ATTEMPTS_SAMPLE = 5000;
 
 export function sourceError(e: unknown): SourceError {
   if (e instanceof AxError) {
@@ -47,8 +51,8 @@ export async function gatherDb(
       store.failureGroups({since: o.since}),
       store.failureGroups({since: o.since, deadOnly: true}),
       store.tasksFindUndispatched({limit: UNRUNG_SAMPLE, republishAfterMs: o.republishAfterMs}),
-      store.successRepeats({since: o.since, limit: REPEATS_SAMPLE}),
-      store.attemptTimes({since: o.since}),
+      store.successRepeats({since: o.since, sample: SUCCESS_SAMPLE, limit: REPEATS_LIMIT}),
+      store.attemptTimes({since: o.since, sample: ATTEMPTS_SAMPLE}),
     ]);
     return {ok: true, value: {dbAt, localAt, rttMs, backlog, duePools, workers, failures, deaths, undispatched, repeats, attempts}};
   } catch (e) {

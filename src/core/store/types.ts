@@ -574,19 +574,22 @@ export interface AttemptTimes {
 export interface SinceParams {
   /** The window's start (required: it bounds the read). */
   since: Date;
+  /** Read at most this many of the window's latest history rows (a sample on a busy system). */
+  sample: number;
 }
 
 /**
  * What `ax doctor` reads beyond InspectStore and the worker registry. Each is one statement over an
- * index range whose cost is bounded by the small states (due rows) or by the window's history rows
- * (idx_history_failures (to_state, at) covers every target state, not only failures).
+ * index range whose cost is bounded by the small states (due rows) or by a sample of the window's
+ * latest history rows: idx_history_failures (to_state, at) covers every target state, not only
+ * failures, and yields the sample's row ids from the index alone before any row is read.
  */
 export interface DoctorStore {
   /** Due submitted/failed tasks per type × pool, with the oldest due run_at (idx_tasks_due). */
   duePerPool(): Promise<DuePoolRow[]>;
-  /** Tasks with more than one `succeeded` history row since `since`, at most `limit`, by task id. */
+  /** Among the latest `sample` successes since `since`: tasks with more than one, at most `limit`, by task id. */
   successRepeats(p: SinceParams & {limit: number}): Promise<SuccessRepeat[]>;
-  /** Per type: the attempts that ended since `since` and their durations; sorted by type. */
+  /** Per type: the latest `sample` attempts that ended since `since` and their durations; sorted by type. */
   attemptTimes(p: SinceParams): Promise<AttemptTimes[]>;
 }
 

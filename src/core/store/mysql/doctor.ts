@@ -10,19 +10,26 @@ export const DOCTOR_SQL = {
       WHERE cell = ? AND state IN ('submitted', 'failed') AND run_at <= NOW(3)
       GROUP BY type, pool ORDER BY type, pool`,
   /**
-   * Params: since, cell, limit. Index: idx_history_failures (to_state, at) — a range over the
-   * window's successes — then each task by primary key. A forced replay leaves `replay` set.
+   * Params: since, sample, cell, limit. The latest `sample` successes of the window: their row ids
+   * from idx_history_failures (to_state, at) alone, read backwards; then those rows by primary key,
+   * grouped by task; only the repeated tasks are looked up (primary key). A forced replay leaves
+   * `replay` set.
    */
-  successRepeats: `SELECT h.task_id, t.type, COUNT(*) AS n, MAX(t.replay IS NOT NULL) AS forced
-      FROM task_history h JOIN tasks t ON t.id = h.task_id
-      WHERE h.to_state = 'succeeded' AND h.at >= ? AND t.cell = ?
-      GROUP BY h.task_id, t.type HAVING COUNT(*) > 1 ORDER BY h.task_id LIMIT ?`,
+  successRepeats: `SELECT r.task_id, t.type, r.n, t.replay IS NOT NULL AS forced
+      FROM (
+        SELECT h.task_id, COUNT(*) AS n
+        FROM (SELECT seq FROM task_history WHERE to_state = 'succeeded' AND at >= ? ORDER BY at DESC LIMIT ?) latest
+        JOIN task_history h ON h.seq = latest.seq
+        GROUP BY h.task_id HAVING COUNT(*) > 1
+      ) r JOIN tasks t ON t.id = r.task_id
+      WHERE t.cell = ? ORDER BY r.task_id LIMIT ?`,
   /**
-   * Params: since, cell. The window's attempt ends (idx_history_failures ranges over succeeded,
-   * failed and dead), each with the latest `running` row of its task before it (idx_history_task
-   * (task_id, seq): a few rows per task). Hand-backs (`released: …`) never ran and are left out.
-   * The start's lateness (claim − run_at) is known for a task's latest attempt only: run_at is
-   * rewritten by each retry.
+   * Params: since, sample, cell. The latest `sample` attempt ends of the window (succeeded, failed,
+   * dead: their row ids from idx_history_failures alone, sorted by time), each row by primary key
+   * with its task (primary key) and the latest `running` row of the task before it
+   * (idx_history_task (task_id, seq): a few rows per task). Hand-backs (`released: …`) never ran
+   * and are left out. The start's lateness (claim − run_at) is known for a task's latest attempt
+   * only: run_at is rewritten by each retry.
    */
   attemptTimes: `SELECT type, COUNT(*) AS n, SUM(to_state <> 'succeeded') AS failed,
         SUM(COALESCE(error LIKE 'timeout:%', 0)) AS timeouts,
@@ -33,9 +40,12 @@ export const DOCTOR_SQL = {
       FROM (
         SELECT t.type, h.to_state, h.error, h.at AS ended, t.run_at AS due, h.attempt = t.attempt AS latest,
           (SELECT MAX(r.at) FROM task_history r WHERE r.task_id = h.task_id AND r.to_state = 'running' AND r.seq < h.seq) AS started
-        FROM task_history h JOIN tasks t ON t.id = h.task_id
-        WHERE h.to_state IN ('succeeded', 'failed', 'dead') AND h.from_state = 'running' AND h.at >= ? AND t.cell = ?
-          AND (h.error IS NULL OR h.error NOT LIKE 'released:%')
+        FROM (
+          SELECT seq FROM task_history WHERE to_state IN ('succeeded', 'failed', 'dead') AND at >= ? ORDER BY at DESC LIMIT ?
+        ) last
+        JOIN task_history h ON h.seq = last.seq
+        JOIN tasks t ON t.id = h.task_id
+        WHERE h.from_state = 'running' AND t.cell = ? AND (h.error IS NULL OR h.error NOT LIKE 'released:%')
       ) ends
       WHERE started IS NOT NULL
       GROUP BY type ORDER BY type`,
@@ -47,12 +57,12 @@ export async function duePerPool(db: Db, cell: string): Promise<DuePoolRow[]> {
 }
 
 export async function successRepeats(db: Db, cell: string, p: SinceParams & {limit: number}): Promise<SuccessRepeat[]> {
-  const rows = await select(db, db.pool, DOCTOR_SQL.successRepeats, [p.since, cell, p.limit]);
+  const rows = await select(db, db.pool, DOCTOR_SQL.successRepeats, [p.since, p.sample, cell, p.limit]);
   return rows.map((r) => ({taskId: r.task_id as string, type: r.type as string, successes: Number(r.n), forced: Number(r.forced) === 1}));
 }
 
 export async function attemptTimes(db: Db, cell: string, p: SinceParams): Promise<AttemptTimes[]> {
-  const rows = await select(db, db.pool, DOCTOR_SQL.attemptTimes, [p.since, cell]);
+  const rows = await select(db, db.pool, DOCTOR_SQL.attemptTimes, [p.since, p.sample, cell]);
   return rows.map((r) => ({
     type: r.type as string,
     attempts: Number(r.n),
