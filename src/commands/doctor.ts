@@ -34,6 +34,8 @@ export default class Doctor extends AxCommand {
 
 Each finding has a status — PROBLEM, WARN, info, ok or skipped — its evidence and the next command to run. A server that cannot be reached is itself a finding, and the checks that need it are skipped. The history checks read the window --since (default ${DEFAULT_SINCE}) through idx_history_failures: every failure of the window, and of a busy window only the latest ${SUCCESS_SAMPLE} successes (for repeats) and ${ATTEMPTS_SAMPLE} attempt ends (for durations), so the cost stays bounded. Nothing is changed (connecting to RabbitMQ declares ax's exchange and queues when missing, as ax submit and the worker do).
 
+--json gives {verdict (ok, warn, problem, unavailable), counts per status, findings: [{id, symptom, status, title, evidence, next}], since, exitCode}.
+
 Exit codes: 0 nothing wrong (warnings allowed), ${DOCTOR_PROBLEM_EXIT_CODE} a problem found (or a warning with --strict), 5 MySQL or RabbitMQ unavailable, 2 bad flag value.`;
   static override examples = [
     {description: 'What is wrong right now?', command: '<%= config.bin %> doctor'},

@@ -1,7 +1,10 @@
 import {describe, expect, it} from 'vitest';
 import {doctorExitCode} from '../../src/cli/exit-codes.js';
 import {diagnose} from '../../src/core/doctor/doctor.js';
+import {type DoctorReadStore, gatherBroker, gatherDb} from '../../src/core/doctor/gather.js';
 import {doctorSettings} from '../../src/core/doctor/settings.js';
+import {AxError} from '../../src/core/errors.js';
+import {fakeClock} from '../helpers/clock.js';
 import type {BrokerEvidence, DbEvidence, DoctorData, Finding} from '../../src/core/doctor/types.js';
 import type {BacklogRow, DeadErrorGroup, WorkerRow} from '../../src/core/store/types.js';
 
@@ -342,5 +345,69 @@ describe('ax doctor checks', () => {
     expect(() => doctorSettings({late: 'soon'}, cfg, NOW.getTime())).toThrow(/late/);
     expect(() => doctorSettings({since: 'yesterday'}, cfg, NOW.getTime())).toThrow(/since/);
     expect(() => doctorSettings({since: '2027-01-01T00:00:00Z'}, cfg, NOW.getTime())).toThrow(/future/);
+  });
+});
+
+describe('gathering the evidence', () => {
+  const empty = {at: NOW, rows: []};
+  /** A store whose database clock answers after `rttMs` of the fake clock; `fail` makes one read throw. */
+  function fakeStore(clock: ReturnType<typeof fakeClock>, rttMs: number, fail?: keyof DoctorReadStore): DoctorReadStore {
+    const reads: DoctorReadStore = {
+      clockNow: async () => {
+        clock.advance(rttMs);
+        return NOW;
+      },
+      backlog: async () => empty,
+      duePerPool: async () => [],
+      workersList: async () => [worker()],
+      failureGroups: async () => [],
+      tasksFindUndispatched: async () => [],
+      successRepeats: async () => [],
+      attemptTimes: async () => [],
+    };
+    if (fail)
+      reads[fail] = (async () => {
+        throw new AxError('unavailable', 'MySQL went away', {details: {reason: 'unreachable'}});
+      }) as never;
+    return reads;
+  }
+
+  it('reads the database clock in the middle of its round trip, then everything else', async () => {
+    const clock = fakeClock(NOW.getTime() - 3000);
+    const db = await gatherDb(fakeStore(clock, 40), {clock, since: ago(900_000), republishAfterMs: 300_000});
+    expect(db.ok).toBe(true);
+    if (!db.ok) return;
+    expect(db.value.rttMs).toBe(40);
+    expect(db.value.localAt.getTime()).toBe(NOW.getTime() - 3000 + 20);
+    expect(db.value.workers).toHaveLength(1);
+    // 3 s apart, measured to ± 20 ms: a clock problem.
+    expect(byId(run(db.value).findings, 'timing.clock')?.status).toBe('problem');
+  });
+
+  it('a read that fails makes the source an error (with the reason), never an exception', async () => {
+    const clock = fakeClock(NOW.getTime());
+    expect(await gatherDb(fakeStore(clock, 1, 'attemptTimes'), {clock, since: ago(1000), republishAfterMs: 1000})).toEqual({
+      ok: false,
+      error: {code: 'unavailable', message: 'MySQL went away', reason: 'unreachable'},
+    });
+    const opened = {code: 'unavailable', message: 'refused'};
+    expect(await gatherDb(opened, {clock, since: ago(1000), republishAfterMs: 1000})).toEqual({ok: false, error: opened});
+  });
+
+  it('tells the queues apart by their pool suffix; a broker that fails is an error', async () => {
+    const b = await gatherBroker({queueDepths: async () => ({'ax.eu.io': 3, 'ax.eu.cpu': 0, 'ax.eu.poison': 1})});
+    expect(b).toEqual({
+      ok: true,
+      value: {
+        depths: {'ax.eu.io': 3, 'ax.eu.cpu': 0, 'ax.eu.poison': 1},
+        queues: {io: 'ax.eu.io', cpu: 'ax.eu.cpu', poison: 'ax.eu.poison'},
+      },
+    });
+    const down = await gatherBroker({
+      queueDepths: async () => {
+        throw new AxError('unavailable', 'RabbitMQ connection is down');
+      },
+    });
+    expect(down).toEqual({ok: false, error: {code: 'unavailable', message: 'RabbitMQ connection is down'}});
   });
 });
