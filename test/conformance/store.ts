@@ -790,6 +790,41 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
       expect(w?.stoppedAt).toBeInstanceOf(Date);
     });
 
+    it('keeps the previous heartbeat and its counters beside the latest, for a rate from one read', async () => {
+      const info = {id: 'host:2', host: 'host', pid: 2, pools: {io: 4}};
+      const stats = (n: number) => ({heartbeatMs: 1000, types: {order_notify: {succeeded: n, failed: 0, dead: 0, released: 0, hist: [n]}}});
+      await s.workersUpsert({info, inFlight: 0, stats: stats(1)});
+      let w = (await s.workersList()).find((x) => x.id === 'host:2')!;
+      expect(w).toMatchObject({stats: stats(1), prev: null, stoppedAt: null});
+      expect(w.heartbeatAgeMs).toBeGreaterThanOrEqual(0);
+      expect(w.heartbeatAgeMs).toBeLessThan(5000);
+      const first = w.heartbeatAt;
+      await h.waitDbMs(5);
+      await s.workersUpsert({info, inFlight: 3, stats: stats(40)});
+      w = (await s.workersList()).find((x) => x.id === 'host:2')!;
+      expect(w).toMatchObject({inFlight: 3, stats: stats(40), prev: {at: first, stats: stats(1)}});
+      expect(w.heartbeatAt.getTime()).toBeGreaterThan(first.getTime());
+      // A worker that reports no counters (an older ax) reads as null, not as an error.
+      await s.workersUpsert({info: {...info, id: 'host:3'}, inFlight: 0});
+      expect((await s.workersList()).find((x) => x.id === 'host:3')).toMatchObject({stats: null, prev: null});
+      // seenWithinMs leaves out rows whose heartbeat is older.
+      await h.waitDbMs(300);
+      await s.workersUpsert({info, inFlight: 0, stats: stats(41)});
+      const recent = (await s.workersList({seenWithinMs: 200})).map((x) => x.id);
+      expect(recent).toContain('host:2');
+      expect(recent).not.toContain('host:3');
+    });
+
+    it('counts the tasks created in a time window (the submit rate)', async () => {
+      const before = await s.clockNow();
+      await h.waitDbMs(5);
+      await s.tasksInsert({tasks: [1, 2, 3].map((n) => task({type: 'created_probe', payload: {n}})), actor: 'test'});
+      await h.waitDbMs(5);
+      const after = await s.clockNow();
+      expect(await s.tasksCreatedCount({since: before, until: after})).toBe(3);
+      expect(await s.tasksCreatedCount({since: after, until: new Date(after.getTime() + 60_000)})).toBe(0);
+    });
+
     it('an outcome whose transition does not start from the row state changes nothing (guard in the UPDATE)', async () => {
       const t = task({type: 'order_notify', payload: {wrong: 1}});
       await s.tasksInsert({tasks: [t], actor: 'test'});

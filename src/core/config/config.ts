@@ -53,6 +53,8 @@ export interface AxConfig {
   cpuThreads: number;
   leaseMs: number;
   shutdownGraceMs: number;
+  /** How often a worker writes its registry row (in-flight, per-type counters); stale after 3 of them. */
+  heartbeatMs: number;
   /** A published-but-unclaimed due task is rung again after this long. */
   republishAfterMs: number;
   /** At most this many tasks re-published per reconcile run. */
@@ -193,6 +195,13 @@ export const SETTINGS: Record<keyof AxConfig, Setting> = {
   cpuThreads: {env: 'AX_CPU_THREADS', kind: 'int', default: 0, min: 0, doc: 'CPU pool threads (0: cores + 1)'},
   leaseMs: {env: 'AX_LEASE', kind: 'duration', default: 30_000, min: 100, doc: 'claim lease, renewed while a task runs'},
   shutdownGraceMs: {env: 'AX_SHUTDOWN_GRACE', kind: 'duration', default: 30_000, min: 0, doc: 'time in-flight work gets on SIGTERM'},
+  heartbeatMs: {
+    env: 'AX_HEARTBEAT',
+    kind: 'duration',
+    default: 5000,
+    min: 100,
+    doc: 'how often a worker writes its heartbeat and counters (ax workers, ax top); stale after 3 missed',
+  },
   republishAfterMs: {
     env: 'AX_REPUBLISH_AFTER',
     kind: 'duration',

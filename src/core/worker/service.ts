@@ -169,6 +169,7 @@ async function buildWorker(o: WorkerServiceOptions, handlers: HandlerMap, url: s
     ...(o.workerId === undefined ? {} : {workerId: o.workerId}),
     ...(o.events === undefined ? {} : {events: o.events}),
     shutdownGraceMs: cfg.shutdownGraceMs,
+    heartbeatMs: cfg.heartbeatMs,
     leaseMs: cfg.leaseMs,
     tasksPerMessage: cfg.doorbellBatch,
     defaultTimeoutMs: cfg.taskTimeoutMs,

@@ -10,6 +10,7 @@ import {MicroBatcher} from '../batcher.js';
 import {type AxChannel, AxEvents} from '../events.js';
 import {graceDeadline, Periodic, type Service, type StopOptions} from '../lifecycle.js';
 import {countWorkerEvents, logTaskFailures, type WorkerStats} from './subscribers.js';
+import {countTypeStats, type TypeStats} from './type-stats.js';
 import type {HandlerMap} from './handlers.js';
 import {decideOutcome, type Held, type NotStarted} from './outcome.js';
 import {type ExecutionPool, type JobResult, NOT_STARTED} from './pool.js';
@@ -92,6 +93,8 @@ export class Worker implements Service {
   readonly events: AxEvents;
   /** Counters of this worker's events (a subscriber of `events`). */
   readonly stats: WorkerStats;
+  /** Per-type counters and durations, written with each heartbeat (a subscriber of `events`). */
+  readonly typeStats: TypeStats;
   /** Claimed tasks not yet written back. */
   private readonly held = new Map<string, HeldTask>();
   private readonly subs: Subscription[] = [];
@@ -129,6 +132,8 @@ export class Worker implements Service {
       stale: ev.channel('doorbell:stale'),
     };
     this.stats = countWorkerEvents(this.events);
+    const heartbeatMs = o.heartbeatMs ?? 5000;
+    this.typeStats = countTypeStats(this.events, heartbeatMs);
     logTaskFailures(this.events, this.log);
     this.renewer = new Periodic({
       name: 'lease renewal',
@@ -140,8 +145,8 @@ export class Worker implements Service {
     this.beat = new Periodic({
       name: 'heartbeat',
       clock: o.clock,
-      everyMs: o.heartbeatMs ?? 5000,
-      run: () => this.o.store.workersUpsert({info: this.info(), inFlight: this.held.size}),
+      everyMs: heartbeatMs,
+      run: () => this.o.store.workersUpsert({info: this.info(), inFlight: this.held.size, stats: this.typeStats.snapshot()}),
       onError: (e) => this.log.warn('heartbeat failed', {error: errorMessage(e)}),
     });
     const size = o.batchSize ?? 500;
@@ -191,7 +196,7 @@ export class Worker implements Service {
   async start(): Promise<void> {
     if (this.state !== 'new') return;
     this.state = 'running';
-    await this.o.store.workersUpsert({info: this.info(), inFlight: 0});
+    await this.o.store.workersUpsert({info: this.info(), inFlight: 0, stats: this.typeStats.snapshot()});
     for (const [name, pool] of Object.entries(this.o.pools) as Array<[PoolName, ExecutionPool]>) {
       // Room for full doorbells, but never fewer than 32 messages (or the room): small ones (cron,
       // re-rings, a quiet scheduler tick) must not shrink the claim batches to a few tasks.

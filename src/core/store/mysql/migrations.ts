@@ -202,6 +202,22 @@ export const MIGRATIONS: Migration[] = [
     ],
   },
   {
+    version: 10,
+    name: 'per-type counters in worker heartbeats',
+    statements: [
+      {
+        // Each heartbeat writes the worker's cumulative per-type counters (JSON, see WorkerStatsDoc)
+        // and keeps the previous heartbeat's beside them, so one read of the registry gives a rate
+        // per worker and type: (stats − prev_stats) / (heartbeat_at − prev_heartbeat_at).
+        sql: `ALTER TABLE workers
+          ADD COLUMN stats MEDIUMTEXT NULL,
+          ADD COLUMN prev_stats MEDIUMTEXT NULL,
+          ADD COLUMN prev_heartbeat_at DATETIME(3) NULL`,
+        unless: columnExists('workers', 'stats'),
+      },
+    ],
+  },
+  {
     version: 11,
     name: 'the dead-letter scan watermark, shared by the schedulers of a cell',
     statements: [

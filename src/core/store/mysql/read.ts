@@ -10,8 +10,11 @@ import type {
   StatsRow,
   TerminalCountRow,
   TasksFindUndispatchedParams,
+  TasksCreatedCountParams,
+  WorkersListParams,
   WorkersUpsertParams,
   WorkerRow,
+  WorkerStatsDoc,
 } from '../types.js';
 import {TASK_STATES, type TaskState} from '../../task/state.js';
 import {type Db, exec, select} from './db.js';
@@ -48,6 +51,8 @@ export const HOT_SQL = {
    */
   terminalCounts: `SELECT t.type, h.to_state AS state, COUNT(*) AS n FROM task_history h JOIN tasks t ON t.id = h.task_id
       WHERE h.to_state IN ('succeeded', 'dead', 'cancelled') AND h.at >= ? AND t.cell = ? GROUP BY t.type, h.to_state`,
+  /** Params: cell, since, until. Index: idx_tasks_created (cell, created_at), covering: a range of the window's tasks. */
+  createdCount: 'SELECT COUNT(*) AS n FROM tasks WHERE cell = ? AND created_at >= ? AND created_at < ?',
   /** Params: task id. Index: idx_history_task. */
   history: 'SELECT task_id, from_state, to_state, attempt, worker, at, error, stack FROM task_history WHERE task_id = ? ORDER BY seq',
 };
@@ -153,14 +158,20 @@ export async function findUndispatched(
   return rows.map(toDueTask);
 }
 
-export async function upsertWorker(db: Db, cell: string, {info: w, inFlight}: WorkersUpsertParams): Promise<void> {
+/**
+ * Registers a worker or records its heartbeat. The previous stats and heartbeat time move to the
+ * prev_ columns in the same statement: the assignments run left to right (and under
+ * SIMULTANEOUS_ASSIGNMENT every right side is the old row), so prev_ gets the old values either way.
+ */
+export async function upsertWorker(db: Db, cell: string, {info: w, inFlight, stats}: WorkersUpsertParams): Promise<void> {
   await exec(
     db,
     db.pool,
-    `INSERT INTO workers (id, cell, host, pid, pools, in_flight, started_at, heartbeat_at, stopped_at)
-     VALUES (?, ?, ?, ?, ?, ?, NOW(3), NOW(3), NULL)
-     ON DUPLICATE KEY UPDATE in_flight = VALUES(in_flight), heartbeat_at = NOW(3), stopped_at = NULL`,
-    [w.id, cell, w.host, w.pid, JSON.stringify(w.pools), inFlight],
+    `INSERT INTO workers (id, cell, host, pid, pools, in_flight, started_at, heartbeat_at, stopped_at, stats)
+     VALUES (?, ?, ?, ?, ?, ?, NOW(3), NOW(3), NULL, ?)
+     ON DUPLICATE KEY UPDATE prev_stats = stats, prev_heartbeat_at = heartbeat_at, stats = VALUES(stats),
+       pools = VALUES(pools), in_flight = VALUES(in_flight), heartbeat_at = NOW(3), stopped_at = NULL`,
+    [w.id, cell, w.host, w.pid, JSON.stringify(w.pools), inFlight, stats === undefined ? null : JSON.stringify(stats)],
   );
 }
 
@@ -168,23 +179,51 @@ export async function stopWorker(db: Db, id: string): Promise<void> {
   await exec(db, db.pool, 'UPDATE workers SET stopped_at = NOW(3), in_flight = 0 WHERE id = ?', [id]);
 }
 
-export async function listWorkers(db: Db, cell: string): Promise<WorkerRow[]> {
+/** A stats column as stored (null, or JSON a newer or broken writer left: read as none). */
+function statsOf(v: unknown): WorkerStatsDoc | null {
+  if (typeof v !== 'string') return null;
+  try {
+    const d = JSON.parse(v) as WorkerStatsDoc;
+    return d !== null && typeof d === 'object' && typeof d.types === 'object' && d.types !== null ? d : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Index: idx_workers_cell (cell, heartbeat_at): the cell's rows, bounded by `seenWithinMs` when given. */
+export async function listWorkers(db: Db, cell: string, p: WorkersListParams = {}): Promise<WorkerRow[]> {
+  const recent = p.seenWithinMs !== undefined;
   const rows = await select(
     db,
     db.pool,
-    'SELECT id, host, pid, pools, in_flight, started_at, heartbeat_at, stopped_at FROM workers WHERE cell = ? ORDER BY heartbeat_at DESC',
-    [cell],
+    `SELECT id, host, pid, pools, in_flight, started_at, heartbeat_at, stopped_at, stats, prev_stats, prev_heartbeat_at,
+            GREATEST(0, TIMESTAMPDIFF(MICROSECOND, heartbeat_at, NOW(3))) AS age_us
+     FROM workers WHERE cell = ?${recent ? ' AND heartbeat_at >= NOW(3) - INTERVAL ? MICROSECOND' : ''} ORDER BY heartbeat_at DESC`,
+    recent ? [cell, Math.max(0, p.seenWithinMs!) * 1000] : [cell],
   );
-  return rows.map((r) => ({
-    id: r.id as string,
-    host: r.host as string,
-    pid: Number(r.pid),
-    pools: JSON.parse(r.pools as string) as Record<string, number>,
-    inFlight: Number(r.in_flight),
-    startedAt: r.started_at as Date,
-    heartbeatAt: r.heartbeat_at as Date,
-    stoppedAt: (r.stopped_at as Date | null) ?? null,
-  }));
+  return rows.map((r) => {
+    const prevStats = statsOf(r.prev_stats);
+    const prevAt = (r.prev_heartbeat_at as Date | null) ?? null;
+    return {
+      id: r.id as string,
+      host: r.host as string,
+      pid: Number(r.pid),
+      pools: JSON.parse(r.pools as string) as Record<string, number>,
+      inFlight: Number(r.in_flight),
+      startedAt: r.started_at as Date,
+      heartbeatAt: r.heartbeat_at as Date,
+      heartbeatAgeMs: Math.round(Number(r.age_us) / 1000),
+      stoppedAt: (r.stopped_at as Date | null) ?? null,
+      stats: statsOf(r.stats),
+      prev: prevStats !== null && prevAt !== null ? {at: prevAt, stats: prevStats} : null,
+    };
+  });
+}
+
+/** Tasks created in [since, until): see InspectStore.tasksCreatedCount. */
+export async function createdCount(db: Db, cell: string, p: TasksCreatedCountParams): Promise<number> {
+  const rows = await select(db, db.pool, HOT_SQL.createdCount, [cell, p.since, p.until]);
+  return Number(rows[0]?.n ?? 0);
 }
 
 export async function dbNow(db: Db): Promise<Date> {

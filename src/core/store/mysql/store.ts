@@ -27,7 +27,9 @@ import type {
   TasksClaimParams,
   TasksFindUndispatchedParams,
   TasksGetParams,
+  TasksCreatedCountParams,
   TasksInsertParams,
+  WorkersListParams,
   WorkersStopParams,
   WorkersUpsertParams,
   SinceParams,
@@ -160,8 +162,11 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
   workersStop(p: WorkersStopParams) {
     return r.stopWorker(this.db, p.id);
   }
-  workersList() {
-    return r.listWorkers(this.db, this.cell);
+  workersList(p?: WorkersListParams) {
+    return r.listWorkers(this.db, this.cell, p);
+  }
+  tasksCreatedCount(p: TasksCreatedCountParams) {
+    return r.createdCount(this.db, this.cell, p);
   }
   duePerPool() {
     return doctor.duePerPool(this.db, this.cell);

@@ -1,0 +1,237 @@
+import {describe, expect, it} from 'vitest';
+import {quantileMs, slopePerS, statsDelta, failurePct} from '../../src/core/inspect/rates.js';
+import {
+  alertLevel,
+  buildSnapshot,
+  pushSample,
+  submitWindow,
+  type TopReading,
+  type TopSample,
+  HISTORY_MS,
+} from '../../src/core/inspect/top.js';
+import {typeActivity, workerStatus, workerView} from '../../src/core/inspect/workers.js';
+import type {TypeCounters, WorkerRow, WorkerStatsDoc} from '../../src/core/store/types.js';
+import {AxEvents} from '../../src/core/events.js';
+import {
+  bucketOf,
+  countTypeStats,
+  DURATION_BUCKETS_MS,
+  emptyCounters,
+  MAX_STATS_TYPES,
+  OTHER_TYPE,
+} from '../../src/core/worker/type-stats.js';
+
+const counters = (o: Partial<TypeCounters> & {at?: Record<number, number>}): TypeCounters => {
+  const c = {...emptyCounters(), ...o};
+  for (const [i, n] of Object.entries(o.at ?? {})) c.hist[Number(i)] = n;
+  delete (c as {at?: unknown}).at;
+  return c;
+};
+const doc = (types: Record<string, TypeCounters>, heartbeatMs = 5000): WorkerStatsDoc => ({heartbeatMs, types});
+const T0 = Date.parse('2026-12-01T12:00:00Z');
+
+function row(o: Partial<WorkerRow> = {}): WorkerRow {
+  return {
+    id: 'h:1',
+    host: 'h',
+    pid: 1,
+    pools: {io: 8},
+    inFlight: 2,
+    startedAt: new Date(T0 - 60_000),
+    heartbeatAt: new Date(T0),
+    heartbeatAgeMs: 1000,
+    stoppedAt: null,
+    stats: null,
+    prev: null,
+    ...o,
+  };
+}
+
+describe('per-type counters of a worker (events → heartbeat document)', () => {
+  it('counts attempts by outcome and durations into the fixed buckets, releases apart', () => {
+    const ev = new AxEvents();
+    const ts = countTypeStats(ev, 2000);
+    const base = {id: 'x', attempt: 1, fence: 1};
+    ev.emit('task:succeeded', {...base, type: 'order_notify', durationMs: 3});
+    ev.emit('task:succeeded', {...base, type: 'order_notify', durationMs: 7});
+    ev.emit('task:failed', {...base, type: 'order_notify', durationMs: 400, error: 'e', retryDelayMs: 1});
+    ev.emit('task:dead', {...base, type: 'mail_send', durationMs: 1e9, error: 'e'});
+    ev.emit('task:released', {...base, type: 'mail_send', durationMs: 0, reason: 'pool full'});
+    const s = ts.snapshot();
+    expect(s.heartbeatMs).toBe(2000);
+    expect(s.types.order_notify).toMatchObject({succeeded: 2, failed: 1, dead: 0, released: 0});
+    expect(s.types.order_notify!.hist[bucketOf(3)]).toBe(1);
+    expect(s.types.order_notify!.hist[bucketOf(7)]).toBe(1);
+    expect(s.types.order_notify!.hist[bucketOf(400)]).toBe(1);
+    expect(s.types.mail_send).toMatchObject({dead: 1, released: 1});
+    expect(s.types.mail_send!.hist[DURATION_BUCKETS_MS.length]).toBe(1); // overflow bucket
+    // A snapshot is a copy: later events do not change it.
+    ev.emit('task:succeeded', {...base, type: 'order_notify', durationMs: 3});
+    expect(s.types.order_notify!.succeeded).toBe(2);
+    ts.close();
+    ev.emit('task:succeeded', {...base, type: 'order_notify', durationMs: 3});
+    expect(ts.snapshot().types.order_notify!.succeeded).toBe(3);
+  });
+
+  it('keeps the number of types bounded: types past MAX_STATS_TYPES count under "other"', () => {
+    const ev = new AxEvents();
+    const ts = countTypeStats(ev, 5000);
+    for (let i = 0; i < MAX_STATS_TYPES + 5; i++) ev.emit('task:succeeded', {id: 'x', type: `t_${i}`, attempt: 1, fence: 1, durationMs: 1});
+    const types = ts.snapshot().types;
+    expect(Object.keys(types)).toHaveLength(MAX_STATS_TYPES + 1);
+    expect(types[OTHER_TYPE]!.succeeded).toBe(5);
+  });
+});
+
+describe('rates from cumulative counters', () => {
+  it('a delta per type between two heartbeats', () => {
+    const prev = doc({a_b: counters({succeeded: 10, failed: 1, at: {0: 11}})});
+    const cur = doc({a_b: counters({succeeded: 30, failed: 3, at: {0: 20, 4: 13}}), c_d: counters({dead: 2, at: {1: 2}})});
+    const d = statsDelta(prev, cur);
+    expect(d.reset).toBe(false);
+    expect(d.types.a_b).toMatchObject({succeeded: 20, failed: 2});
+    expect(d.types.a_b!.hist.slice(0, 5)).toEqual([9, 0, 0, 0, 13]);
+    expect(d.types.c_d).toMatchObject({dead: 2});
+  });
+
+  it('a worker restarted between the heartbeats (counters went down, or a type vanished) counts from zero', () => {
+    const prev = doc({a_b: counters({succeeded: 500, at: {0: 500}})});
+    expect(statsDelta(prev, doc({a_b: counters({succeeded: 4, at: {0: 4}})}))).toMatchObject({reset: true, types: {a_b: {succeeded: 4}}});
+    expect(statsDelta(prev, doc({c_d: counters({succeeded: 1, at: {0: 1}})}))).toMatchObject({reset: true, types: {c_d: {succeeded: 1}}});
+  });
+
+  it('p95 from a histogram as histogram_quantile: linear within the bucket, the top bound for the overflow', () => {
+    const h = new Array(DURATION_BUCKETS_MS.length + 1).fill(0);
+    expect(quantileMs(h, 0.95)).toBeNull();
+    h[bucketOf(100)] = 100; // all in (50, 100]
+    expect(quantileMs(h, 0.95)).toBeCloseTo(50 + 50 * 0.95);
+    h[bucketOf(8)] = 900; // 90% in (5, 10]: the 95th is in (50, 100], halfway
+    expect(quantileMs(h, 0.95)).toBeCloseTo(75);
+    const over = new Array(DURATION_BUCKETS_MS.length + 1).fill(0);
+    over[DURATION_BUCKETS_MS.length] = 3;
+    expect(quantileMs(over, 0.95)).toBe(DURATION_BUCKETS_MS[DURATION_BUCKETS_MS.length - 1]);
+  });
+
+  it('failure share and slope', () => {
+    expect(failurePct(counters({}))).toBeNull();
+    expect(failurePct(counters({succeeded: 6, failed: 3, dead: 1, released: 50}))).toBe(40);
+    expect(slopePerS([{t: 0, v: 0}])).toBeNull();
+    expect(
+      slopePerS([
+        {t: 0, v: 0},
+        {t: 1000, v: 10},
+        {t: 2000, v: 20},
+      ]),
+    ).toBeCloseTo(10);
+  });
+});
+
+describe('worker status and rate', () => {
+  it('live while the heartbeat is fresh, stale after three of its intervals, stopped when it said so', () => {
+    const stats = doc({}, 1000);
+    expect(workerStatus(row({stats, heartbeatAgeMs: 2900}))).toBe('live');
+    expect(workerStatus(row({stats, heartbeatAgeMs: 3100}))).toBe('stale');
+    expect(workerStatus(row({heartbeatAgeMs: 14_000}))).toBe('live'); // no stats: the 5 s default
+    expect(workerStatus(row({heartbeatAgeMs: 16_000}))).toBe('stale');
+    expect(workerStatus(row({stoppedAt: new Date(T0), heartbeatAgeMs: 0}))).toBe('stopped');
+  });
+
+  it('rate = attempts between its last two heartbeats / the time between them; none for stale workers', () => {
+    const prev = {at: new Date(T0 - 5000), stats: doc({a_b: counters({succeeded: 100, at: {0: 100}})})};
+    const stats = doc({a_b: counters({succeeded: 5600, failed: 50, released: 999, at: {0: 5650}})});
+    const v = workerView(row({prev, stats}));
+    expect(v.status).toBe('live');
+    expect(v.rate).toBeCloseTo(5550 / 5);
+    expect(v.scaleOut).toBe(true);
+    expect(workerView(row({prev, stats, heartbeatAgeMs: 60_000}))).toMatchObject({status: 'stale', rate: null, inFlight: 0});
+    expect(workerView(row({stats}))).toMatchObject({rate: null}); // one heartbeat so far
+  });
+
+  it('per-type activity adds workers up, each over its own interval', () => {
+    const w1 = workerView(
+      row({
+        id: 'a',
+        prev: {at: new Date(T0 - 2000), stats: doc({a_b: counters({})})},
+        stats: doc({a_b: counters({succeeded: 20, at: {2: 20}})}),
+      }),
+    );
+    const w2 = workerView(
+      row({
+        id: 'b',
+        prev: {at: new Date(T0 - 4000), stats: doc({a_b: counters({})})},
+        stats: doc({a_b: counters({failed: 20, at: {6: 20}})}),
+      }),
+    );
+    const a = typeActivity([w1, w2]).get('a_b')!;
+    expect(a.rate).toBeCloseTo(10 + 5);
+    expect(a.window).toMatchObject({succeeded: 20, failed: 20});
+    expect(failurePct(a.window)).toBe(50);
+  });
+});
+
+describe('ax top: submit window, alert level, snapshot', () => {
+  it('submit windows follow each other without gaps or overlaps, settled a second before the database now', () => {
+    const at = new Date(T0);
+    const first = submitWindow(null, at)!;
+    expect(first.until.getTime()).toBe(T0 - 1000);
+    expect(first.until.getTime() - first.since.getTime()).toBe(10_000);
+    const next = submitWindow(first.until, new Date(T0 + 1000))!;
+    expect(next.since).toEqual(first.until);
+    expect(next.until.getTime()).toBe(T0);
+    expect(submitWindow(next.until, new Date(T0 + 1000))).toBeNull();
+    expect(submitWindow(new Date(T0 - 3_600_000), at)!.since.getTime()).toBe(T0 - 1000 - 60_000);
+  });
+
+  const series = (f: (s: number) => number, seconds = 330): TopSample[] => {
+    let h: TopSample[] = [];
+    for (let s = 0; s <= seconds; s += 10) h = pushSample(h, {t: T0 + s * 1000, backlog: f(s), submitRate: null, consumeRate: null});
+    return h;
+  };
+
+  it('a flat 15k backlog does not page; one that grows for 5 minutes is P2; above 100k is P1', () => {
+    expect(alertLevel(series(() => 15_000)).level).toBe('ok');
+    expect(alertLevel(series((s) => 15_000 + s * 10))).toMatchObject({level: 'P2'});
+    expect(alertLevel(series((s) => 150_000 - s))).toMatchObject({level: 'P1'});
+    expect(alertLevel(series((s) => 5000 + s * 10)).level).toBe('ok'); // dipped below 10k in the window
+    expect(alertLevel(series((s) => 15_000 + s * 10, 120))).toMatchObject({level: 'ok', reason: expect.stringContaining('5m of history')});
+    expect(alertLevel([]).level).toBe('ok');
+  });
+
+  it('the history keeps a little more than the P2 window', () => {
+    const h = series(() => 1, 1000);
+    expect(h[h.length - 1]!.t - h[0]!.t).toBeLessThanOrEqual(HISTORY_MS);
+    expect(h[h.length - 1]!.t - h[0]!.t).toBeGreaterThanOrEqual(HISTORY_MS - 10_000);
+  });
+
+  it('builds rows per type from the backlog and the live workers, and keeps the parts that failed apart', () => {
+    const prev = {at: new Date(T0 - 5000), stats: doc({order_notify: counters({})})};
+    const stats = doc({order_notify: counters({succeeded: 90, dead: 10, at: {3: 100}}), mail_send: counters({})});
+    const reading: TopReading = {
+      backlog: {
+        at: new Date(T0),
+        rows: [{type: 'order_notify', due: 5, delayed: 2, running: 1, dead: 4, oldestDueAt: new Date(T0 - 1500)}],
+      },
+      workers: [row({prev, stats}), row({id: 'h:2', heartbeatAgeMs: 99_000})],
+      submitted: {count: 50, since: new Date(T0 - 11_000), until: new Date(T0 - 1000)},
+      errors: null,
+      flow: null,
+      failures: ['errors: boom'],
+    };
+    const s = buildSnapshot(reading, [{t: T0, backlog: 8, submitRate: 5, consumeRate: 20}], 'default');
+    expect(s).toMatchObject({
+      at: new Date(T0).toISOString(),
+      workers: {live: 1, stale: 1, stopped: 0},
+      submitRate: 5,
+      consumeRate: 20,
+      backlog: {total: 8, due: 5, delayed: 2, running: 1, dead: 4},
+      flowControl: false,
+      failures: ['errors: boom'],
+    });
+    const row0 = s.types.find((t) => t.type === 'order_notify')!;
+    expect(row0).toMatchObject({due: 5, rate: 20, failurePct: 10, breaker: null, paused: null, oldestDueMs: 1500});
+    expect(row0.p95Ms).toBeGreaterThan(25);
+    expect(row0.p95Ms).toBeLessThanOrEqual(50);
+    // A type only a worker knows (nothing waiting) is listed too, with zero counts.
+    expect(s.types.find((t) => t.type === 'mail_send')).toMatchObject({due: 0, rate: 0});
+  });
+});
