@@ -6,6 +6,7 @@
 //   adapters; commands and src/cli do not import adapters either: only the composition root
 //   src/compose.ts (and sidecar/, through src/relay.ts) creates them;
 // - each driver package is imported in one place;
+// - Ink and React are imported under src/ui/ only;
 // - core code takes time and randomness injected (no Date.now, Math.random, setTimeout);
 // - no focused or skipped tests.
 import tseslint from 'typescript-eslint';
@@ -18,6 +19,11 @@ const DRIVERS = {
   pino: 'src/core/log.ts',
   'pino-pretty': 'src/core/log.ts',
   'prom-client': 'src/core/metrics/registry.ts',
+};
+// Ink and React are the TUI's drivers: imported under src/ui/ only (commands load it lazily).
+const UI_ONLY = {
+  group: ['ink', 'ink/*', 'ink-*', 'react', 'react/*', 'react-dom'],
+  message: 'Ink and React are imported only under src/ui/',
 };
 const driverPattern = (name) => ({group: [name, `${name}/*`], message: `${name} is imported only in ${DRIVERS[name]}`});
 const CORE_FORBIDDEN = [
@@ -33,8 +39,8 @@ const ADAPTERS = {
 };
 
 /** no-restricted-imports for a file: core rules (if in core), adapter rule (if a service), drivers except its own (a list). */
-function imports({core = false, service = false, allowDriver} = {}) {
-  const patterns = [...(core ? CORE_FORBIDDEN : []), ...(service ? [ADAPTERS] : [])];
+function imports({core = false, service = false, allowDriver, ui = false} = {}) {
+  const patterns = [...(core ? CORE_FORBIDDEN : []), ...(service ? [ADAPTERS] : []), ...(core || ui ? [] : [UI_ONLY])];
   for (const name of Object.keys(DRIVERS)) if (!allowDriver?.includes(name)) patterns.push(driverPattern(name));
   return ['error', {patterns}];
 }
@@ -63,8 +69,12 @@ export default tseslint.config(
     rules: {'no-restricted-imports': imports({core: true, service: true})},
   },
   {
-    files: ['src/commands/**/*.ts', 'src/cli/**/*.ts', 'src/ui/**/*.{ts,tsx}'],
+    files: ['src/commands/**/*.ts', 'src/cli/**/*.ts'],
     rules: {'no-restricted-imports': imports({service: true})},
+  },
+  {
+    files: ['src/ui/**/*.{ts,tsx}'],
+    rules: {'no-restricted-imports': imports({service: true, ui: true})},
   },
   ...[...new Set(Object.values(DRIVERS))].map((file) => ({
     files: [file],

@@ -1,0 +1,96 @@
+/**
+ * What `ax top` runs on: a source that opens the task store on first use (and again after a
+ * failed open: the TUI starts and keeps retrying while MySQL is down), refreshes through the core
+ * inspector, and carries out the keys' actions (replay through core/dlq, pause once flow control
+ * exists). Every method resolves: failures come back as messages or in the snapshot.
+ */
+import {errorMessage} from '../core/errors.js';
+import {planReplay, runReplay} from '../core/dlq/replay.js';
+import {type FlowControl, PAUSE_UNAVAILABLE, refreshTop, type TopSnapshot, type TopState} from '../core/inspect/top.js';
+import type {AxStore} from '../core/store/types.js';
+import {disposable} from './dispose.js';
+import {openBroker, openStore, type Runtime} from './runtime.js';
+
+export interface TopSource {
+  /** Opens the store now; throws its error (AxError('unavailable') with the reason) when it cannot. */
+  connect(): Promise<void>;
+  refresh(state: TopState, errorsType: string | null): Promise<{state: TopState; snapshot: TopSnapshot}>;
+  /** Whether `p` can pause and resume (flow control exists). */
+  readonly canPause: boolean;
+  /** Replays every dead task of `type` (audited as `top replay`); resolves with what to tell the operator. */
+  replay(type: string): Promise<string>;
+  pause(type: string, paused: boolean): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** A snapshot for a read that could not start (the store did not open). */
+function unreachable(cell: string, failure: string): TopSnapshot {
+  return {
+    at: null,
+    cell,
+    workers: {live: 0, stale: 0, stopped: 0},
+    submitRate: null,
+    consumeRate: null,
+    backlog: null,
+    alert: {level: 'ok', reason: 'no data'},
+    types: [],
+    errors: null,
+    flowControl: false,
+    failures: [failure],
+  };
+}
+
+export function createTopSource(rt: Runtime, o: {flow?: FlowControl} = {}): TopSource {
+  let store: Promise<AxStore> | undefined;
+  const open = (): Promise<AxStore> => {
+    store ??= openStore(rt, {connectionLimit: 4});
+    store.catch(() => (store = undefined));
+    return store;
+  };
+  const cell = rt.config.cell;
+  return {
+    canPause: o.flow !== undefined,
+    async connect() {
+      await open();
+    },
+    async refresh(state, errorsType) {
+      let s: AxStore;
+      try {
+        s = await open();
+      } catch (e) {
+        return {state, snapshot: unreachable(cell, `MySQL: ${errorMessage(e)}`)};
+      }
+      return refreshTop(s, state, {cell, errorsType, flow: o.flow});
+    },
+    async replay(type) {
+      try {
+        const s = await open();
+        const operator = rt.operator();
+        const sel = {filter: {type}};
+        const plan = await planReplay(s, sel);
+        await using broker = disposable(await openBroker(rt, {reconnect: false}));
+        const r = await runReplay(
+          {store: s, broker, clock: rt.clock, logger: rt.logger, actor: rt.actor, operator, reason: null, command: 'top replay'},
+          sel,
+          plan,
+        );
+        return `replayed ${r.replayed} dead tasks of ${type}${r.skipped.length > 0 ? `, skipped ${r.skipped.length}` : ''}${r.unrung > 0 ? ` (${r.unrung} not rung yet: the reconciler rings for them)` : ''}`;
+      } catch (e) {
+        return `replay of ${type} failed: ${errorMessage(e)}`;
+      }
+    },
+    async pause(type, paused) {
+      if (o.flow === undefined) return PAUSE_UNAVAILABLE;
+      try {
+        await o.flow.setPaused({type, paused, operator: rt.operator()});
+        return `${paused ? 'paused' : 'resumed'} ${type}`;
+      } catch (e) {
+        return `${paused ? 'pause' : 'resume'} of ${type} failed: ${errorMessage(e)}`;
+      }
+    },
+    async close() {
+      const s = await store?.catch(() => undefined);
+      await s?.close();
+    },
+  };
+}

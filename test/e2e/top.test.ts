@@ -1,0 +1,166 @@
+/**
+ * `ax workers` and `ax top` against the real services while a spawned worker runs tasks: the
+ * registry's live → stale on kill -9, the rates in `top --once --json`, the refusals off a
+ * terminal, and the TUI itself under a real terminal (tmux), driven with send-keys and read with
+ * capture-pane. Needs `npx tsc -p tsconfig.build.json` first (it runs bin/run.js) and tmux.
+ */
+import {execFileSync} from 'node:child_process';
+import {afterAll, beforeAll, describe, expect, it} from 'vitest';
+import {eventually, type TestEnv} from '../helpers/env.js';
+import {createProcessTestEnv, type ProcessTestEnv} from '../helpers/processes.js';
+import {ROOT, runCli, type Spawned} from '../helpers/spawn.js';
+
+const HEARTBEAT = '300ms';
+
+describe('ax workers and ax top', () => {
+  let fx: ProcessTestEnv;
+  let env: TestEnv;
+  let worker: Spawned;
+  const cli = (args: string[], vars: Record<string, string> = {}) =>
+    runCli(args, {env: {...env.env, AX_HEARTBEAT: HEARTBEAT, ...vars}, cwd: ROOT});
+
+  beforeAll(async () => {
+    fx = await createProcessTestEnv();
+    env = fx.env;
+    worker = fx.spawn(['worker', '--handlers', 'test/fixtures/handlers.js', '--pools', 'io', '--io-concurrency', '10'], {
+      ...env.env,
+      AX_HEARTBEAT: HEARTBEAT,
+    });
+    // A steady load: 10 at a time × 100 ms ≈ 100 tasks/s for about 20 s, and some dead tasks.
+    for (let i = 0; i < 2000; i++) await fx.client.submit({type: 'test_sleep', payload: {ms: 100}});
+    for (let i = 0; i < 5; i++) await fx.client.submit({type: 'test_fail', payload: {}, maxRetries: 0});
+    await fx.client.flush();
+  });
+  afterAll(async () => {
+    try {
+      execFileSync('tmux', ['kill-session', '-t', `axtop_${process.pid}`], {stdio: 'ignore'});
+    } catch {
+      // no session left
+    }
+    await fx?.dispose();
+  });
+
+  it('ax workers --json: the running worker is live with its pools, in-flight and a rate', async () => {
+    const w = await eventually(
+      async () => {
+        const r = await cli(['workers', '--json']);
+        const live = r.json?.workers?.find((x: {status: string; rate: number | null}) => x.status === 'live' && (x.rate ?? 0) > 0);
+        return live ? {json: r.json, live} : null;
+      },
+      20_000,
+      'a live worker with a rate',
+    );
+    expect(w.json.counts).toMatchObject({live: 1, stale: 0});
+    expect(w.live).toMatchObject({pid: worker.child.pid, pools: {io: 10}});
+    expect(w.live.inFlight).toBeGreaterThan(0);
+    expect(w.live.types.test_sleep.succeeded).toBeGreaterThan(0);
+    const text = await cli(['workers']);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(new RegExp(`:${worker.child.pid}\\s+LIVE\\s+io:10`));
+  });
+
+  it('ax top --once --json: backlog, consume rate, per-type rate, p95 and dead counts', async () => {
+    const s = await eventually(
+      async () => {
+        const r = await cli(['top', '--once', '--json']);
+        const sleep = r.json?.types?.find((t: {type: string}) => t.type === 'test_sleep');
+        return r.code === 0 &&
+          sleep?.rate > 0 &&
+          r.json.types.some((t: {type: string; dead: number}) => t.type === 'test_fail' && t.dead === 5)
+          ? r.json
+          : null;
+      },
+      20_000,
+      'a snapshot with rates and the dead tasks',
+    );
+    expect(s.workers.live).toBe(1);
+    expect(s.consumeRate).toBeGreaterThan(0);
+    expect(s.backlog.total).toBeGreaterThan(0);
+    expect(s.submitRate).not.toBeNull();
+    const sleep = s.types.find((t: {type: string}) => t.type === 'test_sleep');
+    // 100 ms handlers: the p95 lies in the (50, 250] ms buckets, queueing in the pool included.
+    expect(sleep.p95Ms).toBeGreaterThan(50);
+    expect(sleep.failurePct).toBe(0);
+    expect(sleep).toMatchObject({breaker: null, paused: null});
+    expect(s.flowControl).toBe(false);
+  });
+
+  it('refuses what it cannot do: no terminal without --once, a bad or unknown --type, a bad --interval', async () => {
+    const tty = await cli(['top']);
+    expect(tty.code).toBe(2);
+    expect(tty.stderr).toContain('use ax top --once');
+    const bad = await cli(['top', '--once', '--type', 'Nope']);
+    expect(bad.code).toBe(2);
+    const unknown = await cli(['top', '--once', '--type', 'nothing_here']);
+    expect(unknown.code).toBe(3);
+    expect(unknown.stderr).toContain('nothing_here');
+    const interval = await cli(['top', '--interval', '5ms', '--once']);
+    expect(interval.code).toBe(2);
+    const down = await cli(['top', '--once', '--json'], {AX_MYSQL_URL: 'mysql://root@127.0.0.1:1/ax'});
+    expect(down.code).toBe(5);
+    const since = await cli(['workers', '--since', 'yesterday']);
+    expect(since.code).toBe(2);
+  });
+
+  it('the TUI in a real terminal: header, table, ↓ selects, ? shows help, q quits', async () => {
+    const session = `axtop_${process.pid}`;
+    const vars = Object.entries({...env.env, AX_HEARTBEAT: HEARTBEAT, NODE_ENV: 'production', AX_CONFIG: ''})
+      .map(([k, v]) => `${k}='${v}'`)
+      .join(' ');
+    execFileSync('tmux', [
+      'new-session',
+      '-d',
+      '-s',
+      session,
+      '-x',
+      '100',
+      '-y',
+      '30',
+      `cd '${ROOT}' && env ${vars} node bin/run.js top --interval 300ms`,
+    ]);
+    const pane = () => execFileSync('tmux', ['capture-pane', '-p', '-t', session]).toString();
+    const shows = (re: RegExp, what: string) => eventually(async () => (re.test(pane()) ? pane() : null), 20_000, what);
+    const first = await shows(/› test_fail/, 'the table with the first type selected');
+    expect(first).toMatch(/ax top · cell default/);
+    expect(first).toMatch(/workers 1 live/);
+    expect(first).toContain('test_sleep');
+    expect(first).toContain('q quit');
+    for (const line of first.split('\n')) expect(line.length).toBeLessThanOrEqual(100);
+    execFileSync('tmux', ['send-keys', '-t', session, 'Down']);
+    await shows(/› test_sleep/, 'the second type selected');
+    execFileSync('tmux', ['send-keys', '-t', session, '?']);
+    await shows(/this help/, 'the help');
+    execFileSync('tmux', ['send-keys', '-t', session, 'q']);
+    await eventually(
+      async () => {
+        try {
+          execFileSync('tmux', ['has-session', '-t', session], {stdio: 'ignore'});
+          return false;
+        } catch {
+          return true; // the session ended with ax top
+        }
+      },
+      10_000,
+      'ax top to quit',
+    );
+  });
+
+  it('a worker killed with -9 shows as stale after three missed heartbeats', async () => {
+    worker.child.kill('SIGKILL');
+    await worker.exited;
+    const r = await eventually(
+      async () => {
+        const x = await cli(['workers', '--json']);
+        return x.json?.counts?.stale === 1 ? x.json : null;
+      },
+      15_000,
+      'the worker to be stale',
+    );
+    expect(r.counts.live).toBe(0);
+    expect(r.workers[0]).toMatchObject({pid: worker.child.pid, status: 'stale', rate: null, inFlight: 0});
+    const text = await cli(['workers']);
+    expect(text.stdout).toMatch(/STALE/);
+    const top = await cli(['top', '--once', '--json']);
+    expect(top.json.workers).toMatchObject({live: 0, stale: 1});
+  });
+});
