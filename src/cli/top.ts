@@ -58,7 +58,7 @@ export function createTopSource(rt: Runtime, o: {flow?: FlowControl} = {}): TopS
       try {
         s = await open();
       } catch (e) {
-        return {state, snapshot: unreachable(cell, `MySQL: ${errorMessage(e)}`)};
+        return {state, snapshot: unreachable(cell, errorMessage(e))};
       }
       return refreshTop(s, state, {cell, errorsType, flow: o.flow});
     },

@@ -12,6 +12,31 @@ import {ROOT, runCli, type Spawned} from '../helpers/spawn.js';
 
 const HEARTBEAT = '300ms';
 
+/** A tmux session of `cols` × `rows` running `command` (a shell line), read with capture-pane. */
+function tmux(session: string, cols: number, rows: number, command: string) {
+  execFileSync('tmux', ['new-session', '-d', '-s', session, '-x', String(cols), '-y', String(rows), command]);
+  const pane = (): string => execFileSync('tmux', ['capture-pane', '-p', '-t', session]).toString();
+  const alive = (): boolean => {
+    try {
+      execFileSync('tmux', ['has-session', '-t', session], {stdio: 'ignore'});
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  return {
+    pane,
+    /** Polls the pane until it matches (or the deadline passes): never a blind sleep. */
+    shows: (re: RegExp, what: string) => eventually(async () => (re.test(pane()) ? pane() : null), 20_000, what),
+    keys: (...keys: string[]) => execFileSync('tmux', ['send-keys', '-t', session, ...keys]),
+    /** Resolves once the session ended (the program in it exited). */
+    ended: () => eventually(async () => !alive(), 10_000, `${session} to end`),
+    kill: () => {
+      if (alive()) execFileSync('tmux', ['kill-session', '-t', session], {stdio: 'ignore'});
+    },
+  };
+}
+
 describe('ax workers and ax top', () => {
   let fx: ProcessTestEnv;
   let env: TestEnv;
@@ -26,17 +51,12 @@ describe('ax workers and ax top', () => {
       ...env.env,
       AX_HEARTBEAT: HEARTBEAT,
     });
-    // A steady load: 10 at a time × 100 ms ≈ 100 tasks/s for about 20 s, and some dead tasks.
-    for (let i = 0; i < 2000; i++) await fx.client.submit({type: 'test_sleep', payload: {ms: 100}});
+    // Some dead tasks first, then a steady load: 10 at a time × 200 ms ≈ 50 tasks/s for about 40 s.
     for (let i = 0; i < 5; i++) await fx.client.submit({type: 'test_fail', payload: {}, maxRetries: 0});
+    for (let i = 0; i < 2000; i++) await fx.client.submit({type: 'test_sleep', payload: {ms: 200}});
     await fx.client.flush();
   });
   afterAll(async () => {
-    try {
-      execFileSync('tmux', ['kill-session', '-t', `axtop_${process.pid}`], {stdio: 'ignore'});
-    } catch {
-      // no session left
-    }
     await fx?.dispose();
   });
 
@@ -78,8 +98,8 @@ describe('ax workers and ax top', () => {
     expect(s.backlog.total).toBeGreaterThan(0);
     expect(s.submitRate).not.toBeNull();
     const sleep = s.types.find((t: {type: string}) => t.type === 'test_sleep');
-    // 100 ms handlers: the p95 lies in the (50, 250] ms buckets, queueing in the pool included.
-    expect(sleep.p95Ms).toBeGreaterThan(50);
+    // 200 ms handlers: the p95 lies above the (100, 250] ms bucket's lower bound, queueing in the pool included.
+    expect(sleep.p95Ms).toBeGreaterThan(100);
     expect(sleep.failurePct).toBe(0);
     expect(sleep).toMatchObject({breaker: null, paused: null});
     expect(s.flowControl).toBe(false);
@@ -103,46 +123,44 @@ describe('ax workers and ax top', () => {
   });
 
   it('the TUI in a real terminal: header, table, ↓ selects, ? shows help, q quits', async () => {
-    const session = `axtop_${process.pid}`;
     const vars = Object.entries({...env.env, AX_HEARTBEAT: HEARTBEAT, NODE_ENV: 'production', AX_CONFIG: ''})
       .map(([k, v]) => `${k}='${v}'`)
       .join(' ');
-    execFileSync('tmux', [
-      'new-session',
-      '-d',
-      '-s',
-      session,
-      '-x',
-      '100',
-      '-y',
-      '30',
-      `cd '${ROOT}' && env ${vars} node bin/run.js top --interval 300ms`,
-    ]);
-    const pane = () => execFileSync('tmux', ['capture-pane', '-p', '-t', session]).toString();
-    const shows = (re: RegExp, what: string) => eventually(async () => (re.test(pane()) ? pane() : null), 20_000, what);
-    const first = await shows(/› test_fail/, 'the table with the first type selected');
-    expect(first).toMatch(/ax top · cell default/);
-    expect(first).toMatch(/workers 1 live/);
-    expect(first).toContain('test_sleep');
-    expect(first).toContain('q quit');
-    for (const line of first.split('\n')) expect(line.length).toBeLessThanOrEqual(100);
-    execFileSync('tmux', ['send-keys', '-t', session, 'Down']);
-    await shows(/› test_sleep/, 'the second type selected');
-    execFileSync('tmux', ['send-keys', '-t', session, '?']);
-    await shows(/this help/, 'the help');
-    execFileSync('tmux', ['send-keys', '-t', session, 'q']);
-    await eventually(
-      async () => {
-        try {
-          execFileSync('tmux', ['has-session', '-t', session], {stdio: 'ignore'});
-          return false;
-        } catch {
-          return true; // the session ended with ax top
-        }
-      },
-      10_000,
-      'ax top to quit',
+    const t = tmux(`axtop_${process.pid}`, 100, 30, `cd '${ROOT}' && env ${vars} node bin/run.js top --interval 300ms`);
+    try {
+      const first = await t.shows(/› test_fail/, 'the table with the first type selected');
+      expect(first).toMatch(/ax top · cell default/);
+      expect(first).toMatch(/workers 1 live/);
+      expect(first).toContain('test_sleep');
+      expect(first).toContain('q quit');
+      for (const line of first.split('\n')) expect(line.length).toBeLessThanOrEqual(100);
+      t.keys('Down');
+      await t.shows(/› test_sleep/, 'the second type selected');
+      t.keys('?');
+      await t.shows(/this help/, 'the help');
+      t.keys('q');
+      await t.ended();
+    } finally {
+      t.kill();
+    }
+  });
+
+  it('the TUI with MySQL unreachable: shows the error, keeps drawing, quits on q', async () => {
+    const t = tmux(
+      `axtop_${process.pid}_down`,
+      80,
+      24,
+      `cd '${ROOT}' && env NODE_ENV=production AX_CONFIG= AX_MYSQL_URL=mysql://root@127.0.0.1:1/ax node bin/run.js top --interval 200ms`,
     );
+    try {
+      const shown = await t.shows(/! MySQL at .* \(retrying\)/, 'the MySQL error');
+      expect(shown).toContain('database unreachable');
+      expect(shown).toContain('q quit');
+      t.keys('q');
+      await t.ended();
+    } finally {
+      t.kill();
+    }
   });
 
   it('a worker killed with -9 shows as stale after three missed heartbeats', async () => {

@@ -137,6 +137,13 @@ describe('query plans of the hot statements', () => {
     expect(t.type).toBe('eq_ref');
   });
 
+  it('ax top submit rate: a covering range of idx_tasks_created', async () => {
+    const now = Date.now();
+    const p = await explain(HOT_SQL.createdCount, ['default', new Date(now - 2000), new Date(now - 1000)]);
+    expect(p.key).toBe('idx_tasks_created');
+    expect(p.Extra).toContain('Using index');
+  });
+
   it('history: idx_history_task', async () => {
     expect((await explain(HOT_SQL.history, ['00000001-0000-7000-8000-000000000000'])).key).toBe('idx_history_task');
   });

@@ -22,7 +22,7 @@ export function sparkline(values: ReadonlyArray<number | null>, width: number): 
 
 const dash = '—';
 /** Cut to `width` with an ellipsis; spacing kept (the header's text is ax's own, not a producer's). */
-const fit = (s: string, width: number): string => (s.length > width ? `${s.slice(0, width - 1)}…` : s);
+export const fit = (s: string, width: number): string => (s.length > width ? `${s.slice(0, width - 1)}…` : s);
 const num = (n: number | null, f: (n: number) => string): string => (n === null ? dash : f(n));
 
 /** The two header lines: where and who; the four signals and the alert. */

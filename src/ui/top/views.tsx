@@ -7,7 +7,7 @@ import {Box, Text} from 'ink';
 import type {TopSample, TopSnapshot, TopTypeRow} from '../../core/inspect/top.js';
 import {formatCount} from '../../cli/format.js';
 import {type UiState, selectedIn} from './keymap.js';
-import {errorLines, headerLines, HELP_LINES, KEYS_LINE, MIN_WIDTH, sparkLines, typeTableLines} from './layout.js';
+import {errorLines, fit, headerLines, HELP_LINES, KEYS_LINE, MIN_WIDTH, sparkLines, typeTableLines} from './layout.js';
 
 export interface TopViewProps {
   snapshot: TopSnapshot | null;
@@ -104,7 +104,7 @@ export function Footer({snapshot, ui, types, width}: Pick<TopViewProps, 'snapsho
     <Box flexDirection="column">
       {(snapshot?.failures ?? []).slice(0, 2).map((f, i) => (
         <Text key={i} color="red">
-          {`! ${f} (retrying)`.slice(0, width)}
+          {`! ${fit(f, width - 13)} (retrying)`}
         </Text>
       ))}
       {prompt === null ? null : <Text color="yellow">{prompt.slice(0, width)}</Text>}
