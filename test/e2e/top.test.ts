@@ -9,6 +9,8 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest';
 import {eventually, type TestEnv} from '../helpers/env.js';
 import {createProcessTestEnv, type ProcessTestEnv} from '../helpers/processes.js';
 import {ROOT, runCli, type Spawned} from '../helpers/spawn.js';
+import {createTopSource} from '../../src/cli/top.js';
+import {PAUSE_UNAVAILABLE} from '../../src/core/inspect/top.js';
 
 const HEARTBEAT = '300ms';
 
@@ -160,6 +162,20 @@ describe('ax workers and ax top', () => {
       await t.ended();
     } finally {
       t.kill();
+    }
+  });
+
+  it("the r key's action: replays the selected type's dead tasks through core/dlq, audited as top replay; p is not faked", async () => {
+    const source = createTopSource(env.rt);
+    try {
+      expect(await source.replay('test_fail')).toBe('replayed 5 dead tasks of test_fail');
+      const audit = await env.sql<{command: string; task_count: number}>('SELECT command, task_count FROM admin_audit');
+      expect(audit).toEqual([{command: 'top replay', task_count: 5}]);
+      expect(await source.replay('test_sleep')).toMatch(/^replay of test_sleep failed: no dead task matches/);
+      expect(source.canPause).toBe(false);
+      expect(await source.pause('test_fail', true)).toBe(PAUSE_UNAVAILABLE);
+    } finally {
+      await source.close();
     }
   });
 

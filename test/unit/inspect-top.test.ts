@@ -231,7 +231,17 @@ describe('ax top: submit window, alert level, snapshot', () => {
     expect(row0).toMatchObject({due: 5, rate: 20, failurePct: 10, breaker: null, paused: null, oldestDueMs: 1500});
     expect(row0.p95Ms).toBeGreaterThan(25);
     expect(row0.p95Ms).toBeLessThanOrEqual(50);
-    // A type only a worker knows (nothing waiting) is listed too, with zero counts.
-    expect(s.types.find((t) => t.type === 'mail_send')).toMatchObject({due: 0, rate: 0});
+    // A type the workers ran lately but with nothing in the tables is listed; one idle since is not.
+    expect(s.types.map((t) => t.type)).toEqual(['order_notify']);
+    const ran = buildSnapshot(
+      {
+        ...reading,
+        backlog: {at: new Date(T0), rows: []},
+        workers: [row({prev, stats: doc({...stats.types, mail_send: counters({succeeded: 5, at: {0: 5}})})})],
+      },
+      [],
+      'default',
+    );
+    expect(ran.types.find((t) => t.type === 'mail_send')).toMatchObject({due: 0, rate: 1});
   });
 });

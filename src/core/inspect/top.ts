@@ -8,7 +8,7 @@ import {groupBySignature, type SignatureRow} from '../dlq/signature.js';
 import {errorMessage} from '../errors.js';
 import type {BacklogReport, InspectStore, WorkerRegistryStore, WorkerRow} from '../store/types.js';
 import {BACKLOG_GROWING_MS, BACKLOG_P1, BACKLOG_P2} from '../thresholds.js';
-import {failurePct, quantileMs, slopePerS} from './rates.js';
+import {attempts, failurePct, quantileMs, slopePerS} from './rates.js';
 import {summarizeWorkers, typeActivity, workerView, type WorkerStatus} from './workers.js';
 
 /** Submit counts stop this long before the database's now: inserts still committing are counted next time. */
@@ -191,7 +191,9 @@ export function buildSnapshot(r: TopReading, history: readonly TopSample[], cell
   const summary = summarizeWorkers(views);
   const activity = typeActivity(views);
   const nowMs = r.backlog?.at.getTime() ?? null;
-  const names = new Set<string>([...(r.backlog?.rows.map((x) => x.type) ?? []), ...activity.keys()]);
+  // Types with work in the tables, and those the live workers ran in their last interval.
+  const ran = [...activity].filter(([, a]) => attempts(a.window) + a.window.released > 0).map(([type]) => type);
+  const names = new Set<string>([...(r.backlog?.rows.map((x) => x.type) ?? []), ...ran]);
   const byType = new Map(r.backlog?.rows.map((x) => [x.type, x]) ?? []);
   const types: TopTypeRow[] = [...names].sort().map((type) => {
     const b = byType.get(type);
