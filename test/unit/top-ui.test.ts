@@ -5,7 +5,7 @@ import type {TopSnapshot, TopState, TopTypeRow} from '../../src/core/inspect/top
 import {PAUSE_UNAVAILABLE} from '../../src/core/inspect/top.js';
 import {TopApp} from '../../src/ui/top/app.js';
 import {initialUi, reduceKey, type KeyContext} from '../../src/ui/top/keymap.js';
-import {sparkline, typeTableLines} from '../../src/ui/top/layout.js';
+import {binned, sparkline, typeTableLines} from '../../src/ui/top/layout.js';
 import {TopView} from '../../src/ui/top/views.js';
 
 const typeRow = (type: string, o: Partial<TopTypeRow> = {}): TopTypeRow => ({
@@ -132,6 +132,15 @@ describe('layout at fixed widths', () => {
   it('sparklines scale to the largest value and pad to the width', () => {
     expect(sparkline([0, 5, 10], 5)).toBe('  ▁▅█');
     expect(sparkline([null, 0], 2)).toBe(' ▁');
+  });
+
+  it('sparklines span the last 5 minutes: one column per slice of time, gaps where no sample fell', () => {
+    const t = Date.parse('2026-12-01T12:00:00Z');
+    const at = (s: number, backlog: number) => ({t: t + s * 1000, backlog, submitRate: null, consumeRate: null});
+    const history = [at(-600, 99), at(-300, 1), at(-150, 2), at(-1, 3), at(0, 4)];
+    // 10 columns of 30 s: -300 falls in the first, -150 in the sixth, -1 and 0 in the last (the latest wins).
+    expect(binned(history, (s) => s.backlog, 10)).toEqual([1, null, null, null, null, 2, null, null, null, 4]);
+    expect(binned([], (s) => s.backlog, 3)).toEqual([null, null, null]);
   });
 });
 

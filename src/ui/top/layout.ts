@@ -42,29 +42,38 @@ export function headerLines(s: TopSnapshot | null, width: number, intervalMs: nu
   return [fit(one, width), fit(two, width)];
 }
 
-/** Sparklines of the backlog and the two rates over the history (the newest at the right). */
+/** The time the sparklines span: the last minutes, right up to the newest sample. */
+export const SPARK_SPAN_MS = 5 * 60_000;
+
+/**
+ * `width` columns over the SPARK_SPAN_MS before the newest sample, each the latest value in its
+ * slice of time (null: no sample there, a gap; before the history starts, blank).
+ */
+export function binned(history: readonly TopSample[], pick: (s: TopSample) => number | null, width: number): Array<number | null> {
+  const last = history[history.length - 1];
+  const out = new Array<number | null>(width).fill(null);
+  if (!last) return out;
+  const step = SPARK_SPAN_MS / width;
+  const start = last.t - SPARK_SPAN_MS;
+  for (const s of history) {
+    const i = Math.min(width - 1, Math.floor((s.t - start) / step));
+    if (i >= 0) out[i] = pick(s);
+  }
+  return out;
+}
+
+/** Sparklines of the backlog and the two rates over the last SPARK_SPAN_MS (the newest at the right). */
 export function sparkLines(history: readonly TopSample[], width: number): string[] {
   const label = 9;
   const value = 8;
   const w = Math.max(10, width - label - value - 2);
   const last = history[history.length - 1];
-  const line = (name: string, vs: Array<number | null>, v: string): string => `${name.padEnd(label)}${sparkline(vs, w)}  ${v}`;
+  const line = (name: string, pick: (s: TopSample) => number | null, v: string): string =>
+    `${name.padEnd(label)}${sparkline(binned(history, pick, w), w)}  ${v}`;
   return [
-    line(
-      'backlog',
-      history.map((s) => s.backlog),
-      last ? formatCount(last.backlog) : dash,
-    ),
-    line(
-      'submit/s',
-      history.map((s) => s.submitRate),
-      num(last?.submitRate ?? null, formatRate),
-    ),
-    line(
-      'consume/s',
-      history.map((s) => s.consumeRate),
-      num(last?.consumeRate ?? null, formatRate),
-    ),
+    line('backlog', (s) => s.backlog, last ? formatCount(last.backlog) : dash),
+    line('submit/s', (s) => s.submitRate, num(last?.submitRate ?? null, formatRate)),
+    line('consume/s', (s) => s.consumeRate, num(last?.consumeRate ?? null, formatRate)),
   ];
 }
 
