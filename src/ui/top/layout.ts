@@ -6,6 +6,7 @@ import {formatCount, formatPct, formatRate} from '../../cli/format.js';
 import {clip} from '../../cli/render.js';
 import {formatDuration} from '../../core/duration.js';
 import type {TopSample, TopSnapshot, TopTypeRow} from '../../core/inspect/top.js';
+import {BACKLOG_GROWING_MS, BACKLOG_P1, BACKLOG_P2} from '../../core/thresholds.js';
 
 /** The narrowest terminal `ax top` draws in. */
 export const MIN_WIDTH = 60;
@@ -154,6 +155,7 @@ export const HELP_LINES = [
   '',
   'Columns: DUE ready to run · DELAY waiting for run_at or a retry · RUN running',
   'RATE/s attempts per second · FAIL failed or dead share · P95 attempt duration',
-  "(rates over the workers' last heartbeat interval) · BRK breaker · PAUSE paused",
-  'Alert: P1 backlog > 100k · P2 backlog > 10k and growing for 5m',
+  "(local queue wait included; over the workers' last heartbeat interval)",
+  'BRK breaker · PAUSE paused (— without flow control)',
+  `Alert: P1 backlog > ${formatCount(BACKLOG_P1)} · P2 backlog > ${formatCount(BACKLOG_P2)} and growing for ${formatDuration(BACKLOG_GROWING_MS)}`,
 ];
