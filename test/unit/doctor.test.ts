@@ -24,7 +24,10 @@ const worker = (over: Partial<WorkerRow> = {}): WorkerRow => ({
   inFlight: 0,
   startedAt: ago(3_600_000),
   heartbeatAt: ago(2000),
+  heartbeatAgeMs: 2000,
   stoppedAt: null,
+  stats: null,
+  prev: null,
   ...over,
 });
 const row = (over: Partial<BacklogRow>): BacklogRow => ({

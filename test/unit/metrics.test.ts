@@ -86,7 +86,10 @@ describe('cell metrics', () => {
     inFlight: 0,
     startedAt: at,
     heartbeatAt: new Date(at.getTime() - heartbeatAgoMs),
+    heartbeatAgeMs: heartbeatAgoMs,
     stoppedAt: stopped ? at : null,
+    stats: null,
+    prev: null,
   });
 
   it('serve the backlog, oldest due age and workers; a failing or hanging database leaves the last values and up = 0', async () => {
