@@ -5,6 +5,9 @@
  * (bench, demo, tests) get their services from here; nothing else imports an adapter.
  */
 import {hostname, userInfo} from 'node:os';
+import {Archiver} from './core/archive/archiver.js';
+import {DirectoryArchiveTarget} from './core/archive/files.js';
+import type {ArchiveTarget} from './core/archive/target.js';
 import {operatorName} from './core/audit/audit.js';
 import {AmqpBroker} from './core/broker/amqp/broker.js';
 import type {Broker} from './core/broker/types.js';
@@ -58,6 +61,26 @@ export function openStore(rt: Runtime, opts: {requireSchema?: boolean; connectio
     now: () => rt.clock.now(),
     ...(opts.requireSchema === undefined ? {} : {requireSchema: opts.requireSchema}),
     ...(opts.connectionLimit === undefined ? {} : {connectionLimit: opts.connectionLimit}),
+  });
+}
+
+/** The archive's cold storage (AX_ARCHIVE_DIR). Opens nothing: the target checks the directory when used. */
+export function openArchiveTarget(rt: Runtime): ArchiveTarget {
+  return new DirectoryArchiveTarget(rt.config.archiveDir);
+}
+
+/** The archiver of the configured cell over `store` and the configured target (AX_RETENTION, AX_ARCHIVE_*). */
+export function createArchiver(rt: Runtime, store: AxStore, target: ArchiveTarget = openArchiveTarget(rt)): Archiver {
+  const c = rt.config;
+  return new Archiver({
+    store,
+    target,
+    cell: c.cell,
+    clock: rt.clock,
+    retentionMs: c.retentionMs,
+    retryMaxMs: c.retryMaxMs,
+    batchSize: c.archiveBatch,
+    pauseMs: c.archivePauseMs,
   });
 }
 

@@ -11,6 +11,8 @@ import type {Scheduler} from '../core/scheduler/scheduler.js';
 import {failFastFlag, healthFlags, startEndpoint, summaryEvery, summaryEveryFlag} from '../cli/summary.js';
 import {connectWithRetry} from '../core/connect-retry.js';
 import {isoTimes} from '../core/log.js';
+import {archiveLoop} from '../core/archive/service.js';
+import {createArchiver} from '../cli/runtime.js';
 
 export default class SchedulerCommand extends AxCommand {
   static override summary = 'Fire delayed tasks, retries and cron occurrences on time; rescue and reconcile.';
@@ -18,7 +20,8 @@ export default class SchedulerCommand extends AxCommand {
 schedulers never ring one twice — in a hashed timing wheel keyed by the database clock, and
 publishes each when the database clock has reached its run_at (never before). Creates the
 occurrences of cron schedules, rescues running tasks whose worker stopped renewing its lease
-(every AX_RESCUE_EVERY, 5s) and runs the reconciler (every AX_RECONCILE_EVERY, 5m).
+(every AX_RESCUE_EVERY, 5s), runs the reconciler (every AX_RECONCILE_EVERY, 5m) and archives
+finished tasks older than AX_RETENTION (every AX_ARCHIVE_EVERY, 1h; 0: off; see ax archive run).
 
 Run one or more; on SIGTERM/SIGINT a scheduler lets go of its tasks so another takes them at once.
 After a crash its tasks are taken over AX_SCHEDULER_HOLD (3s) after they are due. A summary line is
@@ -79,6 +82,9 @@ AX_METRICS_CELL_EVERY (5s); one scheduler per cell is enough to serve them. A po
       }
       await started.start();
       cell?.start();
+      // The archiver rides along every scheduler; the cell's archive lock lets one work at a time.
+      const archiving = archiveLoop({...rt, archiver: createArchiver(rt, store), everyMs: rt.config.archiveEveryMs});
+      if (rt.config.archiveEveryMs > 0) archiving.start();
       const where = endpoint ? `; health on ${endpoint.url} (/healthz, /readyz, /metrics)` : '';
       if (!this.jsonEnabled()) this.logToStderr(`ax scheduler ${started.id} running${where}; Ctrl-C to stop`);
       const stopSummary = summary.start(() => ({...started.summary(), lastReconcile: undefined}));
@@ -86,6 +92,7 @@ AX_METRICS_CELL_EVERY (5s); one scheduler per cell is enough to serve them. A po
       stopSummary();
       await cell?.stop();
       await health?.close();
+      await archiving.stop();
       await started.stop();
       return isoTimes({signal: got, ...started.summary()});
     } catch (e) {

@@ -71,6 +71,14 @@ export interface AxConfig {
   rescueEveryMs: number;
   dlqScanEveryMs: number;
   reconcileEveryMs: number;
+  /** Finished tasks older than this (by finish time) are archived. */
+  retentionMs: number;
+  /** Cold-storage directory of the archive (relative: to the working directory). */
+  archiveDir: string;
+  /** How often each scheduler runs the archiver (0: never). */
+  archiveEveryMs: number;
+  archiveBatch: number;
+  archivePauseMs: number;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
   /** `json` lines, `pretty` (pino-pretty), or `auto`: pretty when stderr is a terminal. */
   logFormat: 'auto' | 'json' | 'pretty';
@@ -250,6 +258,29 @@ export const SETTINGS: Record<keyof AxConfig, Setting> = {
     default: 300_000,
     min: 1000,
     doc: 'how often the scheduler runs the reconciler',
+  },
+  retentionMs: {
+    env: 'AX_RETENTION',
+    kind: 'duration',
+    default: 30 * 86_400_000,
+    min: 3_600_000,
+    doc: 'finished tasks (succeeded, dead, cancelled) are archived this long after they finished',
+  },
+  archiveDir: {env: 'AX_ARCHIVE_DIR', kind: 'string', default: 'ax-archive', doc: 'archive directory (relative: to the working directory)'},
+  archiveEveryMs: {
+    env: 'AX_ARCHIVE_EVERY',
+    kind: 'duration',
+    default: 3_600_000,
+    min: 0,
+    doc: 'how often the scheduler archives (0: never; `ax archive run` by hand)',
+  },
+  archiveBatch: {env: 'AX_ARCHIVE_BATCH', kind: 'int', default: 500, min: 1, max: 5000, doc: 'tasks per archive batch (one transaction)'},
+  archivePauseMs: {
+    env: 'AX_ARCHIVE_PAUSE',
+    kind: 'duration',
+    default: 100,
+    min: 0,
+    doc: 'pause between two archive batches, so live traffic does not notice',
   },
   logLevel: {
     env: 'AX_LOG_LEVEL',

@@ -1,5 +1,8 @@
 import type {ForcedReplay, HistoryEntry, JsonObject, NewTask, PoolName, TaskRecord} from '../task/model.js';
 import type {TaskState} from '../task/state.js';
+import type {ArchiveStore} from './archive-types.js';
+
+export type * from './archive-types.js';
 
 /** Result of writing a batch of new tasks. Every input id appears in exactly one list. */
 export interface InsertResult {
@@ -657,6 +660,7 @@ export type TaskStore = HotPathStore &
   DlqScanStore &
   WorkerRegistryStore &
   DoctorStore &
+  ArchiveStore &
   Closable;
 
 /** The task store and the schedules in the same database: what `openStore()` hands out. */

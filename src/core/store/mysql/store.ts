@@ -1,4 +1,8 @@
 import type {
+  ArchiveBatchParams,
+  ArchiveCountParams,
+  ArchivedSnapshot,
+  ArchiveRestoreParams,
   AuditListParams,
   DeadFilter,
   DeadReplayParams,
@@ -34,6 +38,7 @@ import type {
   WorkersUpsertParams,
   SinceParams,
 } from '../types.js';
+import * as archive from './archive.js';
 import * as audit from './audit.js';
 import * as cron from './cron.js';
 import * as doctor from './doctor.js';
@@ -203,6 +208,21 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
   }
   occurrencesPrevious(p: OccurrencesPreviousParams) {
     return cron.previousOccurrence(this.db, this.cell, p);
+  }
+  archiveLock() {
+    return archive.archiveLock(this.db, this.cell);
+  }
+  archiveCount(p: ArchiveCountParams) {
+    return archive.archiveCount(this.db, this.cell, p.finishedBefore);
+  }
+  archiveBatch(p: ArchiveBatchParams) {
+    return archive.archiveBatch(this.db, this.cell, p);
+  }
+  archiveDeleteArchived(p: {rows: ArchivedSnapshot[]}) {
+    return archive.archiveDeleteArchived(this.db, this.cell, p.rows);
+  }
+  archiveRestore(p: ArchiveRestoreParams) {
+    return archive.archiveRestore(this.db, this.cell, p);
   }
   /** Ends the pool; idempotent. */
   close(): Promise<void> {
