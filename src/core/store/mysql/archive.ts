@@ -115,21 +115,34 @@ export async function archiveCount(db: Db, cell: string, finishedBefore: Date): 
 }
 
 /**
+ * The candidates of a batch: a range of idx_tasks_due (cell, state, run_at < cutoff) read in index
+ * order past the cursor (run_at, id: the primary key is the index's last part), filtered by
+ * finished_at. run_at ≤ finished_at for every finished row (a task finishes after it was due), so
+ * the range holds every row of the window; a cancelled delayed task whose run_at is still ahead is
+ * archived once its run_at too is past the cutoff (later, never sooner).
+ */
+export function archiveCandidatesSql(
+  cell: string,
+  p: Pick<ArchiveBatchParams, 'state' | 'finishedBefore' | 'after' | 'limit'>,
+): {sql: string; params: unknown[]} {
+  const cursor = p.after === null ? '' : ' AND (run_at > ? OR (run_at = ? AND id > ?))';
+  return {
+    sql: `SELECT id, run_at FROM tasks FORCE INDEX (idx_tasks_due)
+      WHERE cell = ? AND state = ? AND run_at < ?${cursor} AND finished_at < ?
+      ORDER BY run_at, id LIMIT ?`,
+    params: [cell, p.state, p.finishedBefore, ...(p.after ? [p.after.runAt, p.after.runAt, p.after.id] : []), p.finishedBefore, p.limit],
+  };
+}
+
+/**
  * One archive batch (see ArchiveStore.archiveBatch). Candidates: a range of idx_tasks_due
  * (cell, state, run_at < finishedBefore, then id) past the cursor, filtered by finished_at, in index
  * order, without locks. Then one transaction: the rows by primary key FOR UPDATE, re-checked; their
  * history through idx_history_task; `write`; two multi-row DELETEs by primary key / task id.
  */
 export async function archiveBatch(db: Db, cell: string, p: ArchiveBatchParams): Promise<ArchiveBatchResult> {
-  const cursor = p.after === null ? '' : ' AND (run_at > ? OR (run_at = ? AND id > ?))';
-  const candidates = await select(
-    db,
-    db.pool,
-    `SELECT id, run_at FROM tasks FORCE INDEX (idx_tasks_due)
-      WHERE cell = ? AND state = ? AND run_at < ?${cursor} AND finished_at < ?
-      ORDER BY run_at, id LIMIT ?`,
-    [cell, p.state, p.finishedBefore, ...(p.after ? [p.after.runAt, p.after.runAt, p.after.id] : []), p.finishedBefore, p.limit],
-  );
+  const q = archiveCandidatesSql(cell, p);
+  const candidates = await select(db, db.pool, q.sql, q.params);
   const last = candidates.at(-1);
   const next = candidates.length < p.limit || !last ? null : {runAt: last.run_at as Date, id: last.id as string};
   if (candidates.length === 0) return {deleted: [], next};
