@@ -44,7 +44,8 @@ const DAY_RE = /^\d{4}-\d{2}-\d{2}$/;
 
 /** Throws invalid_input unless `day` is a real YYYY-MM-DD date. */
 export function checkDay(day: string): void {
-  if (!DAY_RE.test(day) || utcDay(Date.parse(`${day}T00:00:00Z`)) !== day) throw invalid(`"${day}" is not a day: use YYYY-MM-DD (UTC)`);
+  const ms = Date.parse(`${day}T00:00:00Z`);
+  if (!DAY_RE.test(day) || Number.isNaN(ms) || utcDay(ms) !== day) throw invalid(`"${day}" is not a day: use YYYY-MM-DD (UTC)`);
 }
 
 /**
