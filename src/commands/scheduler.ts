@@ -84,7 +84,7 @@ AX_METRICS_CELL_EVERY (5s); one scheduler per cell is enough to serve them. A po
       cell?.start();
       // The archiver rides along every scheduler; the cell's archive lock lets one work at a time.
       const archiving = archiveLoop({...rt, archiver: createArchiver(rt, store), everyMs: rt.config.archiveEveryMs});
-      if (rt.config.archiveEveryMs > 0) archiving.start();
+      archiving.start();
       const where = endpoint ? `; health on ${endpoint.url} (/healthz, /readyz, /metrics)` : '';
       if (!this.jsonEnabled()) this.logToStderr(`ax scheduler ${started.id} running${where}; Ctrl-C to stop`);
       const stopSummary = summary.start(() => ({...started.summary(), lastReconcile: undefined}));

@@ -55,8 +55,10 @@ describe('DirectoryArchiveTarget', () => {
     const m = await target.writePart({cell: 'c1', day: '2026-10-30', lines: ['{"task":{"id":"a"}}', '{"task":{"id":"b"}}'], meta});
     expect(m).toMatchObject({status: 'pending', tasks: 2, cell: 'c1', day: '2026-10-30'});
     expect(await target.readPart(m)).toEqual(['{"task":{"id":"a"}}', '{"task":{"id":"b"}}']);
+    expect((await target.listPending('c1')).map((x) => x.part)).toEqual([m.part]);
     await target.saveManifest({...m, status: 'complete'});
     expect((await target.listParts({cell: 'c1'})).map((x) => x.status)).toEqual(['complete']);
+    expect(await target.listPending('c1')).toEqual([]);
     expect((await readdir(join(dir, 'c1', '2026-10-30'))).filter((f) => f.endsWith('.tmp'))).toEqual([]);
   });
 

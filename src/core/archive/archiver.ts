@@ -203,8 +203,7 @@ export class Archiver {
   /** Finishes the pending parts of an interrupted run; returns the tasks it deleted. */
   private async recover(): Promise<number> {
     let n = 0;
-    for (const m of await this.o.target.listParts({cell: this.o.cell})) {
-      if (m.status !== 'pending') continue;
+    for (const m of await this.o.target.listPending(this.o.cell)) {
       const rows = (await this.o.target.readPart(m)).map((l) => decodeLine(l, m.part));
       const movedOn: string[] = [];
       for (let i = 0; i < rows.length; i += this.o.batchSize) {

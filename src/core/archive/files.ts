@@ -1,6 +1,7 @@
 /**
  * The directory archive target: `<root>/<cell>/<YYYY-MM-DD>/<part>.ndjson.gz` with
- * `<part>.manifest.json` beside it (format in docs/archive.md). The only module of the archive that
+ * `<part>.manifest.json` beside it (format in docs/archive.md), and an empty marker
+ * `<root>/<cell>/pending/<day>_<part>` while a part is pending, so the recovery reads only those. The only module of the archive that
  * touches node:fs and node:zlib. Every file is written to `<name>.tmp`, fsynced, renamed, and the
  * directory fsynced, so a crash never leaves a half-written file under its final name.
  */
@@ -96,6 +97,9 @@ export class DirectoryArchiveTarget implements ArchiveTarget {
     };
     try {
       await mkdir(dir, {recursive: true});
+      await mkdir(this.pendingDir(p.cell), {recursive: true});
+      // The marker first: a manifest that exists while pending always has one.
+      await writeAtomic(this.pendingDir(p.cell), `${p.day}_${part}`, new Uint8Array(0));
       await writeAtomic(dir, part + DATA, data);
       await writeAtomic(dir, part + MANIFEST, Buffer.from(`${JSON.stringify(m, null, 2)}\n`));
     } catch (e) {
@@ -150,6 +154,7 @@ export class DirectoryArchiveTarget implements ArchiveTarget {
     const dir = this.dayDir(m.cell, m.day);
     try {
       await writeAtomic(dir, m.part + MANIFEST, Buffer.from(`${JSON.stringify(m, null, 2)}\n`));
+      if (m.status === 'complete') await rm(this.marker(m), {force: true});
     } catch (e) {
       throw this.fsError(e, dir);
     }
@@ -159,12 +164,33 @@ export class DirectoryArchiveTarget implements ArchiveTarget {
     const dir = this.dayDir(m.cell, m.day);
     await rm(join(dir, m.part + MANIFEST), {force: true});
     await rm(join(dir, m.part + DATA), {force: true});
+    await rm(this.marker(m), {force: true});
+  }
+
+  async listPending(cell: string): Promise<PartManifest[]> {
+    const out: PartManifest[] = [];
+    for (const name of (await files(this.pendingDir(cell))).filter((f) => !f.endsWith(TMP)).sort()) {
+      const day = name.slice(0, 10);
+      const part = name.slice(11);
+      const m = (await this.listParts({cell, day})).find((x) => x.part === part);
+      if (m?.status === 'pending') out.push(m);
+      else await rm(join(this.pendingDir(cell), name), {force: true}); // never committed, or already complete
+    }
+    return out;
+  }
+
+  private pendingDir(cell: string): string {
+    return join(this.location, cell, 'pending');
+  }
+
+  private marker(m: PartManifest): string {
+    return join(this.pendingDir(m.cell), `${m.day}_${m.part}`);
   }
 
   async cleanup(cell: string): Promise<number> {
     let n = 0;
     const cellDir = join(this.location, cell);
-    for (const day of await dirs(cellDir)) {
+    for (const day of (await dirs(cellDir)).filter((d) => DAY_RE.test(d) || d === 'pending')) {
       const names = await files(join(cellDir, day));
       const committed = new Set(names.filter((f) => f.endsWith(MANIFEST)).map((f) => f.slice(0, -MANIFEST.length)));
       for (const f of names) {

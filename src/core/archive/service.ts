@@ -18,21 +18,41 @@ export interface ArchiveLoopOptions {
   onRun?: (r: ArchiveRunReport) => void;
 }
 
-/** A Periodic running the archiver (not started; `start()` it unless everyMs is 0). */
-export function archiveLoop(o: ArchiveLoopOptions): Periodic {
-  return new Periodic({
+/** The loop: `start()` (a no-op when everyMs is 0), `runOnce()`, and `stop()`, which aborts a running pass between batches. */
+export interface ArchiveLoop {
+  start(): void;
+  runOnce(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export function archiveLoop(o: ArchiveLoopOptions): ArchiveLoop {
+  let abort = new AbortController();
+  const loop = new Periodic({
     name: 'archive',
     clock: o.clock,
     everyMs: o.everyMs,
     jitter: 0.1,
     random: o.random,
     run: async () => {
-      const r = await o.archiver.run();
+      const r = await o.archiver.run({signal: abort.signal});
       o.onRun?.(r);
       const n = r.tasks.succeeded + r.tasks.dead + r.tasks.cancelled;
       if (n > 0 || r.recovered > 0)
         o.logger.info('archived finished tasks', {...r.tasks, history: r.history, parts: r.parts, recovered: r.recovered});
     },
-    onError: (e) => o.logger.warn('archive failed', {error: errorMessage(e)}),
+    onError: (e) => {
+      if (!abort.signal.aborted) o.logger.warn('archive failed', {error: errorMessage(e)});
+    },
   });
+  return {
+    start: () => {
+      if (o.everyMs > 0) loop.start();
+    },
+    runOnce: () => loop.runOnce(),
+    stop: async () => {
+      abort.abort(new Error('stopping'));
+      await loop.stop();
+      abort = new AbortController();
+    },
+  };
 }

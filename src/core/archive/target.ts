@@ -61,6 +61,11 @@ export interface ArchiveTarget {
    * AxError('conflict') naming the file when it is missing, unreadable or does not match.
    */
   readPart(m: PartManifest): Promise<string[]>;
+  /**
+   * The cell's parts still `pending`, without reading every manifest of every day: what a
+   * recovery must finish. (The directory target keeps a marker per pending part.)
+   */
+  listPending(cell: string): Promise<PartManifest[]>;
   /** Committed parts of a cell (one day, or every day), sorted by day then name. */
   listParts(p: {cell: string; day?: string}): Promise<PartManifest[]>;
   /** Replaces a part's manifest atomically (status, excludedIds). */
