@@ -68,6 +68,8 @@ describe('ax archive', () => {
     const restore = await ax(['archive', 'restore', old[5]!, '--json']);
     expect(restore.code, restore.stderr).toBe(0);
     expect(restore.json.restored).toEqual([old[5]]);
+    const audit = await env.sql<{command: string; task_ids: string}>('SELECT command, task_ids FROM admin_audit');
+    expect(audit).toEqual([{command: 'archive restore', task_ids: JSON.stringify([old[5]])}]);
     expect(await store.tasksGet({id: old[5]!})).toMatchObject({state: 'dead', lastError: 'boom'});
     // Now in the hot table: a second restore is refused, and show no longer finds it archived.
     expect((await ax(['archive', 'restore', old[5]!])).code).toBe(3);

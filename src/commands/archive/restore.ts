@@ -12,7 +12,8 @@ export default class ArchiveRestore extends AxCommand {
 with \`ax dlq replay --force\`. Ids still in the hot table are refused. By ids: all or nothing, one
 transaction. By --day: every part of that day is read and verified first, then restored one part
 (one transaction) at a time. Restored tasks are marked in their part's manifest so each task lives in
-one place; they are archived again after the retention window.
+one place; they are archived again after the retention window. Each restore is recorded in the audit
+trail (ax audit list).
 
 Exit codes: 2 malformed id or day, 3 not in the archive, 4 still in the hot table or a corrupt archive file (named), 5 MySQL unavailable.`;
   static override examples = [
@@ -36,8 +37,10 @@ Exit codes: 2 malformed id or day, 3 not in the archive, 4 still in the hot tabl
     const bad = ids.filter((id) => !isTaskId(id));
     if (bad.length > 0) throw invalid(`not task ids (lower-case UUIDs): ${bad.join(', ')}`);
     if (flags.day !== undefined) checkDay(flags.day);
+    const sel = flags.day === undefined ? {ids} : {day: flags.day};
+    const audit = {operator: rt.operator(), command: 'archive restore', filter: sel, reason: null};
     await using store = disposable(await openStore(rt));
-    const r = await restoreArchived(openArchiveTarget(rt), store, rt.config.cell, flags.day === undefined ? {ids} : {day: flags.day});
+    const r = await restoreArchived(openArchiveTarget(rt), store, rt.config.cell, sel, audit);
     if (!this.jsonEnabled()) this.log(`restored ${r.restored.length} tasks from ${r.parts} parts into the hot table`);
     return r;
   }

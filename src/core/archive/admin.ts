@@ -6,6 +6,7 @@
  */
 import {AxError, invalid} from '../errors.js';
 import type {ArchivedTask, ArchiveStore} from '../store/archive-types.js';
+import type {AuditContext} from '../store/types.js';
 import {idTime, decodeLine, utcDay} from './format.js';
 import type {ArchiveTarget, PartManifest} from './target.js';
 
@@ -101,20 +102,23 @@ export interface RestoreReport {
  * one), then excludes them from their parts so each lives in one place. By ids: all or nothing, one
  * transaction (AxError('not_found') listing unknown ids, AxError('conflict') when one is still in
  * the hot table). By day: one transaction per part; every part is read and verified first.
+ * With `audit`, each transaction writes its audit row (command `archive restore`).
  */
 export async function restoreArchived(
   target: ArchiveTarget,
   store: Pick<ArchiveStore, 'archiveRestore'>,
   cell: string,
   sel: {ids: string[]} | {day: string},
+  audit?: AuditContext,
 ): Promise<RestoreReport> {
+  const audited = audit ? {audit} : {};
   const groups: Array<{m: PartManifest; tasks: ArchivedTask[]}> = [];
   if ('ids' in sel) {
     const found = await findArchived(target, cell, sel.ids);
     const missing = sel.ids.filter((id) => !found.has(id));
     if (missing.length > 0) throw new AxError('not_found', `not in the archive of cell "${cell}": ${missing.join(', ')}; nothing restored`);
     const tasks = sel.ids.map((id) => (found.get(id) as FoundArchived).archived);
-    await store.archiveRestore({tasks});
+    await store.archiveRestore({tasks, ...audited});
     const byPart = new Map<string, {m: PartManifest; ids: string[]}>();
     for (const id of sel.ids) {
       const f = found.get(id) as FoundArchived;
@@ -136,7 +140,7 @@ export async function restoreArchived(
   if (groups.length === 0) throw new AxError('not_found', `no archived tasks for ${sel.day} in cell "${cell}" (${target.location})`);
   const restored: string[] = [];
   for (const {m, tasks} of groups) {
-    const r = await store.archiveRestore({tasks});
+    const r = await store.archiveRestore({tasks, ...audited});
     await target.saveManifest({...m, excludedIds: [...m.excludedIds, ...r.restored]});
     restored.push(...r.restored);
   }

@@ -5,6 +5,8 @@
  * exact form written to the cold-storage files (docs/archive.md), so a restore is byte for byte.
  */
 
+import type {AuditContext} from './types.js';
+
 /** A column value as archived: text, a number, or null. DATETIMEs are ISO-8601 UTC strings. */
 export type ArchivedValue = string | number | null;
 
@@ -73,6 +75,8 @@ export interface ArchiveLease {
 
 export interface ArchiveRestoreParams {
   tasks: ArchivedTask[];
+  /** When given, one audit row (listing the ids restored) is written in the restore's transaction. */
+  audit?: AuditContext;
 }
 
 export interface ArchiveStore {

@@ -17,6 +17,7 @@ import {
   type ArchiveLease,
   type ArchiveRestoreParams,
 } from '../archive-types.js';
+import {insertAudit} from './audit.js';
 import {type Conn, type Db, driverCode, exec, marks, type Row, select, tx} from './db.js';
 
 /** Every column of `tasks` an archived row keeps (restore writes them back as they were). */
@@ -234,6 +235,7 @@ export async function archiveRestore(db: Db, cell: string, p: ArchiveRestorePara
       );
       const hist = p.tasks.flatMap((t) => t.history);
       if (hist.length > 0) await insertRows(db, c, 'task_history', ARCHIVE_HISTORY_COLUMNS, hist);
+      if (p.audit) await insertAudit(db, c, cell, p.audit, ids);
       return {restored: ids};
     });
   } catch (e) {
