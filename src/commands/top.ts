@@ -50,6 +50,9 @@ Exit codes: 2 bad flag value, not a terminal without --once, or a terminal narro
     const source = createTopSource(rt);
     try {
       if (once) return await this.once(source, type);
+      // Ink draws only the last frame when it believes it runs in CI (CI or CONTINUOUS_INTEGRATION
+      // set, read once when ink loads): on a terminal, which is checked above, ax top is live.
+      for (const k of ['CI', 'CONTINUOUS_INTEGRATION']) if (k in process.env) process.env[k] = 'false';
       const {runTop} = await import('../ui/top/run.js');
       await runTop({source, intervalMs, ...(type === undefined ? {} : {filter: type})});
       return undefined;

@@ -66,7 +66,10 @@ describe('ax workers and ax top', () => {
     const w = await eventually(
       async () => {
         const r = await cli(['workers', '--json']);
-        const live = r.json?.workers?.find((x: {status: string; rate: number | null}) => x.status === 'live' && (x.rate ?? 0) > 0);
+        const live = r.json?.workers?.find(
+          (x: {status: string; rate: number | null; types?: Record<string, {succeeded?: number}>}) =>
+            x.status === 'live' && (x.rate ?? 0) > 0 && (x.types?.test_sleep?.succeeded ?? 0) > 0,
+        );
         return live ? {json: r.json, live} : null;
       },
       20_000,
@@ -125,7 +128,8 @@ describe('ax workers and ax top', () => {
   });
 
   it('the TUI in a real terminal: header, table, ↓ selects, ? shows help, q quits', async () => {
-    const vars = Object.entries({...env.env, AX_HEARTBEAT: HEARTBEAT, NODE_ENV: 'production', AX_CONFIG: ''})
+    // CI=true as .ci/run sets it: ax top must still draw live on a terminal (Ink would not).
+    const vars = Object.entries({...env.env, AX_HEARTBEAT: HEARTBEAT, NODE_ENV: 'production', AX_CONFIG: '', CI: 'true'})
       .map(([k, v]) => `${k}='${v}'`)
       .join(' ');
     const t = tmux(`axtop_${process.pid}`, 100, 30, `cd '${ROOT}' && env ${vars} node bin/run.js top --interval 300ms`);
@@ -152,7 +156,7 @@ describe('ax workers and ax top', () => {
       `axtop_${process.pid}_down`,
       80,
       24,
-      `cd '${ROOT}' && env NODE_ENV=production AX_CONFIG= AX_MYSQL_URL=mysql://root@127.0.0.1:1/ax node bin/run.js top --interval 200ms`,
+      `cd '${ROOT}' && env CI=true NODE_ENV=production AX_CONFIG= AX_MYSQL_URL=mysql://root@127.0.0.1:1/ax node bin/run.js top --interval 200ms`,
     );
     try {
       const shown = await t.shows(/! MySQL at .* \(retrying\)/, 'the MySQL error');
