@@ -78,6 +78,7 @@ AX_METRICS_CELL_EVERY (5s); one scheduler per cell is enough to serve them. A po
           clock: rt.clock,
           logger: rt.logger,
           everyMs: rt.config.metricsCellEveryMs,
+          heartbeatMs: rt.config.heartbeatMs,
         });
       }
       await started.start();

@@ -45,7 +45,7 @@ Exit codes: 2 bad flag value, 5 MySQL unavailable.`;
     const rt = this.runtime(flags.config);
     const sinceMs = flags.all ? undefined : parseWorkersSince(flags.since);
     await using store = disposable(await openStore(rt));
-    const r = await listWorkers(store, sinceMs);
+    const r = await listWorkers(store, sinceMs, rt.config.heartbeatMs);
     if (!this.jsonEnabled()) for (const line of render(r.workers, r.counts, r.rate)) this.log(line);
     return {counts: r.counts, rate: r.rate, workers: r.workers.map(workerJson)};
   }

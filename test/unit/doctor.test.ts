@@ -12,7 +12,7 @@ const NOW = new Date('2026-12-01T12:00:00.000Z');
 const ago = (ms: number): Date => new Date(NOW.getTime() - ms);
 const settings = doctorSettings(
   {},
-  {leaseMs: 30_000, poolQueueCapacity: 2000, schedulerHoldMs: 3000, schedulerLoadEveryMs: 1000},
+  {heartbeatMs: 5000, leaseMs: 30_000, poolQueueCapacity: 2000, schedulerHoldMs: 3000, schedulerLoadEveryMs: 1000},
   NOW.getTime(),
 );
 
@@ -104,8 +104,9 @@ describe('ax doctor checks', () => {
       expect(byId(run(healthy({workers: []})).findings, 'workers.none')?.status).toBe('info');
     });
 
-    it('a worker whose heartbeat is older than 30 s without stopping is stale (a warning)', () => {
-      const r = run(healthy({workers: [worker(), worker({id: 'w2', heartbeatAt: ago(45_000), inFlight: 4})]}));
+    it('a worker that missed 3 heartbeats (AX_HEARTBEAT 5s) without stopping is stale (a warning)', () => {
+      const w2 = worker({id: 'w2', heartbeatAt: ago(45_000), heartbeatAgeMs: 45_000, inFlight: 4});
+      const r = run(healthy({workers: [worker(), worker({id: 'w3', heartbeatAt: ago(14_000), heartbeatAgeMs: 14_000}), w2]}));
       const f = byId(r.findings, 'workers.stale');
       expect(f?.status).toBe('warn');
       expect(f?.evidence).toEqual(['w2 on h1 pid 10: last heartbeat 45s ago, 4 in flight']);
@@ -344,7 +345,7 @@ describe('ax doctor checks', () => {
   });
 
   it('refuses bad thresholds as invalid input', () => {
-    const cfg = {leaseMs: 30_000, poolQueueCapacity: 2000, schedulerHoldMs: 3000, schedulerLoadEveryMs: 1000};
+    const cfg = {heartbeatMs: 5000, leaseMs: 30_000, poolQueueCapacity: 2000, schedulerHoldMs: 3000, schedulerLoadEveryMs: 1000};
     expect(() => doctorSettings({late: 'soon'}, cfg, NOW.getTime())).toThrow(/late/);
     expect(() => doctorSettings({since: 'yesterday'}, cfg, NOW.getTime())).toThrow(/since/);
     expect(() => doctorSettings({since: '2027-01-01T00:00:00Z'}, cfg, NOW.getTime())).toThrow(/future/);

@@ -9,7 +9,8 @@ import {
   type TopSample,
   HISTORY_MS,
 } from '../../src/core/inspect/top.js';
-import {typeActivity, workerStatus, workerView} from '../../src/core/inspect/workers.js';
+import {typeActivity, workerView} from '../../src/core/inspect/workers.js';
+import {workerStatus} from '../../src/core/liveness.js';
 import type {TypeCounters, WorkerRow, WorkerStatsDoc} from '../../src/core/store/types.js';
 import {AxEvents} from '../../src/core/events.js';
 import {

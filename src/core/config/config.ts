@@ -208,7 +208,7 @@ export const SETTINGS: Record<keyof AxConfig, Setting> = {
     kind: 'duration',
     default: 5000,
     min: 100,
-    doc: 'how often a worker writes its heartbeat and counters (ax workers, ax top); stale after 3 missed',
+    doc: 'how often a worker writes its heartbeat and counters (ax workers, ax top, ax doctor, ax_workers); stale after 3 missed',
   },
   republishAfterMs: {
     env: 'AX_REPUBLISH_AFTER',

@@ -34,7 +34,7 @@ export const saturationCheck: Check = {
   id: 'workers.saturated',
   symptom: 'slow',
   run({db, settings}: CheckContext): Finding[] {
-    const {live} = splitWorkers(db.workers, db.dbAt, settings.staleAfterMs);
+    const {live} = splitWorkers(db.workers, settings.heartbeatMs);
     const busy = live.filter((w) => {
       const slots = Object.values(w.pools).reduce((n, x) => n + x, 0);
       return slots > 0 && w.inFlight >= slots;

@@ -14,7 +14,7 @@ export const workersCheck: Check = {
   id: 'workers',
   symptom: 'not-running',
   run({db, settings}: CheckContext): Finding[] {
-    const {live, stale} = splitWorkers(db.workers, db.dbAt, settings.staleAfterMs);
+    const {live, stale} = splitWorkers(db.workers, settings.heartbeatMs);
     const due = db.backlog.rows.reduce((n, r) => n + r.due, 0);
     const out: Finding[] = [];
     if (live.length === 0) {
@@ -65,7 +65,7 @@ export const poolsCheck: Check = {
   id: 'pools',
   symptom: 'not-running',
   run({db, settings, handledTypes}: CheckContext): Finding[] {
-    const {live} = splitWorkers(db.workers, db.dbAt, settings.staleAfterMs);
+    const {live} = splitWorkers(db.workers, settings.heartbeatMs);
     if (live.length === 0) return []; // workers.none says it
     const served = new Set(live.flatMap((w) => Object.keys(w.pools)));
     const unserved = db.duePools.filter((r) => !served.has(r.pool));

@@ -1,18 +1,19 @@
-/** Small pure helpers the checks share: worker liveness, ages, counting error groups, lines. */
+/** Small pure helpers the checks share: live and stale workers, ages, counting error groups, lines. */
 import {formatDuration} from '../duration.js';
+import {workerStatus} from '../liveness.js';
 import type {DeadErrorGroup, WorkerRow} from '../store/types.js';
 import type {Finding, Status, Symptom} from './types.js';
 
 /** The most evidence lines one finding prints per list (the rest is summed up in one line). */
 export const MAX_LINES = 5;
 
-/** A worker is live when it never stopped and its heartbeat is at most `staleAfterMs` old (database clock). */
-export function splitWorkers(workers: readonly WorkerRow[], dbAt: Date, staleAfterMs: number): {live: WorkerRow[]; stale: WorkerRow[]} {
+/** The live and stale workers (stopped ones left out), by core/liveness.ts; `heartbeatMs` is AX_HEARTBEAT. */
+export function splitWorkers(workers: readonly WorkerRow[], heartbeatMs: number): {live: WorkerRow[]; stale: WorkerRow[]} {
   const live: WorkerRow[] = [];
   const stale: WorkerRow[] = [];
   for (const w of workers) {
-    if (w.stoppedAt !== null) continue;
-    (dbAt.getTime() - w.heartbeatAt.getTime() <= staleAfterMs ? live : stale).push(w);
+    const status = workerStatus(w, heartbeatMs);
+    if (status !== 'stopped') (status === 'live' ? live : stale).push(w);
   }
   return {live, stale};
 }

@@ -8,8 +8,6 @@ import type {DoctorSettings} from './types.js';
 export const DEFAULT_SINCE = '15m';
 export const DEFAULT_LATE = '1m';
 export const DEFAULT_MAX_SKEW = '1s';
-/** Workers heartbeat every 5 s: six missed beats make one stale. */
-export const STALE_AFTER_MS = 30_000;
 
 export interface DoctorInput {
   /** Start of the history window: a duration back from now or an ISO time. */
@@ -20,7 +18,7 @@ export interface DoctorInput {
   maxSkew?: string;
 }
 
-type Cfg = Pick<AxConfig, 'leaseMs' | 'poolQueueCapacity' | 'schedulerHoldMs' | 'schedulerLoadEveryMs'>;
+type Cfg = Pick<AxConfig, 'heartbeatMs' | 'leaseMs' | 'poolQueueCapacity' | 'schedulerHoldMs' | 'schedulerLoadEveryMs'>;
 
 export function doctorSettings(input: DoctorInput, config: Cfg, nowMs: number): DoctorSettings {
   const since = parseTimeBound(input.since ?? DEFAULT_SINCE, 'since', nowMs);
@@ -31,7 +29,7 @@ export function doctorSettings(input: DoctorInput, config: Cfg, nowMs: number): 
     since,
     lateAfterMs,
     maxSkewMs,
-    staleAfterMs: STALE_AFTER_MS,
+    heartbeatMs: config.heartbeatMs,
     // A delayed task is rung by the scheduler when due; a dead scheduler's are taken over after
     // its hold. Past that (and a few loads), nobody is ringing.
     unrungAfterMs: Math.max(10_000, config.schedulerHoldMs + 2 * config.schedulerLoadEveryMs + 5000),

@@ -72,8 +72,8 @@ export interface DoctorSettings {
   lateAfterMs: number;
   /** A clock difference beyond this (after the round trip's uncertainty) is a problem. */
   maxSkewMs: number;
-  /** A worker whose heartbeat is older than this (and never stopped) is stale. */
-  staleAfterMs: number;
+  /** AX_HEARTBEAT: a worker reporting no interval of its own is stale after 3 of these (core/liveness.ts). */
+  heartbeatMs: number;
   /** Due tasks unrung this long after they became due mean nobody rings (scheduler, producer). */
   unrungAfterMs: number;
   leaseMs: number;

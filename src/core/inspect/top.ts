@@ -187,7 +187,7 @@ export interface TopSnapshot {
  * sampleOf/pushSample); the backlog trend is the slope over its last minute.
  */
 export function buildSnapshot(r: TopReading, history: readonly TopSample[], cell: string): TopSnapshot {
-  const views = (r.workers ?? []).map(workerView);
+  const views = (r.workers ?? []).map((w) => workerView(w));
   const summary = summarizeWorkers(views);
   const activity = typeActivity(views);
   const nowMs = r.backlog?.at.getTime() ?? null;
@@ -251,7 +251,7 @@ function submitRate(r: TopReading): number | null {
 /** The history sample of a reading (null when the backlog could not be read). */
 export function sampleOf(r: TopReading, prev: TopSample | undefined): TopSample | null {
   if (r.backlog === null) return null;
-  const views = (r.workers ?? []).map(workerView);
+  const views = (r.workers ?? []).map((w) => workerView(w));
   const backlog = r.backlog.rows.reduce((n, x) => n + x.due + x.delayed + x.running, 0);
   // A part that failed keeps the previous value, so a sparkline does not dip to zero on an error.
   return {

@@ -1,20 +1,18 @@
 /**
- * `ax workers` and the worker side of `ax top`: each registered worker as live, stale (no heartbeat
- * for STALE_AFTER_BEATS of its intervals: crashed, frozen or cut off from MySQL) or stopped, with
- * its rate over its last heartbeat interval. Classification and rates are pure over the rows.
+ * `ax workers` and the worker side of `ax top`: each registered worker as live, stale or stopped
+ * (core/liveness.ts), with its rate over its last heartbeat interval. Pure over the rows.
  */
 import {invalid} from '../errors.js';
 import {parseDuration} from '../duration.js';
 import type {TypeCounters, WorkerRegistryStore, WorkerRow} from '../store/types.js';
-import {SCALE_OUT_TASKS_PER_S, STALE_AFTER_BEATS} from '../thresholds.js';
+import {workerStatus, type WorkerStatus} from '../liveness.js';
+import {SCALE_OUT_TASKS_PER_S} from '../thresholds.js';
 import {addCounters, attempts, statsDelta} from './rates.js';
 
-/** The heartbeat interval assumed for a worker that reports none (the AX_HEARTBEAT default). */
-export const DEFAULT_HEARTBEAT_MS = 5000;
 /** Stopped and stale workers older than this are left out unless asked for. */
 export const DEFAULT_WORKERS_SINCE = '1h';
 
-export type WorkerStatus = 'live' | 'stale' | 'stopped';
+export type {WorkerStatus};
 
 export interface WorkerView {
   id: string;
@@ -36,16 +34,9 @@ export interface WorkerView {
   windowS: number;
 }
 
-/** Live, stale or stopped: stopped when it said so, stale when its heartbeat is STALE_AFTER_BEATS intervals old. */
-export function workerStatus(w: WorkerRow): WorkerStatus {
-  if (w.stoppedAt !== null) return 'stopped';
-  const every = w.stats?.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
-  return w.heartbeatAgeMs > STALE_AFTER_BEATS * every ? 'stale' : 'live';
-}
-
 /** A worker row as `ax workers` shows it: status, and its per-type activity between its last two heartbeats. */
-export function workerView(w: WorkerRow): WorkerView {
-  const status = workerStatus(w);
+export function workerView(w: WorkerRow, heartbeatMs?: number): WorkerView {
+  const status = workerStatus(w, heartbeatMs);
   const base = {
     id: w.id,
     host: w.host,
@@ -105,10 +96,15 @@ export function parseWorkersSince(since: string | undefined): number {
 /**
  * The registry, classified: live workers always, stopped and stale ones whose last heartbeat is
  * within `sinceMs` (all with `sinceMs` undefined); live first, then stale, then stopped.
+ * `heartbeatMs`: the configured AX_HEARTBEAT, for rows that report no interval (workerStatus).
  */
-export async function listWorkers(store: Pick<WorkerRegistryStore, 'workersList'>, sinceMs?: number): Promise<WorkersReport> {
+export async function listWorkers(
+  store: Pick<WorkerRegistryStore, 'workersList'>,
+  sinceMs?: number,
+  heartbeatMs?: number,
+): Promise<WorkersReport> {
   const rows = await store.workersList(sinceMs === undefined ? {} : {seenWithinMs: sinceMs});
   const order: Record<WorkerStatus, number> = {live: 0, stale: 1, stopped: 2};
-  const views = rows.map(workerView).sort((a, b) => order[a.status] - order[b.status] || a.id.localeCompare(b.id));
+  const views = rows.map((w) => workerView(w, heartbeatMs)).sort((a, b) => order[a.status] - order[b.status] || a.id.localeCompare(b.id));
   return summarizeWorkers(views);
 }

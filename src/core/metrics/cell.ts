@@ -16,14 +16,12 @@
  * another entry of `CellMetricsOptions.extra`); they do not exist yet and are not faked.
  */
 import {errorMessage} from '../errors.js';
+import {workerStatus} from '../liveness.js';
 import type {Logger} from '../log.js';
 import {Periodic} from '../lifecycle.js';
 import type {InspectStore, WorkerRegistryStore} from '../store/types.js';
 import type {Clock} from '../time.js';
 import type {MetricsRegistry} from './registry.js';
-
-/** A worker is live while its heartbeat (every 5 s) is younger than this, and it has not stopped. */
-export const WORKER_LIVE_MS = 30_000;
 
 export interface CellMetricsOptions {
   metrics: MetricsRegistry;
@@ -32,6 +30,8 @@ export interface CellMetricsOptions {
   logger: Logger;
   /** Refresh period (AX_METRICS_CELL_EVERY). */
   everyMs: number;
+  /** AX_HEARTBEAT, for workers that report no interval of their own (core/liveness.ts). */
+  heartbeatMs?: number;
   /** More readers refreshed in the same pass (breaker state, paused types once they exist). */
   extra?: Array<() => Promise<void>>;
 }
@@ -60,7 +60,7 @@ export class CellMetrics {
     const dead = m.gauge('ax_dead_tasks', 'Dead tasks (the dead-letter state), by type.', ['type']);
     const workers = m.gauge(
       'ax_workers',
-      'Workers of the cell by pool and status: live (heartbeat within 30 s) or stale (silent, not stopped).',
+      'Workers of the cell by pool and status: live, or stale (no heartbeat for 3 of its intervals, AX_HEARTBEAT; not stopped).',
       ['pool', 'status'],
     );
     const up = m.gauge(
@@ -97,8 +97,9 @@ export class CellMetrics {
         const counts = new Map<string, {live: number; stale: number}>();
         for (const p of this.pools) counts.set(p, {live: 0, stale: 0});
         for (const w of list) {
-          if (w.stoppedAt !== null) continue;
-          const live = at - w.heartbeatAt.getTime() < WORKER_LIVE_MS;
+          const status = workerStatus(w, o.heartbeatMs);
+          if (status === 'stopped') continue;
+          const live = status === 'live';
           for (const pool of Object.keys(w.pools)) {
             this.pools.add(pool);
             const c = counts.get(pool) ?? {live: 0, stale: 0};
