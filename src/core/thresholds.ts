@@ -5,9 +5,13 @@
  * machine consuming more than 1,000 tasks/s is time to scale out).
  */
 
-/** A backlog (due + delayed + running, all types) above this that keeps growing for BACKLOG_GROWING_MS is P2. */
+/**
+ * Due tasks (all types; delayed and running ones do not count) above this that keep growing for
+ * BACKLOG_GROWING_MS is P2. deploy/prometheus/ax-rules.yml repeats these numbers as literals
+ * (test/unit/thresholds.test.ts keeps them equal).
+ */
 export const BACKLOG_P2 = 10_000;
-/** A backlog above this is P1, growing or not. */
+/** Due tasks above this are P1, growing or not. */
 export const BACKLOG_P1 = 100_000;
 /** How long the backlog must have grown (and stayed above BACKLOG_P2) for the P2 alert. */
 export const BACKLOG_GROWING_MS = 5 * 60_000;

@@ -185,12 +185,13 @@ describe('ax top: submit window, alert level, snapshot', () => {
 
   const series = (f: (s: number) => number, seconds = 330): TopSample[] => {
     let h: TopSample[] = [];
-    for (let s = 0; s <= seconds; s += 10) h = pushSample(h, {t: T0 + s * 1000, backlog: f(s), submitRate: null, consumeRate: null});
+    for (let s = 0; s <= seconds; s += 10) h = pushSample(h, {t: T0 + s * 1000, backlog: f(s) + 50_000, due: f(s), submitRate: null, consumeRate: null});
     return h;
   };
 
-  it('a flat 15k backlog does not page; one that grows for 5 minutes is P2; above 100k is P1', () => {
+  it('a flat 15k due backlog does not page; one that grows for 5 minutes is P2; above 100k is P1; delayed and running do not count', () => {
     expect(alertLevel(series(() => 15_000)).level).toBe('ok');
+    expect(alertLevel(series(() => 0).map((x) => ({...x, backlog: 200_000}))).level).toBe('ok'); // as ax_backlog_tasks{state="due"}
     expect(alertLevel(series((s) => 15_000 + s * 10))).toMatchObject({level: 'P2'});
     expect(alertLevel(series((s) => 150_000 - s))).toMatchObject({level: 'P1'});
     expect(alertLevel(series((s) => 5000 + s * 10)).level).toBe('ok'); // dipped below 10k in the window
@@ -218,7 +219,7 @@ describe('ax top: submit window, alert level, snapshot', () => {
       flow: null,
       failures: ['errors: boom'],
     };
-    const s = buildSnapshot(reading, [{t: T0, backlog: 8, submitRate: 5, consumeRate: 20}], 'default');
+    const s = buildSnapshot(reading, [{t: T0, backlog: 8, due: 5, submitRate: 5, consumeRate: 20}], 'default');
     expect(s).toMatchObject({
       at: new Date(T0).toISOString(),
       workers: {live: 1, stale: 1, stopped: 0},

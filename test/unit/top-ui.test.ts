@@ -136,7 +136,7 @@ describe('layout at fixed widths', () => {
 
   it('sparklines span the last 5 minutes: one column per slice of time, gaps where no sample fell', () => {
     const t = Date.parse('2026-12-01T12:00:00Z');
-    const at = (s: number, backlog: number) => ({t: t + s * 1000, backlog, submitRate: null, consumeRate: null});
+    const at = (s: number, backlog: number) => ({t: t + s * 1000, backlog, due: backlog, submitRate: null, consumeRate: null});
     const history = [at(-600, 99), at(-300, 1), at(-150, 2), at(-1, 3), at(0, 4)];
     // 10 columns of 30 s: -300 falls in the first, -150 in the sixth, -1 and 0 in the last (the latest wins).
     expect(binned(history, (s) => s.backlog, 10)).toEqual([1, null, null, null, null, 2, null, null, null, 4]);

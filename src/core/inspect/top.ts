@@ -110,7 +110,10 @@ export function submitWindow(prevUntil: Date | null, at: Date): {since: Date; un
 export interface TopSample {
   /** Database time (ms). */
   t: number;
+  /** Due + delayed + running (the backlog sparkline). */
   backlog: number;
+  /** Due tasks alone: what the alert level judges, as the alert rules do (ax_backlog_tasks{state="due"}). */
+  due: number;
   submitRate: number | null;
   consumeRate: number | null;
 }
@@ -123,22 +126,24 @@ export interface Alert {
 }
 
 /**
- * The alert level of the backlog, with the thresholds of the alert rules: P1 above BACKLOG_P1; P2
- * above BACKLOG_P2 when, over the last BACKLOG_GROWING_MS, it stayed above it and grew (a positive
- * least-squares slope, as Prometheus' deriv()). Needs that much history for P2 (the reason says so).
+ * The alert level of the due backlog (due tasks of every type: what the alert rules sum; delayed
+ * tasks are not late and running ones are bounded by the slots), with the rules' thresholds: P1
+ * above BACKLOG_P1; P2 above BACKLOG_P2 when, over the last BACKLOG_GROWING_MS, it stayed above it
+ * and grew (a positive least-squares slope, as Prometheus' deriv()). Needs that much history for
+ * P2 (the reason says so). The rules also wait their `for:` before firing; this view does not.
  */
 export function alertLevel(history: readonly TopSample[]): Alert {
   const last = history[history.length - 1];
   if (!last) return {level: 'ok', reason: 'no data yet'};
-  if (last.backlog > BACKLOG_P1) return {level: 'P1', reason: `backlog ${last.backlog} > ${BACKLOG_P1}`};
-  if (last.backlog <= BACKLOG_P2) return {level: 'ok', reason: `backlog ${last.backlog} ≤ ${BACKLOG_P2}`};
+  if (last.due > BACKLOG_P1) return {level: 'P1', reason: `due ${last.due} > ${BACKLOG_P1}`};
+  if (last.due <= BACKLOG_P2) return {level: 'ok', reason: `due ${last.due} ≤ ${BACKLOG_P2}`};
   const from = last.t - BACKLOG_GROWING_MS;
-  if ((history[0]?.t ?? last.t) > from) return {level: 'ok', reason: `backlog > ${BACKLOG_P2}; its trend needs 5m of history`};
+  if ((history[0]?.t ?? last.t) > from) return {level: 'ok', reason: `due > ${BACKLOG_P2}; its trend needs 5m of history`};
   const window = history.filter((s) => s.t >= from);
-  const slope = slopePerS(window.map((s) => ({t: s.t, v: s.backlog})));
-  if (window.every((s) => s.backlog > BACKLOG_P2) && slope !== null && slope > 0)
-    return {level: 'P2', reason: `backlog > ${BACKLOG_P2} and growing for 5m (+${Math.round(slope * 60)}/min)`};
-  return {level: 'ok', reason: `backlog > ${BACKLOG_P2} but not growing for 5m`};
+  const slope = slopePerS(window.map((s) => ({t: s.t, v: s.due})));
+  if (window.every((s) => s.due > BACKLOG_P2) && slope !== null && slope > 0)
+    return {level: 'P2', reason: `due > ${BACKLOG_P2} and growing for 5m (+${Math.round(slope * 60)}/min)`};
+  return {level: 'ok', reason: `due > ${BACKLOG_P2} but not growing for 5m`};
 }
 
 /** The history with `s` added and what is older than HISTORY_MS before it dropped. */
@@ -253,10 +258,12 @@ export function sampleOf(r: TopReading, prev: TopSample | undefined): TopSample 
   if (r.backlog === null) return null;
   const views = (r.workers ?? []).map((w) => workerView(w));
   const backlog = r.backlog.rows.reduce((n, x) => n + x.due + x.delayed + x.running, 0);
+  const due = r.backlog.rows.reduce((n, x) => n + x.due, 0);
   // A part that failed keeps the previous value, so a sparkline does not dip to zero on an error.
   return {
     t: r.backlog.at.getTime(),
     backlog,
+    due,
     submitRate: submitRate(r) ?? prev?.submitRate ?? null,
     consumeRate: r.workers === null ? (prev?.consumeRate ?? null) : summarizeWorkers(views).rate,
   };

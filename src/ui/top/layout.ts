@@ -157,5 +157,5 @@ export const HELP_LINES = [
   'RATE/s attempts per second · FAIL failed or dead share · P95 attempt duration',
   "(local queue wait included; over the workers' last heartbeat interval)",
   'BRK breaker · PAUSE paused (— without flow control)',
-  `Alert: P1 backlog > ${formatCount(BACKLOG_P1)} · P2 backlog > ${formatCount(BACKLOG_P2)} and growing for ${formatDuration(BACKLOG_GROWING_MS)}`,
+  `Alert: P1 due > ${formatCount(BACKLOG_P1)} · P2 due > ${formatCount(BACKLOG_P2)} and growing for ${formatDuration(BACKLOG_GROWING_MS)}`,
 ];
