@@ -15,6 +15,16 @@ interface Plan {
   Extra: string | null;
 }
 
+/** A window of the history (`h`) as a range of idx_history_failures, each task (`t`) by primary key. */
+function expectFailuresJoin(plan: Array<Plan & {table: string}>): void {
+  const h = plan.find((p) => p.table === 'h')!;
+  const t = plan.find((p) => p.table === 't')!;
+  expect(h.key).toBe('idx_history_failures');
+  expect(h.type).toBe('range');
+  expect(t.key).toBe('PRIMARY');
+  expect(t.type).toBe('eq_ref');
+}
+
 describe('query plans of the hot statements', () => {
   let env: TestEnv;
   const explain = async (sql: string, params: unknown[]): Promise<Plan> => (await env.sql<Plan>(`EXPLAIN ${sql}`, params))[0]!;
@@ -129,12 +139,7 @@ describe('query plans of the hot statements', () => {
       new Date(now.getTime() - 3_600_000),
       'default',
     ]);
-    const h = plan.find((p) => p.table === 'h')!;
-    const t = plan.find((p) => p.table === 't')!;
-    expect(h.key).toBe('idx_history_failures');
-    expect(h.type).toBe('range');
-    expect(t.key).toBe('PRIMARY');
-    expect(t.type).toBe('eq_ref');
+    expectFailuresJoin(plan);
   });
 
   it('ax top submit rate: a covering range of idx_tasks_created', async () => {
@@ -152,12 +157,7 @@ describe('query plans of the hot statements', () => {
     const now = (await env.sql<{now: Date}>('SELECT NOW(3) AS now'))[0]!.now;
     const q = failureGroupsSql('default', {since: new Date(now.getTime() - 3_600_000)});
     const plan = await env.sql<Plan & {table: string; rows: number}>(`EXPLAIN ${q.sql}`, q.params);
-    const h = plan.find((p) => p.table === 'h')!;
-    const t = plan.find((p) => p.table === 't')!;
-    expect(h.key).toBe('idx_history_failures');
-    expect(h.type).toBe('range');
-    expect(t.key).toBe('PRIMARY');
-    expect(t.type).toBe('eq_ref');
+    expectFailuresJoin(plan);
   });
 
   it('ax doctor: due per pool through idx_tasks_due; samples of the window’s successes and attempt ends from idx_history_failures alone', async () => {

@@ -5,6 +5,7 @@ import {type DoctorReadStore, gatherBroker, gatherDb} from '../../src/core/docto
 import {doctorSettings} from '../../src/core/doctor/settings.js';
 import {AxError} from '../../src/core/errors.js';
 import {fakeClock} from '../helpers/clock.js';
+import {workerRow} from '../helpers/worker-row.js';
 import type {BrokerEvidence, DbEvidence, DoctorData, Finding} from '../../src/core/doctor/types.js';
 import type {BacklogRow, DeadErrorGroup, WorkerRow} from '../../src/core/store/types.js';
 
@@ -16,20 +17,7 @@ const settings = doctorSettings(
   NOW.getTime(),
 );
 
-const worker = (over: Partial<WorkerRow> = {}): WorkerRow => ({
-  id: 'w1',
-  host: 'h1',
-  pid: 10,
-  pools: {io: 100},
-  inFlight: 0,
-  startedAt: ago(3_600_000),
-  heartbeatAt: ago(2000),
-  heartbeatAgeMs: 2000,
-  stoppedAt: null,
-  stats: null,
-  prev: null,
-  ...over,
-});
+const worker = (over: Partial<WorkerRow> = {}): WorkerRow => workerRow(NOW, 2000, {host: 'h1', pid: 10, pools: {io: 100}, ...over});
 const row = (over: Partial<BacklogRow>): BacklogRow => ({
   type: 'order_notify',
   due: 0,

@@ -11,6 +11,7 @@ import {
 } from '../../src/core/inspect/top.js';
 import {typeActivity, workerView} from '../../src/core/inspect/workers.js';
 import {workerStatus} from '../../src/core/liveness.js';
+import {workerRow} from '../helpers/worker-row.js';
 import type {TypeCounters, WorkerRow, WorkerStatsDoc} from '../../src/core/store/types.js';
 import {AxEvents} from '../../src/core/events.js';
 import {
@@ -31,22 +32,8 @@ const counters = (o: Partial<TypeCounters> & {at?: Record<number, number>}): Typ
 const doc = (types: Record<string, TypeCounters>, heartbeatMs = 5000): WorkerStatsDoc => ({heartbeatMs, types});
 const T0 = Date.parse('2026-12-01T12:00:00Z');
 
-function row(o: Partial<WorkerRow> = {}): WorkerRow {
-  return {
-    id: 'h:1',
-    host: 'h',
-    pid: 1,
-    pools: {io: 8},
-    inFlight: 2,
-    startedAt: new Date(T0 - 60_000),
-    heartbeatAt: new Date(T0),
-    heartbeatAgeMs: 1000,
-    stoppedAt: null,
-    stats: null,
-    prev: null,
-    ...o,
-  };
-}
+const row = (o: Partial<WorkerRow> = {}): WorkerRow =>
+  workerRow(new Date(T0), 1000, {id: 'h:1', inFlight: 2, startedAt: new Date(T0 - 60_000), heartbeatAt: new Date(T0), ...o});
 
 describe('per-type counters of a worker (events → heartbeat document)', () => {
   it('counts attempts by outcome and durations into the fixed buckets, releases apart', () => {
@@ -185,7 +172,8 @@ describe('ax top: submit window, alert level, snapshot', () => {
 
   const series = (f: (s: number) => number, seconds = 330): TopSample[] => {
     let h: TopSample[] = [];
-    for (let s = 0; s <= seconds; s += 10) h = pushSample(h, {t: T0 + s * 1000, backlog: f(s) + 50_000, due: f(s), submitRate: null, consumeRate: null});
+    for (let s = 0; s <= seconds; s += 10)
+      h = pushSample(h, {t: T0 + s * 1000, backlog: f(s) + 50_000, due: f(s), submitRate: null, consumeRate: null});
     return h;
   };
 

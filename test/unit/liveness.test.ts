@@ -8,23 +8,11 @@ import {MetricsRegistry} from '../../src/core/metrics/registry.js';
 import type {WorkerRow} from '../../src/core/store/types.js';
 import {STALE_AFTER_BEATS} from '../../src/core/thresholds.js';
 import {fakeClock} from '../helpers/clock.js';
+import {workerRow} from '../helpers/worker-row.js';
 import {sample} from '../helpers/metrics.js';
 
 const T0 = new Date('2026-12-01T12:00:00Z');
-const row = (id: string, ageMs: number, o: Partial<WorkerRow> = {}): WorkerRow => ({
-  id,
-  host: 'h',
-  pid: 1,
-  pools: {io: 8},
-  inFlight: 0,
-  startedAt: T0,
-  heartbeatAt: new Date(T0.getTime() - ageMs),
-  heartbeatAgeMs: ageMs,
-  stoppedAt: null,
-  stats: null,
-  prev: null,
-  ...o,
-});
+const row = (id: string, ageMs: number, o: Partial<WorkerRow> = {}): WorkerRow => workerRow(T0, ageMs, {id, ...o});
 
 describe('worker liveness', () => {
   it('stale after STALE_AFTER_BEATS of the interval the worker reports, the configured one when it reports none', () => {

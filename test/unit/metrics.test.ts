@@ -16,6 +16,7 @@ import {createLogger} from '../../src/core/log.js';
 import type {BacklogReport, WorkerRow} from '../../src/core/store/types.js';
 import {fakeClock} from '../helpers/clock.js';
 import {sample} from '../helpers/metrics.js';
+import {workerRow} from '../helpers/worker-row.js';
 
 const registry = (): MetricsRegistry => new MetricsRegistry({cell: 'c1', processMetrics: false});
 const text = async (m: MetricsRegistry): Promise<string> => (await m.text()).body;
@@ -78,19 +79,8 @@ describe('scheduler and relay metrics', () => {
 
 describe('cell metrics', () => {
   const at = new Date('2026-01-01T00:00:00Z');
-  const worker = (id: string, heartbeatAgoMs: number, stopped = false): WorkerRow => ({
-    id,
-    host: 'h',
-    pid: 1,
-    pools: {io: 64},
-    inFlight: 0,
-    startedAt: at,
-    heartbeatAt: new Date(at.getTime() - heartbeatAgoMs),
-    heartbeatAgeMs: heartbeatAgoMs,
-    stoppedAt: stopped ? at : null,
-    stats: null,
-    prev: null,
-  });
+  const worker = (id: string, heartbeatAgoMs: number, stopped = false): WorkerRow =>
+    workerRow(at, heartbeatAgoMs, {id, pools: {io: 64}, startedAt: at, stoppedAt: stopped ? at : null});
 
   it('serve the backlog, oldest due age and workers; a failing or hanging database leaves the last values and up = 0', async () => {
     const m = registry();

@@ -4,7 +4,7 @@
  * the history's failure index). Neither counts the 30-day table of finished tasks.
  */
 import {invalid} from '../errors.js';
-import type {InspectStore, TerminalCountRow} from '../store/types.js';
+import type {BacklogRow, InspectStore, TerminalCountRow} from '../store/types.js';
 import {parseTimeBound} from './inspect.js';
 
 export const DEFAULT_STATS_SINCE = '1h';
@@ -18,17 +18,8 @@ export interface FinishedCounts {
   cancelled: number;
 }
 
-export interface TypeStats {
-  type: string;
-  /** Submitted or failed, run_at reached: waiting for a worker. */
-  due: number;
-  /** Submitted or failed, run_at ahead: delayed tasks and retries backing off. */
-  delayed: number;
-  running: number;
-  /** Dead now (the dead-letter queue), whenever they died. */
-  dead: number;
-  /** run_at of the oldest due task, null when none is due. */
-  oldestDueAt: Date | null;
+/** A type's backlog (BacklogRow: due, delayed, running, dead now, oldest due) and its window. */
+export interface TypeStats extends BacklogRow {
   /** How long the oldest due task has waited (database clock), null when none is due. */
   oldestDueAgeMs: number | null;
   /** Terminal transitions since `since`. */

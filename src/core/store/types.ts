@@ -146,6 +146,7 @@ export interface BacklogRow {
   /** submitted or failed with run_at > now: delayed tasks and backed-off retries. */
   delayed: number;
   running: number;
+  /** Dead now (the dead-letter queue), whenever they died. */
   dead: number;
   /** run_at of the oldest due task (null when none is due): its age is how late the type runs. */
   oldestDueAt: Date | null;
