@@ -68,7 +68,7 @@ Exit codes: 0 nothing wrong (warnings allowed), ${DOCTOR_PROBLEM_EXIT_CODE} a pr
       rt.clock.now(),
     );
     const store: (DoctorReadStore & {close(): Promise<void>}) | SourceError = await openStore(rt).catch(withHint);
-    const broker: Broker | SourceError = await openBroker(rt, {reconnect: false}).catch(withHint);
+    const broker: Broker | SourceError = await openBroker(rt, {reconnect: false, declare: false}).catch(withHint);
     try {
       const [db, mq] = await Promise.all([
         gatherDb(store, {clock: rt.clock, since: settings.since, republishAfterMs: rt.config.republishAfterMs}),

@@ -8,6 +8,7 @@ import {fakeClock} from '../helpers/clock.js';
 import {workerRow} from '../helpers/worker-row.js';
 import type {BrokerEvidence, DbEvidence, DoctorData, Finding} from '../../src/core/doctor/types.js';
 import type {BacklogRow, DeadErrorGroup, WorkerRow} from '../../src/core/store/types.js';
+import type {QueueInfo} from '../../src/core/broker/types.js';
 
 const NOW = new Date('2026-12-01T12:00:00.000Z');
 const ago = (ms: number): Date => new Date(NOW.getTime() - ms);
@@ -386,17 +387,27 @@ describe('gathering the evidence', () => {
     expect(await gatherDb(opened, {clock, since: ago(1000), republishAfterMs: 1000})).toEqual({ok: false, error: opened});
   });
 
-  it('tells the queues apart by their pool suffix; a broker that fails is an error', async () => {
-    const b = await gatherBroker({queueDepths: async () => ({'ax.eu.io': 3, 'ax.eu.cpu': 0, 'ax.eu.poison': 1})});
+  it('reads the queues by role without declaring them (a missing one has no depth); a broker that fails is an error', async () => {
+    const q = (name: string, pool: 'io' | 'cpu' | null, messages: number | null): QueueInfo => ({
+      name,
+      role: pool === null ? 'poison' : 'pool',
+      pool,
+      exists: messages !== null,
+      messages,
+      consumers: messages === null ? null : 0,
+    });
+    const b = await gatherBroker({
+      inspectQueues: async () => [q('ax.eu.io', 'io', 3), q('ax.eu.cpu', 'cpu', null), q('ax.eu.poison', null, 1)],
+    });
     expect(b).toEqual({
       ok: true,
       value: {
-        depths: {'ax.eu.io': 3, 'ax.eu.cpu': 0, 'ax.eu.poison': 1},
+        depths: {'ax.eu.io': 3, 'ax.eu.poison': 1},
         queues: {io: 'ax.eu.io', cpu: 'ax.eu.cpu', poison: 'ax.eu.poison'},
       },
     });
     const down = await gatherBroker({
-      queueDepths: async () => {
+      inspectQueues: async () => {
         throw new AxError('unavailable', 'RabbitMQ connection is down');
       },
     });

@@ -60,12 +60,19 @@ export async function gatherDb(
   }
 }
 
-/** Reads the queue depths; queue names are told apart by their pool suffix (`<prefix>.<cell>.io`). */
-export async function gatherBroker(broker: Pick<Broker, 'queueDepths'> | SourceError): Promise<Source<BrokerEvidence>> {
-  if (!('queueDepths' in broker)) return {ok: false, error: broker};
+/**
+ * Reads the cell's queues as `ax queues` does (Broker.inspectQueues: passive checks, declares
+ * nothing, so a doctor pointed at a wrong cell creates no queues); a missing queue has no depth
+ * (the checks read it as 0).
+ */
+export async function gatherBroker(broker: Pick<Broker, 'inspectQueues'> | SourceError): Promise<Source<BrokerEvidence>> {
+  if (!('inspectQueues' in broker)) return {ok: false, error: broker};
   try {
-    const depths = await broker.queueDepths();
-    const named = (suffix: string): string => Object.keys(depths).find((q) => q.endsWith(`.${suffix}`)) ?? suffix;
+    const infos = await broker.inspectQueues();
+    const depths: Record<string, number> = {};
+    for (const q of infos) if (q.exists) depths[q.name] = q.messages ?? 0;
+    const named = (role: 'io' | 'cpu' | 'poison'): string =>
+      infos.find((q) => (role === 'poison' ? q.role === 'poison' : q.pool === role))?.name ?? role;
     return {ok: true, value: {depths, queues: {io: named('io'), cpu: named('cpu'), poison: named('poison')}}};
   } catch (e) {
     return {ok: false, error: sourceError(e)};
