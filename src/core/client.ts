@@ -7,6 +7,7 @@ import {cancelTask, showTask, type TaskDetail} from './inspect/inspect.js';
 import type {ScheduleStore, TaskStore} from './store/types.js';
 import {createCronAdmin, type CronAdmin} from './cron/admin.js';
 import {createDlqAdmin, type DlqAdmin} from './dlq/admin.js';
+import {createTypesAdmin, type TypesAdmin} from './types/admin.js';
 import type {TaskSpec} from './task/model.js';
 import type {TaskState} from './task/state.js';
 import type {Clock, Random} from './time.js';
@@ -28,6 +29,8 @@ export interface AxClient {
   cron: CronAdmin;
   /** Dead tasks: list, show, stats, replay (see DlqAdmin); replays are audited. */
   dlq: DlqAdmin;
+  /** Task types: list, show, pause, resume (see TypesAdmin); pause and resume are audited. */
+  types: TypesAdmin;
   /**
    * Failed attempts of every task (retried or dead) per type × error signature, the largest groups
    * first; the window defaults to the last hour (see `ax errors`). Throws invalid_input for bad input.
@@ -72,6 +75,7 @@ export function createClient(p: ClientParts): AxClient {
     // Only the admin API: the scheduler's cron policy (materialize, repair, …) is not the SDK's.
     cron: createCronAdmin({config: p.config, store: p.store, broker: p.broker, clock: p.clock, logger: p.logger, actor: p.actor}),
     dlq: createDlqAdmin({...p, payloadLimitBytes: p.config.payloadLimitBytes}),
+    types: createTypesAdmin({...p, flowRefreshMs: p.config.flowRefreshMs}),
     submit: (t) => producer.submit(t),
     flush: () => producer.flush(),
     cancel: (id, reason) => cancelTask(p.store, id, p.actor, reason ?? null, p.operator()),

@@ -53,6 +53,21 @@ export interface AxEventMap {
   'task:dead': FailureEvent;
   /** Handed back without using an attempt (never started, pool full, another pool's task). */
   'task:released': AttemptEvent & {reason: string};
+  /**
+   * The admission step (core/flow) did not let a task of `type` run: it waits in storage for
+   * `delayMs` without using an attempt (`parked`: paused, breaker, unhandled; null: its handler is
+   * on other workers). `claimed`: it had been claimed (the attempt was given back).
+   */
+  'task:parked': {
+    id: string;
+    type: string;
+    parked: 'paused' | 'breaker' | 'unhandled' | null;
+    reason: string;
+    delayMs: number;
+    claimed: boolean;
+  };
+  /** A task waited AX_UNHANDLED_DEAD_AFTER with no live worker having its handler, and went dead. */
+  'task:unhandled-dead': {id: string; type: string};
   /** Outcomes whose row had moved on (another fence, not running): nothing was written. */
   'outcome:stale': {count: number};
   /** Doorbells were published and confirmed by RabbitMQ (the rows' published marks follow). */

@@ -170,12 +170,23 @@ describe('core pipeline', () => {
     expect((await client.getTask(s)).task.lastError).toContain('a string, not an Error');
   });
 
-  it('an unknown type at the worker → dead with a clear reason', async () => {
+  it('a type no live worker handles is parked unclaimed (no attempt used, no death), not dead-lettered', async () => {
+    const parked = new Promise<{parked: string | null; claimed: boolean; reason: string}>((resolve) => {
+      for (const w of workers) w.events.on('task:parked', (e) => e.type === 'nobody_handles' && resolve(e));
+    });
     const id = await client.submit({type: 'nobody_handles', payload: {}});
-    const o = outcomeOf(id);
     await client.flush();
-    expect(await o).toMatchObject({kind: 'deadLetter'});
-    expect((await client.getTask(id)).task.lastError).toMatch(/unknown task type "nobody_handles"/);
+    expect(await parked).toMatchObject({
+      parked: 'unhandled',
+      claimed: false,
+      reason: expect.stringMatching(/no live worker has a handler for type "nobody_handles"/),
+    });
+    const {task, history} = await client.getTask(id);
+    expect(task).toMatchObject({state: 'submitted', attempt: 0});
+    expect(history.map((h) => h.to)).toEqual(['submitted', 'submitted']);
+    expect(history.some((h) => h.to === 'running')).toBe(false);
+    const v = (await client.types.list()).types.find((t) => t.type === 'nobody_handles');
+    expect(v).toMatchObject({noHandler: true, parked: {unhandled: 1}});
   });
 
   it('a handler that never resolves times out and is failed', async () => {

@@ -34,6 +34,12 @@ describe('state machine', () => {
         'dead>submitted',
         'succeeded>submitted',
         'cancelled>submitted',
+        // Flow control: parked (claimed or not) back to submitted, and dead for want of a handler.
+        'running>submitted',
+        'submitted>submitted',
+        'failed>submitted',
+        'submitted>dead',
+        'failed>dead',
       ].sort(),
     );
   });

@@ -19,6 +19,7 @@ const OUTCOMES: Record<string, Outcome> = {
   release: {kind: 'release', id: 'a', fence: 2, reason: 'r'},
   rescue: {kind: 'rescue', id: 'a', fence: 2, error: 'e', retryDelayMs: 0},
   rescueDeadLetter: {kind: 'rescueDeadLetter', id: 'a', fence: 2, error: 'e'},
+  park: {kind: 'park', id: 'a', fence: 2, reason: 'parked: type paused', delayMs: 5000, parked: 'paused'},
 };
 
 describe('guards from the transition table', () => {
@@ -47,6 +48,10 @@ describe('guards from the transition table', () => {
       expect(q.sql, kind).toContain(guardedWhere(t, [o]).sql);
     }
     expect(outcomeUpdateSql('rescue', [OUTCOMES.rescue!]).sql).toContain('lease_until < NOW(3)');
+    // A park gives the attempt back and is due after its delay (5 s = 5e6 µs).
+    const park = outcomeUpdateSql('park', [OUTCOMES.park!]);
+    expect(park.sql).toContain('attempt = attempt - 1');
+    expect(park.params).toContain(5_000_000);
     expect(outcomeUpdateSql('fail', [OUTCOMES.fail!]).sql).not.toContain('lease_until < NOW(3)');
   });
 

@@ -79,6 +79,14 @@ export interface AxConfig {
   archiveEveryMs: number;
   archiveBatch: number;
   archivePauseMs: number;
+  /** How often a worker reads the type registry (pause, breaker, live handlers) for its admission step. */
+  flowRefreshMs: number;
+  /** A paused type's task is looked at again after this long (a resume releases it earlier). */
+  pausedRecheckMs: number;
+  /** A task no live worker handles is looked at again after this long (a registering worker rings it earlier). */
+  unhandledRecheckMs: number;
+  /** A task no live worker handles goes dead after waiting this long. */
+  unhandledDeadAfterMs: number;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
   /** `json` lines, `pretty` (pino-pretty), or `auto`: pretty when stderr is a terminal. */
   logFormat: 'auto' | 'json' | 'pretty';
@@ -281,6 +289,33 @@ export const SETTINGS: Record<keyof AxConfig, Setting> = {
     default: 100,
     min: 0,
     doc: 'pause between two archive batches, so live traffic does not notice',
+  flowRefreshMs: {
+    env: 'AX_FLOW_REFRESH',
+    kind: 'duration',
+    default: 1000,
+    min: 100,
+    doc: 'how often a worker reads the type registry (pause, breaker, live handlers): a pause takes effect within it',
+  },
+  pausedRecheckMs: {
+    env: 'AX_PAUSED_RECHECK',
+    kind: 'duration',
+    default: 300_000,
+    min: 1000,
+    doc: "how long a paused type's task waits before a worker looks at it again (ax types resume releases it at once)",
+  },
+  unhandledRecheckMs: {
+    env: 'AX_UNHANDLED_RECHECK',
+    kind: 'duration',
+    default: 60_000,
+    min: 100,
+    doc: 'how long a task no live worker has a handler for waits before it is looked at again (a worker registering the type rings it at once)',
+  },
+  unhandledDeadAfterMs: {
+    env: 'AX_UNHANDLED_DEAD_AFTER',
+    kind: 'duration',
+    default: 3_600_000,
+    min: 1000,
+    doc: 'a task no live worker has a handler for goes dead after waiting this long',
   },
   logLevel: {
     env: 'AX_LOG_LEVEL',

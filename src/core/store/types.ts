@@ -72,7 +72,16 @@ export type Outcome =
   /** The rescuer: running → failed with a retry, only while the lease is still expired. */
   | (OutcomeBase & {kind: 'rescue'; error: string; retryDelayMs: number})
   /** The rescuer: running → dead (out of retries), only while the lease is still expired. */
-  | (OutcomeBase & {kind: 'rescueDeadLetter'; error: string});
+  | (OutcomeBase & {kind: 'rescueDeadLetter'; error: string})
+  /**
+   * running → submitted, due after `delayMs`, the attempt given back: the admission step (core/flow)
+   * said the type may not run now. `parked` marks why (null: not a parked backlog, e.g. the handler
+   * runs on other workers); `reason` goes to history only.
+   */
+  | (OutcomeBase & {kind: 'park'; reason: string; delayMs: number; parked: ParkedKind | null});
+
+/** Why a waiting task is parked (the `tasks.parked` column): what releases it. */
+export type ParkedKind = 'paused' | 'breaker' | 'unhandled';
 
 export type OutcomeKind = Outcome['kind'];
 
@@ -171,6 +180,8 @@ export interface WorkerInfo {
   host: string;
   pid: number;
   pools: Record<string, number>;
+  /** The task types it has handlers for (registered in the type registry too). */
+  types?: string[];
 }
 
 /** One task type's cumulative counters in a worker, since the worker started. */
@@ -649,6 +660,138 @@ export interface DoctorStore {
   attemptTimes(p: SinceParams): Promise<AttemptTimes[]>;
 }
 
+/** A task type's registry row (`task_types`): operator state and the cluster-wide breaker. */
+export interface TypeRecord {
+  type: string;
+  paused: boolean;
+  pausedBy: string | null;
+  pausedReason: string | null;
+  pausedAt: Date | null;
+  /** Limits and breaker thresholds set with `ax types set` (core/flow/settings.ts); {} when none. */
+  settings: Record<string, unknown>;
+  breaker: {state: 'closed' | 'open' | 'half_open'; until: Date | null; openings: number; changedAt: Date | null};
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** What a worker's admission step reads every refresh (two small statements). */
+export interface FlowView {
+  /** The database clock when read. */
+  at: Date;
+  /** Registry rows that say something (paused, breaker not closed, settings): the rest run freely. */
+  types: TypeRecord[];
+  /** Live workers (heartbeat within `liveMs`, not stopped) per type they have a handler for. */
+  handlers: Record<string, string[]>;
+}
+
+export interface FlowViewParams {
+  /** A worker counts as live while its last heartbeat is at most this old. */
+  liveMs: number;
+}
+
+/** The registry as `ax types list` shows it. */
+export interface TypesReport extends FlowView {
+  /** Every registry row (FlowView.types has only those that say something). */
+  all: TypeRecord[];
+  /** Waiting tasks parked per type and kind. */
+  parked: Record<string, Partial<Record<ParkedKind, number>>>;
+}
+
+/** One row of a type's history: paused, resumed, breaker transitions. */
+export interface TypeEvent {
+  at: Date;
+  event: string;
+  actor: string;
+  detail: string | null;
+}
+
+export interface TypeHistoryParams {
+  type: string;
+  limit: number;
+}
+
+export interface TypeSetPausedParams {
+  type: string;
+  paused: boolean;
+  /** Recorded as paused_by and in the type's history. */
+  operator: string;
+  reason: string | null;
+  audit: AuditContext;
+}
+
+export interface TypeSetPausedResult {
+  /** False when the type already was in that state (nothing written, no audit row). */
+  changed: boolean;
+  /** Whether it had a registry row before (false: the row was created by this call). */
+  existed: boolean;
+  record: TypeRecord;
+}
+
+export interface TasksDeferParams {
+  /** Unclaimed tasks (ids from doorbells) the admission step refused, each with how long to wait and why. */
+  tasks: Array<{id: string; delayMs: number; parked: ParkedKind | null; reason: string}>;
+  /** Recorded in history (host:pid). */
+  actor: string;
+  /**
+   * A task parked `unhandled` since longer than this goes dead ("no live worker has a handler")
+   * instead of waiting again.
+   */
+  unhandledDeadAfterMs: number;
+}
+
+export interface TasksDeferResult {
+  /** Now submitted, due later, unpublished (the scheduler rings them when due); no attempt used. */
+  deferred: string[];
+  /** Dead after waiting AX_UNHANDLED_DEAD_AFTER for a handler. */
+  dead: Array<{id: string; type: string}>;
+  /** Not claimable any more (running, finished) or unknown (state null): left alone. */
+  skipped: Array<{id: string; state: TaskState | null}>;
+}
+
+export interface ParkedReleaseParams {
+  type: string;
+  /** Which parked tasks: e.g. ['paused'] on resume, ['unhandled'] when a handler registers. */
+  kinds: ParkedKind[];
+  limit: number;
+}
+
+export interface HandlersRegisterParams {
+  types: string[];
+}
+
+/**
+ * The type registry and flow control: pause state, settings, breaker state per type, which live
+ * workers handle which type, and the parked backlog. Pause/resume are audited in their transaction.
+ */
+export interface FlowStore extends DbClockStore {
+  /** Creates registry rows for these types when missing (a worker's handlers, on start). */
+  typesRegister(p: HandlersRegisterParams): Promise<void>;
+  /** The state the admission step needs (see FlowView). Two statements, index-only on small tables. */
+  flowView(p: FlowViewParams): Promise<FlowView>;
+  /** Every registry row, the live handlers and the parked counts (a range of idx_tasks_due over the waiting states). */
+  typesReport(p: FlowViewParams): Promise<TypesReport>;
+  /** A type's history, newest first. */
+  typeHistory(p: TypeHistoryParams): Promise<TypeEvent[]>;
+  /**
+   * Pauses or resumes a type in one transaction: the registry row (created if missing) locked, the
+   * change, a history row and an audit row — none of them when the type already was in that state.
+   */
+  typeSetPaused(p: TypeSetPausedParams): Promise<TypeSetPausedResult>;
+  /**
+   * Parks unclaimed tasks in one transaction: a locking read, then per (delay, kind) one UPDATE
+   * guarded by the defer transition (claimable at the fence read) that makes them due later,
+   * unpublished, fence + 1 (a doorbell already in flight cannot mark them); `unhandled` ones parked
+   * longer than unhandledDeadAfterMs go dead instead (unhandledDead). One history INSERT. Attempts
+   * untouched.
+   */
+  tasksDefer(p: TasksDeferParams): Promise<TasksDeferResult>;
+  /**
+   * Makes up to `limit` parked tasks of a type due now (parked cleared, unpublished), smallest ids
+   * first, and returns them to ring (then mark at `fence`). Call again until fewer come back.
+   */
+  parkedRelease(p: ParkedReleaseParams): Promise<Array<DispatchRef & {fence: number}>>;
+}
+
 /**
  * Everything ax's task database offers, for composition roots and tests. Services and commands
  * take the narrow seams above (or a Pick of them), never this.
@@ -662,6 +805,7 @@ export type TaskStore = HotPathStore &
   WorkerRegistryStore &
   DoctorStore &
   ArchiveStore &
+  FlowStore &
   Closable;
 
 /** The task store and the schedules in the same database: what `openStore()` hands out. */

@@ -38,6 +38,15 @@ export const TRANSITIONS = {
   /** The rescuer: a running task whose worker stopped renewing its lease; the attempt counts. */
   rescue: {from: ['running'], to: 'failed', fenced: true, leaseExpired: true},
   rescueDeadLetter: {from: ['running'], to: 'dead', fenced: true, leaseExpired: true},
+  /**
+   * Flow control (core/flow): a claimed task its type may not run now (paused, breaker open, no
+   * handler) goes back to storage due later, the attempt given back.
+   */
+  park: {from: ['running'], to: 'submitted', fenced: true},
+  /** The same for a task not claimed at all: the admission step said no before the claim. */
+  defer: {from: ['submitted', 'failed'], to: 'submitted', fenced: true},
+  /** A task no live worker had a handler for during AX_UNHANDLED_DEAD_AFTER. */
+  unhandledDead: {from: ['submitted', 'failed'], to: 'dead', fenced: true},
   cancel: {from: ['submitted', 'failed'], to: 'cancelled'},
   replay: {from: ['dead'], to: 'submitted'},
   /** `ax dlq replay --force`: also finished tasks, skipping the idempotency check of a finished task. */

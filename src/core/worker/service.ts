@@ -1,3 +1,4 @@
+import {FlowGate} from '../flow/gate.js';
 import {pathToFileURL} from 'node:url';
 import {isAbsolute, resolve} from 'node:path';
 import {AxError, errorMessage, invalid} from '../errors.js';
@@ -158,7 +159,16 @@ async function buildWorker(o: WorkerServiceOptions, handlers: HandlerMap, url: s
       ...(o.onThreadStray ? {onStray: o.onThreadStray} : {}),
     });
   }
+  const flow = new FlowGate({
+    store: o.store,
+    clock: o.clock,
+    logger: o.logger,
+    refreshMs: cfg.flowRefreshMs,
+    admission: {pausedRecheckMs: cfg.pausedRecheckMs, unhandledRecheckMs: cfg.unhandledRecheckMs},
+    unhandledDeadAfterMs: cfg.unhandledDeadAfterMs,
+  });
   return new Worker({
+    flow,
     store: o.store,
     broker: o.broker,
     clock: o.clock,

@@ -3,7 +3,7 @@ import {errorMessage} from '../errors.js';
 import type {Logger} from '../log.js';
 import {type Broker, type Delivery, type Subscription, type TaskMessage, decodeMessage, splitDelivery} from '../broker/types.js';
 import type {BackoffOptions} from '../retry/backoff.js';
-import type {ClaimedTask, HotPathStore, Outcome, WorkerRegistryStore} from '../store/types.js';
+import type {ClaimedTask, HotPathStore, Outcome, ParkedKind, WorkerRegistryStore} from '../store/types.js';
 import type {JsonObject, PoolName} from '../task/model.js';
 import {type Clock, type Random, sleep} from '../time.js';
 import {MicroBatcher} from '../batcher.js';
@@ -14,10 +14,12 @@ import {countTypeStats, type TypeStats} from './type-stats.js';
 import type {HandlerMap} from './handlers.js';
 import {decideOutcome, type Held, type NotStarted} from './outcome.js';
 import {type ExecutionPool, type JobResult, NOT_STARTED} from './pool.js';
+import {FlowGate, type GateStore} from '../flow/gate.js';
 
-/** What a worker needs of the task database: the hot path and its registry row. */
+/** What a worker needs of the task database: the hot path, its registry row and flow control. */
 export type WorkerStore = Pick<HotPathStore, 'tasksClaim' | 'leasesRenew' | 'outcomesApply' | 'doorbellsMark'> &
-  Pick<WorkerRegistryStore, 'workersUpsert' | 'workersStop'>;
+  Pick<WorkerRegistryStore, 'workersUpsert' | 'workersStop'> &
+  GateStore;
 
 export interface WorkerOptions {
   store: WorkerStore;
@@ -53,6 +55,8 @@ export interface WorkerOptions {
    * log, each other's events too.
    */
   events?: AxEvents;
+  /** The admission step (flow control per type); default: a FlowGate over `store` with its defaults. */
+  flow?: FlowGate;
 }
 
 export type {WorkerStats} from './subscribers.js';
@@ -103,6 +107,7 @@ export class Worker implements Service {
   private readonly log: Logger;
   private readonly renewer: Periodic;
   private readonly beat: Periodic;
+  private readonly gate: FlowGate;
   private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
   private stopping: Promise<void> | undefined;
   private readonly settled = new Set<Promise<unknown>>();
@@ -115,6 +120,7 @@ export class Worker implements Service {
     released: AxChannel<'task:released'>;
     stale: AxChannel<'doorbell:stale'>;
   };
+  private readonly parked: AxChannel<'task:parked'>;
 
   constructor(private readonly o: WorkerOptions) {
     this.id = o.workerId ?? `${hostname()}:${process.pid}`;
@@ -131,9 +137,11 @@ export class Worker implements Service {
       released: ev.channel('task:released'),
       stale: ev.channel('doorbell:stale'),
     };
+    this.parked = ev.channel('task:parked');
     this.stats = countWorkerEvents(this.events);
     const heartbeatMs = o.heartbeatMs ?? 5000;
     this.typeStats = countTypeStats(this.events, heartbeatMs);
+    this.gate = o.flow ?? new FlowGate({store: o.store, clock: o.clock, logger: this.log});
     logTaskFailures(this.events, this.log);
     this.renewer = new Periodic({
       name: 'lease renewal',
@@ -197,6 +205,7 @@ export class Worker implements Service {
     if (this.state !== 'new') return;
     this.state = 'running';
     await this.o.store.workersUpsert({info: this.info(), inFlight: 0, stats: this.typeStats.snapshot()});
+    await this.gate.start(this.info().types, this.o.broker);
     for (const [name, pool] of Object.entries(this.o.pools) as Array<[PoolName, ExecutionPool]>) {
       // Room for full doorbells, but never fewer than 32 messages (or the room): small ones (cron,
       // re-rings, a quiet scheduler tick) must not shrink the claim batches to a few tasks.
@@ -209,10 +218,10 @@ export class Worker implements Service {
     this.log.info('worker started', {pools: this.info().pools, leaseMs: this.o.leaseMs});
   }
 
-  private info(): {id: string; host: string; pid: number; pools: Record<string, number>} {
+  private info(): {id: string; host: string; pid: number; pools: Record<string, number>; types: string[]} {
     const pools: Record<string, number> = {};
     for (const [n, p] of Object.entries(this.o.pools)) pools[n] = (p as ExecutionPool).size;
-    return {id: this.id, host: hostname(), pid: process.pid, pools};
+    return {id: this.id, host: hostname(), pid: process.pid, pools, types: [...this.o.handlers.byType.keys()].sort()};
   }
 
   private onDelivery(d: Delivery): void {
@@ -250,18 +259,12 @@ export class Worker implements Service {
   private async claimBatch(batch: Pending[]): Promise<void> {
     const byId = new Map<string, Pending[]>();
     for (const p of batch) byId.set(p.id, [...(byId.get(p.id) ?? []), p]);
-    let result;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        result = await this.o.store.tasksClaim({ids: [...byId.keys()], worker: this.id, leaseMs: this.o.leaseMs});
-        break;
-      } catch (e) {
-        if (this.state !== 'running') return; // unacked deliveries go back to the queue with the channel
-        const delay = Math.min(5000, 50 * 2 ** Math.min(attempt, 7));
-        this.log.warn('claim failed, retrying', {tasks: byId.size, attempt, error: errorMessage(e)});
-        await sleep(this.o.clock, delay);
-      }
-    }
+    await this.deferRefused(byId);
+    if (byId.size === 0) return;
+    const result = await this.retrying('claim', byId.size, () =>
+      this.o.store.tasksClaim({ids: [...byId.keys()], worker: this.id, leaseMs: this.o.leaseMs}),
+    );
+    if (!result) return;
     for (const s of result.skipped) {
       for (const p of byId.get(s.id) ?? []) {
         if (s.state === null) this.track(this.poison(p.d, `unknown task id ${s.id}`));
@@ -283,6 +286,49 @@ export class Worker implements Service {
     }
   }
 
+  /**
+   * The admission step before the claim: tasks whose type may not run now (paused, breaker open, no
+   * handler here) are parked in storage unclaimed, their deliveries acked, and removed from `byId`.
+   */
+  private async deferRefused(byId: Map<string, Pending[]>): Promise<void> {
+    const refused: Array<{id: string; type: string; delayMs: number; parked: ParkedKind | null; reason: string}> = [];
+    for (const [id, parts] of byId) {
+      const type = parts[0]!.type;
+      const a = this.gate.admit(type, this.o.handlers.byType.has(type));
+      if (!a.run) refused.push({id, type, delayMs: a.delayMs, parked: a.parked, reason: a.reason});
+    }
+    if (refused.length === 0) return;
+    const res = await this.retrying('parking', refused.length, () =>
+      this.o.store.tasksDefer({tasks: refused, actor: this.id, unhandledDeadAfterMs: this.gate.unhandledDeadAfterMs}),
+    );
+    if (!res) return; // stopping: unacked deliveries go back to the queue with the channel
+    const deferred = new Set(res.deferred);
+    for (const r of refused) {
+      if (deferred.has(r.id))
+        this.parked.emit({id: r.id, type: r.type, parked: r.parked, reason: r.reason, delayMs: r.delayMs, claimed: false});
+      for (const p of byId.get(r.id) ?? []) p.d.ack();
+      byId.delete(r.id);
+    }
+    for (const d of res.dead) {
+      this.events.emit('task:unhandled-dead', d);
+      this.log.error('task dead: no live worker had a handler for its type during AX_UNHANDLED_DEAD_AFTER', d);
+    }
+  }
+
+  /** Runs a store call again with backoff until it succeeds; undefined once the worker is stopping. */
+  private async retrying<T>(what: string, tasks: number, fn: () => Promise<T>): Promise<T | undefined> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await fn();
+      } catch (e) {
+        if (this.state !== 'running') return undefined;
+        const delay = Math.min(5000, 50 * 2 ** Math.min(attempt, 7));
+        this.log.warn(`${what} failed, retrying`, {tasks, attempt, error: errorMessage(e)});
+        await sleep(this.o.clock, delay);
+      }
+    }
+  }
+
   private dispatch(t: ClaimedTask): void {
     const h = this.o.handlers.byType.get(t.type);
     const startedAt = this.o.clock.monotonic();
@@ -299,8 +345,18 @@ export class Worker implements Service {
       endedAt: startedAt,
     };
     this.held.set(t.id, heldTask);
-    if (!h) {
-      this.finish(heldTask, {kind: 'fail', unrecoverable: true, message: `unknown task type "${t.type}": no handler at worker ${this.id}`});
+    // The admission step again on the row's type (the doorbell's may differ): given back, no attempt.
+    const a = this.gate.admit(t.type, h !== undefined);
+    if (!a.run || !h) {
+      const refusal = a.run ? {delayMs: 0, parked: null, reason: 'no handler'} : a;
+      this.outcomes.push({
+        kind: 'park',
+        id: t.id,
+        fence: t.fence,
+        reason: refusal.reason,
+        delayMs: refusal.delayMs,
+        parked: refusal.parked,
+      });
       return;
     }
     const pool = this.o.pools[h.pool];
@@ -386,6 +442,8 @@ export class Worker implements Service {
         return this.ch.succeeded.emit(base);
       case 'release':
         return this.ch.released.emit({...base, reason: o.reason});
+      case 'park':
+        return this.parked.emit({id: o.id, type: base.type, parked: o.parked, reason: o.reason, delayMs: o.delayMs, claimed: true});
       case 'fail':
       case 'rescue':
         return this.ch.failed.emit({...base, error: o.error, ...stackOf(o), retryDelayMs: o.retryDelayMs});
@@ -451,6 +509,7 @@ export class Worker implements Service {
     const wasRunning = this.state === 'running';
     this.state = 'stopping';
     await this.beat.stop();
+    await this.gate.stop();
     await Promise.all(this.subs.map((s) => s.cancel()));
     this.claims.takeWaiting();
     await this.claims.flush();

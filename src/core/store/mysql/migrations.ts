@@ -248,6 +248,56 @@ export const MIGRATIONS: Migration[] = [
       },
     ],
   },
+  {
+    version: 8,
+    name: 'task type registry: pause, breaker state, settings; handler types of workers; parked tasks',
+    statements: [
+      // One row per task type of the cell seen by a worker (its handlers) or an operator (pause, set).
+      // settings: JSON of the type's limits and breaker thresholds (core/flow/settings.ts); breaker_*:
+      // the cluster-wide breaker (closed | open | half_open), the time of its next probe and how often
+      // it opened in a row (the cool-down grows with it).
+      `CREATE TABLE IF NOT EXISTS task_types (
+        cell               VARCHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        type               VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        paused             TINYINT(1) NOT NULL DEFAULT 0,
+        paused_by          VARCHAR(255) NULL,
+        paused_reason      TEXT NULL,
+        paused_at          DATETIME(3) NULL,
+        settings           TEXT NULL,
+        breaker_state      ENUM('closed','open','half_open') NOT NULL DEFAULT 'closed',
+        breaker_until      DATETIME(3) NULL,
+        breaker_openings   INT UNSIGNED NOT NULL DEFAULT 0,
+        breaker_changed_at DATETIME(3) NULL,
+        created_at         DATETIME(3) NOT NULL,
+        updated_at         DATETIME(3) NOT NULL,
+        PRIMARY KEY (cell, type)
+      ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+      // Append-only: what happened to a type (paused, resumed, breaker transitions), newest last.
+      `CREATE TABLE IF NOT EXISTS task_type_history (
+        seq     BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+        cell    VARCHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        type    VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        at      DATETIME(3) NOT NULL,
+        event   VARCHAR(32) NOT NULL,
+        actor   VARCHAR(255) NOT NULL,
+        detail  TEXT NULL,
+        PRIMARY KEY (seq),
+        KEY idx_type_history (cell, type, seq)
+      ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+      {
+        // JSON array of the task types the worker has handlers for, written on start and with each heartbeat.
+        sql: 'ALTER TABLE workers ADD COLUMN types TEXT NULL',
+        unless: columnExists('workers', 'types'),
+      },
+      {
+        // Why a waiting task is parked (paused | breaker | unhandled; NULL: not parked) and since when
+        // (kept across re-parks of the same kind, cleared by the claim). Last columns: an instant ADD
+        // on MariaDB 10.3+/MySQL 8.0, no table rebuild.
+        sql: 'ALTER TABLE tasks ADD COLUMN parked VARCHAR(16) CHARACTER SET ascii COLLATE ascii_bin NULL, ADD COLUMN parked_at DATETIME(3) NULL',
+        unless: columnExists('tasks', 'parked'),
+      },
+    ],
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.reduce((m, x) => Math.max(m, x.version), 0);

@@ -167,11 +167,20 @@ export async function upsertWorker(db: Db, cell: string, {info: w, inFlight, sta
   await exec(
     db,
     db.pool,
-    `INSERT INTO workers (id, cell, host, pid, pools, in_flight, started_at, heartbeat_at, stopped_at, stats)
-     VALUES (?, ?, ?, ?, ?, ?, NOW(3), NOW(3), NULL, ?)
+    `INSERT INTO workers (id, cell, host, pid, pools, types, in_flight, started_at, heartbeat_at, stopped_at, stats)
+     VALUES (?, ?, ?, ?, ?, ?, ?, NOW(3), NOW(3), NULL, ?)
      ON DUPLICATE KEY UPDATE prev_stats = stats, prev_heartbeat_at = heartbeat_at, stats = VALUES(stats),
-       pools = VALUES(pools), in_flight = VALUES(in_flight), heartbeat_at = NOW(3), stopped_at = NULL`,
-    [w.id, cell, w.host, w.pid, JSON.stringify(w.pools), inFlight, stats === undefined ? null : JSON.stringify(stats)],
+       pools = VALUES(pools), types = VALUES(types), in_flight = VALUES(in_flight), heartbeat_at = NOW(3), stopped_at = NULL`,
+    [
+      w.id,
+      cell,
+      w.host,
+      w.pid,
+      JSON.stringify(w.pools),
+      w.types === undefined ? null : JSON.stringify(w.types),
+      inFlight,
+      stats === undefined ? null : JSON.stringify(stats),
+    ],
   );
 }
 
@@ -196,7 +205,7 @@ export async function listWorkers(db: Db, cell: string, p: WorkersListParams = {
   const rows = await select(
     db,
     db.pool,
-    `SELECT id, host, pid, pools, in_flight, started_at, heartbeat_at, stopped_at, stats, prev_stats, prev_heartbeat_at,
+    `SELECT id, host, pid, pools, types, in_flight, started_at, heartbeat_at, stopped_at, stats, prev_stats, prev_heartbeat_at,
             GREATEST(0, TIMESTAMPDIFF(MICROSECOND, heartbeat_at, NOW(3))) AS age_us
      FROM workers WHERE cell = ?${recent ? ' AND heartbeat_at >= NOW(3) - INTERVAL ? MICROSECOND' : ''} ORDER BY heartbeat_at DESC`,
     recent ? [cell, Math.max(0, p.seenWithinMs!) * 1000] : [cell],
@@ -209,6 +218,7 @@ export async function listWorkers(db: Db, cell: string, p: WorkersListParams = {
       host: r.host as string,
       pid: Number(r.pid),
       pools: JSON.parse(r.pools as string) as Record<string, number>,
+      ...(r.types === null ? {} : {types: JSON.parse(r.types as string) as string[]}),
       inFlight: Number(r.in_flight),
       startedAt: r.started_at as Date,
       heartbeatAt: r.heartbeat_at as Date,

@@ -11,6 +11,12 @@ import type {
   DlqScanAdvanceParams,
   DoorbellsMarkParams,
   FailureFilter,
+  FlowViewParams,
+  HandlersRegisterParams,
+  ParkedReleaseParams,
+  TasksDeferParams,
+  TypeHistoryParams,
+  TypeSetPausedParams,
   HistoryListParams,
   HoldsReleaseParams,
   HoldsTakeParams,
@@ -44,6 +50,7 @@ import * as cron from './cron.js';
 import * as doctor from './doctor.js';
 import * as dlq from './dlq.js';
 import * as failures from './failures.js';
+import * as flow from './flow.js';
 import {type Db, type DbOptions, openDb} from './db.js';
 import {assertMigrated} from './migrate.js';
 import * as r from './read.js';
@@ -181,6 +188,27 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
   }
   attemptTimes(p: SinceParams) {
     return doctor.attemptTimes(this.db, this.cell, p);
+  }
+  typesRegister(p: HandlersRegisterParams) {
+    return flow.registerTypes(this.db, this.db.pool, this.cell, p);
+  }
+  flowView(p: FlowViewParams) {
+    return flow.flowView(this.db, this.cell, p);
+  }
+  typesReport(p: FlowViewParams) {
+    return flow.typesReport(this.db, this.cell, p);
+  }
+  typeHistory(p: TypeHistoryParams) {
+    return flow.typeHistory(this.db, this.cell, p);
+  }
+  typeSetPaused(p: TypeSetPausedParams) {
+    return flow.setPaused(this.db, this.cell, p);
+  }
+  tasksDefer(p: TasksDeferParams) {
+    return flow.deferTasks(this.db, this.cell, p);
+  }
+  parkedRelease(p: ParkedReleaseParams) {
+    return flow.releaseParked(this.db, this.cell, p);
   }
   clockNow() {
     return r.dbNow(this.db);

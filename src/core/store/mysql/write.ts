@@ -264,7 +264,7 @@ export function claimUpdateSql(rows: readonly FencedRef[], worker: string, lease
   const where = guardedWhere('claim', rows);
   return {
     sql: `UPDATE tasks SET state = '${TRANSITIONS.claim.to}', attempt = attempt + 1, fence = fence + 1, worker = ?,
-                lease_until = NOW(3) + INTERVAL ? MICROSECOND, updated_at = NOW(3)
+                lease_until = NOW(3) + INTERVAL ? MICROSECOND, updated_at = NOW(3), parked = NULL, parked_at = NULL
           WHERE ${where.sql}`,
     params: [worker, leaseMs * 1000, ...where.params],
   };
@@ -387,6 +387,7 @@ const TRANSITION_OF: Record<OutcomeKind, TransitionName> = {
   release: 'release',
   rescue: 'rescue',
   rescueDeadLetter: 'rescueDeadLetter',
+  park: 'park',
 };
 
 /** The error an outcome records against the task (last_error) and in history, and its stack. */
@@ -395,6 +396,7 @@ function errorOf(o: Outcome): {error: string | null; stack: string | null} {
     case 'complete':
       return {error: null, stack: null};
     case 'release':
+    case 'park':
       return {error: o.reason, stack: null};
     case 'fail':
     case 'deadLetter':
@@ -418,7 +420,7 @@ function setClause(t: TransitionName, group: Outcome[]): {sql: string; params: u
     );
   const delay = () =>
     caseById(
-      group.map((o) => [o.id, Math.max(0, Math.round('retryDelayMs' in o ? o.retryDelayMs : 0)) * 1000]),
+      group.map((o) => [o.id, Math.max(0, Math.round('retryDelayMs' in o ? o.retryDelayMs : 'delayMs' in o ? o.delayMs : 0)) * 1000]),
       '0',
     );
   switch (t) {
@@ -442,6 +444,23 @@ function setClause(t: TransitionName, group: Outcome[]): {sql: string; params: u
       return {
         sql: `state = '${to}', lease_until = NULL, published_at = NULL, updated_at = NOW(3), run_at = NOW(3), attempt = attempt - 1, pool = ${pool.sql}`,
         params: pool.params,
+      };
+    }
+    case 'park': {
+      // No attempt used, no error against the task; due after the admission step's delay, marked
+      // with why it waits (parked_at before parked: SET sees the new values left to right).
+      const d = delay();
+      const kind = caseById(
+        group.map((o) => [o.id, o.kind === 'park' ? o.parked : null]),
+        'NULL',
+      );
+      const kind2 = caseById(
+        group.map((o) => [o.id, o.kind === 'park' ? o.parked : null]),
+        'NULL',
+      );
+      return {
+        sql: `state = '${to}', lease_until = NULL, published_at = NULL, updated_at = NOW(3), run_at = NOW(3) + INTERVAL ${d.sql} MICROSECOND, attempt = attempt - 1, parked_at = IF(${kind.sql} IS NULL, NULL, NOW(3)), parked = ${kind2.sql}`,
+        params: [...d.params, ...kind.params, ...kind2.params],
       };
     }
     case 'deadLetter':
@@ -503,7 +522,7 @@ export async function applyOutcomes(db: Db, outcomes: Outcome[], actor: string):
       const group = groups.get(t);
       if (group) group.push(o);
       else groups.set(t, [o]);
-      const attempt = Number(r.attempt) - (o.kind === 'release' ? 1 : 0);
+      const attempt = Number(r.attempt) - (o.kind === 'release' || o.kind === 'park' ? 1 : 0);
       const e = errorOf(o);
       history.push([id, r.state as TaskState, TRANSITIONS[t].to, attempt, actor, clipError(e.error), clipStack(e.stack)]);
     }

@@ -1,0 +1,67 @@
+/** What the `ax types` commands share: the service plumbing, the JSON shape and the table. */
+import {disposable} from './dispose.js';
+import {iso, table, when} from './render.js';
+import {openBroker, openStore, type Runtime} from './runtime.js';
+import {createTypesAdmin, type TypesAdmin, type TypeView} from '../core/types/admin.js';
+
+/** The types admin over a store (and a broker when `broker`: resume rings the released backlog). */
+export async function withTypes<T>(rt: Runtime, fn: (types: TypesAdmin) => Promise<T>, opts: {broker?: boolean} = {}): Promise<T> {
+  await using store = disposable(await openStore(rt));
+  await using broker = opts.broker ? disposable(await openBroker(rt, {reconnect: false})) : undefined;
+  return await fn(
+    createTypesAdmin({
+      store,
+      ...(broker ? {broker} : {}),
+      clock: rt.clock,
+      logger: rt.logger,
+      operator: rt.operator,
+      flowRefreshMs: rt.config.flowRefreshMs,
+    }),
+  );
+}
+
+/** A type for --json: dates as ISO strings. */
+export interface TypeJson extends Omit<TypeView, 'oldestDueAt' | 'paused' | 'breaker'> {
+  oldestDueAt: string | null;
+  paused: {by: string | null; reason: string | null; since: string | null} | null;
+  breaker: {state: string; until: string | null; openings: number; changedAt: string | null};
+}
+
+export function typeJson(t: TypeView): TypeJson {
+  return {
+    ...t,
+    oldestDueAt: iso(t.oldestDueAt),
+    paused: t.paused && {...t.paused, since: iso(t.paused.since)},
+    breaker: {...t.breaker, until: iso(t.breaker.until), changedAt: iso(t.breaker.changedAt)},
+  };
+}
+
+const parkedText = (t: TypeView): string => {
+  const parts = Object.entries(t.parked).map(([k, n]) => `${n} ${k}`);
+  return parts.length === 0 ? '0' : parts.join(', ');
+};
+
+const limitsText = (t: TypeView): string => {
+  const parts = Object.entries(t.limits).map(([k, v]) => `${k}=${String(v)}`);
+  return parts.length === 0 ? '-' : parts.join(' ');
+};
+
+/** The `ax types list` table. */
+export function typesTable(types: TypeView[]): string[] {
+  return table(
+    ['TYPE', 'HANDLERS', 'DUE', 'DELAYED', 'RUNNING', 'PARKED', 'FAIL%1M', 'BREAKER', 'PAUSED', 'LIMITS'],
+    types.map((t) => [
+      t.type,
+      t.noHandler ? 'no handler' : `${t.workers.length} worker${t.workers.length === 1 ? '' : 's'}`,
+      String(t.due),
+      String(t.delayed),
+      String(t.running),
+      parkedText(t),
+      t.failureRate1m === null ? '-' : `${Math.round(t.failureRate1m * 100)}%`,
+      t.breaker.state,
+      t.paused ? `by ${t.paused.by ?? '?'} since ${when(t.paused.since, {seconds: true})}` : 'no',
+      limitsText(t),
+    ]),
+    {right: [2, 3, 4]},
+  );
+}

@@ -1,0 +1,34 @@
+import {AxCommand} from '../../cli/base.js';
+import {typeJson, type TypeJson, typesTable, withTypes} from '../../cli/types.js';
+
+export interface TypesListResult {
+  /** The database clock when read. */
+  at: string;
+  types: TypeJson[];
+}
+
+export default class TypesList extends AxCommand {
+  static override readOnly = true;
+  static override summary = 'List task types: handlers, backlog, parked tasks, breaker, pause, limits.';
+  static override description = `Every task type the cell knows of: registered by a worker's handlers, named by a waiting, running or dead task, or paused by an operator. HANDLERS counts the live workers (heartbeat within 15 s) that have a handler for it; "no handler" means its tasks wait parked (no attempt used) until a worker with the handler starts, and go dead only after AX_UNHANDLED_DEAD_AFTER. DUE, DELAYED and RUNNING are the backlog (ax tasks stats); PARKED the waiting tasks held back by flow control, per reason (paused, breaker, unhandled). FAIL%1M is not counted yet (the breaker windows will). PAUSED says who paused it and since when (UTC).
+
+Exit codes: 5 MySQL unavailable.`;
+  static override examples = [
+    {description: 'What every type is doing', command: '<%= config.bin %> types list'},
+    {
+      description: 'Types no live worker handles, for a script',
+      command: "<%= config.bin %> types list --json | jq -r '.types[] | select(.noHandler) | .type'",
+    },
+  ];
+
+  async run(): Promise<TypesListResult> {
+    const {flags} = await this.parse(TypesList);
+    const rt = this.runtime(flags.config);
+    const r = await withTypes(rt, (t) => t.list());
+    if (!this.jsonEnabled()) {
+      if (r.types.length === 0) this.log('no task types known yet');
+      else for (const line of typesTable(r.types)) this.log(line);
+    }
+    return {at: r.at.toISOString(), types: r.types.map(typeJson)};
+  }
+}

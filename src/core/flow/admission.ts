@@ -1,0 +1,80 @@
+/**
+ * The admission step's policy: may a task of a type run now on this worker, or must it wait in
+ * storage (parked) without using an attempt? Pure: decided from a snapshot of the type registry
+ * (core/store FlowView, refreshed by the worker's FlowGate), whether this worker has the handler,
+ * and the time. One place for every reason a task does not run: paused by hand, breaker open, no
+ * handler here or anywhere.
+ */
+import type {FlowView, ParkedKind, TypeRecord} from '../store/types.js';
+
+export interface AdmissionOptions {
+  /** A paused type's task waits this long before it is looked at again (a resume releases it earlier). */
+  pausedRecheckMs: number;
+  /** A task no live worker handles waits this long before it is looked at again (a registering worker rings it earlier). */
+  unhandledRecheckMs: number;
+  /** A task whose handler is on other live workers, not this one, is rung again after this long. */
+  elsewhereRecheckMs: number;
+}
+
+/** The defaults: AX_PAUSED_RECHECK, AX_UNHANDLED_RECHECK (README, configuration). */
+export const ADMISSION_DEFAULTS: AdmissionOptions = {pausedRecheckMs: 300_000, unhandledRecheckMs: 60_000, elsewhereRecheckMs: 1000};
+
+export type Admission = {run: true} | {run: false; delayMs: number; parked: ParkedKind | null; reason: string};
+
+const RUN: Admission = {run: true};
+
+/** The registry as the policy reads it: by type. `loaded` false until the first successful read. */
+export interface FlowSnapshot {
+  loaded: boolean;
+  /** Epoch ms of the database clock at the read, and the local clock then (to age it). */
+  types: ReadonlyMap<string, TypeRecord>;
+  /** Live workers with a handler per type. */
+  handlers: ReadonlyMap<string, number>;
+}
+
+export const EMPTY_SNAPSHOT: FlowSnapshot = {loaded: false, types: new Map(), handlers: new Map()};
+
+export function snapshotOf(v: FlowView): FlowSnapshot {
+  return {
+    loaded: true,
+    types: new Map(v.types.map((t) => [t.type, t])),
+    handlers: new Map(Object.entries(v.handlers).map(([t, ids]) => [t, ids.length])),
+  };
+}
+
+/**
+ * Decides for one task of `type`. In order: paused → parked `paused`; breaker open until a later
+ * probe time → parked `breaker` until then; no handler on this worker → rung again shortly when
+ * another live worker has one, else parked `unhandled` (it never dead-letters for want of a
+ * handler here; the store sends it dead only after AX_UNHANDLED_DEAD_AFTER). Else run.
+ */
+export function admit(s: FlowSnapshot, type: string, localHandler: boolean, nowMs: number, o: AdmissionOptions): Admission {
+  const t = s.types.get(type);
+  if (t?.paused) {
+    return {
+      run: false,
+      delayMs: o.pausedRecheckMs,
+      parked: 'paused',
+      reason: `parked: type paused by ${t.pausedBy ?? 'an operator'}${t.pausedReason ? ` (${t.pausedReason})` : ''}`,
+    };
+  }
+  if (t && t.breaker.state === 'open' && t.breaker.until && t.breaker.until.getTime() > nowMs) {
+    return {
+      run: false,
+      delayMs: t.breaker.until.getTime() - nowMs,
+      parked: 'breaker',
+      reason: `parked: breaker open until ${t.breaker.until.toISOString()}`,
+    };
+  }
+  if (!localHandler) {
+    if ((s.handlers.get(type) ?? 0) > 0)
+      return {run: false, delayMs: o.elsewhereRecheckMs, parked: null, reason: 'not run here: its handler is on other workers'};
+    return {
+      run: false,
+      delayMs: o.unhandledRecheckMs,
+      parked: 'unhandled',
+      reason: `parked: no live worker has a handler for type "${type}"`,
+    };
+  }
+  return RUN;
+}

@@ -1,0 +1,192 @@
+/**
+ * The type registry for operators (`ax types …` and `client.types`): what each task type is doing
+ * (handlers, backlog, parked tasks, pause, breaker, limits) and the pause/resume of a type by hand.
+ * Pause and resume are audited in the transaction of the change; resume releases the parked
+ * backlog in batches, paced to `rate` tasks per second.
+ */
+import {AxError, errorMessage, invalid} from '../errors.js';
+import type {Logger} from '../log.js';
+import type {Broker} from '../broker/types.js';
+import type {FlowStore, HotPathStore, InspectStore, ParkedKind, TypeEvent, TypeRecord} from '../store/types.js';
+import {validateTypeName} from '../task/validate.js';
+import {type Clock, sleep} from '../time.js';
+
+export type TypesStore = FlowStore & Pick<InspectStore, 'backlog'> & Pick<HotPathStore, 'doorbellsMark'>;
+
+export interface TypesAdminOptions {
+  store: TypesStore;
+  /** Rings the backlog a resume releases; without one (read-only callers) the scheduler rings it. */
+  broker?: Broker;
+  clock: Clock;
+  logger: Logger;
+  /** The operator of the audit trail (AX_OPERATOR or user@host); read when a change is made. */
+  operator: () => string;
+  /** Workers' AX_FLOW_REFRESH: a resume waits one period so no worker still sees the type paused. */
+  flowRefreshMs: number;
+  /** A worker is live while its heartbeat is at most this old. */
+  liveMs?: number;
+}
+
+/** One type as `ax types list` shows it. */
+export interface TypeView {
+  type: string;
+  /** Live workers with a handler for it. */
+  workers: string[];
+  /** True when no live worker has a handler: its tasks wait (parked `unhandled`), never die of it before AX_UNHANDLED_DEAD_AFTER. */
+  noHandler: boolean;
+  due: number;
+  delayed: number;
+  running: number;
+  dead: number;
+  oldestDueAt: Date | null;
+  parked: Partial<Record<ParkedKind, number>>;
+  paused: {by: string | null; reason: string | null; since: Date | null} | null;
+  breaker: TypeRecord['breaker'];
+  /** Failures / attempts over the last minute; null until the breaker windows count them. */
+  failureRate1m: number | null;
+  limits: Record<string, unknown>;
+}
+
+export interface TypeDetail extends TypeView {
+  history: TypeEvent[];
+}
+
+export interface PauseResult {
+  type: string;
+  /** False: it already was paused (nothing changed, nothing audited). */
+  changed: boolean;
+  paused: NonNullable<TypeView['paused']>;
+}
+
+export interface ResumeResult {
+  type: string;
+  /** Parked tasks made due again and rung. */
+  released: number;
+  /** Released but not rung (RabbitMQ refused): the scheduler rings them. */
+  unrung: number;
+}
+
+export interface TypesAdmin {
+  list(): Promise<{at: Date; types: TypeView[]}>;
+  /** Throws not_found for a type no worker, task or operator has ever named. */
+  show(type: string): Promise<TypeDetail>;
+  /** Stops every worker claiming the type within AX_FLOW_REFRESH; submits are still accepted and wait. Idempotent. */
+  pause(type: string, reason: string | null): Promise<PauseResult>;
+  /**
+   * Unpauses and releases the parked backlog, at most `rate` tasks per second when given. Throws
+   * conflict, changing nothing, when the type is not paused.
+   */
+  resume(type: string, o?: {rate?: number; reason?: string | null; onProgress?: (released: number) => void}): Promise<ResumeResult>;
+}
+
+/** Parked tasks released per statement. */
+const RELEASE_BATCH = 500;
+
+const emptyBreaker: TypeRecord['breaker'] = {state: 'closed', until: null, openings: 0, changedAt: null};
+
+export function createTypesAdmin(o: TypesAdminOptions): TypesAdmin {
+  const liveMs = o.liveMs ?? 15_000;
+
+  async function views(): Promise<{at: Date; types: TypeView[]}> {
+    const [report, backlog] = await Promise.all([o.store.typesReport({liveMs}), o.store.backlog()]);
+    const names = new Set<string>([...report.all.map((t) => t.type), ...backlog.rows.map((r) => r.type), ...Object.keys(report.handlers)]);
+    const reg = new Map(report.all.map((t) => [t.type, t]));
+    const bl = new Map(backlog.rows.map((r) => [r.type, r]));
+    const types = [...names].sort().map((type): TypeView => {
+      const t = reg.get(type);
+      const b = bl.get(type);
+      const workers = report.handlers[type] ?? [];
+      return {
+        type,
+        workers,
+        noHandler: workers.length === 0,
+        due: b?.due ?? 0,
+        delayed: b?.delayed ?? 0,
+        running: b?.running ?? 0,
+        dead: b?.dead ?? 0,
+        oldestDueAt: b?.oldestDueAt ?? null,
+        parked: report.parked[type] ?? {},
+        paused: t?.paused ? {by: t.pausedBy, reason: t.pausedReason, since: t.pausedAt} : null,
+        breaker: t?.breaker ?? emptyBreaker,
+        failureRate1m: null,
+        limits: t?.settings ?? {},
+      };
+    });
+    return {at: report.at, types};
+  }
+
+  async function known(type: string): Promise<TypeView> {
+    const name = validateTypeName(type);
+    const v = (await views()).types.find((t) => t.type === name);
+    if (!v)
+      throw new AxError('not_found', `unknown task type "${name}": no worker handles it, no task of it waits and it was never paused`);
+    return v;
+  }
+
+  return {
+    list: views,
+    async show(type) {
+      const v = await known(type);
+      return {...v, history: await o.store.typeHistory({type: v.type, limit: 50})};
+    },
+    async pause(type, reason) {
+      const v = await known(type);
+      const operator = o.operator();
+      const r = await o.store.typeSetPaused({
+        type: v.type,
+        paused: true,
+        operator,
+        reason,
+        audit: {operator, command: 'types pause', filter: {type: v.type}, reason},
+      });
+      if (r.changed) o.logger.info('type paused', {type: v.type, by: operator, reason});
+      return {type: v.type, changed: r.changed, paused: {by: r.record.pausedBy, reason: r.record.pausedReason, since: r.record.pausedAt}};
+    },
+    async resume(type, opts = {}) {
+      if (opts.rate !== undefined && !(Number.isFinite(opts.rate) && opts.rate > 0))
+        throw invalid('rate must be a positive number of tasks per second');
+      const v = await known(type);
+      if (!v.paused) throw new AxError('conflict', `type "${v.type}" is not paused: nothing to resume`);
+      const operator = o.operator();
+      const reason = opts.reason ?? null;
+      const r = await o.store.typeSetPaused({
+        type: v.type,
+        paused: false,
+        operator,
+        reason,
+        audit: {operator, command: 'types resume', filter: {type: v.type, ...(opts.rate === undefined ? {} : {rate: opts.rate})}, reason},
+      });
+      if (!r.changed) throw new AxError('conflict', `type "${v.type}" was resumed by someone else meanwhile`);
+      o.logger.info('type resumed', {type: v.type, by: operator, rate: opts.rate ?? null});
+      // Let every worker's snapshot see the resume before the backlog is rung, or a stale worker parks it again.
+      await sleep(o.clock, o.flowRefreshMs + 250);
+      return release(v.type, opts.rate, opts.onProgress);
+    },
+  };
+
+  async function release(type: string, rate: number | undefined, onProgress?: (n: number) => void): Promise<ResumeResult> {
+    const out: ResumeResult = {type, released: 0, unrung: 0};
+    const batch = rate === undefined ? RELEASE_BATCH : Math.max(1, Math.min(RELEASE_BATCH, Math.floor(rate / 10) || 1));
+    const started = o.clock.monotonic();
+    for (;;) {
+      const refs = await o.store.parkedRelease({type, kinds: ['paused'], limit: batch});
+      if (refs.length === 0) break;
+      out.released += refs.length;
+      try {
+        if (!o.broker) throw new Error('no RabbitMQ connection');
+        await o.broker.publish(refs.map(({id, type: t, pool}) => ({id, type: t, pool})));
+        await o.store.doorbellsMark({rung: refs.map(({id, fence}) => ({id, fence}))});
+      } catch (e) {
+        out.unrung += refs.length;
+        o.logger.warn('released tasks not rung: the scheduler rings them', {type, tasks: refs.length, error: errorMessage(e)});
+      }
+      onProgress?.(out.released);
+      if (refs.length < batch) break;
+      if (rate !== undefined) {
+        const due = (out.released / rate) * 1000 - (o.clock.monotonic() - started);
+        if (due > 0) await sleep(o.clock, due);
+      }
+    }
+    return out;
+  }
+}

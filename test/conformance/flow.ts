@@ -1,0 +1,204 @@
+/**
+ * Conformance of FlowStore (core/store/types.ts): the type registry, pause/resume with history
+ * and audit, the handler types of live workers, parking tasks unclaimed (defer) and claimed (the
+ * park outcome) without using an attempt, unhandled tasks going dead only after their wait, and
+ * the release of a parked backlog. Run by test/integration/flow-store.test.ts against MySQL.
+ */
+import {afterAll, beforeAll, describe, expect, it} from 'vitest';
+import type {StoreHarness} from './store.js';
+import type {AxStore} from '../../src/core/store/types.js';
+import {createIdGenerator} from '../../src/core/task/id.js';
+import {validateTaskSpec} from '../../src/core/task/validate.js';
+import type {NewTask, TaskSpec} from '../../src/core/task/model.js';
+
+const newId = createIdGenerator(() => Date.now());
+const task = (spec: TaskSpec): NewTask =>
+  validateTaskSpec(spec, {maxRetries: 5, payloadLimitBytes: 65_536, cell: 'default'}, Date.now(), newId);
+const audit = (command: string) => ({operator: 'alice', command, filter: {type: 'x'}, reason: 'r'});
+
+export function flowStoreConformance(name: string, make: () => Promise<StoreHarness>): void {
+  describe(`FlowStore conformance: ${name}`, () => {
+    let h: StoreHarness;
+    let s: AxStore;
+    beforeAll(async () => {
+      h = await make();
+      s = h.store;
+    });
+    afterAll(async () => h?.dispose());
+
+    it('registers handler types; the view counts only live, running workers per type', async () => {
+      await s.workersUpsert({info: {id: 'h:1', host: 'h', pid: 1, pools: {io: 8}, types: ['flow_alpha', 'flow_beta']}, inFlight: 0});
+      await s.workersUpsert({info: {id: 'h:2', host: 'h', pid: 2, pools: {io: 8}, types: ['flow_alpha']}, inFlight: 0});
+      await s.typesRegister({types: ['flow_alpha', 'flow_beta']});
+      await s.typesRegister({types: ['flow_alpha']}); // idempotent
+      let v = await s.flowView({liveMs: 15_000});
+      expect(v.handlers.flow_alpha?.sort()).toEqual(['h:1', 'h:2']);
+      expect(v.handlers.flow_beta).toEqual(['h:1']);
+      expect(v.at).toBeInstanceOf(Date);
+      await s.workersStop({id: 'h:1'});
+      v = await s.flowView({liveMs: 15_000});
+      expect(v.handlers.flow_alpha).toEqual(['h:2']);
+      expect(v.handlers.flow_beta).toBeUndefined();
+      // Nothing said about these types yet: they are not in the view's types (they run freely).
+      expect(v.types.map((t) => t.type)).not.toContain('flow_alpha');
+      const r = await s.typesReport({liveMs: 15_000});
+      expect(r.all.map((t) => t.type)).toEqual(expect.arrayContaining(['flow_alpha', 'flow_beta']));
+      expect((await s.workersList()).find((w) => w.id === 'h:2')?.types).toEqual(['flow_alpha']);
+    });
+
+    it('pauses once (history + audit in its transaction), a second pause changes nothing; resume likewise', async () => {
+      const before = (await s.auditList({limit: 1000})).length;
+      const p = await s.typeSetPaused({
+        type: 'flow_paused',
+        paused: true,
+        operator: 'alice',
+        reason: 'downstream down',
+        audit: audit('types pause'),
+      });
+      expect(p).toMatchObject({
+        changed: true,
+        existed: false,
+        record: {type: 'flow_paused', paused: true, pausedBy: 'alice', pausedReason: 'downstream down'},
+      });
+      expect(p.record.pausedAt).toBeInstanceOf(Date);
+      const again = await s.typeSetPaused({type: 'flow_paused', paused: true, operator: 'bob', reason: 'x', audit: audit('types pause')});
+      expect(again).toMatchObject({changed: false, existed: true, record: {pausedBy: 'alice'}});
+      expect((await s.flowView({liveMs: 15_000})).types.find((t) => t.type === 'flow_paused')?.paused).toBe(true);
+      const r = await s.typeSetPaused({type: 'flow_paused', paused: false, operator: 'carol', reason: null, audit: audit('types resume')});
+      expect(r).toMatchObject({changed: true, record: {paused: false, pausedBy: null}});
+      expect(
+        (await s.typeSetPaused({type: 'flow_paused', paused: false, operator: 'carol', reason: null, audit: audit('types resume')}))
+          .changed,
+      ).toBe(false);
+      const trail = await s.auditList({limit: 1000});
+      expect(trail.length - before).toBe(2);
+      expect(trail.slice(0, 2).map((a) => a.command)).toEqual(['types resume', 'types pause']);
+      const hist = await s.typeHistory({type: 'flow_paused', limit: 10});
+      expect(hist.map((e) => [e.event, e.actor, e.detail])).toEqual([
+        ['resumed', 'carol', null],
+        ['paused', 'alice', 'downstream down'],
+      ]);
+    });
+
+    it('defers unclaimed tasks: due later, unpublished, fence moved on, no attempt used, a history row; skips running and unknown', async () => {
+      await s.typeSetPaused({type: 'flow_defer', paused: true, operator: 'alice', reason: null, audit: audit('types pause')});
+      const a = task({type: 'flow_defer', payload: {a: 1}});
+      const run = task({type: 'flow_defer', payload: {a: 2}});
+      await s.tasksInsert({tasks: [a, run], actor: 'test'});
+      await s.doorbellsMark({rung: [{id: a.id, fence: 0}]});
+      await s.tasksClaim({ids: [run.id], worker: 'w', leaseMs: 30_000});
+      const unknown = newId();
+      const now = (await s.clockNow()).getTime();
+      const res = await s.tasksDefer({
+        tasks: [a, run, {id: unknown}].map((t) => ({id: t.id, delayMs: 60_000, parked: 'paused' as const, reason: 'parked: type paused'})),
+        actor: 'w',
+        unhandledDeadAfterMs: 3_600_000,
+      });
+      expect(res.deferred).toEqual([a.id]);
+      expect(res.dead).toEqual([]);
+      expect(res.skipped.sort((x, y) => x.id.localeCompare(y.id))).toEqual(
+        [
+          {id: run.id, state: 'running'},
+          {id: unknown, state: null},
+        ].sort((x, y) => x.id.localeCompare(y.id)),
+      );
+      const row = await s.tasksGet({id: a.id});
+      expect(row).toMatchObject({state: 'submitted', attempt: 0, fence: 1, publishedAt: null});
+      expect(row!.runAt.getTime()).toBeGreaterThanOrEqual(now + 59_000);
+      const hist = await s.historyList({taskId: a.id});
+      expect(hist.at(-1)).toMatchObject({from: 'submitted', to: 'submitted', attempt: 0, worker: 'w', error: 'parked: type paused'});
+      const rep = await s.typesReport({liveMs: 15_000});
+      expect(rep.parked.flow_defer).toEqual({paused: 1});
+      // Resumed meanwhile (after the worker's snapshot): not parked, due at once.
+      await s.typeSetPaused({type: 'flow_defer', paused: false, operator: 'alice', reason: null, audit: audit('types resume')});
+      const b = task({type: 'flow_defer', payload: {b: 1}});
+      await s.tasksInsert({tasks: [b], actor: 'test'});
+      await s.tasksDefer({
+        tasks: [{id: b.id, delayMs: 60_000, parked: 'paused', reason: 'parked'}],
+        actor: 'w',
+        unhandledDeadAfterMs: 3_600_000,
+      });
+      const rb = await s.tasksGet({id: b.id});
+      expect(rb!.runAt.getTime()).toBeLessThan(now + 30_000);
+      expect((await s.typesReport({liveMs: 15_000})).parked.flow_defer).toEqual({paused: 1});
+    });
+
+    it('a task parked unhandled goes dead only once it has waited unhandledDeadAfter (no attempt used)', async () => {
+      const t = task({type: 'flow_nohandler', payload: {}});
+      await s.tasksInsert({tasks: [t], actor: 'test'});
+      const park = () =>
+        s.tasksDefer({
+          tasks: [{id: t.id, delayMs: 0, parked: 'unhandled', reason: 'parked: no handler'}],
+          actor: 'w',
+          unhandledDeadAfterMs: 50,
+        });
+      expect((await park()).deferred).toEqual([t.id]);
+      expect((await park()).deferred).toEqual([t.id]); // not yet waited 50 ms
+      await h.waitDbMs(60);
+      expect((await park()).dead).toEqual([{id: t.id, type: 'flow_nohandler'}]);
+      const row = await s.tasksGet({id: t.id});
+      expect(row).toMatchObject({state: 'dead', attempt: 0});
+      expect(row!.lastError).toMatch(/no live worker has a handler for type "flow_nohandler"/);
+      expect((await s.historyList({taskId: t.id})).at(-1)).toMatchObject({from: 'submitted', to: 'dead'});
+    });
+
+    it('parks a claimed task (the park outcome): attempt given back, due later, marked; a zombie park changes nothing; the claim clears the mark', async () => {
+      const t = task({type: 'flow_park', payload: {}});
+      await s.tasksInsert({tasks: [t], actor: 'test'});
+      const [c] = (await s.tasksClaim({ids: [t.id], worker: 'w', leaseMs: 30_000})).claimed;
+      const zombie = await s.outcomesApply({
+        outcomes: [{kind: 'park', id: t.id, fence: c!.fence - 1, reason: 'x', delayMs: 0, parked: 'breaker'}],
+        actor: 'w',
+      });
+      expect(zombie.stale).toEqual([t.id]);
+      const r = await s.outcomesApply({
+        outcomes: [{kind: 'park', id: t.id, fence: c!.fence, reason: 'parked: breaker open', delayMs: 0, parked: 'breaker'}],
+        actor: 'w',
+      });
+      expect(r.applied).toEqual([t.id]);
+      expect(await s.tasksGet({id: t.id})).toMatchObject({state: 'submitted', attempt: 0, lastError: null});
+      expect((await s.historyList({taskId: t.id})).at(-1)).toMatchObject({
+        from: 'running',
+        to: 'submitted',
+        attempt: 0,
+        error: 'parked: breaker open',
+      });
+      expect((await s.typesReport({liveMs: 15_000})).parked.flow_park).toEqual({breaker: 1});
+      await s.tasksClaim({ids: [t.id], worker: 'w', leaseMs: 30_000});
+      expect((await s.typesReport({liveMs: 15_000})).parked.flow_park).toBeUndefined();
+    });
+
+    it('releases a parked backlog of one kind in batches: due now, unmarked, returned to ring', async () => {
+      const ts = [1, 2, 3].map((i) => task({type: 'flow_release', payload: {i}}));
+      const other = task({type: 'flow_release', payload: {other: 1}});
+      await s.tasksInsert({tasks: [...ts, other], actor: 'test'});
+      await s.typeSetPaused({type: 'flow_release', paused: true, operator: 'alice', reason: null, audit: audit('types pause')});
+      await s.tasksDefer({
+        tasks: ts.map((t) => ({id: t.id, delayMs: 600_000, parked: 'paused' as const, reason: 'p'})),
+        actor: 'w',
+        unhandledDeadAfterMs: 3_600_000,
+      });
+      await s.tasksDefer({
+        tasks: [{id: other.id, delayMs: 600_000, parked: 'unhandled', reason: 'u'}],
+        actor: 'w',
+        unhandledDeadAfterMs: 3_600_000,
+      });
+      const first = await s.parkedRelease({type: 'flow_release', kinds: ['paused'], limit: 2});
+      expect(first.map((r) => r.id)).toEqual(
+        ts
+          .slice(0, 2)
+          .map((t) => t.id)
+          .sort(),
+      );
+      expect(first[0]).toMatchObject({type: 'flow_release', pool: 'io', fence: 1});
+      const rest = await s.parkedRelease({type: 'flow_release', kinds: ['paused'], limit: 2});
+      expect(rest.map((r) => r.id)).toEqual([ts[2]!.id]);
+      expect(await s.parkedRelease({type: 'flow_release', kinds: ['paused'], limit: 2})).toEqual([]);
+      const now = (await s.clockNow()).getTime();
+      expect((await s.tasksGet({id: ts[0]!.id}))!.runAt.getTime()).toBeLessThanOrEqual(now);
+      expect((await s.typesReport({liveMs: 15_000})).parked.flow_release).toEqual({unhandled: 1});
+      // Released tasks are claimable now at their fence.
+      expect((await s.tasksClaim({ids: ts.map((t) => t.id), worker: 'w', leaseMs: 30_000})).claimed).toHaveLength(3);
+    });
+  });
+}
