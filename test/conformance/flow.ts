@@ -93,6 +93,7 @@ export function flowStoreConformance(name: string, make: () => Promise<StoreHarn
         tasks: [a, run, {id: unknown}].map((t) => ({id: t.id, delayMs: 60_000, parked: 'paused' as const, reason: 'parked: type paused'})),
         actor: 'w',
         unhandledDeadAfterMs: 3_600_000,
+        liveMs: 15_000,
       });
       expect(res.deferred).toEqual([a.id]);
       expect(res.dead).toEqual([]);
@@ -117,6 +118,7 @@ export function flowStoreConformance(name: string, make: () => Promise<StoreHarn
         tasks: [{id: b.id, delayMs: 60_000, parked: 'paused', reason: 'parked'}],
         actor: 'w',
         unhandledDeadAfterMs: 3_600_000,
+        liveMs: 15_000,
       });
       const rb = await s.tasksGet({id: b.id});
       expect(rb!.runAt.getTime()).toBeLessThan(now + 30_000);
@@ -131,6 +133,7 @@ export function flowStoreConformance(name: string, make: () => Promise<StoreHarn
           tasks: [{id: t.id, delayMs: 0, parked: 'unhandled', reason: 'parked: no handler'}],
           actor: 'w',
           unhandledDeadAfterMs: 50,
+          liveMs: 15_000,
         });
       expect((await park()).deferred).toEqual([t.id]);
       expect((await park()).deferred).toEqual([t.id]); // not yet waited 50 ms
@@ -140,6 +143,20 @@ export function flowStoreConformance(name: string, make: () => Promise<StoreHarn
       expect(row).toMatchObject({state: 'dead', attempt: 0});
       expect(row!.lastError).toMatch(/no live worker has a handler for type "flow_nohandler"/);
       expect((await s.historyList({taskId: t.id})).at(-1)).toMatchObject({from: 'submitted', to: 'dead'});
+      // A live worker registered the type since the caller's snapshot: not parked, due at once.
+      await s.workersUpsert({info: {id: 'h:3', host: 'h', pid: 3, pools: {io: 8}, types: ['flow_late']}, inFlight: 0});
+      const late = task({type: 'flow_late', payload: {}});
+      await s.tasksInsert({tasks: [late], actor: 'test'});
+      await s.tasksDefer({
+        tasks: [{id: late.id, delayMs: 60_000, parked: 'unhandled', reason: 'parked: no handler'}],
+        actor: 'w',
+        unhandledDeadAfterMs: 3_600_000,
+        liveMs: 15_000,
+      });
+      const row2 = await s.tasksGet({id: late.id});
+      expect(row2!.runAt.getTime()).toBeLessThanOrEqual((await s.clockNow()).getTime());
+      expect((await s.historyList({taskId: late.id})).at(-1)?.error).toMatch(/a worker with its handler started meanwhile/);
+      expect((await s.typesReport({liveMs: 15_000})).parked.flow_late).toBeUndefined();
     });
 
     it('parks a claimed task (the park outcome): attempt given back, due later, marked; a zombie park changes nothing; the claim clears the mark', async () => {
@@ -177,11 +194,13 @@ export function flowStoreConformance(name: string, make: () => Promise<StoreHarn
         tasks: ts.map((t) => ({id: t.id, delayMs: 600_000, parked: 'paused' as const, reason: 'p'})),
         actor: 'w',
         unhandledDeadAfterMs: 3_600_000,
+        liveMs: 15_000,
       });
       await s.tasksDefer({
         tasks: [{id: other.id, delayMs: 600_000, parked: 'unhandled', reason: 'u'}],
         actor: 'w',
         unhandledDeadAfterMs: 3_600_000,
+        liveMs: 15_000,
       });
       const first = await s.parkedRelease({type: 'flow_release', kinds: ['paused'], limit: 2});
       expect(first.map((r) => r.id)).toEqual(

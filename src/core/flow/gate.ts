@@ -44,10 +44,12 @@ export class FlowGate {
   private readonly loop: Periodic;
   readonly admission: AdmissionOptions;
   readonly unhandledDeadAfterMs: number;
+  readonly liveMs: number;
 
   constructor(private readonly o: FlowGateOptions) {
     this.admission = {...ADMISSION_DEFAULTS, ...o.admission};
     this.unhandledDeadAfterMs = o.unhandledDeadAfterMs ?? 3_600_000;
+    this.liveMs = o.liveMs ?? 15_000;
     this.loop = new Periodic({
       name: 'flow refresh',
       clock: o.clock,
@@ -63,7 +65,14 @@ export class FlowGate {
 
   /** Reads the registry now. Throws when the store does (the loop logs and keeps the last snapshot). */
   async refresh(): Promise<void> {
-    this.snap = snapshotOf(await this.o.store.flowView({liveMs: this.o.liveMs ?? 15_000}));
+    const before = this.snap;
+    this.snap = snapshotOf(await this.o.store.flowView({liveMs: this.liveMs}));
+    // One line per change this worker sees (operators and tests can tell when a pause took effect).
+    for (const [type, t] of this.snap.types)
+      if (t.paused && !before.types.get(type)?.paused) this.o.logger.info('type paused: parking its tasks', {type, by: t.pausedBy});
+    for (const [type, t] of before.types)
+      if (t.paused && !this.snap.types.get(type)?.paused && before.loaded)
+        this.o.logger.info('type resumed: running its tasks again', {type});
   }
 
   admit(type: string, localHandler: boolean): Admission {

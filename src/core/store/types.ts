@@ -737,6 +737,12 @@ export interface TasksDeferParams {
    * instead of waiting again.
    */
   unhandledDeadAfterMs: number;
+  /**
+   * Workers live within this (FlowView's liveMs): a task to park `unhandled` whose type a live
+   * worker registered since the caller's snapshot is made due at once instead (likewise a task to
+   * park `paused` whose type was resumed since).
+   */
+  liveMs: number;
 }
 
 export interface TasksDeferResult {

@@ -299,7 +299,12 @@ export class Worker implements Service {
     }
     if (refused.length === 0) return;
     const res = await this.retrying('parking', refused.length, () =>
-      this.o.store.tasksDefer({tasks: refused, actor: this.id, unhandledDeadAfterMs: this.gate.unhandledDeadAfterMs}),
+      this.o.store.tasksDefer({
+        tasks: refused,
+        actor: this.id,
+        unhandledDeadAfterMs: this.gate.unhandledDeadAfterMs,
+        liveMs: this.gate.liveMs,
+      }),
     );
     if (!res) return; // stopping: unacked deliveries go back to the queue with the channel
     const deferred = new Set(res.deferred);

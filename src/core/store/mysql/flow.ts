@@ -210,10 +210,13 @@ export async function deferTasks(db: Db, cell: string, p: TasksDeferParams): Pro
       [p.unhandledDeadAfterMs * 1000, ...ids, cell],
     );
     const found = new Map(rows.map((r) => [r.id as string, r]));
-    // A resume may have committed since the worker's snapshot: those tasks are due again at once.
-    const pausedTypes = [
-      ...new Set(p.tasks.filter((t) => t.parked === 'paused').map((t) => found.get(t.id)?.type as string | undefined)),
-    ].filter((t): t is string => t !== undefined);
+    // The worker decided from a snapshot up to AX_FLOW_REFRESH old: a resume, or a worker with the
+    // handler, may have come since. Those tasks are not parked but due again at once.
+    const typesOf = (kind: ParkedKind): string[] =>
+      [...new Set(p.tasks.filter((t) => t.parked === kind).map((t) => found.get(t.id)?.type as string | undefined))].filter(
+        (t): t is string => t !== undefined,
+      );
+    const pausedTypes = typesOf('paused');
     const stillPaused = new Set(
       pausedTypes.length === 0
         ? []
@@ -224,6 +227,8 @@ export async function deferTasks(db: Db, cell: string, p: TasksDeferParams): Pro
             ])
           ).map((r) => r.type as string),
     );
+    const handledNow =
+      typesOf('unhandled').length === 0 ? new Set<string>() : new Set(Object.keys((await liveHandlers(db, cell, p.liveMs)).handlers));
     const groups = new Map<string, {delayMs: number; parked: ParkedKind | null; refs: FencedRef[]}>();
     const dead: Array<FencedRef & {type: string}> = [];
     const history: HistoryRow[] = [];
@@ -236,9 +241,14 @@ export async function deferTasks(db: Db, cell: string, p: TasksDeferParams): Pro
         continue;
       }
       const ref = {id, fence: Number(r.fence)};
-      const resumed = t.parked === 'paused' && !stillPaused.has(r.type as string);
-      const t2 = resumed ? {...t, delayMs: 0, parked: null, reason: 'not parked: its type was resumed meanwhile'} : t;
-      if (t.parked === 'unhandled' && r.parked === 'unhandled' && Number(r.overdue) === 1) {
+      const type = r.type as string;
+      const t2 =
+        t.parked === 'paused' && !stillPaused.has(type)
+          ? {...t, delayMs: 0, parked: null, reason: 'not parked: its type was resumed meanwhile'}
+          : t.parked === 'unhandled' && handledNow.has(type)
+            ? {...t, delayMs: 0, parked: null, reason: 'not parked: a worker with its handler started meanwhile'}
+            : t;
+      if (t2.parked === 'unhandled' && r.parked === 'unhandled' && Number(r.overdue) === 1) {
         const why = `no live worker has a handler for type "${r.type as string}" (waited AX_UNHANDLED_DEAD_AFTER)`;
         dead.push({...ref, type: r.type as string});
         history.push([id, r.state as TaskState, TRANSITIONS.unhandledDead.to, Number(r.attempt), p.actor, why, null]);
