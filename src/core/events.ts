@@ -33,6 +33,17 @@ export interface FailureEvent extends AttemptEvent {
   stack?: string;
 }
 
+/** A breaker transition of a task type. */
+export interface BreakerEvent {
+  type: string;
+  from: 'closed' | 'open' | 'half_open';
+  to: 'closed' | 'open' | 'half_open';
+  /** Open: the next probe time (epoch ms). */
+  until: number | null;
+  openings: number;
+  detail: string;
+}
+
 /** Every event of ax and its payload. Outcome events are emitted once the outcome is durable. */
 export interface AxEventMap {
   /** A producer batch wrote `count` new tasks of `type` (ids or dedup keys that existed are not counted). */
@@ -66,6 +77,13 @@ export interface AxEventMap {
     delayMs: number;
     claimed: boolean;
   };
+  /**
+   * A type's cluster-wide breaker moved (emitted by the worker whose compare-and-set won, or the
+   * operator's reset): opened (tasks park until `until`), half-open (probes go through), closed.
+   */
+  'breaker:opened': BreakerEvent;
+  'breaker:half-open': BreakerEvent;
+  'breaker:closed': BreakerEvent;
   /** A task waited AX_UNHANDLED_DEAD_AFTER with no live worker having its handler, and went dead. */
   'task:unhandled-dead': {id: string; type: string};
   /** Outcomes whose row had moved on (another fence, not running): nothing was written. */

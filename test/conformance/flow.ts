@@ -219,5 +219,66 @@ export function flowStoreConformance(name: string, make: () => Promise<StoreHarn
       // Released tasks are claimable now at their fence.
       expect((await s.tasksClaim({ids: ts.map((t) => t.id), worker: 'w', leaseMs: 30_000})).claimed).toHaveLength(3);
     });
+
+    it('counts breaker outcomes per type and second in the outcome transaction (applied only), summed over workers', async () => {
+      const ts = [1, 2, 3, 4].map((i) => task({type: 'flow_count', payload: {i}}));
+      await s.tasksInsert({tasks: ts, actor: 'test'});
+      const claimed = (await s.tasksClaim({ids: ts.map((t) => t.id), worker: 'w', leaseMs: 30_000})).claimed;
+      const f = new Map(claimed.map((c) => [c.id, c.fence]));
+      await s.outcomesApply({
+        outcomes: [
+          {kind: 'complete', id: ts[0]!.id, fence: f.get(ts[0]!.id)!, breaker: 'ok'},
+          {kind: 'fail', id: ts[1]!.id, fence: f.get(ts[1]!.id)!, error: 'e', retryDelayMs: 0, breaker: 'failed'},
+          // Not counted: no breaker field (unrecoverable), and a zombie (stale fence).
+          {kind: 'deadLetter', id: ts[2]!.id, fence: f.get(ts[2]!.id)!, error: 'bad payload'},
+          {kind: 'complete', id: ts[3]!.id, fence: f.get(ts[3]!.id)! - 1, breaker: 'ok'},
+        ],
+        actor: 'w1',
+      });
+      await s.outcomesApply({outcomes: [{kind: 'complete', id: ts[3]!.id, fence: f.get(ts[3]!.id)!, breaker: 'ok'}], actor: 'w2'});
+      const rows = (await s.outcomeCounts({windowMs: 60_000})).filter((r) => r.type === 'flow_count');
+      const sum = rows.reduce((a, r) => ({ok: a.ok + r.ok, failed: a.failed + r.failed}), {ok: 0, failed: 0});
+      expect(sum).toEqual({ok: 2, failed: 1});
+      expect(rows[0]!.at).toBeInstanceOf(Date);
+      expect(await s.outcomesPurge({olderThanMs: 3_600_000})).toBe(0);
+    });
+
+    it('moves a breaker by compare-and-set: of two deciders on the same state one wins; a history row per move', async () => {
+      const at = new Date(Math.floor(Date.now() / 1000) * 1000);
+      const to = {state: 'open' as const, until: new Date(at.getTime() + 30_000), openings: 1, changedAt: at};
+      const p = {
+        type: 'flow_breaker',
+        expect: {state: 'closed' as const, changedAt: null},
+        to,
+        event: 'breaker:opened',
+        detail: '20 of 30 failed',
+        actor: 'w1',
+      };
+      expect(await s.breakerTransition(p)).toBe(true);
+      expect(await s.breakerTransition({...p, actor: 'w2'})).toBe(false);
+      const v = (await s.flowView({liveMs: 15_000})).types.find((t) => t.type === 'flow_breaker');
+      expect(v?.breaker).toEqual(to);
+      expect(
+        await s.breakerTransition({
+          ...p,
+          expect: {state: 'open', changedAt: at},
+          to: {state: 'half_open', until: null, openings: 1, changedAt: new Date(at.getTime() + 30_000)},
+          event: 'breaker:half-open',
+        }),
+      ).toBe(true);
+      const hist = await s.typeHistory({type: 'flow_breaker', limit: 10});
+      expect(hist.map((e) => [e.event, e.actor])).toEqual([
+        ['breaker:half-open', 'w1'],
+        ['breaker:opened', 'w1'],
+      ]);
+      const rec = await s.typeSetSettings({
+        type: 'flow_breaker',
+        settings: {breaker: {minVolume: 5}},
+        operator: 'alice',
+        audit: audit('types set'),
+      });
+      expect(rec.settings).toEqual({breaker: {minVolume: 5}});
+      expect((await s.typeHistory({type: 'flow_breaker', limit: 1}))[0]).toMatchObject({event: 'settings', actor: 'alice'});
+    });
   });
 }

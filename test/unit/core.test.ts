@@ -78,9 +78,9 @@ describe('backoff', () => {
     expect(nextAfterFailure(1, 5, true)).toBe('dead');
     expect(nextAfterFailure(1, 0, false)).toBe('dead');
   });
-  it('decides outcomes: success, retry with backoff, dead, release', () => {
+  it('decides outcomes: success, retry with backoff, dead, release; and how each counts for the breaker', () => {
     const held = {id: 'x', fence: 3, attempt: 2, maxRetries: 2, retryBase: 0};
-    expect(decideOutcome(held, {kind: 'success'}, opts, () => 0)).toEqual({kind: 'complete', id: 'x', fence: 3});
+    expect(decideOutcome(held, {kind: 'success'}, opts, () => 0)).toEqual({kind: 'complete', id: 'x', fence: 3, breaker: 'ok'});
     expect(decideOutcome(held, {kind: 'fail', message: 'm', unrecoverable: false, stack: 'Error: m\n    at h'}, opts, () => 0)).toEqual({
       kind: 'fail',
       id: 'x',
@@ -88,11 +88,14 @@ describe('backoff', () => {
       error: 'm',
       stack: 'Error: m\n    at h',
       retryDelayMs: 2000,
+      breaker: 'failed',
     });
+    // Timeouts count as failures; unrecoverable failures (bad payloads) and aborts do not count.
     expect(decideOutcome({...held, attempt: 3}, {kind: 'timeout', message: 't'}, opts, () => 0)).toMatchObject({
       kind: 'deadLetter',
       error: expect.stringMatching(/^timeout: t .*no retries left/),
       stack: null,
+      breaker: 'failed',
     });
     expect(decideOutcome(held, {kind: 'fail', message: 'm', unrecoverable: true}, opts, () => 0)).toEqual({
       kind: 'deadLetter',
@@ -101,6 +104,7 @@ describe('backoff', () => {
       error: 'm',
       stack: null,
     });
+    expect(decideOutcome(held, {kind: 'aborted', message: 'lease lost'}, opts, () => 0)).not.toHaveProperty('breaker');
     expect(decideOutcome(held, {kind: 'notStarted', message: 'queue full'}, opts, () => 0)).toEqual({
       kind: 'release',
       id: 'x',

@@ -45,12 +45,12 @@ describe('admit (pure)', () => {
     expect(admit(s, 'user_register', true, T0, o).run).toBe(true);
   });
 
-  it('parks while the breaker is open, until its probe time; runs again once it has passed', () => {
+  it('parks while the breaker is open, until its probe time; then lets a probe through', () => {
     const until = new Date(T0 + 30_000);
     const s = snapshotOf(view([rec('order_notify', {breaker: {state: 'open', until, openings: 1, changedAt: new Date(T0)}})]));
     expect(admit(s, 'order_notify', true, T0, o)).toMatchObject({run: false, parked: 'breaker', delayMs: 30_000});
     expect(admit(s, 'order_notify', true, T0 + 29_000, o)).toMatchObject({delayMs: 1000});
-    expect(admit(s, 'order_notify', true, T0 + 30_000, o)).toEqual({run: true});
+    expect(admit(s, 'order_notify', true, T0 + 30_000, o)).toEqual({run: true, probe: true});
   });
 
   it('without a handler here: rung again shortly when another live worker has one, else parked unhandled (never dead here)', () => {
@@ -88,6 +88,9 @@ function fakeStore(v: {current: FlowView}) {
       released.push(...p.rung.map((r) => r.id));
       return Promise.resolve();
     },
+    outcomeCounts: () => Promise.resolve([]),
+    outcomesPurge: () => Promise.resolve(0),
+    breakerTransition: () => Promise.resolve(false),
   };
   return {store, released};
 }

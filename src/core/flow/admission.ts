@@ -6,6 +6,7 @@
  * handler here or anywhere.
  */
 import type {FlowView, ParkedKind, TypeRecord} from '../store/types.js';
+import {breakerSettings} from './breaker.js';
 
 export interface AdmissionOptions {
   /** A paused type's task waits this long before it is looked at again (a resume releases it earlier). */
@@ -14,12 +15,19 @@ export interface AdmissionOptions {
   unhandledRecheckMs: number;
   /** A task whose handler is on other live workers, not this one, is rung again after this long. */
   elsewhereRecheckMs: number;
+  /** While half-open and this worker's probes are out, a task is looked at again after this long (at least the base cool-down). */
+  probeRecheckMs: number;
 }
 
 /** The defaults: AX_PAUSED_RECHECK, AX_UNHANDLED_RECHECK (README, configuration). */
-export const ADMISSION_DEFAULTS: AdmissionOptions = {pausedRecheckMs: 300_000, unhandledRecheckMs: 60_000, elsewhereRecheckMs: 1000};
+export const ADMISSION_DEFAULTS: AdmissionOptions = {
+  pausedRecheckMs: 300_000,
+  unhandledRecheckMs: 60_000,
+  elsewhereRecheckMs: 1000,
+  probeRecheckMs: 5000,
+};
 
-export type Admission = {run: true} | {run: false; delayMs: number; parked: ParkedKind | null; reason: string};
+export type Admission = {run: true; probe?: true} | {run: false; delayMs: number; parked: ParkedKind | null; reason: string};
 
 const RUN: Admission = {run: true};
 
@@ -43,12 +51,15 @@ export function snapshotOf(v: FlowView): FlowSnapshot {
 }
 
 /**
- * Decides for one task of `type`. In order: paused → parked `paused`; breaker open until a later
- * probe time → parked `breaker` until then; no handler on this worker → rung again shortly when
- * another live worker has one, else parked `unhandled` (it never dead-letters for want of a
- * handler here; the store sends it dead only after AX_UNHANDLED_DEAD_AFTER). Else run.
+ * Decides for one task of `type`. In order: paused → parked `paused`; no handler on this worker →
+ * rung again shortly when another live worker has one, else parked `unhandled` (it never
+ * dead-letters for want of a handler here; the store sends it dead only after
+ * AX_UNHANDLED_DEAD_AFTER); breaker open until a later probe time → parked `breaker` until then;
+ * breaker half-open (or open past its probe time) → run as a probe while this worker has used
+ * fewer than the type's `probes` in this half-open episode (`probesUsed`), else parked `breaker`
+ * for the probe recheck. Else run.
  */
-export function admit(s: FlowSnapshot, type: string, localHandler: boolean, nowMs: number, o: AdmissionOptions): Admission {
+export function admit(s: FlowSnapshot, type: string, localHandler: boolean, nowMs: number, o: AdmissionOptions, probesUsed = 0): Admission {
   const t = s.types.get(type);
   if (t?.paused) {
     return {
@@ -56,14 +67,6 @@ export function admit(s: FlowSnapshot, type: string, localHandler: boolean, nowM
       delayMs: o.pausedRecheckMs,
       parked: 'paused',
       reason: `parked: type paused by ${t.pausedBy ?? 'an operator'}${t.pausedReason ? ` (${t.pausedReason})` : ''}`,
-    };
-  }
-  if (t && t.breaker.state === 'open' && t.breaker.until && t.breaker.until.getTime() > nowMs) {
-    return {
-      run: false,
-      delayMs: t.breaker.until.getTime() - nowMs,
-      parked: 'breaker',
-      reason: `parked: breaker open until ${t.breaker.until.toISOString()}`,
     };
   }
   if (!localHandler) {
@@ -74,6 +77,19 @@ export function admit(s: FlowSnapshot, type: string, localHandler: boolean, nowM
       delayMs: o.unhandledRecheckMs,
       parked: 'unhandled',
       reason: `parked: no live worker has a handler for type "${type}"`,
+    };
+  }
+  if (t && t.breaker.state !== 'closed') {
+    const until = t.breaker.until?.getTime() ?? null;
+    if (t.breaker.state === 'open' && until !== null && until > nowMs)
+      return {run: false, delayMs: until - nowMs, parked: 'breaker', reason: `parked: breaker open until ${new Date(until).toISOString()}`};
+    const bs = breakerSettings(t.settings);
+    if (probesUsed < bs.probes) return {run: true, probe: true};
+    return {
+      run: false,
+      delayMs: Math.max(o.probeRecheckMs, bs.cooldownMs),
+      parked: 'breaker',
+      reason: 'parked: breaker half-open, its probes are out',
     };
   }
   return RUN;

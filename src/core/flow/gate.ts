@@ -1,8 +1,8 @@
 /**
  * The worker's view of flow control: the registry snapshot the admission step decides from,
  * refreshed every AX_FLOW_REFRESH on the injected clock, plus the parking and the handler
- * registration that go with it. The worker asks `admit()` and hands refusals to `defer()`; the
- * policy itself is pure (admission.ts).
+ * registration that go with it, and the evaluation of the types' breakers on each refresh. The
+ * worker asks `admit()` and parks what it refuses; the policies are pure (admission.ts, breaker.ts).
  */
 import {errorMessage} from '../errors.js';
 import type {Logger} from '../log.js';
@@ -10,6 +10,8 @@ import {Periodic} from '../lifecycle.js';
 import type {Broker} from '../broker/types.js';
 import type {FlowStore, HotPathStore} from '../store/types.js';
 import type {Clock} from '../time.js';
+import type {AxEvents} from '../events.js';
+import {type BreakerState, breakerSettings, CLOSED, evaluate, MAX_WINDOW_MS, type SecondCount} from './breaker.js';
 import {
   type Admission,
   type AdmissionOptions,
@@ -20,7 +22,10 @@ import {
   snapshotOf,
 } from './admission.js';
 
-export type GateStore = Pick<FlowStore, 'flowView' | 'tasksDefer' | 'typesRegister' | 'parkedRelease'> &
+export type GateStore = Pick<
+  FlowStore,
+  'flowView' | 'tasksDefer' | 'typesRegister' | 'parkedRelease' | 'outcomeCounts' | 'outcomesPurge' | 'breakerTransition'
+> &
   Pick<HotPathStore, 'doorbellsMark'>;
 
 export interface FlowGateOptions {
@@ -34,13 +39,23 @@ export interface FlowGateOptions {
   admission?: Partial<AdmissionOptions>;
   /** AX_UNHANDLED_DEAD_AFTER (default 1 h). */
   unhandledDeadAfterMs?: number;
+  /** Evaluate the types' breakers on each refresh (default true). */
+  breakers?: boolean;
 }
+
+/** Outcome rows are purged every this many refreshes. */
+const PURGE_EVERY = 60;
 
 /** Parked tasks released per statement when a handler registers. */
 const RELEASE_BATCH = 500;
 
 export class FlowGate {
   private snap: FlowSnapshot = EMPTY_SNAPSHOT;
+  /** Probes this worker let through per type, in the half-open episode that started at `episode`. */
+  private readonly probes = new Map<string, {episode: number; used: number}>();
+  private events: AxEvents | undefined;
+  private actor = 'worker';
+  private refreshes = 0;
   private readonly loop: Periodic;
   readonly admission: AdmissionOptions;
   readonly unhandledDeadAfterMs: number;
@@ -64,9 +79,18 @@ export class FlowGate {
   }
 
   /** Reads the registry now. Throws when the store does (the loop logs and keeps the last snapshot). */
+  /** Where breaker transitions are emitted, and who is recorded as making them (the worker's id). */
+  attach(events: AxEvents, actor: string): void {
+    this.events = events;
+    this.actor = actor;
+  }
+
   async refresh(): Promise<void> {
     const before = this.snap;
     this.snap = snapshotOf(await this.o.store.flowView({liveMs: this.liveMs}));
+    if (this.o.breakers !== false && (await this.evaluateBreakers()))
+      this.snap = snapshotOf(await this.o.store.flowView({liveMs: this.liveMs}));
+    if (++this.refreshes % PURGE_EVERY === 0) await this.o.store.outcomesPurge({olderThanMs: MAX_WINDOW_MS + 60_000});
     // One line per change this worker sees (operators and tests can tell when a pause took effect).
     for (const [type, t] of this.snap.types)
       if (t.paused && !before.types.get(type)?.paused) this.o.logger.info('type paused: parking its tasks', {type, by: t.pausedBy});
@@ -76,7 +100,65 @@ export class FlowGate {
   }
 
   admit(type: string, localHandler: boolean): Admission {
-    return admit(this.snap, type, localHandler, this.o.clock.now(), this.admission);
+    // The probe budget renews every base cool-down of a half-open episode, so probes whose
+    // outcomes never came (a worker killed mid-probe) cannot keep the breaker half-open forever.
+    const t = this.snap.types.get(type);
+    const since = t?.breaker.changedAt?.getTime() ?? 0;
+    const episode = since + Math.floor(Math.max(0, this.o.clock.now() - since) / breakerSettings(t?.settings ?? {}).cooldownMs);
+    let p = this.probes.get(type);
+    if (p && p.episode !== episode) p = undefined;
+    const a = admit(this.snap, type, localHandler, this.o.clock.now(), this.admission, p?.used ?? 0);
+    if (a.run && a.probe) this.probes.set(type, {episode, used: (p?.used ?? 0) + 1});
+    return a;
+  }
+
+  /**
+   * Reads the outcome windows and moves every breaker whose counts say so (compare-and-set: of the
+   * workers deciding the same transition one wins, and only it emits and logs). Returns whether
+   * any moved.
+   */
+  private async evaluateBreakers(): Promise<boolean> {
+    const windowMs = Math.max(60_000, ...[...this.snap.types.values()].map((t) => breakerSettings(t.settings).windowMs));
+    const byType = new Map<string, SecondCount[]>();
+    for (const c of await this.o.store.outcomeCounts({windowMs}))
+      (byType.get(c.type) ?? byType.set(c.type, []).get(c.type)!).push({at: c.at.getTime(), ok: c.ok, failed: c.failed});
+    for (const [type, t] of this.snap.types) if (t.breaker.state !== 'closed' && !byType.has(type)) byType.set(type, []);
+    const now = this.o.clock.now();
+    let moved = false;
+    for (const [type, counts] of byType) {
+      const rec = this.snap.types.get(type);
+      const b: BreakerState = rec
+        ? {
+            state: rec.breaker.state,
+            until: rec.breaker.until?.getTime() ?? null,
+            openings: rec.breaker.openings,
+            changedAt: rec.breaker.changedAt?.getTime() ?? null,
+          }
+        : CLOSED;
+      const tr = evaluate(b, counts, now, breakerSettings(rec?.settings ?? {}));
+      if (!tr) continue;
+      const won = await this.o.store.breakerTransition({
+        type,
+        expect: {state: b.state, changedAt: rec?.breaker.changedAt ?? null},
+        to: {
+          state: tr.to.state,
+          until: tr.to.until === null ? null : new Date(tr.to.until),
+          openings: tr.to.openings,
+          changedAt: tr.to.changedAt === null ? null : new Date(tr.to.changedAt),
+        },
+        event: tr.event,
+        detail: tr.detail,
+        actor: this.actor,
+      });
+      if (!won) continue;
+      moved = true;
+      const e = {type, from: b.state, to: tr.to.state, until: tr.to.until, openings: tr.to.openings, detail: tr.detail};
+      this.events?.emit(tr.event, e);
+      const line = `${tr.event.replace(':', ' ')}: ${type}`;
+      if (tr.event === 'breaker:opened') this.o.logger.warn(line, e);
+      else this.o.logger.info(line, e);
+    }
+    return moved;
   }
 
   /**

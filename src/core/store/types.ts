@@ -42,6 +42,12 @@ export interface ClaimResult {
 interface OutcomeBase {
   id: string;
   fence: number;
+  /**
+   * How the attempt counts for its type's circuit breaker (added to type_outcomes in the outcome's
+   * transaction): a success, a failure (timeouts too), or not at all (absent: unrecoverable
+   * failures, hand-backs, aborts, rescues).
+   */
+  breaker?: 'ok' | 'failed';
 }
 
 /** A failed attempt's error as recorded: the message, and the first lines of its stack when known. */
@@ -761,6 +767,41 @@ export interface ParkedReleaseParams {
   limit: number;
 }
 
+/** Attempt outcomes of one type in one second, summed over the workers. */
+export interface OutcomeCount {
+  type: string;
+  /** The start of the second (database clock). */
+  at: Date;
+  ok: number;
+  failed: number;
+}
+
+export interface OutcomeCountsParams {
+  /** The seconds from now − windowMs on. */
+  windowMs: number;
+}
+
+export interface BreakerTransitionParams {
+  type: string;
+  /** The state the caller decided from: the update applies only if the row is still in it. */
+  expect: {state: TypeRecord['breaker']['state']; changedAt: Date | null};
+  to: TypeRecord['breaker'];
+  /** The history row: event name and detail. */
+  event: string;
+  detail: string;
+  actor: string;
+  /** An operator's reset is audited. */
+  audit?: AuditContext;
+}
+
+export interface TypeSetSettingsParams {
+  type: string;
+  /** The whole settings object to store (merged by the caller). */
+  settings: Record<string, unknown>;
+  operator: string;
+  audit: AuditContext;
+}
+
 export interface HandlersRegisterParams {
   types: string[];
 }
@@ -796,6 +837,18 @@ export interface FlowStore extends DbClockStore {
    * first, and returns them to ring (then mark at `fence`). Call again until fewer come back.
    */
   parkedRelease(p: ParkedReleaseParams): Promise<Array<DispatchRef & {fence: number}>>;
+  /** Per type and second over the window (one grouped range read of idx_type_outcomes_second). */
+  outcomeCounts(p: OutcomeCountsParams): Promise<OutcomeCount[]>;
+  /** Deletes outcome rows older than `olderThanMs` (at most a few thousand); returns how many. */
+  outcomesPurge(p: {olderThanMs: number}): Promise<number>;
+  /**
+   * Moves a type's breaker (compare-and-set on its state and changedAt, so of several workers
+   * deciding the same transition one wins) with a history row (and an audit row when given), in
+   * one transaction. Returns whether it moved.
+   */
+  breakerTransition(p: BreakerTransitionParams): Promise<boolean>;
+  /** Stores a type's settings (row created if missing) with a history and an audit row. */
+  typeSetSettings(p: TypeSetSettingsParams): Promise<TypeRecord>;
 }
 
 /**

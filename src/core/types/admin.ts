@@ -10,6 +10,8 @@ import type {Broker} from '../broker/types.js';
 import type {FlowStore, HotPathStore, InspectStore, ParkedKind, TypeEvent, TypeRecord} from '../store/types.js';
 import {validateTypeName} from '../task/validate.js';
 import {type Clock, sleep} from '../time.js';
+import {type BreakerInput, mergeBreaker} from '../flow/settings.js';
+import {breakerSettings, type BreakerSettings} from '../flow/breaker.js';
 
 export type TypesStore = FlowStore & Pick<InspectStore, 'backlog'> & Pick<HotPathStore, 'doorbellsMark'>;
 
@@ -42,7 +44,7 @@ export interface TypeView {
   parked: Partial<Record<ParkedKind, number>>;
   paused: {by: string | null; reason: string | null; since: Date | null} | null;
   breaker: TypeRecord['breaker'];
-  /** Failures / attempts over the last minute; null until the breaker windows count them. */
+  /** Failures / attempts over the last minute as the breaker counts them (null: no attempt counted). */
   failureRate1m: number | null;
   limits: Record<string, unknown>;
 }
@@ -77,6 +79,13 @@ export interface TypesAdmin {
    * conflict, changing nothing, when the type is not paused.
    */
   resume(type: string, o?: {rate?: number; reason?: string | null; onProgress?: (released: number) => void}): Promise<ResumeResult>;
+  /**
+   * Sets a type's breaker thresholds (the others keep their value; `reset: true` back to the
+   * defaults first), validated before anything is stored; audited. Returns the effective settings.
+   */
+  set(type: string, input: {breaker?: BreakerInput; reset?: boolean}): Promise<{type: string; breaker: BreakerSettings}>;
+  /** Closes a type's breaker now (cool-down back to its base); audited. Throws conflict when it is closed already. */
+  resetBreaker(type: string, reason?: string | null): Promise<{type: string; from: TypeRecord['breaker']['state']}>;
 }
 
 /** Parked tasks released per statement. */
@@ -88,7 +97,18 @@ export function createTypesAdmin(o: TypesAdminOptions): TypesAdmin {
   const liveMs = o.liveMs ?? 15_000;
 
   async function views(): Promise<{at: Date; types: TypeView[]}> {
-    const [report, backlog] = await Promise.all([o.store.typesReport({liveMs}), o.store.backlog()]);
+    const [report, backlog, counts] = await Promise.all([
+      o.store.typesReport({liveMs}),
+      o.store.backlog(),
+      o.store.outcomeCounts({windowMs: 60_000}),
+    ]);
+    const rate = new Map<string, {ok: number; failed: number}>();
+    for (const c of counts) {
+      const r = rate.get(c.type) ?? {ok: 0, failed: 0};
+      r.ok += c.ok;
+      r.failed += c.failed;
+      rate.set(c.type, r);
+    }
     const names = new Set<string>([...report.all.map((t) => t.type), ...backlog.rows.map((r) => r.type), ...Object.keys(report.handlers)]);
     const reg = new Map(report.all.map((t) => [t.type, t]));
     const bl = new Map(backlog.rows.map((r) => [r.type, r]));
@@ -108,7 +128,7 @@ export function createTypesAdmin(o: TypesAdminOptions): TypesAdmin {
         parked: report.parked[type] ?? {},
         paused: t?.paused ? {by: t.pausedBy, reason: t.pausedReason, since: t.pausedAt} : null,
         breaker: t?.breaker ?? emptyBreaker,
-        failureRate1m: null,
+        failureRate1m: ((r) => (r && r.ok + r.failed > 0 ? r.failed / (r.ok + r.failed) : null))(rate.get(type)),
         limits: t?.settings ?? {},
       };
     });
@@ -123,8 +143,47 @@ export function createTypesAdmin(o: TypesAdminOptions): TypesAdmin {
     return v;
   }
 
+  /** The registry row of a type (show/list views carry no changedAt precision issue: it comes from the row). */
+  async function record(type: string): Promise<TypeRecord | undefined> {
+    return (await o.store.typesReport({liveMs})).all.find((t) => t.type === type);
+  }
+
   return {
     list: views,
+    async set(type, input) {
+      const v = await known(type);
+      const current = (await record(v.type))?.settings ?? {};
+      const base = input.reset ? {} : ((current.breaker as Partial<BreakerSettings> | undefined) ?? {});
+      const breaker = mergeBreaker(base, input.breaker ?? {});
+      const settings = {...current, breaker};
+      if (Object.keys(breaker).length === 0) delete (settings as Record<string, unknown>).breaker;
+      const operator = o.operator();
+      const r = await o.store.typeSetSettings({
+        type: v.type,
+        settings,
+        operator,
+        audit: {operator, command: 'types set', filter: {type: v.type, ...input}, reason: null},
+      });
+      return {type: v.type, breaker: breakerSettings(r.settings)};
+    },
+    async resetBreaker(type, reason = null) {
+      const v = await known(type);
+      const rec = await record(v.type);
+      if (!rec || rec.breaker.state === 'closed') throw new AxError('conflict', `the breaker of "${v.type}" is closed: nothing to reset`);
+      const operator = o.operator();
+      const won = await o.store.breakerTransition({
+        type: v.type,
+        expect: {state: rec.breaker.state, changedAt: rec.breaker.changedAt},
+        to: {state: 'closed', until: null, openings: 0, changedAt: new Date(o.clock.now())},
+        event: 'breaker:closed',
+        detail: `reset by ${operator}${reason ? `: ${reason}` : ''}`,
+        actor: operator,
+        audit: {operator, command: 'types breaker --reset', filter: {type: v.type}, reason},
+      });
+      if (!won) throw new AxError('conflict', `the breaker of "${v.type}" moved meanwhile; look again (ax types show ${v.type})`);
+      o.logger.info('breaker reset', {type: v.type, by: operator, from: rec.breaker.state});
+      return {type: v.type, from: rec.breaker.state};
+    },
     async show(type) {
       const v = await known(type);
       return {...v, history: await o.store.typeHistory({type: v.type, limit: 50})};

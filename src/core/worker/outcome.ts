@@ -30,7 +30,7 @@ export interface Held {
 export function decideOutcome(t: Held, r: JobResult | NotStarted, backoff: BackoffOptions, random: Random): Outcome {
   switch (r.kind) {
     case 'success':
-      return {kind: 'complete', id: t.id, fence: t.fence};
+      return {kind: 'complete', id: t.id, fence: t.fence, breaker: 'ok'};
     case 'notStarted':
       return {kind: 'release', id: t.id, fence: t.fence, reason: `released: ${r.message}`, ...(r.pool === undefined ? {} : {pool: r.pool})};
     case 'fail':
@@ -46,8 +46,10 @@ export function decideOutcome(t: Held, r: JobResult | NotStarted, backoff: Backo
           ? ` (attempt ${used} of ${t.maxRetries + 1}${t.retryBase > 0 ? ' since its replay' : ''}, no retries left)`
           : '';
       const stack = r.kind === 'fail' ? (r.stack ?? null) : null;
+      // The breaker counts the downstream's failures: timeouts yes; bad payloads and aborts (shutdown, lost lease) no.
+      const counted = unrecoverable || r.kind === 'aborted' ? {} : {breaker: 'failed' as const};
       return to === 'dead'
-        ? {kind: 'deadLetter', id: t.id, fence: t.fence, error: `${prefix}${r.message}${why}`, stack}
+        ? {kind: 'deadLetter', id: t.id, fence: t.fence, error: `${prefix}${r.message}${why}`, stack, ...counted}
         : {
             kind: 'fail',
             id: t.id,
@@ -55,6 +57,7 @@ export function decideOutcome(t: Held, r: JobResult | NotStarted, backoff: Backo
             error: `${prefix}${r.message}`,
             stack,
             retryDelayMs: retryDelayMs(used, backoff, random),
+            ...counted,
           };
     }
   }

@@ -15,6 +15,7 @@ import type {HandlerMap} from './handlers.js';
 import {decideOutcome, type Held, type NotStarted} from './outcome.js';
 import {type ExecutionPool, type JobResult, NOT_STARTED} from './pool.js';
 import {FlowGate, type GateStore} from '../flow/gate.js';
+import type {Admission} from '../flow/admission.js';
 
 /** What a worker needs of the task database: the hot path, its registry row and flow control. */
 export type WorkerStore = Pick<HotPathStore, 'tasksClaim' | 'leasesRenew' | 'outcomesApply' | 'doorbellsMark'> &
@@ -142,6 +143,7 @@ export class Worker implements Service {
     const heartbeatMs = o.heartbeatMs ?? 5000;
     this.typeStats = countTypeStats(this.events, heartbeatMs);
     this.gate = o.flow ?? new FlowGate({store: o.store, clock: o.clock, logger: this.log});
+    this.gate.attach(this.events, this.id);
     logTaskFailures(this.events, this.log);
     this.renewer = new Periodic({
       name: 'lease renewal',
@@ -282,7 +284,7 @@ export class Worker implements Service {
       const parts = byId.get(t.id) ?? [];
       if (parts.length > 1) this.events.emit('doorbell:duplicate', {id: t.id, type: t.type, extra: parts.length - 1});
       for (const p of parts) p.d.ack();
-      this.dispatch(t);
+      this.dispatch(t, parts[0]?.type);
     }
   }
 
@@ -334,7 +336,8 @@ export class Worker implements Service {
     }
   }
 
-  private dispatch(t: ClaimedTask): void {
+  /** Runs a claimed task; `admitted` is the type the admission step let through before the claim. */
+  private dispatch(t: ClaimedTask, admitted?: string): void {
     const h = this.o.handlers.byType.get(t.type);
     const startedAt = this.o.clock.monotonic();
     const heldTask: HeldTask = {
@@ -350,8 +353,9 @@ export class Worker implements Service {
       endedAt: startedAt,
     };
     this.held.set(t.id, heldTask);
-    // The admission step again on the row's type (the doorbell's may differ): given back, no attempt.
-    const a = this.gate.admit(t.type, h !== undefined);
+    // The admission step again when the row's type is not the doorbell's it decided on (a stray
+    // doorbell): refused, it goes back without using an attempt.
+    const a: Admission = t.type === admitted && h ? {run: true} : this.gate.admit(t.type, h !== undefined);
     if (!a.run || !h) {
       const refusal = a.run ? {delayMs: 0, parked: null, reason: 'no handler'} : a;
       this.outcomes.push({

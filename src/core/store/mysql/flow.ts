@@ -4,6 +4,10 @@
  */
 import {TRANSITIONS, type TaskState} from '../../task/state.js';
 import type {
+  BreakerTransitionParams,
+  OutcomeCount,
+  OutcomeCountsParams,
+  TypeSetSettingsParams,
   DispatchRef,
   FlowView,
   FlowViewParams,
@@ -315,5 +319,60 @@ export async function releaseParked(db: Db, cell: string, p: ParkedReleaseParams
       ids,
     );
     return rows.map((r) => ({id: r.id as string, type: r.type as string, pool: r.pool as DispatchRef['pool'], fence: Number(r.fence)}));
+  });
+}
+
+/** See FlowStore.outcomeCounts. Params: cell, window (s). Index: idx_type_outcomes_second range. */
+export async function outcomeCounts(db: Db, cell: string, {windowMs}: OutcomeCountsParams): Promise<OutcomeCount[]> {
+  const rows = await select(
+    db,
+    db.pool,
+    `SELECT type, second, SUM(ok) AS ok, SUM(failed) AS failed FROM type_outcomes
+      WHERE cell = ? AND second >= NOW() - INTERVAL ? SECOND GROUP BY type, second`,
+    [cell, Math.ceil(windowMs / 1000)],
+  );
+  return rows.map((r) => ({type: r.type as string, at: r.second as Date, ok: Number(r.ok), failed: Number(r.failed)}));
+}
+
+/** See FlowStore.outcomesPurge. */
+export async function purgeOutcomes(db: Db, cell: string, olderThanMs: number): Promise<number> {
+  const r = await exec(db, db.pool, 'DELETE FROM type_outcomes WHERE cell = ? AND second < NOW() - INTERVAL ? SECOND LIMIT 5000', [
+    cell,
+    Math.ceil(olderThanMs / 1000),
+  ]);
+  return r.affectedRows;
+}
+
+/** See FlowStore.breakerTransition: compare-and-set on (breaker_state, breaker_changed_at). */
+export async function breakerTransition(db: Db, cell: string, p: BreakerTransitionParams): Promise<boolean> {
+  return tx(db, async (c) => {
+    await exec(db, c, 'INSERT IGNORE INTO task_types (cell, type, created_at, updated_at) VALUES (?, ?, NOW(3), NOW(3))', [cell, p.type]);
+    const r = await exec(
+      db,
+      c,
+      `UPDATE task_types SET breaker_state = ?, breaker_until = ?, breaker_openings = ?, breaker_changed_at = ?, updated_at = NOW(3)
+        WHERE cell = ? AND type = ? AND breaker_state = ? AND breaker_changed_at <=> ?`,
+      [p.to.state, p.to.until, p.to.openings, p.to.changedAt, cell, p.type, p.expect.state, p.expect.changedAt],
+    );
+    if (r.affectedRows !== 1) return false;
+    await insertTypeEvent(db, c, cell, p.type, p.event, p.actor, p.detail);
+    if (p.audit) await insertAudit(db, c, cell, p.audit, []);
+    return true;
+  });
+}
+
+/** See FlowStore.typeSetSettings. */
+export async function setSettings(db: Db, cell: string, p: TypeSetSettingsParams): Promise<TypeRecord> {
+  return tx(db, async (c) => {
+    await exec(db, c, 'INSERT IGNORE INTO task_types (cell, type, created_at, updated_at) VALUES (?, ?, NOW(3), NOW(3))', [cell, p.type]);
+    const empty = Object.keys(p.settings).length === 0;
+    await exec(db, c, 'UPDATE task_types SET settings = ?, updated_at = NOW(3) WHERE cell = ? AND type = ?', [
+      empty ? null : JSON.stringify(p.settings),
+      cell,
+      p.type,
+    ]);
+    await insertTypeEvent(db, c, cell, p.type, 'settings', p.operator, JSON.stringify(p.settings));
+    await insertAudit(db, c, cell, p.audit, []);
+    return toTypeRecord((await select(db, c, `SELECT ${TYPE_COLUMNS} FROM task_types WHERE cell = ? AND type = ?`, [cell, p.type]))[0]!);
   });
 }

@@ -298,6 +298,25 @@ export const MIGRATIONS: Migration[] = [
       },
     ],
   },
+  {
+    version: 9,
+    name: 'attempt outcomes per type and second, for the cluster-wide circuit breaker',
+    statements: [
+      // One row per (type, second, worker): each worker adds its batch's counts to its own row in the
+      // outcome transaction (no lock shared between workers); breakers sum the rows of a window.
+      // Rows older than the longest window are purged by the workers (a few thousand at a time).
+      `CREATE TABLE IF NOT EXISTS type_outcomes (
+        cell    VARCHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        type    VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        second  DATETIME NOT NULL,
+        worker  VARCHAR(128) NOT NULL,
+        ok      INT UNSIGNED NOT NULL DEFAULT 0,
+        failed  INT UNSIGNED NOT NULL DEFAULT 0,
+        PRIMARY KEY (cell, type, second, worker),
+        KEY idx_type_outcomes_second (cell, second)
+      ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+    ],
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.reduce((m, x) => Math.max(m, x.version), 0);

@@ -12,6 +12,9 @@ import type {
   DoorbellsMarkParams,
   FailureFilter,
   FlowViewParams,
+  OutcomeCountsParams,
+  BreakerTransitionParams,
+  TypeSetSettingsParams,
   HandlersRegisterParams,
   ParkedReleaseParams,
   TasksDeferParams,
@@ -106,7 +109,7 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
     return w.renewLeases(this.db, p);
   }
   outcomesApply(p: OutcomesApplyParams) {
-    return w.applyOutcomes(this.db, p.outcomes, p.actor);
+    return w.applyOutcomes(this.db, this.cell, p.outcomes, p.actor);
   }
   holdsTake(p: HoldsTakeParams) {
     return w.holdForDispatch(this.db, this.cell, p);
@@ -209,6 +212,18 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
   }
   parkedRelease(p: ParkedReleaseParams) {
     return flow.releaseParked(this.db, this.cell, p);
+  }
+  outcomeCounts(p: OutcomeCountsParams) {
+    return flow.outcomeCounts(this.db, this.cell, p);
+  }
+  outcomesPurge(p: {olderThanMs: number}) {
+    return flow.purgeOutcomes(this.db, this.cell, p.olderThanMs);
+  }
+  breakerTransition(p: BreakerTransitionParams) {
+    return flow.breakerTransition(this.db, this.cell, p);
+  }
+  typeSetSettings(p: TypeSetSettingsParams) {
+    return flow.setSettings(this.db, this.cell, p);
   }
   clockNow() {
     return r.dbNow(this.db);

@@ -490,7 +490,7 @@ export function outcomeUpdateSql(t: TransitionName, group: Outcome[]): {sql: str
  * must change exactly the rows the read decided on (so history is written only for rows updated);
  * otherwise the transaction rolls back and re-reads (AxError('conflict') after 5 tries).
  */
-export async function applyOutcomes(db: Db, outcomes: Outcome[], actor: string): Promise<OutcomeResult> {
+export async function applyOutcomes(db: Db, cell: string, outcomes: Outcome[], actor: string): Promise<OutcomeResult> {
   if (outcomes.length === 0) return {applied: [], stale: []};
   const byId = new Map(outcomes.map((o) => [o.id, o]));
   const ids = [...byId.keys()].sort();
@@ -498,13 +498,14 @@ export async function applyOutcomes(db: Db, outcomes: Outcome[], actor: string):
     const rows = await select(
       db,
       c,
-      `SELECT id, state, fence, attempt, lease_until < NOW(3) AS expired FROM tasks WHERE id IN (${marks(ids.length)}) FOR UPDATE`,
+      `SELECT id, type, state, fence, attempt, lease_until < NOW(3) AS expired FROM tasks WHERE id IN (${marks(ids.length)}) FOR UPDATE`,
       ids,
     );
     const current = new Map(rows.map((r) => [r.id as string, r]));
     const groups = new Map<TransitionName, Outcome[]>();
     const stale: string[] = [];
     const history: HistoryRow[] = [];
+    const counts = new Map<string, {ok: number; failed: number}>();
     for (const id of ids) {
       const o = byId.get(id) as Outcome;
       const t = TRANSITION_OF[o.kind];
@@ -522,6 +523,11 @@ export async function applyOutcomes(db: Db, outcomes: Outcome[], actor: string):
       const group = groups.get(t);
       if (group) group.push(o);
       else groups.set(t, [o]);
+      if (o.breaker !== undefined) {
+        const c = counts.get(r.type as string) ?? {ok: 0, failed: 0};
+        c[o.breaker]++;
+        counts.set(r.type as string, c);
+      }
       const attempt = Number(r.attempt) - (o.kind === 'release' || o.kind === 'park' ? 1 : 0);
       const e = errorOf(o);
       history.push([id, r.state as TaskState, TRANSITIONS[t].to, attempt, actor, clipError(e.error), clipStack(e.stack)]);
@@ -534,8 +540,32 @@ export async function applyOutcomes(db: Db, outcomes: Outcome[], actor: string):
       const h = historyInsert(history);
       await exec(db, c, h.sql, h.params);
     }
+    if (counts.size > 0) {
+      const q = outcomeCountsUpsert(cell, actor, counts);
+      await exec(db, c, q.sql, q.params);
+    }
     return {applied: [...groups.values()].flat().map((o) => o.id), stale};
   });
+}
+
+/**
+ * Adds a batch's breaker counts to this worker's row of the current second per type (one
+ * statement; rows are per worker, so concurrent outcome transactions of other workers never wait
+ * on it). Params: cell, type, worker, ok, failed per type.
+ */
+function outcomeCountsUpsert(
+  cell: string,
+  worker: string,
+  counts: Map<string, {ok: number; failed: number}>,
+): {sql: string; params: unknown[]} {
+  const params: unknown[] = [];
+  for (const [type, n] of counts) params.push(cell, type, worker.slice(0, 128), n.ok, n.failed);
+  return {
+    sql: `INSERT INTO type_outcomes (cell, type, second, worker, ok, failed)
+          VALUES ${[...counts.keys()].map(() => '(?, ?, NOW(), ?, ?, ?)').join(', ')}
+          ON DUPLICATE KEY UPDATE ok = ok + VALUES(ok), failed = failed + VALUES(failed)`,
+    params,
+  };
 }
 
 /** See InspectStore.tasksCancelMany. affectedRows must equal the rows read, else it rolls back. */

@@ -1,0 +1,40 @@
+import {Args, Flags} from '@oclif/core';
+import {AxCommand} from '../../cli/base.js';
+import {withTypes} from '../../cli/types.js';
+import {validateTypeName} from '../../core/task/validate.js';
+import {invalid} from '../../core/errors.js';
+
+export interface TypesBreakerResult {
+  type: string;
+  /** The state it was reset from. */
+  from: string;
+  to: 'closed';
+}
+
+export default class TypesBreaker extends AxCommand {
+  static override summary = "Reset a task type's circuit breaker: closed now, its cool-down back to the base.";
+  static override description = `For when the downstream is known to be back before the next probe: the breaker closes at once (workers run the type again within AX_FLOW_REFRESH; tasks parked by the breaker run when their park time comes, or at once with the next probe's re-ring). Recorded in the type's history and the audit trail. Without --reset it does nothing: see ax types show for the breaker's state and transitions.
+
+Exit codes: 2 malformed type name or no --reset, 3 unknown type, 4 the breaker is closed already (nothing changed), 5 MySQL unavailable.`;
+  static override examples = [
+    {
+      description: 'The payment API is back',
+      command: '<%= config.bin %> types breaker payment_capture --reset --reason "vendor fixed INC-7"',
+    },
+  ];
+  static override args = {type: Args.string({description: 'task type (domain_action)', required: true, ignoreStdin: true})};
+  static override flags = {
+    reset: Flags.boolean({description: 'close the breaker now'}),
+    reason: Flags.string({description: 'why (history and audit trail)'}),
+  };
+
+  async run(): Promise<TypesBreakerResult> {
+    const {args, flags} = await this.parse(TypesBreaker);
+    const rt = this.runtime(flags.config);
+    const type = validateTypeName(args.type);
+    if (!flags.reset) throw invalid('say what to do: --reset (ax types show shows the breaker)');
+    const r = await withTypes(rt, (t) => t.resetBreaker(type, flags.reason ?? null));
+    if (!this.jsonEnabled()) this.log(`reset the breaker of ${type} (was ${r.from}): closed`);
+    return {type: r.type, from: r.from, to: 'closed'};
+  }
+}

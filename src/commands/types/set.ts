@@ -1,0 +1,68 @@
+import {Args, Flags} from '@oclif/core';
+import {AxCommand} from '../../cli/base.js';
+import {withTypes} from '../../cli/types.js';
+import type {BreakerSettings} from '../../core/flow/breaker.js';
+import type {BreakerInput} from '../../core/flow/settings.js';
+import {validateTypeName} from '../../core/task/validate.js';
+import {invalid} from '../../core/errors.js';
+
+export interface TypesSetResult {
+  type: string;
+  /** The breaker settings in effect now (defaults where not set). */
+  breaker: BreakerSettings;
+}
+
+export default class TypesSet extends AxCommand {
+  static override summary = "Set a task type's circuit-breaker thresholds (the others keep their value).";
+  static override description = `The breaker of a type opens when more than --breaker-threshold of its attempts failed over --breaker-window, with at least --breaker-min-volume attempts (defaults: 0.5, 1m, 20). While open its tasks park in storage without using an attempt until the next probe: after --breaker-cooldown (30s), doubled with each opening in a row up to --breaker-max-cooldown (10m). Half-open, each worker lets --breaker-probes tasks through (2); a failure re-opens it, --breaker-close-after successes (3) close it. Timeouts count as failures, unrecoverable ones (bad payloads) do not. Workers pick changes up within AX_FLOW_REFRESH. Every value is checked before anything is stored. Audited.
+
+Exit codes: 2 malformed type name or value, 3 unknown type, 5 MySQL unavailable.`;
+  static override examples = [
+    {
+      description: 'A flaky downstream: tolerate more failures',
+      command: '<%= config.bin %> types set order_notify --breaker-threshold 0.8 --breaker-min-volume 50',
+    },
+    {description: 'No breaker for this type', command: '<%= config.bin %> types set report_build --breaker-off'},
+    {description: 'Back to the defaults', command: '<%= config.bin %> types set order_notify --defaults'},
+  ];
+  static override args = {type: Args.string({description: 'task type (domain_action)', required: true, ignoreStdin: true})};
+  static override flags = {
+    'breaker-threshold': Flags.string({description: 'failure ratio that opens it, between 0 and 1 (default 0.5)'}),
+    'breaker-min-volume': Flags.string({description: 'fewest attempts in the window before it may open (default 20)'}),
+    'breaker-window': Flags.string({description: 'how far back failures are counted, e.g. 1m (default 1m, at most 10m)'}),
+    'breaker-cooldown': Flags.string({description: 'open this long before the first probe, e.g. 30s (doubles per opening in a row)'}),
+    'breaker-max-cooldown': Flags.string({description: 'cap of the growing cool-down (default 10m)'}),
+    'breaker-probes': Flags.string({description: 'probe tasks per worker while half-open (default 2)'}),
+    'breaker-close-after': Flags.string({description: 'successful probes that close it (default 3)'}),
+    'breaker-off': Flags.boolean({description: 'no breaker for this type', exclusive: ['breaker-on']}),
+    'breaker-on': Flags.boolean({description: 'the breaker again (after --breaker-off)'}),
+    defaults: Flags.boolean({description: 'drop every breaker override first'}),
+  };
+
+  async run(): Promise<TypesSetResult> {
+    const {args, flags} = await this.parse(TypesSet);
+    const rt = this.runtime(flags.config);
+    const type = validateTypeName(args.type);
+    const b: BreakerInput = {};
+    if (flags['breaker-threshold'] !== undefined) b.threshold = flags['breaker-threshold'];
+    if (flags['breaker-min-volume'] !== undefined) b.minVolume = flags['breaker-min-volume'];
+    if (flags['breaker-window'] !== undefined) b.window = flags['breaker-window'];
+    if (flags['breaker-cooldown'] !== undefined) b.cooldown = flags['breaker-cooldown'];
+    if (flags['breaker-max-cooldown'] !== undefined) b.maxCooldown = flags['breaker-max-cooldown'];
+    if (flags['breaker-probes'] !== undefined) b.probes = flags['breaker-probes'];
+    if (flags['breaker-close-after'] !== undefined) b.closeAfter = flags['breaker-close-after'];
+    if (flags['breaker-off']) b.enabled = false;
+    if (flags['breaker-on']) b.enabled = true;
+    if (Object.keys(b).length === 0 && !flags.defaults) throw invalid('nothing to set: give a --breaker-… flag or --defaults');
+    const r = await withTypes(rt, (t) => t.set(type, {breaker: b, reset: flags.defaults}));
+    if (!this.jsonEnabled()) {
+      const x = r.breaker;
+      this.log(
+        x.enabled
+          ? `${type}: breaker opens above ${x.threshold * 100}% failures over ${x.windowMs / 1000} s (at least ${x.minVolume}); cool-down ${x.cooldownMs / 1000} s up to ${x.maxCooldownMs / 1000} s; ${x.probes} probes per worker, closes after ${x.closeAfter}`
+          : `${type}: no breaker`,
+      );
+    }
+    return r;
+  }
+}

@@ -1,0 +1,143 @@
+/**
+ * The circuit breaker of a task type, cluster-wide: a pure state machine over the attempt
+ * outcomes every worker counts in per-second windows in MySQL (type_outcomes), so three workers
+ * each seeing part of the failures open it together. closed → open when more than `threshold` of
+ * the attempts of the last `windowMs` failed, with at least `minVolume` attempts; open → half_open
+ * once the cool-down is over (it doubles with each opening in a row, capped at `maxCooldownMs`);
+ * half_open lets `probes` tasks per worker through: a failure among them re-opens it, `closeAfter`
+ * successes close it (and reset the cool-down). Timeouts count as failures; unrecoverable failures
+ * (bad payloads) and hand-backs do not count at all. Closed, the window starts no earlier than
+ * the second it last closed in.
+ */
+export type BreakerStateName = 'closed' | 'open' | 'half_open';
+
+export interface BreakerState {
+  state: BreakerStateName;
+  /** Open: the time of the next probe (epoch ms); null otherwise. */
+  until: number | null;
+  /** Openings in a row (0 once closed): the cool-down grows with it. */
+  openings: number;
+  /** When it entered this state (epoch ms; null: never changed). */
+  changedAt: number | null;
+}
+
+export interface BreakerSettings {
+  enabled: boolean;
+  /** Failure ratio above which it opens (0 < threshold < 1). */
+  threshold: number;
+  minVolume: number;
+  windowMs: number;
+  cooldownMs: number;
+  maxCooldownMs: number;
+  /** Probe tasks each worker lets through while half-open. */
+  probes: number;
+  /** Successful probes (cluster-wide) that close it. */
+  closeAfter: number;
+}
+
+/** The design's defaults: > 50% failures over 1 minute, at least 20 attempts. */
+export const BREAKER_DEFAULTS: BreakerSettings = {
+  enabled: true,
+  threshold: 0.5,
+  minVolume: 20,
+  windowMs: 60_000,
+  cooldownMs: 30_000,
+  maxCooldownMs: 600_000,
+  probes: 2,
+  closeAfter: 3,
+};
+
+/** Longest window any setting may ask for; the windows kept in MySQL cover it. */
+export const MAX_WINDOW_MS = 600_000;
+
+/** Outcomes of one second (epoch ms of its start), summed over the workers. */
+export interface SecondCount {
+  at: number;
+  ok: number;
+  failed: number;
+}
+
+export interface BreakerTransition {
+  to: BreakerState;
+  /** For the history row, the log line and the event. */
+  event: 'breaker:opened' | 'breaker:half-open' | 'breaker:closed';
+  detail: string;
+}
+
+export const CLOSED: BreakerState = {state: 'closed', until: null, openings: 0, changedAt: null};
+
+/** The cool-down after the n-th opening in a row (n ≥ 1): base · 2^(n−1), capped. */
+export function cooldownMs(n: number, s: BreakerSettings): number {
+  return Math.min(s.maxCooldownMs, s.cooldownMs * 2 ** Math.max(0, Math.min(n - 1, 30)));
+}
+
+function sum(counts: readonly SecondCount[], fromMs: number): {ok: number; failed: number} {
+  let ok = 0;
+  let failed = 0;
+  for (const c of counts)
+    if (c.at >= fromMs) {
+      ok += c.ok;
+      failed += c.failed;
+    }
+  return {ok, failed};
+}
+
+/**
+ * The transition the breaker makes at `nowMs` given the per-second counts of its type, or null.
+ * Half-open, the counts from the second in which it turned half-open on are the probes' (while
+ * open nothing of the type runs, so that second holds no older attempts but stragglers).
+ */
+export function evaluate(b: BreakerState, counts: readonly SecondCount[], nowMs: number, s: BreakerSettings): BreakerTransition | null {
+  if (!s.enabled)
+    return b.state === 'closed' ? null : {to: {...CLOSED, changedAt: nowMs}, event: 'breaker:closed', detail: 'breaker disabled'};
+  const open = (openings: number, why: string): BreakerTransition => {
+    const until = nowMs + cooldownMs(openings, s);
+    return {
+      to: {state: 'open', until, openings, changedAt: nowMs},
+      event: 'breaker:opened',
+      detail: `${why}; next probe at ${new Date(until).toISOString()}`,
+    };
+  };
+  switch (b.state) {
+    case 'closed': {
+      // Not before it last closed: the failures that opened it last time are not counted again.
+      const w = sum(counts, Math.max(nowMs - s.windowMs, b.changedAt === null ? -Infinity : Math.floor(b.changedAt / 1000) * 1000));
+      const total = w.ok + w.failed;
+      if (total >= s.minVolume && w.failed / total > s.threshold)
+        return open(b.openings + 1, `${w.failed} of ${total} attempts failed in the last ${Math.round(s.windowMs / 1000)} s`);
+      return null;
+    }
+    case 'open':
+      if (b.until !== null && nowMs < b.until) return null;
+      return {
+        to: {state: 'half_open', until: null, openings: b.openings, changedAt: nowMs},
+        event: 'breaker:half-open',
+        detail: `letting ${s.probes} probe tasks per worker through`,
+      };
+    case 'half_open': {
+      const since = b.changedAt === null ? nowMs : Math.floor(b.changedAt / 1000) * 1000;
+      const w = sum(counts, since);
+      if (w.failed > 0) return open(b.openings + 1, `a probe failed (${w.failed} failed, ${w.ok} succeeded)`);
+      if (w.ok >= s.closeAfter) return {to: {...CLOSED, changedAt: nowMs}, event: 'breaker:closed', detail: `${w.ok} probes succeeded`};
+      return null;
+    }
+  }
+}
+
+/** The type's breaker settings: its stored overrides (task_types.settings.breaker) on the defaults. */
+export function breakerSettings(settings: Record<string, unknown>): BreakerSettings {
+  const b = settings.breaker;
+  if (b === null || typeof b !== 'object') return BREAKER_DEFAULTS;
+  const o = b as Record<string, unknown>;
+  const num = (k: keyof BreakerSettings): number => (typeof o[k] === 'number' ? (o[k] as number) : (BREAKER_DEFAULTS[k] as number));
+  return {
+    enabled: typeof o.enabled === 'boolean' ? o.enabled : true,
+    threshold: num('threshold'),
+    minVolume: num('minVolume'),
+    windowMs: Math.min(MAX_WINDOW_MS, num('windowMs')),
+    cooldownMs: num('cooldownMs'),
+    maxCooldownMs: num('maxCooldownMs'),
+    probes: num('probes'),
+    closeAfter: num('closeAfter'),
+  };
+}

@@ -1,0 +1,169 @@
+/**
+ * The circuit breaker per type: the pure state machine on a fake clock (open over > 50% failures
+ * with the minimum volume, growing capped cool-down, half-open probes, close on successes), the
+ * admission step's probe budget, and several workers' gates sharing one store: counts that no
+ * single worker sees as a majority open the breaker together, and exactly one transition is made.
+ */
+import {describe, expect, it} from 'vitest';
+import {ADMISSION_DEFAULTS, admit, snapshotOf} from '../../src/core/flow/admission.js';
+import {BREAKER_DEFAULTS, breakerSettings, CLOSED, cooldownMs, evaluate, type SecondCount} from '../../src/core/flow/breaker.js';
+import {FlowGate, type GateStore} from '../../src/core/flow/gate.js';
+import {AxEvents, type BreakerEvent} from '../../src/core/events.js';
+import {createLogger} from '../../src/core/log.js';
+import type {Broker} from '../../src/core/broker/types.js';
+import type {BreakerTransitionParams, OutcomeCount, TypeRecord} from '../../src/core/store/types.js';
+import {fakeClock} from '../helpers/clock.js';
+
+const T0 = Date.parse('2026-12-01T12:00:00Z');
+const s = BREAKER_DEFAULTS;
+/** `n` seconds of counts ending at `end`, each with ok/failed. */
+const secs = (end: number, n: number, ok: number, failed: number): SecondCount[] =>
+  Array.from({length: n}, (_, i) => ({at: end - (n - i) * 1000, ok, failed}));
+
+describe('breaker state machine (pure)', () => {
+  it('opens when more than half of at least minVolume attempts of the last minute failed', () => {
+    expect(evaluate(CLOSED, secs(T0, 10, 1, 1), T0, s)).toBeNull(); // 50%: not more than half
+    expect(evaluate(CLOSED, secs(T0, 5, 1, 2), T0, s)).toBeNull(); // 15 attempts < minVolume 20
+    const t = evaluate(CLOSED, secs(T0, 10, 1, 2), T0, s)!;
+    expect(t.event).toBe('breaker:opened');
+    expect(t.to).toEqual({state: 'open', until: T0 + 30_000, openings: 1, changedAt: T0});
+    expect(t.detail).toMatch(/20 of 30 attempts failed in the last 60 s/);
+    // Counts older than the window do not count, nor those from before it last closed.
+    expect(evaluate(CLOSED, secs(T0 - 61_000, 10, 0, 5), T0, s)).toBeNull();
+    expect(evaluate({...CLOSED, changedAt: T0 - 2000}, secs(T0 - 2000, 10, 0, 5), T0, s)).toBeNull();
+    expect(evaluate({...CLOSED, changedAt: T0 - 10_000}, secs(T0, 10, 0, 5), T0, s)?.event).toBe('breaker:opened');
+  });
+
+  it('half-opens once the cool-down is over, not before', () => {
+    const open = {state: 'open' as const, until: T0 + 30_000, openings: 1, changedAt: T0};
+    expect(evaluate(open, [], T0 + 29_999, s)).toBeNull();
+    expect(evaluate(open, [], T0 + 30_000, s)).toMatchObject({
+      event: 'breaker:half-open',
+      to: {state: 'half_open', openings: 1, changedAt: T0 + 30_000},
+    });
+  });
+
+  it('half-open: a failed probe re-opens with a longer cool-down (capped); enough successes close it and reset the cool-down', () => {
+    const half = {state: 'half_open' as const, until: null, openings: 1, changedAt: T0};
+    // Counts of earlier seconds are not probes; those of the second it half-opened in are.
+    expect(evaluate(half, [{at: T0 - 1000, ok: 0, failed: 9}], T0 + 500, s)).toBeNull();
+    expect(evaluate(half, [{at: T0, ok: 0, failed: 1}], T0 + 500, s)?.event).toBe('breaker:opened');
+    const re = evaluate(half, [{at: T0 + 1000, ok: 1, failed: 1}], T0 + 2000, s)!;
+    expect(re.event).toBe('breaker:opened');
+    expect(re.to).toMatchObject({state: 'open', openings: 2, until: T0 + 2000 + 60_000});
+    expect(evaluate(half, [{at: T0 + 1000, ok: 2, failed: 0}], T0 + 2000, s)).toBeNull();
+    expect(evaluate(half, [{at: T0 + 1000, ok: 3, failed: 0}], T0 + 2000, s)).toMatchObject({
+      event: 'breaker:closed',
+      to: {state: 'closed', openings: 0},
+    });
+    expect([1, 2, 3, 5, 10, 40].map((n) => cooldownMs(n, s))).toEqual([30_000, 60_000, 120_000, 480_000, 600_000, 600_000]);
+  });
+
+  it('takes per-type overrides from the settings, and closes at once when disabled', () => {
+    const o = breakerSettings({breaker: {threshold: 0.2, minVolume: 5}});
+    expect(o).toMatchObject({threshold: 0.2, minVolume: 5, windowMs: 60_000});
+    expect(evaluate(CLOSED, secs(T0, 5, 3, 1), T0, o)?.event).toBe('breaker:opened');
+    const off = breakerSettings({breaker: {enabled: false}});
+    expect(evaluate(CLOSED, secs(T0, 60, 0, 9), T0, off)).toBeNull();
+    expect(evaluate({state: 'open', until: T0 + 1, openings: 1, changedAt: T0}, [], T0, off)?.event).toBe('breaker:closed');
+  });
+});
+
+const rec = (type: string, breaker: TypeRecord['breaker'], settings: Record<string, unknown> = {}): TypeRecord => ({
+  type,
+  paused: false,
+  pausedBy: null,
+  pausedReason: null,
+  pausedAt: null,
+  settings,
+  breaker,
+  createdAt: new Date(T0),
+  updatedAt: new Date(T0),
+});
+
+describe('admission with a breaker', () => {
+  it('parks until the probe time while open; then lets `probes` through per episode and parks the rest for the probe recheck', () => {
+    const open = snapshotOf({
+      at: new Date(T0),
+      handlers: {},
+      types: [rec('order_notify', {state: 'open', until: new Date(T0 + 10_000), openings: 1, changedAt: new Date(T0)})],
+    });
+    expect(admit(open, 'order_notify', true, T0, ADMISSION_DEFAULTS)).toMatchObject({run: false, parked: 'breaker', delayMs: 10_000});
+    // Open past its probe time counts as half-open: probes only (no herd of every parked task).
+    expect(admit(open, 'order_notify', true, T0 + 10_000, ADMISSION_DEFAULTS, 0)).toEqual({run: true, probe: true});
+    expect(admit(open, 'order_notify', true, T0 + 10_000, ADMISSION_DEFAULTS, 2)).toMatchObject({
+      run: false,
+      parked: 'breaker',
+      delayMs: 30_000,
+    });
+  });
+});
+
+/** One store shared by several gates: a registry row per type and per-second counts, CAS transitions. */
+function sharedStore() {
+  const types = new Map<string, TypeRecord>();
+  const counts: OutcomeCount[] = [];
+  const transitions: BreakerTransitionParams[] = [];
+  const store: GateStore = {
+    flowView: () => Promise.resolve({at: new Date(T0), types: [...types.values()], handlers: {}}),
+    tasksDefer: () => Promise.reject(new Error('unused')),
+    typesRegister: () => Promise.resolve(),
+    parkedRelease: () => Promise.resolve([]),
+    doorbellsMark: () => Promise.resolve(),
+    outcomeCounts: () => Promise.resolve([...counts]),
+    outcomesPurge: () => Promise.resolve(0),
+    breakerTransition: (p) => {
+      const cur = types.get(p.type)?.breaker ?? {state: 'closed', until: null, openings: 0, changedAt: null};
+      if (cur.state !== p.expect.state || (cur.changedAt?.getTime() ?? null) !== (p.expect.changedAt?.getTime() ?? null))
+        return Promise.resolve(false);
+      types.set(p.type, rec(p.type, p.to));
+      transitions.push(p);
+      return Promise.resolve(true);
+    },
+  };
+  return {store, types, counts, transitions};
+}
+
+describe('breakers across workers (FlowGate over a shared store)', () => {
+  it('three workers each seeing a minority of the failures open it together, with one transition and one event', async () => {
+    const clock = fakeClock(T0);
+    const sh = sharedStore();
+    const events = new AxEvents();
+    const opened: BreakerEvent[] = [];
+    events.on('breaker:opened', (e) => opened.push(e));
+    const gates = [1, 2, 3].map((i) => {
+      const g = new FlowGate({store: sh.store, clock, logger: createLogger('silent'), refreshMs: 1000});
+      g.attach(events, `w${i}`);
+      return g;
+    });
+    for (const g of gates) await g.start([], {publish: () => Promise.resolve()} as unknown as Broker);
+    // The rows of three workers summed, as outcomeCounts returns them: 12 ok and 13 failed (52% of
+    // 25). Split three ways no worker saw more than 5 failures, under minVolume on its own.
+    sh.counts.push({type: 'order_notify', at: new Date(T0 - 1000), ok: 12, failed: 13});
+    await clock.advanceAsync(1000);
+    expect(sh.transitions).toHaveLength(1);
+    expect(opened).toHaveLength(1);
+    expect(opened[0]).toMatchObject({type: 'order_notify', from: 'closed', to: 'open', openings: 1});
+    // Every worker's admission now parks the type until the probe time.
+    for (const g of gates) expect(g.admit('order_notify', true)).toMatchObject({run: false, parked: 'breaker'});
+    // After the cool-down: half-open; each worker lets its 2 probes through, then parks.
+    await clock.advanceAsync(30_000);
+    expect(sh.types.get('order_notify')?.breaker.state).toBe('half_open');
+    for (const g of gates) {
+      expect(g.admit('order_notify', true)).toEqual({run: true, probe: true});
+      expect(g.admit('order_notify', true)).toEqual({run: true, probe: true});
+      expect(g.admit('order_notify', true)).toMatchObject({run: false, parked: 'breaker'});
+    }
+    // Probes whose outcomes never come: the budget renews after a base cool-down.
+    await clock.advanceAsync(30_000);
+    expect(gates[0]!.admit('order_notify', true)).toEqual({run: true, probe: true});
+    // Three probes succeed: closed.
+    const half = sh.types.get('order_notify')!.breaker.changedAt!.getTime();
+    sh.counts.length = 0;
+    sh.counts.push({type: 'order_notify', at: new Date(Math.floor(half / 1000) * 1000 + 1000), ok: 3, failed: 0});
+    await clock.advanceAsync(2000);
+    expect(sh.types.get('order_notify')?.breaker.state).toBe('closed');
+    expect(sh.transitions.map((t) => t.event)).toEqual(['breaker:opened', 'breaker:half-open', 'breaker:closed']);
+    for (const g of gates) await g.stop();
+  });
+});
