@@ -33,6 +33,13 @@ function lateMarks<S extends TaskStore>(store: S, gate: (rung: RungRef[]) => Pro
   });
 }
 
+/** This file measures retries of a type that always fails: its circuit breaker (which would park them) is off. */
+async function breakerOff(env: TestEnv): Promise<void> {
+  const store = await env.store();
+  const audit = {operator: 'test', command: 'types set', filter: {type: 'test_fail'}, reason: null};
+  await store.typeSetSettings({type: 'test_fail', settings: {breaker: {enabled: false}}, operator: 'test', audit});
+}
+
 describe('publish mark vs. a fast failure', () => {
   let env: TestEnv;
   let client: AxClient;
@@ -47,6 +54,7 @@ describe('publish mark vs. a fast failure', () => {
       schedulerHoldMs: 1000,
       submitFlushMs: 5,
     });
+    await breakerOff(env);
     client = createClient({
       ...env.rt,
       store: await env.store(),
@@ -106,6 +114,7 @@ describe('publish mark vs. a fast failure', () => {
 
   it('a mark that lands after the rung attempt failed (producer and scheduler paths) leaves the retry to the scheduler', async () => {
     const env2 = await createTestEnv({retryBaseMs: 200, schedulerHorizonMs: 2000, schedulerLoadEveryMs: 200, schedulerHoldMs: 1000});
+    await breakerOff(env2);
     const ws: Worker[] = [];
     let sched: Scheduler | undefined;
     let c: AxClient | undefined;
