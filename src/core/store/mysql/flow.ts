@@ -297,7 +297,7 @@ export async function deferTasks(db: Db, cell: string, p: TasksDeferParams): Pro
   });
 }
 
-/** See FlowStore.parkedRelease. Locking read through idx_tasks_type_state, one UPDATE. */
+/** See FlowStore.parkedRelease. Locking read through idx_tasks_state_type (cell, state, type, …), one UPDATE. */
 export async function releaseParked(db: Db, cell: string, p: ParkedReleaseParams): Promise<Array<DispatchRef & {fence: number}>> {
   if (p.kinds.length === 0) return [];
   return tx(db, async (c) => {
