@@ -289,6 +289,7 @@ export const SETTINGS: Record<keyof AxConfig, Setting> = {
     default: 100,
     min: 0,
     doc: 'pause between two archive batches, so live traffic does not notice',
+  },
   flowRefreshMs: {
     env: 'AX_FLOW_REFRESH',
     kind: 'duration',
