@@ -16,20 +16,14 @@ import type {ArchiveTarget} from '../../src/core/archive/target.js';
 import type {AxStore} from '../../src/core/store/types.js';
 import {archiveStoreConformance, finished} from '../conformance/archive.js';
 import {createTestEnv, type TestEnv} from '../helpers/env.js';
+import {mysqlStoreHarness} from '../helpers/mysql-harness.js';
 
 const ageSql = (days: number) =>
   `UPDATE tasks SET finished_at = finished_at - INTERVAL ${days} DAY, run_at = run_at - INTERVAL ${days} DAY, updated_at = updated_at - INTERVAL ${days} DAY`;
 
 archiveStoreConformance('MySQL', async () => {
-  const env = await createTestEnv();
-  const store = await env.store();
-  const other = await env.store();
-  return {
-    store,
-    other,
-    age: async (ids, days) => void (await env.sql(`${ageSql(days)} WHERE id IN (?)`, [ids])),
-    dispose: () => env.dispose(),
-  };
+  const {env, ...h} = await mysqlStoreHarness();
+  return {...h, age: async (ids, days) => void (await env.sql(`${ageSql(days)} WHERE id IN (?)`, [ids]))};
 });
 
 describe('archiver', () => {

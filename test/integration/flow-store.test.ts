@@ -1,21 +1,4 @@
 import {flowStoreConformance} from '../conformance/flow.js';
-import {createTestEnv} from '../helpers/env.js';
+import {mysqlStoreHarness} from '../helpers/mysql-harness.js';
 
-flowStoreConformance('MySQL', async () => {
-  const env = await createTestEnv();
-  const store = await env.store();
-  const other = await env.store();
-  return {
-    store,
-    other,
-    async waitDbMs(ms) {
-      const until = (await store.clockNow()).getTime() + ms;
-      while ((await store.clockNow()).getTime() <= until) await new Promise((r) => setTimeout(r, 10));
-    },
-    async historyEdges() {
-      const rows = await env.sql<{from_state: string | null; to_state: string}>('SELECT DISTINCT from_state, to_state FROM task_history');
-      return rows.map((r) => [r.from_state, r.to_state]);
-    },
-    dispose: () => env.dispose(),
-  };
-});
+flowStoreConformance('MySQL', mysqlStoreHarness);

@@ -1,29 +1,13 @@
 import {describe, expect, it} from 'vitest';
 import {storeConformance} from '../conformance/store.js';
 import {createTestEnv} from '../helpers/env.js';
+import {mysqlStoreHarness} from '../helpers/mysql-harness.js';
 import {openOutbox, openStore} from '../../src/compose.js';
 import {claimUpdateSql} from '../../src/core/store/mysql/write.js';
 import {createIdGenerator} from '../../src/core/task/id.js';
 import {validateTaskSpec} from '../../src/core/task/validate.js';
 
-storeConformance('MySQL', async () => {
-  const env = await createTestEnv();
-  const store = await env.store();
-  const other = await env.store();
-  return {
-    store,
-    other,
-    async waitDbMs(ms) {
-      const until = (await store.clockNow()).getTime() + ms;
-      while ((await store.clockNow()).getTime() <= until) await new Promise((r) => setTimeout(r, 10));
-    },
-    async historyEdges() {
-      const rows = await env.sql<{from_state: string | null; to_state: string}>('SELECT DISTINCT from_state, to_state FROM task_history');
-      return rows.map((r) => [r.from_state, r.to_state]);
-    },
-    dispose: () => env.dispose(),
-  };
-});
+storeConformance('MySQL', mysqlStoreHarness);
 
 describe('closable stores', () => {
   it('`await using` closes the task store and the outbox at the end of the block; close() is idempotent', async () => {
