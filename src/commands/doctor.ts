@@ -5,7 +5,16 @@ import {printable} from '../cli/render.js';
 import {openBroker, openStore} from '../cli/runtime.js';
 import {AxError} from '../core/errors.js';
 import {diagnose} from '../core/doctor/doctor.js';
-import {ATTEMPTS_SAMPLE, type DoctorReadStore, gatherBroker, gatherDb, sourceError, SUCCESS_SAMPLE} from '../core/doctor/gather.js';
+import {staleAfterMs} from '../core/liveness.js';
+import {
+  ATTEMPTS_SAMPLE,
+  type DoctorReadStore,
+  gatherBroker,
+  gatherDb,
+  handledTypesOf,
+  sourceError,
+  SUCCESS_SAMPLE,
+} from '../core/doctor/gather.js';
 import {DEFAULT_LATE, DEFAULT_MAX_SKEW, DEFAULT_SINCE, doctorSettings} from '../core/doctor/settings.js';
 import {type DoctorReport, type Finding, SYMPTOMS, type Status} from '../core/doctor/types.js';
 import type {Broker} from '../core/broker/types.js';
@@ -30,7 +39,7 @@ const MARK: Record<Status, string> = {ok: 'ok', info: 'info', warn: 'WARN', prob
 export default class Doctor extends AxCommand {
   static override readOnly = true;
   static override summary = 'Check the live system against the troubleshooting table: what is wrong, the evidence, what to run next.';
-  static override description = `Reads ax's database (backlog per type and pool, workers and their heartbeats, the failed attempts, deaths, repeated successes and attempt durations of the window, due tasks nobody rang, the database clock) and RabbitMQ's queue depths once, then runs one check per row of the troubleshooting table: submitted but not running (not due yet, late backlog, no live worker for the pool, wrong pool, nobody ringing), failing without retries (no handler, retries used up, unrecoverable errors, swallowed errors), consumption dropped (pool queue full, every slot busy, attempts timing out, poison messages), duplicates (two successes of one task, expired leases), memory growing (not measured: said so), timing inaccurate (this host's clock against the database's, how long after due the attempts started).
+  static override description = `Reads ax's database (backlog per type and pool, workers and their heartbeats, the failed attempts, deaths, repeated successes and attempt durations of the window, due tasks nobody rang, the database clock) and RabbitMQ's queue depths once, then runs one check per row of the troubleshooting table: submitted but not running (not due yet, late backlog, no live worker for the pool, a waiting type no live worker has a handler for, wrong pool, nobody ringing), failing without retries (no handler, retries used up, unrecoverable errors, swallowed errors), consumption dropped (pool queue full, every slot busy, attempts timing out, poison messages, open circuit breakers, paused types with a backlog), duplicates (two successes of one task, expired leases), memory growing (not measured: said so), timing inaccurate (this host's clock against the database's, how long after due the attempts started).
 
 Each finding has a status — PROBLEM, WARN, info, ok or skipped — its evidence and the next command to run. A server that cannot be reached is itself a finding, and the checks that need it are skipped. The history checks read the window --since (default ${DEFAULT_SINCE}) through idx_history_failures: every failure of the window, and of a busy window only the latest ${SUCCESS_SAMPLE} successes (for repeats) and ${ATTEMPTS_SAMPLE} attempt ends (for durations), so the cost stays bounded. Nothing is changed (connecting to RabbitMQ declares ax's exchange and queues when missing, as ax submit and the worker do).
 
@@ -71,10 +80,16 @@ Exit codes: 0 nothing wrong (warnings allowed), ${DOCTOR_PROBLEM_EXIT_CODE} a pr
     const broker: Broker | SourceError = await openBroker(rt, {reconnect: false, declare: false}).catch(withHint);
     try {
       const [db, mq] = await Promise.all([
-        gatherDb(store, {clock: rt.clock, since: settings.since, republishAfterMs: rt.config.republishAfterMs}),
+        gatherDb(store, {
+          clock: rt.clock,
+          since: settings.since,
+          republishAfterMs: rt.config.republishAfterMs,
+          liveMs: staleAfterMs(settings.heartbeatMs),
+        }),
         gatherBroker(broker),
       ]);
-      const report = diagnose({settings, db, broker: mq});
+      const handledTypes = handledTypesOf(db, settings.heartbeatMs);
+      const report = diagnose({settings, db, broker: mq, ...(handledTypes ? {handledTypes} : {})});
       const exitCode = doctorExitCode(report.verdict, flags.strict);
       if (!this.jsonEnabled()) for (const line of render(report, exitCode)) this.log(line);
       process.exitCode = exitCode;

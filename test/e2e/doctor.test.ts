@@ -1,7 +1,8 @@
 /**
  * End-to-end test of `ax doctor` through the built CLI (`node bin/run.js`; build first) against the
  * real MariaDB and RabbitMQ, on a deliberately broken cell: a live worker that runs only the io
- * pool while a cpu task waits, a task of a type no handler knows (the worker dead-letters it), a
+ * pool while a cpu task waits, a task of a type no live worker has a handler for (with flow control
+ * it waits, parked "no handler", until AX_UNHANDLED_DEAD_AFTER), a paused type with a backlog, a
  * crashed worker's stale heartbeat, and a due task nobody rang. Then with RabbitMQ unreachable and
  * with MySQL unreachable: the server down is the finding, exit 5.
  */
@@ -39,11 +40,17 @@ beforeAll(async () => {
     await client.submit({type: 'test_noop', payload: {n: 1}, pool: 'cpu'});
     unknownId = await client.submit({type: 'nobody_handles', payload: {n: 2}});
     await client.flush();
+    await client.types.pause('test_sleep', 'e2e: downstream maintenance');
+    // Due in an hour: a backlog of the paused type no worker can race to run before it sees the pause.
+    await client.submit({type: 'test_sleep', payload: {ms: 1}, runAt: new Date(Date.now() + 3_600_000)});
+    await client.flush();
   } finally {
     await client.close();
   }
   const store = await env.store();
-  await eventually(async () => (await store.tasksGet({id: unknownId}))?.state === 'dead', 20_000, 'the unknown type to be dead-lettered');
+  const parked = async (id: string): Promise<unknown> =>
+    ((await env.sql('SELECT parked FROM tasks WHERE id = ?', [id])) as Array<{parked: string | null}>)[0]?.parked;
+  await eventually(async () => (await parked(unknownId)) === 'unhandled', 20_000, 'the unknown type to be parked "no handler"');
   // A worker that crashed: registered, never stopped, heartbeat two minutes old.
   await store.workersUpsert({info: {id: 'crashed-1', host: 'gone', pid: 4242, pools: {io: 8}}, inFlight: 2});
   await env.sql("UPDATE workers SET heartbeat_at = NOW(3) - INTERVAL 2 MINUTE WHERE id = 'crashed-1'");
@@ -70,15 +77,23 @@ describe('ax doctor', () => {
     const r = await ax(['doctor', '--json']);
     expect(r.code, r.stderr).toBe(8);
     expect(r.json.verdict).toBe('problem');
-    expect(ids(r, 'problem').sort()).toEqual(['backlog.late', 'dispatch.unrung', 'failing.no-handler', 'pools.unserved']);
+    expect(ids(r, 'problem').sort()).toEqual(['backlog.late', 'dispatch.unrung', 'pools.unserved', 'types.unhandled']);
     expect(ids(r, 'ok')).toEqual(expect.arrayContaining(['mysql', 'rabbitmq', 'workers.live', 'timing.clock']));
-    expect(ids(r, 'warn')).toContain('workers.stale');
+    expect(ids(r, 'warn')).toEqual(expect.arrayContaining(['workers.stale', 'types.paused']));
     const find = (id: string) => (r.json.findings as Array<{id: string; evidence: string[]; next: string[]}>).find((f) => f.id === id)!;
     expect(find('pools.unserved').evidence).toEqual([expect.stringMatching(/^test_noop: 1 due in pool cpu/)]);
     expect(find('pools.unserved').next).toEqual(['ax worker --handlers <module> --pools cpu']);
-    expect(find('failing.no-handler').evidence[0]).toMatch(
-      /^nobody_handles: 1 task — "unknown task type "nobody_handles": no handler at worker doctor-io-only"/,
-    );
+    // Waiting for a handler, not dead-lettered: the problem names the type and what to do.
+    expect((await (await env.store()).tasksGet({id: unknownId}))?.state).not.toBe('dead');
+    expect(find('types.unhandled').evidence).toEqual([
+      'nobody_handles: 1 parked waiting for a handler (dead after AX_UNHANDLED_DEAD_AFTER)',
+    ]);
+    expect(find('types.unhandled').next[0]).toMatch(/^ax types show nobody_handles/);
+    expect(find('types.unhandled').next[1]).toMatch(/^deploy a worker/);
+    expect(find('types.paused').evidence).toEqual([
+      expect.stringMatching(/^test_sleep: paused by \S+ \d+\w* ago \("e2e: downstream maintenance"\); 1 task waiting$/),
+    ]);
+    expect(find('types.paused').next[0]).toMatch(/^ax types resume test_sleep/);
     expect(find('workers.stale').evidence[0]).toMatch(/^crashed-1 on gone pid 4242: last heartbeat 2m/);
     expect(find('dispatch.unrung').evidence).toEqual([
       expect.stringMatching(new RegExp(`^${unrungId} test_noop \\(pool io, attempt 0\\): due for 2m`)),

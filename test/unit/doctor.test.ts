@@ -239,7 +239,7 @@ describe('ax doctor checks', () => {
       expect(byId(run(healthy({attempts: [{...a, timeouts: 0}]})).findings, 'attempts.durations')?.status).toBe('ok');
     });
 
-    it('poison messages are a warning; the breaker is skipped until ax has one', () => {
+    it('poison messages are a warning; breakers unknown (skipped) when the registry was not read', () => {
       const r = run(healthy(), {broker: {ok: true, value: {...mq, depths: {...mq.depths, 'ax.default.poison': 3}}}});
       expect(byId(r.findings, 'rabbitmq.poison')?.title).toMatch(/^3 messages in the poison queue ax.default.poison/);
       expect(byId(r.findings, 'breaker')?.status).toBe('skipped');
@@ -357,6 +357,7 @@ describe('gathering the evidence', () => {
       tasksFindUndispatched: async () => [],
       successRepeats: async () => [],
       attemptTimes: async () => [],
+      typesReport: async () => ({at: NOW, types: [], handlers: {}, all: [], parked: {}}),
     };
     if (fail)
       reads[fail] = (async () => {
@@ -367,7 +368,7 @@ describe('gathering the evidence', () => {
 
   it('reads the database clock in the middle of its round trip, then everything else', async () => {
     const clock = fakeClock(NOW.getTime() - 3000);
-    const db = await gatherDb(fakeStore(clock, 40), {clock, since: ago(900_000), republishAfterMs: 300_000});
+    const db = await gatherDb(fakeStore(clock, 40), {clock, since: ago(900_000), republishAfterMs: 300_000, liveMs: 15_000});
     expect(db.ok).toBe(true);
     if (!db.ok) return;
     expect(db.value.rttMs).toBe(40);
@@ -379,12 +380,12 @@ describe('gathering the evidence', () => {
 
   it('a read that fails makes the source an error (with the reason), never an exception', async () => {
     const clock = fakeClock(NOW.getTime());
-    expect(await gatherDb(fakeStore(clock, 1, 'attemptTimes'), {clock, since: ago(1000), republishAfterMs: 1000})).toEqual({
+    expect(await gatherDb(fakeStore(clock, 1, 'attemptTimes'), {clock, since: ago(1000), republishAfterMs: 1000, liveMs: 15_000})).toEqual({
       ok: false,
       error: {code: 'unavailable', message: 'MySQL went away', reason: 'unreachable'},
     });
     const opened = {code: 'unavailable', message: 'refused'};
-    expect(await gatherDb(opened, {clock, since: ago(1000), republishAfterMs: 1000})).toEqual({ok: false, error: opened});
+    expect(await gatherDb(opened, {clock, since: ago(1000), republishAfterMs: 1000, liveMs: 15_000})).toEqual({ok: false, error: opened});
   });
 
   it('reads the queues by role without declaring them (a missing one has no depth); a broker that fails is an error', async () => {

@@ -4,7 +4,7 @@
  */
 import {formatDuration} from '../duration.js';
 import {capped, countByType, finding, plural, splitWorkers} from './evidence.js';
-import type {Check, CheckContext, Finding, StandaloneCheck} from './types.js';
+import type {Check, CheckContext, Finding} from './types.js';
 
 /** Claims handed back because the pool's local queue was full (AX_POOL_QUEUE). */
 export const queueFullCheck: Check = {
@@ -102,15 +102,5 @@ export const poisonCheck: Check = {
         [`rabbitmqctl list_queues name messages | grep ${broker!.queues.poison}; the worker logs say why each was poisoned`],
       ),
     ];
-  },
-};
-
-/** The breaker: ax has none yet (the flow-control issue adds it). */
-export const breakerCheck: StandaloneCheck = {
-  id: 'breaker',
-  symptom: 'slow',
-  standalone: true,
-  run(): Finding[] {
-    return [finding('breaker', 'slow', 'skipped', 'no circuit breaker in ax yet: open breakers will show here once it exists')];
   },
 };

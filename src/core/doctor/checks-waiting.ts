@@ -86,16 +86,29 @@ export const poolsCheck: Check = {
     if (handledTypes) {
       const liveIds = new Set(live.map((w) => w.id));
       const handled = new Set(Object.entries(handledTypes).flatMap(([id, types]) => (liveIds.has(id) ? types : [])));
-      const missing = db.duePools.filter((r) => !handled.has(r.type));
-      if (missing.length > 0)
+      // Due tasks, and the ones parked "no handler" (delayed until their recheck, dead after AX_UNHANDLED_DEAD_AFTER).
+      const lines = new Map<string, string[]>();
+      for (const r of db.duePools)
+        if (!handled.has(r.type)) lines.set(r.type, [...(lines.get(r.type) ?? []), `${r.type}: ${r.due} due in pool ${r.pool}`]);
+      for (const [type, kinds] of Object.entries(db.flow?.parked ?? {}))
+        if (!handled.has(type) && kinds.unhandled)
+          lines.set(type, [
+            ...(lines.get(type) ?? []),
+            `${type}: ${kinds.unhandled} parked waiting for a handler (dead after AX_UNHANDLED_DEAD_AFTER)`,
+          ]);
+      const types = [...lines.keys()].sort();
+      if (types.length > 0)
         out.push(
           finding(
             'types.unhandled',
             'not-running',
             'problem',
-            `no live worker has a handler for ${plural(new Set(missing.map((r) => r.type)).size, 'due type')}`,
-            capped(missing.map((r) => `${r.type}: ${r.due} due in pool ${r.pool}`)),
-            ['deploy a worker whose handlers module defines these types'],
+            `no live worker has a handler for ${plural(types.length, 'waiting type')}`,
+            capped(types.flatMap((t) => lines.get(t) ?? [])),
+            [
+              ...types.slice(0, 3).map((t) => `ax types show ${t}   (which workers handled it, its parked tasks)`),
+              'deploy a worker whose handlers module defines these types: ax worker --handlers <module>',
+            ],
           ),
         );
     }

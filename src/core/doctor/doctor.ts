@@ -5,7 +5,8 @@
  */
 import {clockCheck, lateStartCheck, memoryCheck} from './checks-env.js';
 import {deathsCheck, duplicatesCheck, swallowedCheck} from './checks-outcomes.js';
-import {breakerCheck, poisonCheck, queueFullCheck, saturationCheck, slowCheck} from './checks-slow.js';
+import {flowCheck} from './checks-flow.js';
+import {poisonCheck, queueFullCheck, saturationCheck, slowCheck} from './checks-slow.js';
 import {lateCheck, notDueCheck, poolsCheck, unrungCheck, workersCheck, wrongPoolCheck} from './checks-waiting.js';
 import {finding} from './evidence.js';
 import type {Check, StandaloneCheck, DoctorData, DoctorReport, Finding, SourceError, Status} from './types.js';
@@ -24,7 +25,7 @@ export const CHECKS: ReadonlyArray<Check | StandaloneCheck> = [
   saturationCheck,
   slowCheck,
   poisonCheck,
-  breakerCheck,
+  flowCheck,
   duplicatesCheck,
   memoryCheck,
   clockCheck,

@@ -5,14 +5,16 @@
  */
 import type {Broker} from '../broker/types.js';
 import {AxError, errorMessage} from '../errors.js';
-import type {DoctorStore, InspectStore, RescueStore, WorkerRegistryStore} from '../store/types.js';
+import type {DoctorStore, FlowStore, InspectStore, RescueStore, WorkerRegistryStore} from '../store/types.js';
 import type {Clock} from '../time.js';
+import {splitWorkers} from './evidence.js';
 import type {BrokerEvidence, DbEvidence, Source, SourceError} from './types.js';
 
 /** The store seams the doctor reads. */
 export type DoctorReadStore = Pick<InspectStore, 'clockNow' | 'backlog' | 'failureGroups'> &
   Pick<RescueStore, 'tasksFindUndispatched'> &
   Pick<WorkerRegistryStore, 'workersList'> &
+  Pick<FlowStore, 'typesReport'> &
   DoctorStore;
 
 /** Most never-rung tasks read (a sample: the finding says "100+"). */
@@ -35,7 +37,7 @@ export function sourceError(e: unknown): SourceError {
 /** Reads the database's evidence; `store` is the error when the store could not even be opened. */
 export async function gatherDb(
   store: DoctorReadStore | SourceError,
-  o: {clock: Clock; since: Date; republishAfterMs: number},
+  o: {clock: Clock; since: Date; republishAfterMs: number; liveMs: number},
 ): Promise<Source<DbEvidence>> {
   if (!('clockNow' in store)) return {ok: false, error: store};
   try {
@@ -44,7 +46,7 @@ export async function gatherDb(
     const dbAt = await store.clockNow();
     const rttMs = Math.round(o.clock.monotonic() - m0);
     const localAt = new Date(t0 + rttMs / 2);
-    const [backlog, duePools, workers, failures, deaths, undispatched, repeats, attempts] = await Promise.all([
+    const [backlog, duePools, workers, failures, deaths, undispatched, repeats, attempts, flow] = await Promise.all([
       store.backlog(),
       store.duePerPool(),
       store.workersList(),
@@ -53,11 +55,24 @@ export async function gatherDb(
       store.tasksFindUndispatched({limit: UNRUNG_SAMPLE, republishAfterMs: o.republishAfterMs}),
       store.successRepeats({since: o.since, sample: SUCCESS_SAMPLE, limit: REPEATS_LIMIT}),
       store.attemptTimes({since: o.since, sample: ATTEMPTS_SAMPLE}),
+      store.typesReport({liveMs: o.liveMs}),
     ]);
-    return {ok: true, value: {dbAt, localAt, rttMs, backlog, duePools, workers, failures, deaths, undispatched, repeats, attempts}};
+    return {ok: true, value: {dbAt, localAt, rttMs, backlog, duePools, workers, failures, deaths, undispatched, repeats, attempts, flow}};
   } catch (e) {
     return {ok: false, error: sourceError(e)};
   }
+}
+
+/**
+ * The handler types of the live workers, by worker id, from their heartbeats; null when one of them
+ * reports none (an older ax): which types it handles is then unknown. Stale workers do not count
+ * (core/liveness.ts; `heartbeatMs` is AX_HEARTBEAT).
+ */
+export function handledTypesOf(db: Source<DbEvidence>, heartbeatMs: number): Record<string, string[]> | null {
+  if (!db.ok) return null;
+  const {live} = splitWorkers(db.value.workers, heartbeatMs);
+  if (live.some((w) => w.types === undefined)) return null;
+  return Object.fromEntries(live.map((w) => [w.id, w.types ?? []]));
 }
 
 /**

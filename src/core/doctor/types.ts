@@ -3,7 +3,16 @@
  * store and broker seams (gather.ts); each check is a pure function of that data (checks-*.ts), so
  * every symptom is tested with fixed inputs.
  */
-import type {AttemptTimes, BacklogReport, DeadErrorGroup, DuePoolRow, HeldForDispatch, SuccessRepeat, WorkerRow} from '../store/types.js';
+import type {
+  AttemptTimes,
+  BacklogReport,
+  DeadErrorGroup,
+  DuePoolRow,
+  HeldForDispatch,
+  SuccessRepeat,
+  TypesReport,
+  WorkerRow,
+} from '../store/types.js';
 
 /** The rows of the design's troubleshooting table (plus the servers themselves). */
 export const SYMPTOMS = ['services', 'not-running', 'failing', 'slow', 'duplicates', 'memory', 'timing'] as const;
@@ -56,6 +65,8 @@ export interface DbEvidence {
   undispatched: HeldForDispatch[];
   repeats: SuccessRepeat[];
   attempts: AttemptTimes[];
+  /** The type registry (pause, breaker per type, live handlers, parked counts); absent when not read. */
+  flow?: TypesReport;
 }
 
 /** Ready messages per queue, and which queue is whose. */
@@ -85,8 +96,9 @@ export interface DoctorData {
   db: Source<DbEvidence>;
   broker: Source<BrokerEvidence>;
   /**
-   * The task types each live worker has handlers for, by worker id — the seam for the type
-   * registry (issue 11). Absent until workers report them: the checks then go by pools only.
+   * The task types each live worker has handlers for, by worker id (workers register them with
+   * each heartbeat: handledTypesOf). Absent when a live worker reports none (an older ax): the
+   * checks then go by pools only.
    */
   handledTypes?: Record<string, string[]>;
 }
