@@ -1,13 +1,16 @@
 /**
  * What `ax top` runs on: a source that opens the task store on first use (and again after a
  * failed open: the TUI starts and keeps retrying while MySQL is down), refreshes through the core
- * inspector, and carries out the keys' actions (replay through core/dlq, pause once flow control
- * exists). Every method resolves: failures come back as messages or in the snapshot.
+ * inspector, and carries out the keys' actions (replay through core/dlq, pause and resume through
+ * the type registry: core/types/top-flow.ts). Every method resolves: failures come back as messages
+ * or in the snapshot.
  */
 import {errorMessage} from '../core/errors.js';
 import {planReplay, runReplay} from '../core/dlq/replay.js';
-import {type FlowControl, PAUSE_UNAVAILABLE, refreshTop, type TopSnapshot, type TopState} from '../core/inspect/top.js';
+import {type FlowControl, refreshTop, type TopSnapshot, type TopState} from '../core/inspect/top.js';
 import type {AxStore} from '../core/store/types.js';
+import {createTypesAdmin} from '../core/types/admin.js';
+import {topFlowControl} from '../core/types/top-flow.js';
 import {disposable} from './dispose.js';
 import {openBroker, openStore, type Runtime} from './runtime.js';
 
@@ -40,6 +43,10 @@ function unreachable(cell: string, failure: string): TopSnapshot {
   };
 }
 
+/** The registry's live handlers window (unused by top's columns, required by the read). */
+const FLOW_LIVE_MS = 15_000;
+
+/** The source; `o.flow` replaces the registry-backed flow control (tests). */
 export function createTopSource(rt: Runtime, o: {flow?: FlowControl} = {}): TopSource {
   let store: Promise<AxStore> | undefined;
   const open = (): Promise<AxStore> => {
@@ -48,8 +55,32 @@ export function createTopSource(rt: Runtime, o: {flow?: FlowControl} = {}): TopS
     return store;
   };
   const cell = rt.config.cell;
+  const flow: FlowControl =
+    o.flow ??
+    topFlowControl({
+      report: async () => (await open()).typesReport({liveMs: FLOW_LIVE_MS}),
+      async withAdmin(operator, fn) {
+        const s = await open();
+        // A resume rings the released backlog; without RabbitMQ the scheduler rings it.
+        const broker = await openBroker(rt, {reconnect: false}).catch(() => undefined);
+        try {
+          return await fn(
+            createTypesAdmin({
+              store: s,
+              ...(broker ? {broker} : {}),
+              clock: rt.clock,
+              logger: rt.logger,
+              operator: () => operator,
+              flowRefreshMs: rt.config.flowRefreshMs,
+            }),
+          );
+        } finally {
+          await broker?.close().catch(() => undefined);
+        }
+      },
+    });
   return {
-    canPause: o.flow !== undefined,
+    canPause: true,
     async connect() {
       await open();
     },
@@ -60,7 +91,7 @@ export function createTopSource(rt: Runtime, o: {flow?: FlowControl} = {}): TopS
       } catch (e) {
         return {state, snapshot: unreachable(cell, errorMessage(e))};
       }
-      return refreshTop(s, state, {cell, errorsType, flow: o.flow});
+      return refreshTop(s, state, {cell, errorsType, flow});
     },
     async replay(type) {
       try {
@@ -80,10 +111,8 @@ export function createTopSource(rt: Runtime, o: {flow?: FlowControl} = {}): TopS
       }
     },
     async pause(type, paused) {
-      if (o.flow === undefined) return PAUSE_UNAVAILABLE;
       try {
-        await o.flow.setPaused({type, paused, operator: rt.operator()});
-        return `${paused ? 'paused' : 'resumed'} ${type}`;
+        return await flow.setPaused({type, paused, operator: rt.operator()});
       } catch (e) {
         return `${paused ? 'pause' : 'resume'} of ${type} failed: ${errorMessage(e)}`;
       }

@@ -10,7 +10,6 @@ import {eventually, type TestEnv} from '../helpers/env.js';
 import {createProcessTestEnv, type ProcessTestEnv} from '../helpers/processes.js';
 import {ROOT, runCli, type Spawned} from '../helpers/spawn.js';
 import {createTopSource} from '../../src/cli/top.js';
-import {PAUSE_UNAVAILABLE} from '../../src/core/inspect/top.js';
 
 const HEARTBEAT = '300ms';
 
@@ -106,8 +105,9 @@ describe('ax workers and ax top', () => {
     // 200 ms handlers: the p95 lies above the (100, 250] ms bucket's lower bound, queueing in the pool included.
     expect(sleep.p95Ms).toBeGreaterThan(100);
     expect(sleep.failurePct).toBe(0);
-    expect(sleep).toMatchObject({breaker: null, paused: null});
-    expect(s.flowControl).toBe(false);
+    // From the type registry: the breaker closed, not paused.
+    expect(sleep).toMatchObject({breaker: 'closed', paused: false});
+    expect(s.flowControl).toBe(true);
   });
 
   it('refuses what it cannot do: no terminal without --once, a bad or unknown --type, a bad --interval', async () => {
@@ -127,7 +127,7 @@ describe('ax workers and ax top', () => {
     expect(since.code).toBe(2);
   });
 
-  it('the TUI in a real terminal: header, table, ↓ selects, ? shows help, q quits', async () => {
+  it('the TUI in a real terminal: header, table, ↓ selects, p y pauses and p y resumes, ? shows help, q quits', async () => {
     // CI=true as .ci/run sets it: ax top must still draw live on a terminal (Ink would not).
     const vars = Object.entries({...env.env, AX_HEARTBEAT: HEARTBEAT, NODE_ENV: 'production', AX_CONFIG: '', CI: 'true'})
       .map(([k, v]) => `${k}='${v}'`)
@@ -142,6 +142,18 @@ describe('ax workers and ax top', () => {
       for (const line of first.split('\n')) expect(line.length).toBeLessThanOrEqual(100);
       t.keys('Down');
       await t.shows(/› test_sleep/, 'the second type selected');
+      // p asks, y pauses in the registry (the PAUSE column says yes), p y again resumes.
+      t.keys('p');
+      await t.shows(/pause test_sleep\? .*y\/N/, 'the pause prompt');
+      t.keys('y');
+      await t.shows(/paused test_sleep/, 'the pause done');
+      expect((await cli(['types', 'show', 'test_sleep', '--json'])).json.paused).toMatchObject({reason: 'ax top'});
+      await t.shows(/› test_sleep .* yes /, 'the PAUSE column');
+      t.keys('p');
+      await t.shows(/resume test_sleep\? .*y\/N/, 'the resume prompt');
+      t.keys('y');
+      await t.shows(/resumed test_sleep: \d+ parked tasks released/, 'the resume done');
+      expect((await cli(['types', 'show', 'test_sleep', '--json'])).json.paused).toBeNull();
       t.keys('?');
       await t.shows(/this help/, 'the help');
       t.keys('q');
@@ -169,15 +181,29 @@ describe('ax workers and ax top', () => {
     }
   });
 
-  it("the r key's action: replays the selected type's dead tasks through core/dlq, audited as top replay; p is not faked", async () => {
+  it("the r and p keys' actions: replay through core/dlq (audited as top replay); p pauses the type in the registry, p again resumes it (audited as types pause/resume, reason ax top)", async () => {
     const source = createTopSource(env.rt);
     try {
       expect(await source.replay('test_fail')).toBe('replayed 5 dead tasks of test_fail');
-      const audit = await env.sql<{command: string; task_count: number}>('SELECT command, task_count FROM admin_audit');
+      const audit = await env.sql<{command: string; task_count: number}>(
+        "SELECT command, task_count FROM admin_audit WHERE command = 'top replay'",
+      );
       expect(audit).toEqual([{command: 'top replay', task_count: 5}]);
       expect(await source.replay('test_sleep')).toMatch(/^replay of test_sleep failed: no dead task matches/);
-      expect(source.canPause).toBe(false);
-      expect(await source.pause('test_fail', true)).toBe(PAUSE_UNAVAILABLE);
+      expect(source.canPause).toBe(true);
+      expect(await source.pause('test_fail', true)).toMatch(/^paused test_fail/);
+      const shown = await cli(['types', 'show', 'test_fail', '--json']);
+      expect(shown.json).toMatchObject({paused: {reason: 'ax top'}});
+      expect(shown.json.history[0]).toMatchObject({event: 'paused', detail: 'ax top'});
+      const once = await cli(['top', '--once', '--json', '--type', 'test_fail']);
+      expect(once.json.types[0]).toMatchObject({type: 'test_fail', paused: true, breaker: 'closed'});
+      expect(await source.pause('test_fail', false)).toMatch(/^resumed test_fail: \d+ parked tasks released/);
+      expect((await cli(['types', 'show', 'test_fail', '--json'])).json.paused).toBeNull();
+      const trail = await env.sql<{command: string; reason: string | null}>('SELECT command, reason FROM admin_audit ORDER BY id');
+      expect(trail.slice(-2)).toEqual([
+        {command: 'types pause', reason: 'ax top'},
+        {command: 'types resume', reason: 'ax top'},
+      ]);
     } finally {
       await source.close();
     }

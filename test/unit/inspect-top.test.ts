@@ -233,5 +233,20 @@ describe('ax top: submit window, alert level, snapshot', () => {
       'default',
     );
     expect(ran.types.find((t) => t.type === 'mail_send')).toMatchObject({due: 0, rate: 1});
+    // With the registry read: its breaker and pause; a type without a registry row is closed and running.
+    const flowed = buildSnapshot(
+      {
+        ...reading,
+        backlog: {at: new Date(T0), rows: [...reading.backlog!.rows, {...reading.backlog!.rows[0]!, type: 'mail_send'}]},
+        flow: new Map([['order_notify', {breaker: 'open', paused: true}]]),
+      },
+      [],
+      'default',
+    );
+    expect(flowed.flowControl).toBe(true);
+    expect(flowed.types.map((t) => [t.type, t.breaker, t.paused])).toEqual([
+      ['mail_send', 'closed', false],
+      ['order_notify', 'open', true],
+    ]);
   });
 });

@@ -75,14 +75,21 @@ describe('keymap (pure)', () => {
     expect(reduceKey(s, 'q', {}, ctx()).effect).toEqual({kind: 'quit'});
   });
 
-  it('p says pause is not available without flow control, and toggles it with flow control', () => {
+  it('p says pause is not available without flow control; with it, asks first and y pauses (or resumes a paused type)', () => {
     const s = initialUi();
     const r = reduceKey(s, 'p', {}, ctx());
     expect(r.effect).toBeUndefined();
     expect(r.state.message).toBe(PAUSE_UNAVAILABLE);
-    expect(reduceKey(s, 'p', {}, ctx({canPause: true})).effect).toEqual({kind: 'pause', type: 'order_notify', paused: true});
+    const asking = reduceKey(s, 'p', {}, ctx({canPause: true}));
+    expect(asking.effect).toBeUndefined();
+    expect(asking.state).toMatchObject({mode: 'confirm', pending: {kind: 'pause', type: 'order_notify', paused: true}});
+    expect(reduceKey(asking.state, 'y', {}, ctx({canPause: true})).effect).toEqual({kind: 'pause', type: 'order_notify', paused: true});
+    const no = reduceKey(asking.state, 'n', {}, ctx({canPause: true}));
+    expect(no.effect).toBeUndefined();
+    expect(no.state).toMatchObject({mode: 'table', pending: null, message: 'pause cancelled: nothing changed'});
     const paused = ctx({canPause: true, types: [{type: 'order_notify', dead: 0, paused: true}]});
-    expect(reduceKey(s, 'p', {}, paused).effect).toEqual({kind: 'pause', type: 'order_notify', paused: false});
+    const resuming = reduceKey(s, 'p', {}, paused).state;
+    expect(reduceKey(resuming, 'y', {}, paused).effect).toEqual({kind: 'pause', type: 'order_notify', paused: false});
   });
 
   it('r asks first; only y replays; a type without dead tasks is refused', () => {
@@ -238,6 +245,19 @@ describe('the app with a fake source (data hook + keymap + views)', () => {
     expect(src.refresh.mock.calls.length).toBeGreaterThan(1);
     r.stdin.write('q');
     expect(onQuit).toHaveBeenCalledTimes(1);
+    r.unmount();
+  });
+
+  it('with flow control, p asks, then y pauses through the source and shows its answer', async () => {
+    const src = {...source(() => snapshot()), canPause: true, pause: vi.fn(async (type: string) => `paused ${type}`)};
+    const r = render(createElement(TopApp, {source: src, intervalMs: 20, width: 100, height: 30}));
+    await frameWith(r, '› order_notify');
+    r.stdin.write('p');
+    await frameWith(r, 'pause order_notify? workers stop claiming it');
+    expect(src.pause).not.toHaveBeenCalled();
+    r.stdin.write('y');
+    await frameWith(r, 'paused order_notify');
+    expect(src.pause).toHaveBeenCalledWith('order_notify', true);
     r.unmount();
   });
 

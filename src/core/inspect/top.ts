@@ -31,16 +31,21 @@ export interface FlowState {
 }
 
 /**
- * The seam to flow control (breakers, pause/resume; issue 11). Until it exists nothing implements
- * it: `ax top` shows "—" for breaker and paused and says pause is not available.
+ * The seam to flow control (breakers, pause/resume; issue 11), implemented over the type registry
+ * by core/types/top-flow.ts. Without one (a caller that passes none) `ax top` shows "—" for
+ * breaker and paused and says pause is not available.
  */
 export interface FlowControl {
+  /** Breaker and pause of the registered types; a type not listed is closed and not paused. */
   flowStates(): Promise<Map<string, FlowState>>;
-  setPaused(p: {type: string; paused: boolean; operator: string}): Promise<void>;
+  /** Pauses or resumes a type as `operator` (audited); resolves with what to tell the operator. */
+  setPaused(p: {type: string; paused: boolean; operator: string}): Promise<string>;
 }
 
-/** What `p` says while no flow control exists. */
-export const PAUSE_UNAVAILABLE = 'pause/resume needs flow control (breakers and pause), which this ax does not have yet';
+/** What `p` says without flow control. */
+export const PAUSE_UNAVAILABLE = 'pause/resume needs flow control (the type registry), which this source does not have';
+
+const UNREGISTERED: FlowState = {breaker: 'closed', paused: false};
 
 export type TopStore = Pick<InspectStore, 'backlog' | 'failureGroups' | 'tasksCreatedCount'> & Pick<WorkerRegistryStore, 'workersList'>;
 
@@ -203,7 +208,7 @@ export function buildSnapshot(r: TopReading, history: readonly TopSample[], cell
   const types: TopTypeRow[] = [...names].sort().map((type) => {
     const b = byType.get(type);
     const a = activity.get(type);
-    const flow = r.flow?.get(type);
+    const flow = r.flow === null ? undefined : (r.flow.get(type) ?? UNREGISTERED);
     return {
       type,
       due: b?.due ?? 0,

@@ -16,9 +16,11 @@ export interface UiState {
   draft: string;
   /** A one-line notice (the outcome of an action, why a key does nothing). */
   message: string | null;
+  /** In `confirm` mode: the action y carries out (replay, pause or resume of the selected type). */
+  pending: Action | null;
 }
 
-export const initialUi = (filter = ''): UiState => ({mode: 'table', selected: null, filter, draft: '', message: null});
+export const initialUi = (filter = ''): UiState => ({mode: 'table', selected: null, filter, draft: '', message: null, pending: null});
 
 /** The parts of Ink's key object the keymap reads. */
 export interface Key {
@@ -33,7 +35,11 @@ export interface Key {
   ctrl?: boolean;
 }
 
-export type Effect = {kind: 'quit'} | {kind: 'replay'; type: string} | {kind: 'pause'; type: string; paused: boolean};
+export type Action = {kind: 'replay'; type: string} | {kind: 'pause'; type: string; paused: boolean};
+export type Effect = {kind: 'quit'} | Action;
+
+/** What an action is called in the prompt and its notices. */
+const verb = (a: Action): string => (a.kind === 'replay' ? 'replay' : a.paused ? 'pause' : 'resume');
 
 /** What the keymap needs to know of the data on screen. */
 export interface KeyContext {
@@ -58,12 +64,12 @@ export function reduceKey(s: UiState, input: string, key: Key, ctx: KeyContext):
   if (s.mode === 'filter') return filterKey(s, input, key);
   const current = selectedIn(ctx.types, s.selected);
   if (s.mode === 'confirm') {
-    if (input === 'y' && current)
-      return {
-        state: {...s, mode: 'table', message: `replaying the dead tasks of ${current.type}…`},
-        effect: {kind: 'replay', type: current.type},
-      };
-    return {state: {...s, mode: 'table', message: 'replay cancelled: nothing changed'}};
+    const a = s.pending;
+    if (input === 'y' && a) {
+      const doing = a.kind === 'replay' ? `replaying the dead tasks of ${a.type}…` : `${a.paused ? 'pausing' : 'resuming'} ${a.type}…`;
+      return {state: {...s, mode: 'table', pending: null, message: doing}, effect: a};
+    }
+    return {state: {...s, mode: 'table', pending: null, message: `${a ? verb(a) : 'action'} cancelled: nothing changed`}};
   }
   if (input === 'q') return {state: s, effect: {kind: 'quit'}};
   if (key.escape) return {state: {...s, mode: 'table', message: null}};
@@ -83,11 +89,11 @@ export function reduceKey(s: UiState, input: string, key: Key, ctx: KeyContext):
     case 'p':
       if (!ctx.canPause) return {state: {...s, message: PAUSE_UNAVAILABLE}};
       if (!current) return {state: {...s, message: 'no type selected'}};
-      return {state: {...s, message: null}, effect: {kind: 'pause', type: current.type, paused: current.paused !== true}};
+      return {state: {...s, mode: 'confirm', message: null, pending: {kind: 'pause', type: current.type, paused: current.paused !== true}}};
     case 'r':
       if (!current) return {state: {...s, message: 'no type selected'}};
       if (current.dead === 0) return {state: {...s, message: `${current.type} has no dead tasks to replay`}};
-      return {state: {...s, mode: 'confirm', message: null}};
+      return {state: {...s, mode: 'confirm', message: null, pending: {kind: 'replay', type: current.type}}};
     default:
       return {state: s};
   }

@@ -145,7 +145,7 @@ export const KEYS_LINE = '↑↓ select  p pause  r replay dead  e errors  / fil
 export const HELP_LINES = [
   'Keys',
   '  ↑ ↓      select a type',
-  '  p        pause or resume the selected type (needs flow control)',
+  '  p        pause or resume the selected type (asks y/N; audited, reason "ax top")',
   '  r        replay the dead tasks of the selected type (asks first)',
   '  e        the errors of the selected type (last 15m)',
   '  /        filter the types by name; Enter applies, Esc cancels',
@@ -156,6 +156,6 @@ export const HELP_LINES = [
   'Columns: DUE ready to run · DELAY waiting for run_at or a retry · RUN running',
   'RATE/s attempts per second · FAIL failed or dead share · P95 attempt duration',
   "(local queue wait included; over the workers' last heartbeat interval)",
-  'BRK breaker · PAUSE paused (— without flow control)',
+  'BRK breaker (closed, open, half-open) · PAUSE paused (— registry not read)',
   `Alert: P1 due > ${formatCount(BACKLOG_P1)} · P2 due > ${formatCount(BACKLOG_P2)} and growing for ${formatDuration(BACKLOG_GROWING_MS)}`,
 ];

@@ -99,7 +99,12 @@ export function Footer({snapshot, ui, types, width}: Pick<TopViewProps, 'snapsho
   const current = selectedIn(types, ui.selected);
   let prompt: string | null = ui.message;
   if (ui.mode === 'filter') prompt = `filter: ${ui.draft}▏ (Enter apply, Esc cancel)`;
-  if (ui.mode === 'confirm' && current) prompt = `replay ${formatCount(current.dead)} dead tasks of ${current.type}? y/N`;
+  const a = ui.pending;
+  if (ui.mode === 'confirm' && a?.kind === 'replay' && current) prompt = `replay ${formatCount(current.dead)} dead tasks of ${a.type}? y/N`;
+  if (ui.mode === 'confirm' && a?.kind === 'pause')
+    prompt = a.paused
+      ? `pause ${a.type}? workers stop claiming it; submits still accepted (audited, reason "ax top") y/N`
+      : `resume ${a.type}? its parked tasks are released (audited, reason "ax top") y/N`;
   return (
     <Box flexDirection="column">
       {(snapshot?.failures ?? []).slice(0, 2).map((f, i) => (
