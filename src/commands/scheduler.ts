@@ -4,6 +4,7 @@ import {signalController} from '../cli/signals.js';
 import {isAxError} from '../core/errors.js';
 import {disposable} from '../cli/dispose.js';
 import {CellMetrics} from '../core/metrics/cell.js';
+import {flowGauges} from '../core/metrics/flow.js';
 import {schedulerMetrics} from '../core/metrics/scheduler.js';
 import {createCronPolicy} from '../core/cron/policy.js';
 import {createSchedulerService} from '../core/scheduler/service.js';
@@ -79,6 +80,8 @@ AX_METRICS_CELL_EVERY (5s); one scheduler per cell is enough to serve them. A po
           logger: rt.logger,
           everyMs: rt.config.metricsCellEveryMs,
           heartbeatMs: rt.config.heartbeatMs,
+          // Paused types, breaker states and parked counts, read in the same pass.
+          extra: [flowGauges(endpoint.metrics, store)],
         });
       }
       await started.start();

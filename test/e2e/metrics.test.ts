@@ -47,7 +47,7 @@ async function scrapeWhen(base: string, ready: (text: string) => boolean, what: 
 }
 
 describe('metrics of running processes', () => {
-  it('worker and scheduler: attempts, durations, start delay, pools; the cell backlog, dead tasks, workers, new dead tasks', async () => {
+  it('worker and scheduler: attempts, durations, start delay, pools; the cell backlog, dead tasks, workers, new dead tasks, paused types, breaker states', async () => {
     const vars = {...o.env.env, AX_METRICS_CELL_EVERY: '1s', AX_DLQ_SCAN_EVERY: '1s'};
     const worker = o.spawn(
       ['worker', '--handlers', 'test/fixtures/handlers.js', '--pools', 'io', '--health-port', '0', '--summary-every', '0'],
@@ -102,6 +102,19 @@ describe('metrics of running processes', () => {
     expect(sample(st, 'ax_cell_metrics_up')).toBe(1);
     expect(sample(st, 'ax_cell_metrics_age_seconds')).toBeLessThan(10);
     expect(sample(st, 'ax_workers', {pool: 'io', status: 'stale'})).toBe(0);
+    // Flow control from the type registry, in the same refresh: the worker's types, closed and running.
+    expect(sample(st, 'ax_type_paused', {type: 'test_noop'})).toBe(0);
+    expect(sample(st, 'ax_breaker_state', {type: 'test_noop', state: 'closed'})).toBe(1);
+    expect(sample(st, 'ax_breaker_state', {type: 'test_noop', state: 'open'})).toBe(0);
+    // Paused by an operator: 1 with the next refresh (ax_parked_tasks is unit-tested: which task a
+    // worker parks depends on when its snapshot sees the pause).
+    await o.client.types.pause('test_noop', 'e2e: metrics');
+    const paused = await scrapeWhen(
+      s,
+      (t) => sample(t, 'ax_type_paused', {type: 'test_noop'}) === 1,
+      'the scheduler to see test_noop paused',
+    );
+    expect(sample(paused, 'ax_breaker_state', {type: 'test_noop', state: 'closed'})).toBe(1);
 
     // A port in use: a clear message and exit 4 (conflict), before anything connects.
     const port = new URL(s).port;

@@ -25,7 +25,7 @@ async function promtool(...args: string[]): Promise<{code: number; out: string}>
 describe('deploy/prometheus', () => {
   it('the rules load', async () => {
     const r = await promtool('check', 'rules', 'ax-rules.yml');
-    expect(r.out).toContain('SUCCESS: 9 rules found');
+    expect(r.out).toContain('SUCCESS: 10 rules found');
     expect(r.code).toBe(0);
   });
 
@@ -46,7 +46,7 @@ describe('deploy/prometheus', () => {
     const rules = readFileSync(`${DIR}/ax-rules.yml`, 'utf8');
     const readme = readFileSync(`${ROOT}README.md`, 'utf8');
     const alerts = [...rules.matchAll(/- alert: (\w+)/g)].map((m) => m[1]!);
-    expect(alerts.length).toBe(9);
+    expect(alerts.length).toBe(10);
     for (const a of alerts) {
       expect(rules).toContain(`runbook: 'README.md#${a.toLowerCase()}'`);
       expect(readme, a).toMatch(new RegExp(`^#### ${a}$`, 'm'));

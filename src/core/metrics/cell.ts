@@ -11,9 +11,8 @@
  * how old the values are. Types seen once are reported as 0 when their rows are gone, so a
  * drained backlog reads 0, not "absent".
  *
- * Hook for the flow-control issue: breaker state and paused types belong here as
- * `ax_breaker_state{type}` and `ax_type_paused{type}`, read in the same refresh (pass their reader as
- * another entry of `CellMetricsOptions.extra`); they do not exist yet and are not faked.
+ * Flow control's gauges (`ax_type_paused`, `ax_breaker_state`, `ax_parked_tasks`: metrics/flow.ts)
+ * are read in the same refresh, passed as an entry of `CellMetricsOptions.extra`.
  */
 import {errorMessage} from '../errors.js';
 import {workerStatus} from '../liveness.js';
@@ -32,7 +31,7 @@ export interface CellMetricsOptions {
   everyMs: number;
   /** AX_HEARTBEAT, for workers that report no interval of their own (core/liveness.ts). */
   heartbeatMs?: number;
-  /** More readers refreshed in the same pass (breaker state, paused types once they exist). */
+  /** More readers refreshed in the same pass (flow control's gauges: metrics/flow.ts). */
   extra?: Array<() => Promise<void>>;
 }
 
