@@ -186,6 +186,20 @@ describe('views (ink-testing-library, 80 columns)', () => {
     expect(line.match(/—/g)!.length).toBeGreaterThanOrEqual(2);
   });
 
+  it('with flow control: BRK ok / OPEN / half and PAUSE yes / no', () => {
+    const rows = [
+      ['a_ok', 'closed', false],
+      ['b_open', 'open', true],
+      ['c_half', 'half-open', false],
+    ].map(([type, breaker, paused]) => typeRow(type as string, {breaker: breaker as 'closed', paused: paused as boolean}));
+    const [, ...lines] = typeTableLines(rows, 80);
+    expect(lines.map((l) => l.trim().split(/\s+/).slice(-3, -1))).toEqual([
+      ['ok', 'no'],
+      ['OPEN', 'yes'],
+      ['half', 'no'],
+    ]);
+  });
+
   it('a terminal narrower than 60 columns gets a message instead of a broken table', () => {
     const f = frameOf(createElement(TopView, {...props, width: 59, snapshot: snapshot(), ui: initialUi(), types: []}));
     expect(f).toContain('needs at least 60 columns; this terminal has 59');

@@ -91,7 +91,12 @@ const COLUMNS: Column[] = [
   {head: 'RATE/s', width: 6, cell: (r) => num(r.rate, formatRate)},
   {head: 'FAIL', width: 5, cell: (r) => num(r.failurePct, formatPct)},
   {head: 'P95', width: 5, cell: (r) => num(r.p95Ms, formatDuration)},
-  {head: 'BRK', width: 4, cell: (r) => (r.breaker === null ? dash : r.breaker === 'half-open' ? 'half' : r.breaker)},
+  // Closed is the normal state: "ok", so an OPEN breaker stands out in a 4-character column.
+  {
+    head: 'BRK',
+    width: 4,
+    cell: (r) => (r.breaker === null ? dash : r.breaker === 'closed' ? 'ok' : r.breaker === 'open' ? 'OPEN' : 'half'),
+  },
   {head: 'PAUSE', width: 5, cell: (r) => (r.paused === null ? dash : r.paused ? 'yes' : 'no')},
   {head: 'DEAD', width: 5, cell: (r) => formatCount(r.dead)},
 ];
@@ -156,6 +161,6 @@ export const HELP_LINES = [
   'Columns: DUE ready to run · DELAY waiting for run_at or a retry · RUN running',
   'RATE/s attempts per second · FAIL failed or dead share · P95 attempt duration',
   "(local queue wait included; over the workers' last heartbeat interval)",
-  'BRK breaker (closed, open, half-open) · PAUSE paused (— registry not read)',
+  'BRK breaker: ok (closed), OPEN, half (half-open) · PAUSE paused (— registry not read)',
   `Alert: P1 due > ${formatCount(BACKLOG_P1)} · P2 due > ${formatCount(BACKLOG_P2)} and growing for ${formatDuration(BACKLOG_GROWING_MS)}`,
 ];
