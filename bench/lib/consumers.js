@@ -99,6 +99,9 @@ export async function startAxWorker({overrides, handlersModule, workerId}) {
   const base = () => ({...worker.stats});
   let statsAtReset = base();
   let metricsOff = null;
+  // One registry for the worker's life, as in `ax worker`: prom-client's default collectors (GC
+  // observer, event-loop monitor) cannot be stopped, so a registry per phase would pile them up.
+  let reg = null;
   return {
     pid: process.pid,
     arm: (n) => t.arm(n),
@@ -126,7 +129,7 @@ export async function startAxWorker({overrides, handlersModule, workerId}) {
       const mod = await import('../../dist/core/metrics/worker.js').catch(() => null);
       if (!mod) return false;
       const {MetricsRegistry} = await import('../../dist/core/metrics/registry.js');
-      const reg = new MetricsRegistry({cell: rt.config.cell});
+      reg ??= new MetricsRegistry({cell: rt.config.cell});
       const off = mod.workerMetrics(reg, worker.events, {pools: () => worker.poolStats(), held: () => worker.inFlight});
       const timer = setInterval(() => void reg.text(), 1000);
       metricsOff = () => (off(), clearInterval(timer));
