@@ -52,8 +52,19 @@ describe('ax workers and ax top', () => {
       ...env.env,
       AX_HEARTBEAT: HEARTBEAT,
     });
-    // Some dead tasks first, then a steady load: 10 at a time × 200 ms ≈ 50 tasks/s for about 40 s.
+    // Five dead tasks, then a steady load: 10 at a time × 200 ms ≈ 50 tasks/s for about 40 s.
+    // The dead ones first and waited for: behind 2000 claimed sleeps they could sit in the pool's
+    // local queue for longer than a test's deadline.
     for (let i = 0; i < 5; i++) await fx.client.submit({type: 'test_fail', payload: {}, maxRetries: 0});
+    await fx.client.flush();
+    await eventually(
+      async () => {
+        const [r] = await env.sql<{n: number}>("SELECT COUNT(*) AS n FROM tasks WHERE type = 'test_fail' AND state = 'dead'");
+        return Number(r?.n) === 5 ? true : null;
+      },
+      30_000,
+      'the five test_fail tasks to be dead',
+    );
     for (let i = 0; i < 2000; i++) await fx.client.submit({type: 'test_sleep', payload: {ms: 200}});
     await fx.client.flush();
   });
