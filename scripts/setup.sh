@@ -9,7 +9,9 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
   npm ci --no-audit --no-fund >&2
 fi
 bash scripts/services.sh
-bash scripts/tools.sh
+# The tests' Debian tools (promtool, tmux): only for `npm test` (--tools); the demo and the bench
+# do not need them, so a machine without them (or without root) can still run those.
+if [ "${1:-}" = "--tools" ]; then bash scripts/tools.sh; fi
 echo "[setup] building" >&2
 rm -rf dist  # a clean build: files of moved or deleted sources must not linger (or be packed)
 npx tsc -p tsconfig.build.json
