@@ -6,6 +6,7 @@ import {doctorSettings} from '../../src/core/doctor/settings.js';
 import type {DbEvidence, DoctorData, Finding} from '../../src/core/doctor/types.js';
 import type {TypeRecord, TypesReport, WorkerRow} from '../../src/core/store/types.js';
 import {workerRow} from '../helpers/worker-row.js';
+import {typeRecord} from '../helpers/type-record.js';
 
 const NOW = new Date('2026-12-01T12:00:00.000Z');
 const ago = (ms: number): Date => new Date(NOW.getTime() - ms);
@@ -15,18 +16,8 @@ const settings = doctorSettings(
   NOW.getTime(),
 );
 const w1: WorkerRow = workerRow(NOW, 2000, {host: 'h1', pid: 10, pools: {io: 100}, types: ['order_notify']});
-const rec = (type: string, over: Partial<TypeRecord> = {}): TypeRecord => ({
-  type,
-  paused: false,
-  pausedBy: null,
-  pausedReason: null,
-  pausedAt: null,
-  settings: {},
-  breaker: {state: 'closed', until: null, openings: 0, changedAt: null},
-  createdAt: ago(86_400_000),
-  updatedAt: ago(60_000),
-  ...over,
-});
+const rec = (type: string, over: Partial<TypeRecord> = {}): TypeRecord =>
+  typeRecord(type, ago(86_400_000), {updatedAt: ago(60_000), ...over});
 const flow = (over: Partial<TypesReport> = {}): TypesReport => ({at: NOW, types: [], handlers: {}, all: [], parked: {}, ...over});
 
 function db(over: Partial<DbEvidence> = {}): DbEvidence {

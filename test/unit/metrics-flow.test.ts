@@ -7,20 +7,10 @@ import {createLogger} from '../../src/core/log.js';
 import type {TypeRecord, TypesReport} from '../../src/core/store/types.js';
 import {fakeClock} from '../helpers/clock.js';
 import {sample} from '../helpers/metrics.js';
+import {typeRecord} from '../helpers/type-record.js';
 
 const at = new Date('2026-12-01T12:00:00Z');
-const rec = (type: string, over: Partial<TypeRecord> = {}): TypeRecord => ({
-  type,
-  paused: false,
-  pausedBy: null,
-  pausedReason: null,
-  pausedAt: null,
-  settings: {},
-  breaker: {state: 'closed', until: null, openings: 0, changedAt: null},
-  createdAt: at,
-  updatedAt: at,
-  ...over,
-});
+const rec = (type: string, over: Partial<TypeRecord> = {}): TypeRecord => typeRecord(type, at, over);
 
 describe('flow gauges', () => {
   it('read in the cell refresh: ax_type_paused 1/0, ax_breaker_state 1 for the current state only, ax_parked_tasks', async () => {

@@ -4,20 +4,10 @@ import {AxError} from '../../src/core/errors.js';
 import type {TypeRecord} from '../../src/core/store/types.js';
 import type {TypesAdmin} from '../../src/core/types/admin.js';
 import {flowStatesOf, TOP_REASON, topFlowControl} from '../../src/core/types/top-flow.js';
+import {typeRecord} from '../helpers/type-record.js';
 
 const at = new Date('2026-12-01T12:00:00Z');
-const rec = (type: string, over: Partial<TypeRecord> = {}): TypeRecord => ({
-  type,
-  paused: false,
-  pausedBy: null,
-  pausedReason: null,
-  pausedAt: null,
-  settings: {},
-  breaker: {state: 'closed', until: null, openings: 0, changedAt: null},
-  createdAt: at,
-  updatedAt: at,
-  ...over,
-});
+const rec = (type: string, over: Partial<TypeRecord> = {}): TypeRecord => typeRecord(type, at, over);
 
 function admin(): TypesAdmin {
   return {
