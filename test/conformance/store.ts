@@ -342,6 +342,23 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
       expect(await ids(1)).toContain(t.id);
     });
 
+    it('forgets a mark made in advance only while still claimable at that fence: rung again by the scheduler at once', async () => {
+      const t = task({type: 'order_notify', payload: {forget: 1}});
+      const taken = task({type: 'order_notify', payload: {forget: 2}});
+      await s.tasksInsert({tasks: [t, taken], actor: 'test'});
+      await s.doorbellsMark({rung: [t, taken].map((x) => ({id: x.id, fence: 0}))});
+      const undispatched = async () => (await s.tasksFindUndispatched({limit: 10_000, republishAfterMs: 600_000})).map((d) => d.id);
+      expect(await undispatched()).not.toContain(t.id);
+      await s.tasksClaim({ids: [taken.id], worker: 'w1', leaseMs: 30_000});
+      await s.doorbellsForget({rung: [t, taken].map((x) => ({id: x.id, fence: 0}))});
+      expect(await undispatched()).toContain(t.id);
+      expect(await s.tasksGet({id: t.id})).toMatchObject({state: 'submitted', publishedAt: null});
+      expect(await s.tasksGet({id: taken.id})).toMatchObject({state: 'running', attempt: 1});
+      // The fence moved on: a late mark for the forgotten ring does not hide the task again.
+      await s.doorbellsMark({rung: [{id: t.id, fence: 0}]});
+      expect(await undispatched()).toContain(t.id);
+    });
+
     it('marks a doorbell only at the fence it rang for: a late mark does not land on the retry', async () => {
       const [a, b, c] = [1, 2, 3].map((i) => task({type: 'order_notify', payload: {mark: i}}));
       await s.tasksInsert({tasks: [a!, b!, c!], actor: 'test'});
@@ -485,7 +502,10 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
         const r = await s.deadReplay({ids: [d!, alive.id, newId()], actor: 'admin:1', audit});
         expect(r.replayed).toEqual([{id: d, type: 'dlq_replay', pool: 'io', fence: 1}]);
         expect(r.skipped.map((k) => k.state).sort()).toEqual([null, 'submitted'].sort());
-        expect(await s.tasksGet({id: d!})).toMatchObject({state: 'submitted', attempt: 1, publishedAt: null, finishedAt: null});
+        // Marked published in advance (the replay rings it next), so no scheduler rings it meanwhile.
+        const replayedRow = await s.tasksGet({id: d!});
+        expect(replayedRow).toMatchObject({state: 'submitted', attempt: 1, finishedAt: null});
+        expect(replayedRow?.publishedAt).toBeInstanceOf(Date);
         expect((await s.historyList({taskId: d!})).at(-1)).toMatchObject({
           from: 'dead',
           to: 'submitted',

@@ -1,10 +1,19 @@
 /**
  * planReplay and runReplay over an in-memory store and broker with the fake clock: selection
  * checks, pacing by --rate, deaths after the plan left alone, tasks taken by someone else skipped,
- * and a failed publish left to the reconciler.
+ * two transactions in flight when unpaced, and a failed publish's marks undone for the scheduler.
  */
 import {describe, expect, it} from 'vitest';
-import {CONFIRM_ABOVE, PATCH_CHECK_PAGE, planReplay, type ReplayRun, type ReplayStore, runReplay} from '../../src/core/dlq/replay.js';
+import {
+  CONFIRM_ABOVE,
+  PATCH_CHECK_PAGE,
+  planReplay,
+  REPLAY_BATCH,
+  type ReplayRun,
+  type ReplayStore,
+  runReplay,
+  UNPACED_IN_FLIGHT,
+} from '../../src/core/dlq/replay.js';
 import {MAX_REPLAY_IDS} from '../../src/core/dlq/replay-request.js';
 import {isAxError} from '../../src/core/errors.js';
 import {createLogger} from '../../src/core/log.js';
@@ -29,7 +38,9 @@ interface Row {
 function memory(rows: Row[]) {
   const byId = new Map(rows.map((r) => [r.id, {...r}]));
   const replays: DeadReplayParams[] = [];
-  const marked: string[] = [];
+  const forgotten: string[] = [];
+  /** Replaces the body of deadReplay's write when set: lets a test hold a batch's transaction open. */
+  let hold: ((ids: string[]) => Promise<void>) | undefined;
   const pages: Array<{afterId?: string; withPayload?: boolean; n: number}> = [];
   /** Called before each deadReplay: lets a test move rows as another operator would. */
   let before: (ids: string[]) => void = () => undefined;
@@ -66,6 +77,7 @@ function memory(rows: Row[]) {
         .map((r) => ({type: r.type, error: r.lastError, count: 1, firstSeen: r.finishedAt, lastSeen: r.finishedAt, sampleId: r.id})),
     deadReplay: async (p) => {
       before(p.ids);
+      if (hold) await hold(p.ids);
       replays.push(p);
       const replayed: Array<{id: string; type: string; pool: 'io'; fence: number}> = [];
       const skipped: Array<{id: string; state: TaskState | null}> = [];
@@ -84,9 +96,17 @@ function memory(rows: Row[]) {
       });
       return {replayed, skipped};
     },
-    doorbellsMark: async ({rung}) => void marked.push(...rung.map((r) => r.id)),
+    doorbellsForget: async ({rung}) => void forgotten.push(...rung.map((r) => r.id)),
   };
-  return {store, byId, replays, marked, pages, setBefore: (f: (ids: string[]) => void) => (before = f)};
+  return {
+    store,
+    byId,
+    replays,
+    forgotten,
+    pages,
+    setBefore: (f: (ids: string[]) => void) => (before = f),
+    setHold: (f: (ids: string[]) => Promise<void>) => (hold = f),
+  };
 }
 
 const dead = (n: number, type = 'order_notify', at = new Date(AS_OF.getTime() - 60_000 + n)): Row => ({
@@ -291,7 +311,7 @@ describe('forced replays and --patch', () => {
 });
 
 describe('runReplay', () => {
-  it('replays page after page, rings and marks each, audits with the filter, and leaves later deaths alone', async () => {
+  it('replays page after page, rings each (marked by the replay itself), audits with the filter, and leaves later deaths alone', async () => {
     const m = memory([...Array.from({length: 7}, (_, i) => dead(i + 1)), dead(50, 'order_notify', new Date(AS_OF.getTime() + 1))]);
     const sel = {filter: {type: 'order_notify'}};
     const plan = await planReplay(m.store, sel);
@@ -299,7 +319,7 @@ describe('runReplay', () => {
     const r = await runReplay(run, sel, plan);
     expect(r).toMatchObject({replayed: 7, skipped: [], unrung: 0});
     expect(published.sort()).toEqual(Array.from({length: 7}, (_, i) => id(i + 1)).sort());
-    expect(m.marked.sort()).toEqual(published);
+    expect(m.forgotten).toEqual([]);
     expect(m.byId.get(id(50))?.state).toBe('dead');
     expect(m.replays[0]?.audit).toEqual({operator: 'alice', command: 'dlq replay', filter: {type: 'order_notify'}, reason: 'fixed'});
   });
@@ -326,6 +346,42 @@ describe('runReplay', () => {
     expect(m.replays.map((x) => x.ids.length)).toEqual([4, 4, 2]);
   });
 
+  it('unpaced, runs two (UNPACED_IN_FLIGHT) batch transactions at once on disjoint ids, and awaits them all', async () => {
+    const m = memory(Array.from({length: REPLAY_BATCH * 3}, (_, i) => dead(i + 1)));
+    const sel = {filter: {type: 'order_notify'}};
+    const plan = await planReplay(m.store, sel);
+    let open = 0;
+    let most = 0;
+    // Each transaction stays open until the next turn of the event loop: the replay must start the
+    // next batch meanwhile, and no more than the window.
+    m.setHold(async () => {
+      most = Math.max(most, ++open);
+      await new Promise((resolve) => setImmediate(resolve));
+      open--;
+    });
+    const r = await runReplay(runner(m).run, sel, plan);
+    expect(most).toBe(2);
+    expect(r.replayed).toBe(REPLAY_BATCH * 3);
+    const ids = m.replays.flatMap((x) => x.ids);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it('a failed batch fails the replay after the batch in flight with it has finished and been rung', async () => {
+    const m = memory(Array.from({length: REPLAY_BATCH * 2}, (_, i) => dead(i + 1)));
+    const sel = {filter: {type: 'order_notify'}};
+    const plan = await planReplay(m.store, sel);
+    let n = 0;
+    m.setHold(async () => {
+      if (++n === 1) {
+        await new Promise((resolve) => setImmediate(resolve));
+        throw new Error('deadlock retries exhausted');
+      }
+    });
+    const {run, published} = runner(m);
+    await expect(runReplay(run, sel, plan)).rejects.toThrow(/deadlock retries exhausted/);
+    expect(published.length).toBe(REPLAY_BATCH);
+  });
+
   it('a rate under 10 per second replays one task per batch', async () => {
     const m = memory([dead(1), dead(2)]);
     const sel = {filter: {type: 'order_notify'}};
@@ -349,7 +405,7 @@ describe('runReplay', () => {
     expect(r.skipped).toEqual([{id: id(2), state: 'running', why: 'was running when replayed (moved by someone else)'}]);
   });
 
-  it('a publish that fails leaves the tasks replayed but unrung (the reconciler rings for them)', async () => {
+  it('a publish that fails leaves the tasks replayed but unrung, their published marks undone for the scheduler', async () => {
     const m = memory([dead(1)]);
     const sel = {ids: [id(1)]};
     const plan = await planReplay(m.store, sel);
@@ -362,8 +418,8 @@ describe('runReplay', () => {
     });
     expect(await runReplay(run, sel, plan)).toMatchObject({replayed: 1, unrung: 1});
     expect(m.byId.get(id(1))?.state).toBe('submitted');
-    expect(m.marked).toEqual([]);
-    expect(logs.join('\n')).toMatch(/replayed tasks not rung: the reconciler will ring for them/);
+    expect(m.forgotten).toEqual([id(1)]);
+    expect(logs.join('\n')).toMatch(/replayed tasks not rung: the scheduler will ring for them/);
   });
 
   it('refuses a rate that is not a positive number, nothing replayed', async () => {

@@ -1,7 +1,8 @@
 /**
  * `ax dlq replay` / client.dlq.replay: dead tasks back to submitted, by ids or by filter, in
  * batches (one guarded transaction each, with its history and audit rows), then their doorbells
- * rung as the producer does (publish with confirms, then the fence-tied mark). The input is
+ * rung (publish with confirms; the replay's UPDATE marked them published in advance, and a failed
+ * publish undoes that mark). The input is
  * checked first (replay-request.ts), the selection next (`planReplay`), so bad input changes nothing.
  *
  * The retry budget: the store sets retry_base = attempt, and workers count the budget and the
@@ -35,6 +36,8 @@ import {checkForce, checkPatch, checkRate, checkSelection} from './replay-reques
 
 /** Tasks per transaction (and per doorbell publish) when not paced by a rate. */
 export const REPLAY_BATCH = 2000;
+/** Replay transactions at once when not paced by a rate (R1 in docs/benchmarks.md). */
+export const UNPACED_IN_FLIGHT = 2;
 /** Batches per second under --rate (the batch is rate / this, at least 1, at most REPLAY_BATCH): a steady flow, not bursts. */
 export const PACED_BATCHES_PER_SECOND = 10;
 /** Payloads read per page when a --patch over a filter is validated. */
@@ -49,7 +52,7 @@ export type ReplaySelection = {ids: string[]} | {filter: DeadFilter; all?: boole
 
 export type ReplayStore = Pick<DeadLetterStore, 'deadList' | 'deadPage' | 'deadReplay' | 'deadErrorGroups'> &
   Pick<InspectStore, 'tasksGet'> &
-  Pick<HotPathStore, 'doorbellsMark'> &
+  Pick<HotPathStore, 'doorbellsForget'> &
   DbClockStore;
 
 /** What a replay would do: the dry run's answer, and what the confirmation is about. */
@@ -236,8 +239,12 @@ export async function runReplay(run: ReplayRun, sel: ReplaySelection, plan: Repl
   const changed = () => `its payload changed since the plan: its batch was rolled back, ${out.replayed} tasks replayed before it`;
   const rewrite = p === undefined ? undefined : (payload: JsonObject, id: string) => patched(payload, id, p, changed);
   let afterId: string | undefined;
-  // The doorbells of one batch are rung (published, then marked) while the next batch is read and
-  // replayed: at most one ring in flight, awaited before the next one starts and before returning.
+  // Unpaced, UNPACED_IN_FLIGHT replay transactions run at once (on disjoint ids: pages follow the
+  // keyset, named ids are sliced), so the database works on one batch while the next is sent.
+  // The doorbells of each batch are rung (published) in order, at most one publish in flight,
+  // while the next batches are replayed; all awaited before returning.
+  const window = run.rate === undefined ? UNPACED_IN_FLIGHT : 1;
+  const inFlight: Array<Promise<void>> = [];
   let ringing: Promise<void> = Promise.resolve();
   for (let i = 0; ; i += batch) {
     let ids: string[];
@@ -248,26 +255,36 @@ export async function runReplay(run: ReplayRun, sel: ReplaySelection, plan: Repl
       afterId = ids.at(-1);
     }
     if (ids.length === 0) break;
-    const r = await run.store.deadReplay({
-      ids,
-      actor: run.actor,
-      audit,
-      ...(run.force ? {force: {at: new Date(run.clock.now())}} : {}),
-      ...(rewrite === undefined ? {} : {rewrite}),
-    });
-    for (const k of r.skipped)
-      out.skipped.push({...k, why: k.state === null ? 'no longer exists' : `was ${k.state} when replayed (moved by someone else)`});
-    out.replayed += r.replayed.length;
-    for (const t of r.replayed) if (out.ids.length < 1000) out.ids.push(t.id);
-    await ringing;
-    if (r.replayed.length > 0) ringing = ring(run, r.replayed).then((unrung) => void (out.unrung += unrung));
-    run.onProgress?.(out.replayed, plan.total);
+    const job = run.store
+      .deadReplay({
+        ids,
+        actor: run.actor,
+        audit,
+        ...(run.force ? {force: {at: new Date(run.clock.now())}} : {}),
+        ...(rewrite === undefined ? {} : {rewrite}),
+      })
+      .then((r) => {
+        for (const k of r.skipped)
+          out.skipped.push({...k, why: k.state === null ? 'no longer exists' : `was ${k.state} when replayed (moved by someone else)`});
+        out.replayed += r.replayed.length;
+        for (const t of r.replayed) if (out.ids.length < 1000) out.ids.push(t.id);
+        if (r.replayed.length > 0) ringing = ringing.then(() => ring(run, r.replayed)).then((unrung) => void (out.unrung += unrung));
+        run.onProgress?.(out.replayed, plan.total);
+      });
+    // Awaited below; the no-op handler only keeps a failure of a batch not yet awaited from being unhandled.
+    job.catch(() => undefined);
+    inFlight.push(job);
+    if (inFlight.length >= window) await inFlight.shift();
     if (run.rate !== undefined) {
       const due = ((out.replayed + out.skipped.length) / run.rate) * 1000 - (run.clock.monotonic() - started);
       if (due > 0) await sleep(run.clock, due);
     }
   }
-  await ringing;
+  try {
+    for (const job of inFlight) await job;
+  } finally {
+    await ringing;
+  }
   out.elapsedMs = run.clock.monotonic() - started;
   return out;
 }
@@ -288,19 +305,25 @@ function filterJson(f: DeadFilter | {ids: string[]}): Record<string, unknown> {
   return o;
 }
 
-/** Publishes doorbells for replayed tasks, then marks them at their fence; returns how many stay unrung. */
+/**
+ * Publishes the doorbells of replayed tasks (marked published by the replay itself); returns how
+ * many stay unrung. For a failed publish the marks are undone (doorbellsForget), so the scheduler
+ * rings them at once; if even that fails, the reconciler rings them after AX_REPUBLISH_AFTER.
+ */
 async function ring(run: ReplayRun, tasks: Array<{id: string; type: string; pool: 'io' | 'cpu'; fence: number}>): Promise<number> {
   try {
     await run.broker.publish(tasks.map(({id, type, pool}) => ({id, type, pool})));
+    return 0;
   } catch (e) {
-    run.logger.warn('replayed tasks not rung: the reconciler will ring for them', {tasks: tasks.length, error: errorMessage(e)});
-    return tasks.length;
+    run.logger.warn('replayed tasks not rung: the scheduler will ring for them', {tasks: tasks.length, error: errorMessage(e)});
   }
   try {
-    await run.store.doorbellsMark({rung: tasks.map(({id, fence}) => ({id, fence}))});
+    await run.store.doorbellsForget({rung: tasks.map(({id, fence}) => ({id, fence}))});
   } catch (e) {
-    // Rung but not marked: a scheduler may ring once more (harmless: the claim decides).
-    run.logger.warn('could not mark replayed tasks published', {tasks: tasks.length, error: errorMessage(e)});
+    run.logger.warn('could not undo the published mark of unrung replayed tasks: the reconciler rings them after AX_REPUBLISH_AFTER', {
+      tasks: tasks.length,
+      error: errorMessage(e),
+    });
   }
-  return 0;
+  return tasks.length;
 }

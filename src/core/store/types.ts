@@ -277,6 +277,13 @@ export interface HotPathStore {
    */
   doorbellsMark(p: DoorbellsMarkParams): Promise<void>;
   /**
+   * Undoes a mark made in advance (a replay's) for doorbells that could not be rung: published_at
+   * back to NULL and the fence moved on, only for rows still claimable at the fence given, so the
+   * scheduler rings them again at once instead of after AX_REPUBLISH_AFTER. A row already claimed
+   * (the publish reached the broker after all) is left alone. One statement.
+   */
+  doorbellsForget(p: DoorbellsMarkParams): Promise<void>;
+  /**
    * Claims due `submitted`/`failed` tasks among `ids` for `worker`: state → running, attempt + 1,
    * fence + 1, lease = now + leaseMs. Ids not claimable are reported in `skipped`.
    */
@@ -554,8 +561,9 @@ export interface DeadLetterStore {
    */
   deadPage(p: DeadPageParams): Promise<DeadPageRow[]>;
   /**
-   * Replays the dead tasks among `ids` in one transaction: dead → submitted, due now, unpublished,
-   * retry_base = attempt (a fresh retry budget and backoff; attempts keep counting), a history row
+   * Replays the dead tasks among `ids` in one transaction: dead → submitted, due now, marked
+   * published in advance (the caller rings them right after the commit, and calls doorbellsForget
+   * for those it could not ring, so no separate mark statement follows), retry_base = attempt (a fresh retry budget and backoff; attempts keep counting), a history row
    * "replayed by <operator>: <reason>", and one audit row listing the ids replayed (none when none
    * was). Guarded by state = 'dead' in the UPDATE, so two concurrent replays replay each task once.
    */

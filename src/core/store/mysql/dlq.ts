@@ -102,6 +102,9 @@ export async function deadPage(db: Db, cell: string, p: DeadPageParams): Promise
  * key order (concurrent replays queue behind each other, then see the rows submitted and skip
  * them), one UPDATE guarded by the replay transition, one history INSERT, one audit row.
  * affectedRows must equal the rows read as dead, else the transaction is rolled back. A forced
+ * The rows are marked published in the same UPDATE (the caller rings them after the commit and
+ * forgets the ones it could not ring): a separate mark statement per batch cost as much as the
+ * replay itself (docs/benchmarks.md, R1). A forced
  * replay (`p.force`) uses the forceReplay transition (dead, succeeded or cancelled) and stamps the
  * rows' `replay` column for the handler; a plain one clears it. With `p.rewrite`, the locking read
  * also reads the payloads and each replayed row gets rewrite(payload) (a throw rolls back). Throws
@@ -146,7 +149,7 @@ export async function replayDead(db: Db, cell: string, p: DeadReplayParams): Pro
     const res = await exec(
       db,
       c,
-      `UPDATE tasks SET state = '${TRANSITIONS[t].to}', retry_base = attempt, run_at = NOW(3), published_at = NULL,
+      `UPDATE tasks SET state = '${TRANSITIONS[t].to}', retry_base = attempt, run_at = NOW(3), published_at = NOW(3),
               finished_at = NULL, lease_until = NULL, worker = NULL, sched_owner = NULL, sched_until = NULL, replay = ?,
               payload = ${pl.sql}, updated_at = NOW(3)
         WHERE ${where.sql} AND cell = ?`,

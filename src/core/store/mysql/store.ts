@@ -102,6 +102,9 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
   doorbellsMark(p: DoorbellsMarkParams) {
     return w.markPublished(this.db, p.rung);
   }
+  doorbellsForget(p: DoorbellsMarkParams) {
+    return w.forgetPublished(this.db, p.rung);
+  }
   tasksClaim(p: TasksClaimParams) {
     return w.claim(this.db, this.cell, p);
   }

@@ -178,6 +178,13 @@ export async function markPublished(db: Db, rung: readonly FencedRef[]): Promise
   await tx(db, (c) => exec(db, c, q.sql, q.params));
 }
 
+/** See HotPathStore.doorbellsForget: earlyResetSql (guard: still claimable at that fence), in a transaction of its own. */
+export async function forgetPublished(db: Db, rung: readonly FencedRef[]): Promise<void> {
+  if (rung.length === 0) return;
+  const q = earlyResetSql(rung);
+  await tx(db, (c) => exec(db, c, q.sql, q.params));
+}
+
 /** Grace for brand-new immediate tasks: their producer publishes them itself. */
 const PRODUCER_GRACE_US = 2_000_000;
 
