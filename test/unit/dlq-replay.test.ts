@@ -360,6 +360,7 @@ describe('runReplay', () => {
       open--;
     });
     const r = await runReplay(runner(m).run, sel, plan);
+    expect(UNPACED_IN_FLIGHT).toBe(2);
     expect(most).toBe(2);
     expect(r.replayed).toBe(REPLAY_BATCH * 3);
     const ids = m.replays.flatMap((x) => x.ids);
