@@ -25,7 +25,7 @@ export interface WorkersResult {
 export default class Workers extends AxCommand {
   static override readOnly = true;
   static override summary = 'List the workers: live, stale and stopped, their pools, in-flight tasks, rate and last heartbeat.';
-  static override description = `Every worker writes a heartbeat row every AX_HEARTBEAT (default 5s) with its in-flight count and its per-type counters. A worker is live while its heartbeat is fresh, stale when it missed ${STALE_AFTER_BEATS} heartbeats (it crashed, froze or lost MySQL: its running tasks come back when their leases expire), stopped when it shut down cleanly. RATE is attempts finished per second over its last heartbeat interval; "scale out" marks a worker above ${SCALE_OUT_TASKS_PER_S}/s. Live workers are always listed; stale and stopped ones whose last heartbeat is within --since (default ${DEFAULT_WORKERS_SINCE}), or all with --all.
+  static override description = `Every worker writes a heartbeat row every AX_HEARTBEAT (default 5s) with its in-flight count and its per-type counters. A worker is live while its heartbeat is fresh, stale when it missed ${STALE_AFTER_BEATS} heartbeats (it crashed, froze or lost MySQL: its running tasks come back when their leases expire), stopped when it shut down cleanly. RATE is attempts finished per second over its last heartbeat interval; RSS its resident memory then (ax doctor judges its trend); "scale out" marks a worker above ${SCALE_OUT_TASKS_PER_S}/s. Live workers are always listed; stale and stopped ones whose last heartbeat is within --since (default ${DEFAULT_WORKERS_SINCE}), or all with --all.
 
 Exit codes: 2 bad flag value, 5 MySQL unavailable.`;
   static override examples = [
@@ -74,8 +74,12 @@ function render(workers: WorkerView[], counts: Record<WorkerStatus, number>, rat
       .join(' '),
     String(w.inFlight),
     w.rate === null ? '—' : formatRate(w.rate) + (w.scaleOut ? ' scale out' : ''),
+    w.rssBytes === null ? '—' : `${Math.round(w.rssBytes / 1024 / 1024)}M`,
     `${formatDuration(w.heartbeatAgeMs)} ago`,
     w.startedAt.toISOString().slice(0, 19).replace('T', ' '),
   ]);
-  return [...table(['WORKER', 'STATUS', 'POOLS', 'IN-FLIGHT', 'RATE/S', 'HEARTBEAT', 'STARTED (UTC)'], rows, {right: [3, 4]}), head];
+  return [
+    ...table(['WORKER', 'STATUS', 'POOLS', 'IN-FLIGHT', 'RATE/S', 'RSS', 'HEARTBEAT', 'STARTED (UTC)'], rows, {right: [3, 4, 5]}),
+    head,
+  ];
 }

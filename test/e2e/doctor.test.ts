@@ -91,9 +91,12 @@ describe('ax doctor', () => {
     expect(find('types.unhandled').next[0]).toMatch(/^ax types show nobody_handles/);
     expect(find('types.unhandled').next[1]).toMatch(/^deploy a worker/);
     expect(find('types.paused').evidence).toEqual([
-      expect.stringMatching(/^test_sleep: paused by \S+ \d+\w* ago \("e2e: downstream maintenance"\); 1 task waiting$/),
+      expect.stringMatching(/^test_sleep: paused by \S+ [\d.]+\w* ago \("e2e: downstream maintenance"\); 1 task waiting$/),
     ]);
     expect(find('types.paused').next[0]).toMatch(/^ax types resume test_sleep/);
+    // The live worker reports its memory with its heartbeat; the crashed one is not live.
+    expect(find('memory').evidence[0]).toMatch(/^largest: doctor-io-only on \S+ \(pid \d+\): RSS \d+\.\d MiB, heap \d+\.\d MiB/);
+    expect(ids(r, 'ok')).toContain('memory');
     expect(find('workers.stale').evidence[0]).toMatch(/^crashed-1 on gone pid 4242: last heartbeat 2m/);
     expect(find('dispatch.unrung').evidence).toEqual([
       expect.stringMatching(new RegExp(`^${unrungId} test_noop \\(pool io, attempt 0\\): due for 2m`)),

@@ -88,10 +88,12 @@ describe('ax workers and ax top', () => {
     expect(w.json.counts).toMatchObject({live: 1, stale: 0});
     expect(w.live).toMatchObject({pid: worker.child.pid, pools: {io: 10}});
     expect(w.live.inFlight).toBeGreaterThan(0);
+    // Its resident memory, from the heartbeat (a Node process is tens of MiB at least).
+    expect(w.live.rssBytes).toBeGreaterThan(10 * 1024 * 1024);
     expect(w.live.types.test_sleep.succeeded).toBeGreaterThan(0);
     const text = await cli(['workers']);
     expect(text.code).toBe(0);
-    expect(text.stdout).toMatch(new RegExp(`:${worker.child.pid}\\s+LIVE\\s+io:10`));
+    expect(text.stdout).toMatch(new RegExp(`:${worker.child.pid}\\s+LIVE\\s+io:10\\s+\\d+\\s+\\S+\\s+\\d+M\\s`));
   });
 
   it('ax top --once --json: backlog, consume rate, per-type rate, p95 and dead counts', async () => {

@@ -271,6 +271,53 @@ describe('ax doctor checks', () => {
     });
   });
 
+  describe('memory growing', () => {
+    const MiB = 1024 * 1024;
+    const mem = (rssSamplesMiB: number[], rssMiB = rssSamplesMiB.at(-1) ?? 100) => ({
+      heartbeatMs: 5000,
+      types: {},
+      memory: {rssBytes: rssMiB * MiB, heapUsedBytes: 40 * MiB, sampleEveryMs: 60_000, rssSamples: rssSamplesMiB.map((x) => x * MiB)},
+    });
+    const steady = [120, 130, 118, 125, 131, 122, 127, 124];
+    const rising = [100, 112, 125, 140, 151, 163, 178, 190];
+
+    it('steady workers are ok and the largest is named; one whose RSS rose steadily is a warning with the evidence and next steps', () => {
+      const ok = run(healthy({workers: [worker({stats: mem(steady)}), worker({id: 'w2', stats: mem([200, 210, 205, 199, 204])})]}));
+      expect(byId(ok.findings, 'memory')).toMatchObject({
+        status: 'ok',
+        evidence: ['largest: w2 on h1 (pid 10): RSS 204.0 MiB, heap 40.0 MiB, 0 tasks held'],
+      });
+      const r = run(healthy({workers: [worker({stats: mem(steady)}), worker({id: 'w2', inFlight: 2100, stats: mem(rising)})]}));
+      const f = byId(r.findings, 'memory.growing');
+      expect(f).toMatchObject({status: 'warn', title: '1 live worker with resident memory growing steadily'});
+      expect(f?.evidence).toEqual(['w2 on h1 (pid 10): RSS 100.0 MiB → 190.0 MiB over 7m (heap now 40.0 MiB), 2100 tasks held']);
+      expect(f?.next.join('\n')).toMatch(/AX_POOL_QUEUE[\s\S]*--heapsnapshot-signal=SIGUSR2/);
+      expect(byId(r.findings, 'memory')).toBeUndefined();
+      expect(r.verdict).toBe('warn');
+    });
+
+    it('above 1 GiB is a problem whatever the trend; a young worker (few samples) is not judged on its trend', () => {
+      const r = run(healthy({workers: [worker({stats: mem([1100, 1101, 1100, 1102, 1100], 1100)})]}));
+      expect(byId(r.findings, 'memory.high')).toMatchObject({
+        status: 'problem',
+        evidence: ['w1 on h1 (pid 10): RSS 1100.0 MiB, heap 40.0 MiB, 0 tasks held'],
+      });
+      expect(problems(r.findings)).toEqual(['memory.high']);
+      expect(byId(run(healthy({workers: [worker({stats: mem([100, 200, 300, 400])})]})).findings, 'memory')?.status).toBe('ok');
+    });
+
+    it('workers that report no memory (an older ax) or a malformed doc: not measured, said so; no live worker: skipped', () => {
+      const old = run(healthy({workers: [worker({stats: {heartbeatMs: 5000, types: {}}})]}));
+      expect(byId(old.findings, 'memory')).toMatchObject({
+        status: 'info',
+        title: expect.stringMatching(/^not measured: no live worker reports/),
+      });
+      const broken = {heartbeatMs: 5000, types: {}, memory: {rssBytes: 'x', rssSamples: [1]}} as never;
+      expect(byId(run(healthy({workers: [worker({stats: broken})]})).findings, 'memory')?.status).toBe('info');
+      expect(byId(run(healthy({workers: []})).findings, 'memory')).toMatchObject({status: 'skipped', title: 'not checked: no live worker'});
+    });
+  });
+
   describe('timing inaccurate', () => {
     it('a clock difference beyond --max-skew after the round trip is a problem, and says which way', () => {
       const behind = run(healthy({localAt: ago(2500), rttMs: 4}));
@@ -303,7 +350,7 @@ describe('ax doctor checks', () => {
   });
 
   describe('servers down', () => {
-    it('MySQL down: a problem, every database check skipped, the standalone ones still report; exit 5', () => {
+    it('MySQL down: a problem, every database check skipped (memory too: it reads the heartbeats); exit 5', () => {
       const r = diagnose({
         settings,
         db: {
@@ -315,7 +362,7 @@ describe('ax doctor checks', () => {
       expect(problems(r.findings)).toEqual(['mysql']);
       expect(byId(r.findings, 'mysql')).toMatchObject({evidence: ['reason: unreachable'], next: ['Is the server running?']});
       expect(byId(r.findings, 'workers')).toMatchObject({status: 'skipped', title: 'not checked: MySQL unavailable'});
-      expect(byId(r.findings, 'memory')?.title).toMatch(/^not measured here/);
+      expect(byId(r.findings, 'memory')).toMatchObject({status: 'skipped', title: 'not checked: MySQL unavailable'});
       expect(r.verdict).toBe('unavailable');
       expect(doctorExitCode(r.verdict, false)).toBe(5);
     });

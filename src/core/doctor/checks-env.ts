@@ -1,7 +1,9 @@
 /** "Timing inaccurate" (clock skew between this host and the database) and "memory growing". */
 import {formatDuration} from '../duration.js';
-import {capped, finding, plural} from './evidence.js';
-import type {Check, CheckContext, Finding, StandaloneCheck} from './types.js';
+import {capped, finding, plural, splitWorkers} from './evidence.js';
+import {memoryTrend, mib, validMemory, WORKER_RSS_PROBLEM_BYTES, type WorkerMemoryDoc} from '../memory.js';
+import type {WorkerRow} from '../store/types.js';
+import type {Check, CheckContext, Finding} from './types.js';
 
 /**
  * The database clock against this host's, read in the middle of one round trip: the difference is
@@ -85,25 +87,84 @@ export const lateStartCheck: Check = {
   },
 };
 
+const MEMORY_NEXT = [
+  'a worker holds at most concurrency + AX_POOL_QUEUE tasks per pool, each with its payload: if `ax workers` shows it holding many, a lower AX_POOL_QUEUE holds fewer in memory',
+  'fat payloads cost memory and CPU on every claim: keep payloads small (AX_PAYLOAD_LIMIT) and big fields elsewhere',
+  'to see what holds it: run the worker with NODE_OPTIONS=--heapsnapshot-signal=SIGUSR2, then `kill -USR2 <pid>` writes a .heapsnapshot in its working directory (open it in Chrome DevTools, Memory)',
+];
+
 /**
- * Memory is not measured: workers do not report their memory to the database (the `workers` row
- * has no such column). Their own endpoints do: /metrics carries process_resident_memory_bytes
- * once the metrics land.
+ * "Memory growing", from the memory each live worker reports with its heartbeat (core/memory.ts):
+ * a problem above WORKER_RSS_PROBLEM_BYTES, a warning when its resident memory grew steadily over
+ * the last samples (memoryTrend), else ok with the largest. Workers that report none (an older
+ * ax) are named; with none reporting, the check says it could not measure.
  */
-export const memoryCheck: StandaloneCheck = {
+export const memoryCheck: Check = {
   id: 'memory',
   symptom: 'memory',
-  standalone: true,
-  run(): Finding[] {
-    return [
-      finding(
-        'memory',
-        'memory',
-        'skipped',
-        'not measured here: workers do not report memory in their heartbeat',
-        ["a worker's memory is bounded by its pools: concurrency + AX_POOL_QUEUE tasks per pool, each with its payload (AX_PAYLOAD_LIMIT)"],
-        ["watch the worker's resident memory (its /metrics, the container's memory); a lower AX_POOL_QUEUE holds fewer tasks in memory"],
-      ),
-    ];
+  run({db, settings}: CheckContext): Finding[] {
+    const {live} = splitWorkers(db.workers, settings.heartbeatMs);
+    const measured = live.flatMap((w) => {
+      const m = validMemory(w.stats?.memory);
+      return m ? [{w, m}] : [];
+    });
+    const where = (w: WorkerRow) => `${w.id} on ${w.host} (pid ${w.pid})`;
+    if (measured.length === 0)
+      return [
+        finding(
+          'memory',
+          'memory',
+          live.length === 0 ? 'skipped' : 'info',
+          live.length === 0 ? 'not checked: no live worker' : 'not measured: no live worker reports its memory (an ax older than this one)',
+          [],
+          ["watch the worker's resident memory on its /metrics (process_resident_memory_bytes) or the container's"],
+        ),
+      ];
+    const line = (w: WorkerRow, m: WorkerMemoryDoc) =>
+      `${where(w)}: RSS ${mib(m.rssBytes)}, heap ${mib(m.heapUsedBytes)}, ${w.inFlight} tasks held`;
+    const high = measured.filter(({m}) => m.rssBytes > WORKER_RSS_PROBLEM_BYTES);
+    const growing = measured.flatMap(({w, m}) => {
+      const t = memoryTrend(m.rssSamples, m.sampleEveryMs);
+      return t.growing ? [{w, m, t}] : [];
+    });
+    const out: Finding[] = [];
+    if (high.length > 0)
+      out.push(
+        finding(
+          'memory.high',
+          'memory',
+          'problem',
+          `${plural(high.length, 'live worker')} above ${mib(WORKER_RSS_PROBLEM_BYTES)} resident memory`,
+          capped(high.map(({w, m}) => line(w, m))),
+          MEMORY_NEXT,
+        ),
+      );
+    if (growing.length > 0)
+      out.push(
+        finding(
+          'memory.growing',
+          'memory',
+          'warn',
+          `${plural(growing.length, 'live worker')} with resident memory growing steadily`,
+          capped(
+            growing.map(
+              ({w, m, t}) =>
+                `${where(w)}: RSS ${mib(t.fromBytes)} → ${mib(t.toBytes)} over ${formatDuration(t.spanMs)} (heap now ${mib(m.heapUsedBytes)}), ${w.inFlight} tasks held`,
+            ),
+          ),
+          MEMORY_NEXT,
+        ),
+      );
+    const unreported = live.length - measured.length;
+    if (out.length === 0) {
+      const top = measured.reduce((a, b) => (b.m.rssBytes > a.m.rssBytes ? b : a));
+      out.push(
+        finding('memory', 'memory', 'ok', `no live worker's memory is growing (${plural(measured.length, 'worker')} reporting)`, [
+          `largest: ${line(top.w, top.m)}`,
+          ...(unreported > 0 ? [`${plural(unreported, 'live worker')} report no memory (an older ax)`] : []),
+        ]),
+      );
+    }
+    return out;
   },
 };

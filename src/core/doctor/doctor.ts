@@ -9,10 +9,10 @@ import {flowCheck} from './checks-flow.js';
 import {poisonCheck, queueFullCheck, saturationCheck, slowCheck} from './checks-slow.js';
 import {lateCheck, notDueCheck, poolsCheck, unrungCheck, workersCheck, wrongPoolCheck} from './checks-waiting.js';
 import {finding} from './evidence.js';
-import type {Check, StandaloneCheck, DoctorData, DoctorReport, Finding, SourceError, Status} from './types.js';
+import type {Check, DoctorData, DoctorReport, Finding, SourceError, Status} from './types.js';
 
 /** Every check, in the order of the troubleshooting table. */
-export const CHECKS: ReadonlyArray<Check | StandaloneCheck> = [
+export const CHECKS: ReadonlyArray<Check> = [
   workersCheck,
   poolsCheck,
   wrongPoolCheck,
@@ -48,10 +48,6 @@ export function diagnose(data: DoctorData): DoctorReport {
     serverFinding('rabbitmq', 'RabbitMQ', broker.ok ? null : broker.error, 'RabbitMQ answered'),
   ];
   for (const check of CHECKS) {
-    if (check.standalone) {
-      findings.push(...check.run());
-      continue;
-    }
     if (!db.ok || (check.needsBroker && !broker.ok)) {
       const down = !db.ok ? 'MySQL' : 'RabbitMQ';
       findings.push(finding(check.id, check.symptom, 'skipped', `not checked: ${down} unavailable`));

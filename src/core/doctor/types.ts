@@ -125,14 +125,5 @@ export interface Check {
   symptom: Symptom;
   /** Also needs RabbitMQ (every check needs the database). */
   needsBroker?: true;
-  standalone?: never;
   run(c: CheckContext): Finding[];
-}
-
-/** A check that reads no server (it reports what ax cannot measure yet): runs whatever is down. */
-export interface StandaloneCheck {
-  id: string;
-  symptom: Symptom;
-  standalone: true;
-  run(): Finding[];
 }

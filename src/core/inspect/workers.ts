@@ -7,6 +7,7 @@ import {parseDuration} from '../duration.js';
 import type {TypeCounters, WorkerRegistryStore, WorkerRow} from '../store/types.js';
 import {workerStatus, type WorkerStatus} from '../liveness.js';
 import {SCALE_OUT_TASKS_PER_S} from '../thresholds.js';
+import {validMemory} from '../memory.js';
 import {addCounters, attempts, statsDelta} from './rates.js';
 
 /** Stopped and stale workers older than this are left out unless asked for. */
@@ -24,6 +25,8 @@ export interface WorkerView {
   startedAt: Date;
   heartbeatAt: Date;
   heartbeatAgeMs: number;
+  /** Resident memory at its last heartbeat (null: an older ax that reports none). */
+  rssBytes: number | null;
   /** Attempts finished per second over its last heartbeat interval (null: not live, or one heartbeat so far). */
   rate: number | null;
   /** Above SCALE_OUT_TASKS_PER_S: time to add workers. */
@@ -47,6 +50,7 @@ export function workerView(w: WorkerRow, heartbeatMs?: number): WorkerView {
     startedAt: w.startedAt,
     heartbeatAt: w.heartbeatAt,
     heartbeatAgeMs: w.heartbeatAgeMs,
+    rssBytes: validMemory(w.stats?.memory)?.rssBytes ?? null,
   };
   const elapsedMs = w.prev === null ? 0 : w.heartbeatAt.getTime() - w.prev.at.getTime();
   if (status !== 'live' || w.stats === null || w.prev === null || elapsedMs <= 0)

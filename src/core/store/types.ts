@@ -1,3 +1,4 @@
+import type {WorkerMemoryDoc} from '../memory.js';
 import type {ForcedReplay, HistoryEntry, JsonObject, NewTask, PoolName, TaskRecord} from '../task/model.js';
 import type {TaskState} from '../task/state.js';
 import type {ArchiveStore} from './archive-types.js';
@@ -212,6 +213,8 @@ export interface WorkerStatsDoc {
   heartbeatMs: number;
   /** Counters per task type (bounded: at most MAX_STATS_TYPES types, the rest under `other`). */
   types: Record<string, TypeCounters>;
+  /** Its memory and the trend of its resident memory (absent from an older ax, or a malformed doc: see validMemory). */
+  memory?: WorkerMemoryDoc;
 }
 
 export interface WorkerRow extends WorkerInfo {

@@ -3,7 +3,7 @@ import {errorMessage} from '../errors.js';
 import type {Logger} from '../log.js';
 import {type Broker, type Delivery, type Subscription, type TaskMessage, decodeMessage, splitDelivery} from '../broker/types.js';
 import type {BackoffOptions} from '../retry/backoff.js';
-import type {ClaimedTask, HotPathStore, Outcome, ParkedKind, WorkerRegistryStore} from '../store/types.js';
+import type {ClaimedTask, HotPathStore, Outcome, ParkedKind, WorkerRegistryStore, WorkerStatsDoc} from '../store/types.js';
 import type {JsonObject, PoolName} from '../task/model.js';
 import {type Clock, type Random, sleep} from '../time.js';
 import {MicroBatcher} from '../batcher.js';
@@ -15,6 +15,7 @@ import type {HandlerMap} from './handlers.js';
 import {decideOutcome, type Held, type NotStarted} from './outcome.js';
 import {type ExecutionPool, type JobResult, NOT_STARTED} from './pool.js';
 import {FlowGate, type GateStore} from '../flow/gate.js';
+import {MemorySampler, type MemoryUsage} from '../memory.js';
 import type {Admission} from '../flow/admission.js';
 
 /** What a worker needs of the task database: the hot path, its registry row and flow control. */
@@ -43,6 +44,8 @@ export interface WorkerOptions {
   /** Longest an outcome waits to be written with others (default 5 ms). */
   outcomeWaitMs?: number;
   heartbeatMs?: number;
+  /** Reads this process's memory for the heartbeat's trend (default process.memoryUsage; tests inject one). */
+  memoryUsage?: () => MemoryUsage;
   /**
    * Tasks producers put in one doorbell message (AX_DOORBELL_BATCH; default 1). The prefetch, which
    * counts messages, is the pool's room (size + capacity) divided by it.
@@ -100,6 +103,7 @@ export class Worker implements Service {
   readonly stats: WorkerStats;
   /** Per-type counters and durations, written with each heartbeat (a subscriber of `events`). */
   readonly typeStats: TypeStats;
+  private readonly memory: MemorySampler;
   /** Claimed tasks not yet written back. */
   private readonly held = new Map<string, HeldTask>();
   private readonly subs: Subscription[] = [];
@@ -142,6 +146,7 @@ export class Worker implements Service {
     this.stats = countWorkerEvents(this.events);
     const heartbeatMs = o.heartbeatMs ?? 5000;
     this.typeStats = countTypeStats(this.events, heartbeatMs);
+    this.memory = new MemorySampler(o.clock, o.memoryUsage);
     this.gate = o.flow ?? new FlowGate({store: o.store, clock: o.clock, logger: this.log});
     this.gate.attach(this.events, this.id);
     logTaskFailures(this.events, this.log);
@@ -156,7 +161,7 @@ export class Worker implements Service {
       name: 'heartbeat',
       clock: o.clock,
       everyMs: heartbeatMs,
-      run: () => this.o.store.workersUpsert({info: this.info(), inFlight: this.held.size, stats: this.typeStats.snapshot()}),
+      run: () => this.o.store.workersUpsert({info: this.info(), inFlight: this.held.size, stats: this.statsDoc()}),
       onError: (e) => this.log.warn('heartbeat failed', {error: errorMessage(e)}),
     });
     const size = o.batchSize ?? 500;
@@ -206,7 +211,7 @@ export class Worker implements Service {
   async start(): Promise<void> {
     if (this.state !== 'new') return;
     this.state = 'running';
-    await this.o.store.workersUpsert({info: this.info(), inFlight: 0, stats: this.typeStats.snapshot()});
+    await this.o.store.workersUpsert({info: this.info(), inFlight: 0, stats: this.statsDoc()});
     await this.gate.start(this.info().types, this.o.broker);
     for (const [name, pool] of Object.entries(this.o.pools) as Array<[PoolName, ExecutionPool]>) {
       // Room for full doorbells, but never fewer than 32 messages (or the room): small ones (cron,
@@ -218,6 +223,11 @@ export class Worker implements Service {
     this.renewer.start();
     this.beat.start();
     this.log.info('worker started', {pools: this.info().pools, leaseMs: this.o.leaseMs});
+  }
+
+  /** What each heartbeat writes: the per-type counters and the memory trend. */
+  private statsDoc(): WorkerStatsDoc {
+    return {...this.typeStats.snapshot(), memory: this.memory.doc()};
   }
 
   private info(): {id: string; host: string; pid: number; pools: Record<string, number>; types: string[]} {
