@@ -37,7 +37,7 @@ const idOf = (n) => `${n.toString(16).toUpperCase().padStart(8, '0')}-0000-7000-
 const ID = (n) => `CONCAT(LPAD(HEX(${n}), 8, '0'), '-0000-7000-8000-000000000000')`;
 const COLS = 'id, cell, type, pool, state, attempt, max_retries, run_at, fence, content_hash, created_at, updated_at, finished_at, payload';
 
-async function fill(sql, terminal, live, log) {
+export async function fill(sql, terminal, live, log) {
   await sql('CREATE TABLE IF NOT EXISTS bench_seq (n INT UNSIGNED NOT NULL PRIMARY KEY)');
   await sql(`INSERT IGNORE INTO bench_seq SELECT seq FROM seq_1_to_${CHUNK}`);
   // n → a terminal task: state by n % 100, finished within the last 30 days, one of 20 types.

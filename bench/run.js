@@ -64,6 +64,7 @@ const {values: argv} = parseArgs({
     'json-out': {type: 'string'},
     compare: {type: 'string'},
     metrics: {type: 'boolean', default: false},
+    'big-table': {type: 'string'},
     help: {type: 'boolean', short: 'h', default: false},
   },
 });
@@ -101,6 +102,10 @@ if (argv.help) {
                        p1m.<qt> and ratio.p1m.<qt>/p1.<qt> (the goal: ≥ 0.97), and the same pairs in CPU
                        per task, off ÷ on: cpuRatio.p1.<qt>/p1m.<qt> (all processes) and
                        cpuRatio.worker.p1.<qt>/p1m.<qt> (the worker's; child mode)
+  --big-table N        P1 twice per round, on the empty table and with N finished tasks already in
+                       tasks and task_history (order alternating; bench/bigtable.js): p1big.<qt> and
+                       ratio.p1big.<qt>/p1.<qt> (the goal: ≥ 0.85), the tables' sizes in the report.
+                       The N rows are filled once into ax_bench_big_<N>_v<schema> and kept (5M: ~10 min)
   --core-only          only the calibrations, P1, P2 and BullMQ (no P3, P4, P5, P6, wheel)
   --profile            write V8 CPU profiles of the worker children to bench/results/profiles
   --no-write           do not write bench/results/<date>.{json,md}
@@ -131,6 +136,7 @@ const opts = {
   p6FarFuture: argv['p6-far-future'] === undefined ? undefined : int(argv['p6-far-future']),
   p6InHorizon: argv['p6-in-horizon'] === undefined ? undefined : int(argv['p6-in-horizon']),
   p4N: int(argv['p4-n'], quick ? 5000 : 20_000),
+  bigTable: argv['big-table'] === undefined ? 0 : int(argv['big-table']),
 };
 try {
   opts.handBuilt = parseHandBuilt(argv['hand-built']);
@@ -218,6 +224,26 @@ try {
     await db.pool.end();
   }
   for (const t of ['cal_tasks', 'hb_tasks']) await sql(taskTableDdl(t));
+  let bigTable = null;
+  if (opts.bigTable > 0) {
+    const {prepareBigTable} = await import('./bigtable.js');
+    const {LATEST_VERSION} = await import('../dist/core/store/mysql/migrations.js');
+    const {createRuntime, openDatabase} = await import('./lib/ax.js');
+    const {migrate} = await import('../dist/core/store/mysql/migrate.js');
+    bigTable = await prepareBigTable({
+      rootUrl: MYSQL_ROOT,
+      tag,
+      n: opts.bigTable,
+      schemaVersion: LATEST_VERSION,
+      migrateDb: async (url) => {
+        const db = await openDatabase(createRuntime(await axConfig({mysqlUrl: url})));
+        await migrate(db);
+        await db.pool.end();
+      },
+      log,
+    });
+    cleanups.push(() => bigTable.close());
+  }
 
   const amqpConn = await amqp.connect(AMQP_URL);
   cleanups.push(() => amqpConn.close());
@@ -557,7 +583,8 @@ try {
     };
   }
 
-  async function correctness(ids) {
+  /** `scope`: a condition on tasks `t` that keeps P1's own rows (the big table holds others). */
+  async function correctness(ids, scope = 'TRUE') {
     let terminal = 0;
     let present = 0;
     for (let i = 0; i < ids.length; i += 5000) {
@@ -566,21 +593,24 @@ try {
       for (const r of rows) if (r.state === 'succeeded' || r.state === 'dead' || r.state === 'cancelled') terminal++;
     }
     const [{dups}] = await sql(
-      "SELECT COUNT(*) AS dups FROM (SELECT task_id FROM task_history WHERE to_state = 'succeeded' GROUP BY task_id HAVING COUNT(*) > 1) x",
+      `SELECT COUNT(*) AS dups FROM (SELECT h.task_id FROM task_history h JOIN tasks t ON t.id = h.task_id
+        WHERE h.to_state = 'succeeded' AND ${scope} GROUP BY h.task_id HAVING COUNT(*) > 1) x`,
     );
     const [{reruns}] = await sql(
-      "SELECT COUNT(*) AS reruns FROM (SELECT task_id FROM task_history WHERE to_state = 'running' GROUP BY task_id HAVING COUNT(*) > 1) x",
+      `SELECT COUNT(*) AS reruns FROM (SELECT h.task_id FROM task_history h JOIN tasks t ON t.id = h.task_id
+        WHERE h.to_state = 'running' AND ${scope} GROUP BY h.task_id HAVING COUNT(*) > 1) x`,
     );
     const states = Object.fromEntries(
-      (await sql('SELECT state, COUNT(*) AS n FROM tasks GROUP BY state')).map((r) => [r.state, Number(r.n)]),
+      (await sql(`SELECT state, COUNT(*) AS n FROM tasks t WHERE ${scope} GROUP BY state`)).map((r) => [r.state, Number(r.n)]),
     );
     return {submitted: ids.length, present, lost: ids.length - terminal, duplicates: Number(dups), reExecuted: Number(reruns), states};
   }
 
-  async function wP1(qt, n) {
+  /** P1; `big`: on the big table swapped in (bigTable.with), which is not truncated and keeps its rows. */
+  async function wP1(qt, n, {big = false} = {}) {
     const ax = axByType[qt];
     const w = workers[qt];
-    await truncate('tasks', 'task_history');
+    if (!big) await truncate('tasks', 'task_history');
     await purge(ax.queue);
     ax.resetCounters();
     await w.arm(n);
@@ -604,10 +634,12 @@ try {
     }
     await sleep(500);
     const stats = await w.stats();
-    const check = await correctness(ids);
-    const lat = (await sql("SELECT TIMESTAMPDIFF(MICROSECOND, created_at, finished_at) AS us FROM tasks WHERE state = 'succeeded'")).map(
-      (r) => Number(r.us),
-    );
+    const check = await correctness(ids, big ? "t.type = 'bench_noop'" : 'TRUE');
+    const lat = (
+      await sql(
+        "SELECT TIMESTAMPDIFF(MICROSECOND, created_at, finished_at) AS us FROM tasks WHERE state = 'succeeded' AND type = 'bench_noop'",
+      )
+    ).map((r) => Number(r.us));
     const p = percentiles(Float64Array.from(lat), [50, 99, 100]);
     return {
       value: d.ok ? rate(n, t1 - t0) : NaN,
@@ -717,6 +749,18 @@ try {
         );
         record(`p1m.${qt}`, p1m, round);
       };
+      // --big-table: the same P1 with N finished tasks in the table, before P1 in odd rounds and after it in even ones.
+      const p1Big = async () => {
+        const r = await bigTable.with('bench_noop', () => runPhase(`p1big.${qt}`, () => wP1(qt, n, {big: true})));
+        show(
+          `P1 ax end to end, ${opts.bigTable} finished tasks in the table (${qt})`,
+          r,
+          'tasks/s',
+          `; lost ${r.correctness.lost}, duplicates ${r.correctness.duplicates}`,
+        );
+        record(`p1big.${qt}`, r, round);
+      };
+      if (bigTable && round % 2 === 1) await p1Big();
       if (argv.metrics && round % 2 === 0) await p1Metrics();
       const p1 = await runPhase(`p1.${qt}`, () => wP1(qt, n));
       show(
@@ -727,6 +771,7 @@ try {
       );
       record(`p1.${qt}`, p1, round);
       if (argv.metrics && round % 2 === 1) await p1Metrics();
+      if (bigTable && round % 2 === 0) await p1Big();
     }
     if (round % 2 === 1) await runPeers();
   }
@@ -820,6 +865,7 @@ try {
     wheel,
     replay,
     backlog,
+    bigTable: bigTable ? {database: bigTable.name, finishedTasks: opts.bigTable, sizes: await bigTable.sizes()} : undefined,
   };
   for (const qt of ['classic', 'quorum']) {
     for (const ph of ['publish', 'consume', 'together']) report.summary[`b.${qt}.${ph}`] = series(`b.${qt}`, (r) => r[ph]);
@@ -828,6 +874,10 @@ try {
     report.summary[`c.${qt}`] = series(`c.${qt}`);
     report.summary[`p1.${qt}`] = series(`p1.${qt}`);
     report.summary[`ratio.p1.${qt}/c.${qt}`] = summary(paired(`p1.${qt}`, `c.${qt}`));
+    if (bigTable) {
+      report.summary[`p1big.${qt}`] = series(`p1big.${qt}`);
+      report.summary[`ratio.p1big.${qt}/p1.${qt}`] = summary(paired(`p1big.${qt}`, `p1.${qt}`));
+    }
     if (argv.metrics) {
       report.summary[`ratio.p1m.${qt}/p1.${qt}`] = summary(paired(`p1m.${qt}`, `p1.${qt}`));
       // The same pairs in CPU per task (off ÷ on; ≥ 0.97 is the goal's meaning): the throughput ratio
