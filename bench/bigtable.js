@@ -4,8 +4,8 @@
 //
 // How: the N rows are filled once (bench/backlog.js's fill: INSERT … SELECT from a sequence, 97%
 // succeeded, 2% cancelled, 1% dead, finished over 30 days) into a database of their own,
-// ax_bench_big_<N>_v<schema>, kept between invocations (a refill takes minutes; a schema change
-// makes a new one). For each big-table run its `tasks` and `task_history` are swapped into the
+// ax_bench_big_<N>, kept between invocations (a refill takes minutes) and migrated to this tree's
+// schema before each use. For each big-table run its `tasks` and `task_history` are swapped into the
 // bench database with one atomic RENAME TABLE (the empty ones swapped out), P1 runs against them
 // unchanged, P1's own rows are deleted afterwards, and the tables are swapped back. Producer and
 // worker keep their connections: their statements name the tables, which MariaDB re-resolves.
@@ -14,11 +14,11 @@ import {fill} from './backlog.js';
 
 /**
  * Makes sure the big database exists and is filled, and returns the swap for bench database `tag`.
- * `sql` runs on the bench database; `rootUrl` is the server's root URL; `schemaVersion` the latest
- * migration (a database of another schema is not reused).
+ * `rootUrl` is the server's root URL; `migrateDb(url)` brings a database to this tree's schema (a
+ * kept database of an older schema is migrated, not refilled).
  */
-export async function prepareBigTable({rootUrl, tag, n, schemaVersion, migrateDb, log}) {
-  const big = `ax_bench_big_${n}_v${schemaVersion}`;
+export async function prepareBigTable({rootUrl, tag, n, migrateDb, log}) {
+  const big = `ax_bench_big_${n}`;
   // On the bench database (a multi-table DELETE resolves its aliases in the default database).
   const conn = await mysql.createConnection({uri: `${rootUrl}/${tag}`});
   const q = async (s, p = []) => (await conn.query(s, p))[0];
@@ -39,7 +39,10 @@ export async function prepareBigTable({rootUrl, tag, n, schemaVersion, migrateDb
     } finally {
       await bigConn.end();
     }
-  } else log(`big table: reusing ${big}`);
+  } else {
+    log(`big table: reusing ${big} (migrating it to this schema)`);
+    await migrateDb(`${rootUrl}/${big}`);
+  }
   let swappedIn = false;
   const swap = async (into) => {
     // Atomic: the empty tables park in the big database while the big ones are in the bench's.

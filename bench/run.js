@@ -105,7 +105,7 @@ if (argv.help) {
   --big-table N        P1 twice per round, on the empty table and with N finished tasks already in
                        tasks and task_history (order alternating; bench/bigtable.js): p1big.<qt> and
                        ratio.p1big.<qt>/p1.<qt> (the goal: ≥ 0.85), the tables' sizes in the report.
-                       The N rows are filled once into ax_bench_big_<N>_v<schema> and kept (5M: ~10 min)
+                       The N rows are filled once into ax_bench_big_<N> and kept (5M: ~10 min)
   --core-only          only the calibrations, P1, P2 and BullMQ (no P3, P4, P5, P6, wheel)
   --profile            write V8 CPU profiles of the worker children to bench/results/profiles
   --no-write           do not write bench/results/<date>.{json,md}
@@ -227,14 +227,12 @@ try {
   let bigTable = null;
   if (opts.bigTable > 0) {
     const {prepareBigTable} = await import('./bigtable.js');
-    const {LATEST_VERSION} = await import('../dist/core/store/mysql/migrations.js');
     const {createRuntime, openDatabase} = await import('./lib/ax.js');
     const {migrate} = await import('../dist/core/store/mysql/migrate.js');
     bigTable = await prepareBigTable({
       rootUrl: MYSQL_ROOT,
       tag,
       n: opts.bigTable,
-      schemaVersion: LATEST_VERSION,
       migrateDb: async (url) => {
         const db = await openDatabase(createRuntime(await axConfig({mysqlUrl: url})));
         await migrate(db);
