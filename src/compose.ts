@@ -59,6 +59,7 @@ export function openStore(rt: Runtime, opts: {requireSchema?: boolean; connectio
     queryTimeoutMs: rt.config.queryTimeoutMs,
     cell: rt.config.cell,
     now: () => rt.clock.now(),
+    payloadInlineBytes: rt.config.payloadInlineBytes,
     ...(opts.requireSchema === undefined ? {} : {requireSchema: opts.requireSchema}),
     ...(opts.connectionLimit === undefined ? {} : {connectionLimit: opts.connectionLimit}),
   });

@@ -41,6 +41,8 @@ export interface AxConfig {
   retryMaxMs: number;
   taskTimeoutMs: number;
   payloadLimitBytes: number;
+  /** Payloads longer than this (UTF-8 bytes) are stored apart from the hot task row, compressed. */
+  payloadInlineBytes: number;
   submitBatchSize: number;
   submitFlushMs: number;
   submitBufferLimit: number;
@@ -97,6 +99,12 @@ export interface AxConfig {
   /** Longest wait between two connection attempts at start (the backoff's cap before jitter). */
   connectRetryMaxMs: number;
 }
+
+/**
+ * Default of AX_PAYLOAD_INLINE: from the store's insert and claim cost per payload size, inline and
+ * stored apart, measured on the development machine (docs/benchmarks.md, "Payloads stored apart").
+ */
+export const DEFAULT_PAYLOAD_INLINE_BYTES = 4096;
 
 type Kind = 'string' | 'bool' | 'int' | 'duration' | 'bytes';
 interface Setting {
@@ -202,6 +210,13 @@ export const SETTINGS: Record<keyof AxConfig, Setting> = {
   retryMaxMs: {env: 'AX_RETRY_MAX', kind: 'duration', default: 3_600_000, min: 1, doc: 'cap of the retry delay before jitter'},
   taskTimeoutMs: {env: 'AX_TASK_TIMEOUT', kind: 'duration', default: 600_000, min: 1, doc: 'default per-attempt timeout'},
   payloadLimitBytes: {env: 'AX_PAYLOAD_LIMIT', kind: 'bytes', default: 65_536, min: 2, doc: 'largest payload (JSON bytes)'},
+  payloadInlineBytes: {
+    env: 'AX_PAYLOAD_INLINE',
+    kind: 'bytes',
+    default: DEFAULT_PAYLOAD_INLINE_BYTES,
+    min: 0,
+    doc: 'payloads longer than this are stored apart from the task row, compressed (0: every payload)',
+  },
   submitBatchSize: {env: 'AX_SUBMIT_BATCH', kind: 'int', default: 500, min: 1, doc: 'tasks per producer write'},
   submitFlushMs: {env: 'AX_SUBMIT_FLUSH', kind: 'duration', default: 1000, min: 1, doc: 'producer flush interval'},
   submitBufferLimit: {env: 'AX_SUBMIT_BUFFER', kind: 'int', default: 10_000, min: 1, doc: 'buffered tasks before submit() waits'},

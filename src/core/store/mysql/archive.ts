@@ -19,8 +19,13 @@ import {
 } from '../archive-types.js';
 import {insertAudit} from './audit.js';
 import {type Conn, type Db, driverCode, exec, marks, type Row, select, tx} from './db.js';
+import {PAYLOAD_APART, PAYLOAD_BODY_COLUMN, bodiesUpsert, packBig, payloadText} from './payloads.js';
 
-/** Every column of `tasks` an archived row keeps (restore writes them back as they were). */
+/**
+ * Every column of `tasks` an archived row keeps (restore writes them back as they were). `payload`
+ * is archived as its full text, also when the hot table stored it apart (payloads.ts); restore stores
+ * it apart again when it is longer than the restoring store's inline limit.
+ */
 export const ARCHIVE_TASK_COLUMNS = [
   'id',
   'cell',
@@ -152,7 +157,7 @@ export async function archiveBatch(db: Db, cell: string, p: ArchiveBatchParams):
     const rows = await select(
       db,
       c,
-      `SELECT ${ARCHIVE_TASK_COLUMNS.join(', ')} FROM tasks
+      `SELECT ${ARCHIVE_TASK_COLUMNS.join(', ')}, ${PAYLOAD_BODY_COLUMN} FROM tasks
         WHERE id IN (${marks(ids.length)}) AND cell = ? AND state = ? AND finished_at < ? ORDER BY id FOR UPDATE`,
       [...ids, cell, p.state, p.finishedBefore],
     );
@@ -182,12 +187,16 @@ async function withHistory(db: Db, c: Conn, rows: Row[]): Promise<ArchivedTask[]
     if (!list) byTask.set(id, (list = []));
     list.push(toArchived(h, ARCHIVE_HISTORY_COLUMNS));
   }
-  return rows.map((r) => ({task: toArchived(r, ARCHIVE_TASK_COLUMNS), history: byTask.get(r.id as string) ?? []}));
+  return rows.map((r) => ({
+    task: {...toArchived(r, ARCHIVE_TASK_COLUMNS), payload: payloadText(r)},
+    history: byTask.get(r.id as string) ?? [],
+  }));
 }
 
-/** Deletes tasks and their history; rolls back (throws) unless exactly these task rows went. */
+/** Deletes tasks, their history and stored-apart payloads; rolls back (throws) unless exactly these task rows went. */
 async function deleteRows(db: Db, c: Conn, ids: string[]): Promise<void> {
   await exec(db, c, `DELETE FROM task_history WHERE task_id IN (${marks(ids.length)})`, ids);
+  await exec(db, c, `DELETE FROM task_payloads WHERE task_id IN (${marks(ids.length)})`, ids);
   const res = await exec(db, c, `DELETE FROM tasks WHERE id IN (${marks(ids.length)})`, ids);
   if (res.affectedRows !== ids.length)
     throw new AxError('internal', `archive delete removed ${res.affectedRows} tasks, expected ${ids.length}: rolled back`);
@@ -215,13 +224,22 @@ export async function archiveDeleteArchived(db: Db, cell: string, snaps: Archive
   });
 }
 
-/** Restore (see ArchiveStore.archiveRestore): a locking existence check, then two multi-row INSERTs. */
-export async function archiveRestore(db: Db, cell: string, p: ArchiveRestoreParams): Promise<{restored: string[]}> {
+/**
+ * Restore (see ArchiveStore.archiveRestore): a locking existence check, then multi-row INSERTs of
+ * the tasks, their payloads longer than `inlineBytes` (stored apart, compressed before the
+ * transaction) and their history.
+ */
+export async function archiveRestore(db: Db, cell: string, p: ArchiveRestoreParams, inlineBytes: number): Promise<{restored: string[]}> {
   if (p.tasks.length === 0) return {restored: []};
   const ids = p.tasks.map((t) => String(t.task.id));
   const foreign = p.tasks.filter((t) => t.task.cell !== cell).map((t) => String(t.task.id));
   if (foreign.length > 0)
     throw invalid(`${foreign.length} archived task(s) belong to another cell than "${cell}": ${foreign.slice(0, 5).join(', ')}`);
+  const bodies = await packBig(
+    p.tasks.map((t) => String(t.task.payload ?? '')),
+    inlineBytes,
+  );
+  const rows = p.tasks.map((t, i) => (bodies.has(i) ? {...t.task, payload: PAYLOAD_APART} : t.task));
   try {
     return await tx(db, async (c) => {
       const there = await select(db, c, `SELECT id FROM tasks WHERE id IN (${marks(ids.length)}) FOR UPDATE`, ids);
@@ -231,8 +249,12 @@ export async function archiveRestore(db: Db, cell: string, p: ArchiveRestorePara
         c,
         'tasks',
         ARCHIVE_TASK_COLUMNS,
-        p.tasks.map((t) => t.task),
+        rows,
       );
+      if (bodies.size > 0) {
+        const b = bodiesUpsert([...bodies].map(([i, body]) => [ids[i]!, body] as const));
+        await exec(db, c, b.sql, b.params);
+      }
       const hist = p.tasks.flatMap((t) => t.history);
       if (hist.length > 0) await insertRows(db, c, 'task_history', ARCHIVE_HISTORY_COLUMNS, hist);
       if (p.audit) await insertAudit(db, c, cell, p.audit, ids);

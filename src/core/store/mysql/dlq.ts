@@ -14,6 +14,7 @@ import type {
 import {insertAudit} from './audit.js';
 import {type Db, exec, marks, select, tx} from './db.js';
 import {guardedWhere} from './guards.js';
+import {PAYLOAD_APART, PAYLOAD_BODY_COLUMN, bodiesUpsert, packBig, payloadText} from './payloads.js';
 import {Where} from './where.js';
 import {caseById, clipError, historyInsert, type HistoryRow, parsePayload, toErrorGroup} from './rows.js';
 
@@ -90,11 +91,13 @@ export async function deadErrorGroups(db: Db, cell: string, f: DeadFilter): Prom
  */
 export async function deadPage(db: Db, cell: string, p: DeadPageParams): Promise<DeadPageRow[]> {
   const w = deadWhere(cell, p).if(p.afterId !== undefined, 'id > ?', p.afterId);
-  const rows = await select(db, db.pool, `SELECT id${p.withPayload ? ', payload' : ''} FROM tasks WHERE ${w.sql} ORDER BY id LIMIT ?`, [
-    ...w.params,
-    p.limit,
-  ]);
-  return rows.map((r) => (p.withPayload ? {id: r.id as string, payload: parsePayload(r.payload as string)} : {id: r.id as string}));
+  const rows = await select(
+    db,
+    db.pool,
+    `SELECT id${p.withPayload ? `, payload, ${PAYLOAD_BODY_COLUMN}` : ''} FROM tasks WHERE ${w.sql} ORDER BY id LIMIT ?`,
+    [...w.params, p.limit],
+  );
+  return rows.map((r) => (p.withPayload ? {id: r.id as string, payload: parsePayload(payloadText(r))} : {id: r.id as string}));
 }
 
 /**
@@ -107,10 +110,12 @@ export async function deadPage(db: Db, cell: string, p: DeadPageParams): Promise
  * replay itself (docs/benchmarks.md, R1). A forced
  * replay (`p.force`) uses the forceReplay transition (dead, succeeded or cancelled) and stamps the
  * rows' `replay` column for the handler; a plain one clears it. With `p.rewrite`, the locking read
- * also reads the payloads and each replayed row gets rewrite(payload) (a throw rolls back). Throws
+ * also reads the payloads (stored-apart ones too) and each replayed row gets rewrite(payload) (a
+ * throw rolls back), stored inline or apart by its new size against `inlineBytes`: two more
+ * statements, a DELETE of the replayed rows' old bodies and an INSERT of the big new ones. Throws
  * invalid_input for a forced replay without a reason, before anything changes.
  */
-export async function replayDead(db: Db, cell: string, p: DeadReplayParams): Promise<DeadReplayResult> {
+export async function replayDead(db: Db, cell: string, p: DeadReplayParams, inlineBytes: number): Promise<DeadReplayResult> {
   const ids = [...new Set(p.ids)].sort();
   if (ids.length === 0) return {replayed: [], skipped: []};
   const reason = p.audit.reason ?? '';
@@ -121,7 +126,8 @@ export async function replayDead(db: Db, cell: string, p: DeadReplayParams): Pro
     const rows = await select(
       db,
       c,
-      `SELECT id, type, pool, state, attempt, fence${p.rewrite ? ', payload' : ''} FROM tasks WHERE id IN (${marks(ids.length)}) AND cell = ? FOR UPDATE`,
+      `SELECT id, type, pool, state, attempt, fence${p.rewrite ? `, payload, ${PAYLOAD_BODY_COLUMN}` : ''} FROM tasks
+        WHERE id IN (${marks(ids.length)}) AND cell = ? FOR UPDATE`,
       [...ids, cell],
     );
     const found = new Map(rows.map((r) => [r.id as string, r]));
@@ -142,8 +148,10 @@ export async function replayDead(db: Db, cell: string, p: DeadReplayParams): Pro
     if (replayed.length === 0) return {replayed, skipped};
     const where = guardedWhere(t, replayed);
     const rewrite = p.rewrite;
+    const texts = rewrite === undefined ? [] : replayed.map((x) => rewrite(parsePayload(payloadText(found.get(x.id)!)), x.id));
+    const bodies = await packBig(texts, inlineBytes);
     const pl = caseById(
-      rewrite === undefined ? [] : replayed.map((x) => [x.id, rewrite(parsePayload(found.get(x.id)!.payload as string), x.id)]),
+      texts.map((text, i) => [replayed[i]!.id, bodies.has(i) ? PAYLOAD_APART : text]),
       'payload',
     );
     const res = await exec(
@@ -157,6 +165,14 @@ export async function replayDead(db: Db, cell: string, p: DeadReplayParams): Pro
     );
     if (res.affectedRows !== replayed.length)
       throw new AxError('internal', `replay changed ${res.affectedRows} rows, expected ${replayed.length}: rolled back`);
+    if (texts.length > 0) {
+      const rewritten = replayed.map((x) => x.id);
+      await exec(db, c, `DELETE FROM task_payloads WHERE task_id IN (${marks(rewritten.length)})`, rewritten);
+      if (bodies.size > 0) {
+        const b = bodiesUpsert([...bodies].map(([i, body]) => [replayed[i]!.id, body] as const));
+        await exec(db, c, b.sql, b.params);
+      }
+    }
     const h = historyInsert(history);
     await exec(db, c, h.sql, h.params);
     await insertAudit(

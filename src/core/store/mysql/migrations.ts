@@ -317,6 +317,21 @@ export const MIGRATIONS: Migration[] = [
       ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
     ],
   },
+  {
+    version: 15,
+    name: 'big payloads stored apart from the hot task row',
+    statements: [
+      // A claim check: a payload longer than AX_PAYLOAD_INLINE bytes lives here, compressed, and its
+      // task row keeps payload = '' (never a valid payload: payloads are JSON objects). body is in
+      // the format of COMPRESS() (4-byte little-endian length of the text, then a zlib stream), so
+      // UNCOMPRESS(body) reads it in SQL. Written and deleted with the task row, in its transaction.
+      `CREATE TABLE IF NOT EXISTS task_payloads (
+        task_id CHAR(36) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        body    MEDIUMBLOB NOT NULL,
+        PRIMARY KEY (task_id)
+      ) ENGINE=InnoDB`,
+    ],
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.reduce((m, x) => Math.max(m, x.version), 0);

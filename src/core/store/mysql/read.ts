@@ -20,6 +20,7 @@ import {TASK_STATES, type TaskState} from '../../task/state.js';
 import {type Db, exec, select} from './db.js';
 import {LAST_ERROR_CONTAINS, likeLiteral} from './dlq.js';
 import {TASK_COLUMNS, toDueTask, toHistoryEntry, toTaskRecord} from './rows.js';
+import {PAYLOAD_TEXT_SQL} from './payloads.js';
 
 /**
  * The statements that run all the time on a big table, with the index each must use
@@ -87,7 +88,7 @@ export async function listTasks(db: Db, cell: string, f: ListFilter): Promise<Ta
     .if(f.dedupKey !== undefined, 'dedup_key = ?', f.dedupKey)
     .if(f.errorContains !== undefined, LAST_ERROR_CONTAINS, likeLiteral(f.errorContains ?? ''))
     // Parsed per row: callers bound the scan with `since` (parseListFilter requires it).
-    .if(f.payload !== undefined, 'JSON_VALUE(payload, ?) = ?', f.payload?.path, f.payload?.value);
+    .if(f.payload !== undefined, `JSON_VALUE(${PAYLOAD_TEXT_SQL}, ?) = ?`, f.payload?.path, f.payload?.value);
   const params = [...where.params, f.limit];
   const rows = await select(
     db,

@@ -1,11 +1,11 @@
 import type {ForcedReplay, HistoryEntry, JsonObject, PoolName, TaskRecord} from '../../task/model.js';
 import type {TaskState} from '../../task/state.js';
 import type {Row} from './db.js';
+import {PAYLOAD_BODY_COLUMN, payloadText} from './payloads.js';
 import type {DeadErrorGroup, HeldForDispatch} from '../types.js';
 
-/** Columns of `tasks` read into a TaskRecord (payload last: it may be large). */
-export const TASK_COLUMNS =
-  'id, cell, type, pool, state, attempt, max_retries, run_at, timeout_ms, lease_until, fence, worker, dedup_key, last_error, published_at, created_at, updated_at, finished_at, payload';
+/** Columns of `tasks` read into a TaskRecord (payload last: it may be large; a stored-apart one comes with it). */
+export const TASK_COLUMNS = `id, cell, type, pool, state, attempt, max_retries, run_at, timeout_ms, lease_until, fence, worker, dedup_key, last_error, published_at, created_at, updated_at, finished_at, payload, ${PAYLOAD_BODY_COLUMN}`;
 
 /** A payload column as an object ({} when unreadable: written by ax, so only after a manual edit). */
 export function parsePayload(text: string): JsonObject {
@@ -48,7 +48,7 @@ export function toTaskRecord(r: Row): TaskRecord {
     createdAt: r.created_at as Date,
     updatedAt: r.updated_at as Date,
     finishedAt: (r.finished_at as Date | null) ?? null,
-    payload: parsePayload(r.payload as string),
+    payload: parsePayload(payloadText(r)),
   };
 }
 

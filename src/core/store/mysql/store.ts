@@ -56,6 +56,8 @@ import * as failures from './failures.js';
 import * as flow from './flow.js';
 import {type Db, type DbOptions, openDb} from './db.js';
 import {assertMigrated} from './migrate.js';
+import {invalid} from '../../errors.js';
+import {DEFAULT_PAYLOAD_INLINE_BYTES} from '../../config/config.js';
 import * as r from './read.js';
 import * as scan from './scan.js';
 import * as w from './write.js';
@@ -66,6 +68,12 @@ export interface MysqlStoreOptions extends DbOptions {
   now: () => number;
   /** Check that `ax migrate` has run (default true). */
   requireSchema?: boolean;
+  /**
+   * Payloads longer than this (UTF-8 bytes of the JSON text) are stored apart from the task row,
+   * compressed (AX_PAYLOAD_INLINE; default DEFAULT_PAYLOAD_INLINE_BYTES). A non-negative integer,
+   * else open() throws invalid_input.
+   */
+  payloadInlineBytes?: number;
 }
 
 /**
@@ -76,16 +84,21 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
   readonly cell: string;
   readonly db: Db;
   private readonly localNow: () => number;
+  private readonly inlineBytes: number;
   private closing: Promise<void> | undefined;
 
-  private constructor(db: Db, cell: string, now: () => number) {
+  private constructor(db: Db, cell: string, now: () => number, inlineBytes: number) {
     this.db = db;
     this.cell = cell;
     this.localNow = now;
+    this.inlineBytes = inlineBytes;
   }
 
   /** Opens the pool and checks the schema. Throws AxError('unavailable') with a hint on failure. */
   static async open(opts: MysqlStoreOptions): Promise<MysqlTaskStore> {
+    const inlineBytes = opts.payloadInlineBytes ?? DEFAULT_PAYLOAD_INLINE_BYTES;
+    if (!Number.isSafeInteger(inlineBytes) || inlineBytes < 0)
+      throw invalid(`payloadInlineBytes must be a whole number of bytes ≥ 0, got ${String(opts.payloadInlineBytes)}`);
     const db = await openDb(opts);
     try {
       if (opts.requireSchema !== false) await assertMigrated(db);
@@ -93,11 +106,11 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
       await db.pool.end().catch(() => undefined);
       throw e;
     }
-    return new MysqlTaskStore(db, opts.cell, opts.now);
+    return new MysqlTaskStore(db, opts.cell, opts.now, inlineBytes);
   }
 
   tasksInsert(p: TasksInsertParams) {
-    return w.insertTasks(this.db, this.cell, p, this.localNow());
+    return w.insertTasks(this.db, this.cell, p, this.localNow(), this.inlineBytes);
   }
   doorbellsMark(p: DoorbellsMarkParams) {
     return w.markPublished(this.db, p.rung);
@@ -142,7 +155,7 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
     return dlq.listDead(this.db, this.cell, p);
   }
   deadReplay(p: DeadReplayParams) {
-    return dlq.replayDead(this.db, this.cell, p);
+    return dlq.replayDead(this.db, this.cell, p, this.inlineBytes);
   }
   deadErrorGroups(p: DeadFilter) {
     return dlq.deadErrorGroups(this.db, this.cell, p);
@@ -268,7 +281,7 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
     return archive.archiveDeleteArchived(this.db, this.cell, p.rows);
   }
   archiveRestore(p: ArchiveRestoreParams) {
-    return archive.archiveRestore(this.db, this.cell, p);
+    return archive.archiveRestore(this.db, this.cell, p, this.inlineBytes);
   }
   /** Ends the pool; idempotent. */
   close(): Promise<void> {

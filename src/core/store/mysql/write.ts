@@ -20,22 +20,35 @@ import {AxError, errorMessage} from '../../errors.js';
 import {insertAudit} from './audit.js';
 import {caseById, clipError, clipStack, historyInsert, parseReplay, toDueTask, type HistoryRow} from './rows.js';
 import {type FencedRef, fenceCondition, guardedWhere, inList, rungWhere} from './guards.js';
+import {PAYLOAD_APART, PAYLOAD_BODY_COLUMN, bodiesUpsert, packBig, payloadText} from './payloads.js';
 const MAX_DUP_RETRIES = 3;
 
 /**
  * Writes new tasks and their `submitted` history in one transaction (see TaskStore.insertTasks).
  * `localNowMs` is the producer's clock now: a buffered task's remaining delay is
- * `submittedAt + delay − localNow`, added to the database's NOW(3).
+ * `submittedAt + delay − localNow`, added to the database's NOW(3). Payloads longer than
+ * `inlineBytes` are compressed before the transaction and stored apart (payloads.ts) in it.
  * Params: up to a few thousand tasks. Returns which were inserted, already there, or in conflict.
  */
-export async function insertTasks(db: Db, cell: string, {tasks, actor}: TasksInsertParams, localNowMs: number): Promise<InsertResult> {
+export async function insertTasks(
+  db: Db,
+  cell: string,
+  {tasks, actor}: TasksInsertParams,
+  localNowMs: number,
+  inlineBytes: number,
+): Promise<InsertResult> {
+  const packed = await packBig(
+    tasks.map((t) => t.payload),
+    inlineBytes,
+  );
+  const bodies = new Map<NewTask, Buffer>([...packed].map(([i, body]) => [tasks[i]!, body]));
   // Fast path: a batch of fresh ids and keys (the usual case) is written without reading first;
   // a duplicate key error rolls it back and the careful path below sorts out what exists.
   const keys = tasks.flatMap((t) => (t.dedupKey === null ? [] : [t.dedupKey]));
   let optimistic = new Set(tasks.map((t) => t.id)).size === tasks.length && new Set(keys).size === keys.length;
   for (let attempt = 1; ; attempt++) {
     try {
-      return await tx(db, (c) => insertOnce(db, c, cell, tasks, actor, localNowMs, optimistic));
+      return await tx(db, (c) => insertOnce(db, c, cell, tasks, actor, localNowMs, optimistic, bodies));
     } catch (e) {
       // Some id/key exists, or a concurrent producer inserted one between our SELECT and INSERT: re-read.
       if ((e as {code?: string}).code === 'ER_DUP_ENTRY' && attempt < MAX_DUP_RETRIES + 1) {
@@ -56,11 +69,12 @@ async function insertOnce(
   actor: string,
   localNowMs: number,
   optimistic: boolean,
+  bodies: ReadonlyMap<NewTask, Buffer>,
 ): Promise<InsertResult> {
   const result: InsertResult = {inserted: [], existing: [], conflicts: []};
   if (tasks.length === 0) return result;
   if (optimistic) {
-    await writeRows(db, c, cell, tasks, actor, localNowMs);
+    await writeRows(db, c, cell, tasks, actor, localNowMs, bodies);
     return {inserted: tasks.map((t) => t.id), existing: [], conflicts: []};
   }
   const byId = new Map<string, {hash: string; state: TaskState; fence: number; dedupKey: string | null}>();
@@ -117,12 +131,21 @@ async function insertOnce(
     result.inserted.push(t.id);
   }
   if (fresh.length === 0) return result;
-  await writeRows(db, c, cell, fresh, actor, localNowMs);
+  await writeRows(db, c, cell, fresh, actor, localNowMs, bodies);
   return result;
 }
 
-/** The multi-row INSERTs of tasks and their `submitted` history. */
-async function writeRows(db: Db, c: PoolConnection, cell: string, fresh: NewTask[], actor: string, localNowMs: number): Promise<void> {
+/** The multi-row INSERTs of tasks, their stored-apart payloads (`bodies`, when any) and their `submitted` history. */
+async function writeRows(
+  db: Db,
+  c: PoolConnection,
+  cell: string,
+  fresh: NewTask[],
+  actor: string,
+  localNowMs: number,
+  bodies: ReadonlyMap<NewTask, Buffer>,
+): Promise<void> {
+  const apart: Array<[string, Buffer]> = [];
   const values: string[] = [];
   const params: unknown[] = [];
   for (const t of fresh) {
@@ -151,8 +174,10 @@ async function writeRows(db: Db, c: PoolConnection, cell: string, fresh: NewTask
       t.dedupKey,
       t.scheduleName ?? null,
       t.contentHash,
-      t.payload,
+      bodies.has(t) ? PAYLOAD_APART : t.payload,
     );
+    const body = bodies.get(t);
+    if (body) apart.push([t.id, body]);
   }
   await exec(
     db,
@@ -160,6 +185,10 @@ async function writeRows(db: Db, c: PoolConnection, cell: string, fresh: NewTask
     `INSERT INTO tasks (id, cell, type, pool, state, attempt, max_retries, run_at, timeout_ms, fence, dedup_key, schedule_name, content_hash, created_at, updated_at, payload) VALUES ${values.join(', ')}`,
     params,
   );
+  if (apart.length > 0) {
+    const b = bodiesUpsert(apart);
+    await exec(db, c, b.sql, b.params);
+  }
   const h = historyInsert(fresh.map((t): HistoryRow => [t.id, null, 'submitted', 0, actor, null, null]));
   await exec(db, c, h.sql, h.params);
 }
@@ -228,9 +257,12 @@ export async function releaseDispatch(db: Db, cell: string, owner: string): Prom
   return r.affectedRows;
 }
 
-/** The claim's locking read. Params: n ids, cell. Index: PRIMARY (a range of n points). */
+/**
+ * The claim's locking read, with the stored-apart payloads of the rows (a primary-key lookup in
+ * task_payloads for those only). Params: n ids, cell. Index: PRIMARY (a range of n points).
+ */
 export const claimSelectSql = (n: number): string =>
-  `SELECT id, type, pool, state, attempt, max_retries, retry_base, fence, timeout_ms, replay, payload, run_at <= NOW(3) AS due,
+  `SELECT id, type, pool, state, attempt, max_retries, retry_base, fence, timeout_ms, replay, payload, ${PAYLOAD_BODY_COLUMN}, run_at <= NOW(3) AS due,
           TIMESTAMPDIFF(MICROSECOND, run_at, NOW(3)) AS late_us
      FROM tasks WHERE id IN (${marks(n)}) AND cell = ? FOR UPDATE`;
 
@@ -331,7 +363,7 @@ export async function claim(db: Db, cell: string, {ids, worker, leaseMs}: TasksC
         id,
         type: r.type as string,
         pool: r.pool as ClaimedTask['pool'],
-        payload: r.payload as string,
+        payload: payloadText(r),
         attempt,
         maxRetries: Number(r.max_retries),
         retryBase: Number(r.retry_base),

@@ -1,0 +1,97 @@
+/**
+ * Big payloads stored apart from the hot `tasks` row (a claim check, migration 15). A payload whose
+ * JSON text is longer than the store's inline limit (AX_PAYLOAD_INLINE, in UTF-8 bytes) is written
+ * to `task_payloads` compressed, and its task row keeps `payload = ''` (never a valid payload: a
+ * payload is a JSON object). Every read of a payload goes through PAYLOAD_BODY_COLUMN, so the
+ * statement that reads a task row reads its stored-apart body too (no second round trip), and
+ * payloadText() gives the text either way. A payload at the limit or below stays inline.
+ *
+ * The body's format is MySQL's and MariaDB's COMPRESS(): the text's length as 4 bytes, low byte
+ * first, then a zlib stream. So `UNCOMPRESS(body)` reads it in SQL (the payload filter of
+ * `ax tasks list`, ad-hoc queries), while the compression runs in the client, off the database's CPU.
+ */
+import {deflate, inflateSync} from 'node:zlib';
+import {promisify} from 'node:util';
+import {AxError} from '../../errors.js';
+import type {Row} from './db.js';
+
+const deflateAsync = promisify(deflate);
+
+/** The `payload` column of a task whose payload is stored apart. */
+export const PAYLOAD_APART = '';
+
+/**
+ * The select-list item that reads a stored-apart body with its `tasks` row, as `payload_body` (NULL
+ * for an inline payload: the subquery only runs for rows whose payload is apart, one primary-key
+ * lookup each). Needs the table unaliased as `tasks` in the FROM.
+ */
+export const PAYLOAD_BODY_COLUMN = `IF(tasks.payload = '', (SELECT p.body FROM task_payloads p WHERE p.task_id = tasks.id), NULL) AS payload_body`;
+
+/** A task's payload text in SQL, inline or stored apart (for filters such as JSON_VALUE). */
+export const PAYLOAD_TEXT_SQL = `IF(tasks.payload = '', (SELECT CONVERT(UNCOMPRESS(p.body) USING utf8mb4) FROM task_payloads p WHERE p.task_id = tasks.id), tasks.payload)`;
+
+/** zlib level: 1 (fastest) compresses JSON nearly as well as 6 at a third of the CPU (docs/benchmarks.md). */
+const LEVEL = 1;
+
+/** Whether a payload of this text is stored apart under the inline limit `inlineBytes`. */
+export function isBig(text: string, inlineBytes: number): boolean {
+  // Most payloads are far below the limit: the length in UTF-16 units bounds the UTF-8 length from
+  // below and 3× from above, so only texts near the limit are measured.
+  if (text.length * 3 <= inlineBytes) return false;
+  if (text.length > inlineBytes) return true;
+  return Buffer.byteLength(text, 'utf8') > inlineBytes;
+}
+
+/** The stored body of a payload text (COMPRESS() format). */
+export async function packPayload(text: string): Promise<Buffer> {
+  const raw = Buffer.from(text, 'utf8');
+  const z = await deflateAsync(raw, {level: LEVEL});
+  const head = Buffer.alloc(4);
+  head.writeUInt32LE(raw.length, 0);
+  return Buffer.concat([head, z]);
+}
+
+/**
+ * The text of a stored body. Throws AxError('internal') when the body is not a COMPRESS() body or
+ * its length does not match (a manual edit or a damaged row): a payload is never guessed.
+ */
+export function unpackPayload(body: Buffer, taskId: string): string {
+  try {
+    if (body.length < 5) throw new Error(`${body.length} bytes`);
+    const text = inflateSync(body.subarray(4));
+    const expected = body.readUInt32LE(0);
+    if (text.length !== expected) throw new Error(`${text.length} bytes, its header says ${expected}`);
+    return text.toString('utf8');
+  } catch (e) {
+    throw new AxError('internal', `the stored-apart payload of task ${taskId} (task_payloads) is unreadable: ${(e as Error).message}`, {cause: e});
+  }
+}
+
+/** The payload text of a row read with PAYLOAD_BODY_COLUMN. */
+export function payloadText(r: Row): string {
+  const body = r.payload_body as Buffer | null | undefined;
+  return body === null || body === undefined ? (r.payload as string) : unpackPayload(body, r.id as string);
+}
+
+/** The stored bodies of the big payloads among `texts` (index → body); compressed in parallel off the event loop. */
+export async function packBig(texts: readonly string[], inlineBytes: number): Promise<Map<number, Buffer>> {
+  const out = new Map<number, Buffer>();
+  await Promise.all(
+    texts.map(async (t, i) => {
+      if (isBig(t, inlineBytes)) out.set(i, await packPayload(t));
+    }),
+  );
+  return out;
+}
+
+/**
+ * The upsert of stored-apart bodies. Params: (task id, body) pairs. Runs only after the tasks'
+ * rows were written or locked in the same transaction, so an old row for one of the ids can only
+ * be an orphan (no task): it is replaced.
+ */
+export function bodiesUpsert(rows: ReadonlyArray<readonly [string, Buffer]>): {sql: string; params: unknown[]} {
+  return {
+    sql: `INSERT INTO task_payloads (task_id, body) VALUES ${rows.map(() => '(?, ?)').join(', ')} ON DUPLICATE KEY UPDATE body = VALUES(body)`,
+    params: rows.flatMap(([id, body]) => [id, body]),
+  };
+}
