@@ -55,6 +55,9 @@ describe('query plans of the hot statements', () => {
     const p = await explain(claimSelectSql(2), [...ids, 'default']);
     expect(p.key).toBe('PRIMARY');
     expect(p.type).toBe('range');
+    // The stored-apart payloads come with it: one primary-key lookup in task_payloads per row.
+    const rows = await env.sql<Plan & {select_type: string}>(`EXPLAIN ${claimSelectSql(2)}`, [...ids, 'default']);
+    expect(rows.find((r) => r.table === 'p')).toMatchObject({select_type: 'DEPENDENT SUBQUERY', type: 'eq_ref', key: 'PRIMARY'});
   });
 
   it('claim UPDATE and not-due reset with their guards (fence read, due): primary-key lookups', async () => {

@@ -44,7 +44,11 @@ function exact(bytes: number, extra: JsonObject = {}): JsonObject {
 
 /** A big payload of ~`bytes`, not all one character, with non-ASCII text. */
 function big(extra: JsonObject = {}, bytes = 20_000): JsonObject {
-  const items = Array.from({length: Math.ceil(bytes / 60)}, (_, i) => ({sku: `SKU-${(i * 7919) % 100_000}`, qty: i % 9, note: `čaj ☕ ${i}`}));
+  const items = Array.from({length: Math.ceil(bytes / 60)}, (_, i) => ({
+    sku: `SKU-${(i * 7919) % 100_000}`,
+    qty: i % 9,
+    note: `čaj ☕ ${i}`,
+  }));
   return {...extra, items};
 }
 
@@ -264,7 +268,14 @@ describe('AX_PAYLOAD_INLINE bad input', () => {
   it('a store refuses an inline limit that is not a whole number of bytes >= 0, before it connects', async () => {
     for (const bad of [-1, 1.5, Number.NaN])
       await expect(
-        MysqlTaskStore.open({url: env.config.mysqlUrl, createDatabase: false, queryTimeoutMs: 1000, cell: 'default', now: Date.now, payloadInlineBytes: bad}),
+        MysqlTaskStore.open({
+          url: env.config.mysqlUrl,
+          createDatabase: false,
+          queryTimeoutMs: 1000,
+          cell: 'default',
+          now: Date.now,
+          payloadInlineBytes: bad,
+        }),
       ).rejects.toMatchObject({code: 'invalid_input', message: expect.stringContaining('payloadInlineBytes')});
   });
 

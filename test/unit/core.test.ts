@@ -267,6 +267,13 @@ describe('configuration', () => {
       );
     invalid(() => loadConfig({env: {AX_CONFIG: '/nonexistent/ax.json'}}), /does not exist/);
   });
+  it('reads AX_PAYLOAD_INLINE as a size (default 4 KiB, 0 allowed) and names a bad one', () => {
+    expect(loadConfig({env: {}, cwd: '/nonexistent'}).payloadInlineBytes).toBe(4096);
+    expect(loadConfig({env: {AX_PAYLOAD_INLINE: '16KiB'}, cwd: '/nonexistent'}).payloadInlineBytes).toBe(16_384);
+    expect(loadConfig({env: {AX_PAYLOAD_INLINE: '0'}, cwd: '/nonexistent'}).payloadInlineBytes).toBe(0);
+    for (const bad of ['lots', '-1', '1.5KiB'])
+      invalid(() => loadConfig({env: {AX_PAYLOAD_INLINE: bad}, cwd: '/nonexistent'}), /payloadInlineBytes \(env AX_PAYLOAD_INLINE\)/);
+  });
   it('sizes the pools from the design formulas', () => {
     expect(ioPoolSize({ioConcurrency: 0, ioWaitRatio: 15}, 8)).toBe(256);
     expect(ioPoolSize({ioConcurrency: 40, ioWaitRatio: 15}, 8)).toBe(40);

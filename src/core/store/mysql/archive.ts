@@ -244,13 +244,7 @@ export async function archiveRestore(db: Db, cell: string, p: ArchiveRestorePara
     return await tx(db, async (c) => {
       const there = await select(db, c, `SELECT id FROM tasks WHERE id IN (${marks(ids.length)}) FOR UPDATE`, ids);
       if (there.length > 0) throw inHotTable(there.map((r) => r.id as string));
-      await insertRows(
-        db,
-        c,
-        'tasks',
-        ARCHIVE_TASK_COLUMNS,
-        rows,
-      );
+      await insertRows(db, c, 'tasks', ARCHIVE_TASK_COLUMNS, rows);
       if (bodies.size > 0) {
         const b = bodiesUpsert([...bodies].map(([i, body]) => [ids[i]!, body] as const));
         await exec(db, c, b.sql, b.params);

@@ -63,7 +63,9 @@ export function unpackPayload(body: Buffer, taskId: string): string {
     if (text.length !== expected) throw new Error(`${text.length} bytes, its header says ${expected}`);
     return text.toString('utf8');
   } catch (e) {
-    throw new AxError('internal', `the stored-apart payload of task ${taskId} (task_payloads) is unreadable: ${(e as Error).message}`, {cause: e});
+    throw new AxError('internal', `the stored-apart payload of task ${taskId} (task_payloads) is unreadable: ${(e as Error).message}`, {
+      cause: e,
+    });
   }
 }
 
@@ -76,11 +78,12 @@ export function payloadText(r: Row): string {
 /** The stored bodies of the big payloads among `texts` (index → body); compressed in parallel off the event loop. */
 export async function packBig(texts: readonly string[], inlineBytes: number): Promise<Map<number, Buffer>> {
   const out = new Map<number, Buffer>();
-  await Promise.all(
-    texts.map(async (t, i) => {
-      if (isBig(t, inlineBytes)) out.set(i, await packPayload(t));
-    }),
-  );
+  const jobs: Array<Promise<void>> = [];
+  texts.forEach((t, i) => {
+    if (isBig(t, inlineBytes)) jobs.push(packPayload(t).then((body) => void out.set(i, body)));
+  });
+  // The usual batch has no big payload: nothing to wait for.
+  if (jobs.length > 0) await Promise.all(jobs);
   return out;
 }
 
