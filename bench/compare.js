@@ -1,6 +1,6 @@
 // Same-run comparison of P1 between this tree and another git revision:
 //   node bench/run.js --compare <rev> [--runs N] [--n N] [--warmup-n N] [--quick] [--worker child|inproc]
-//                     [--queue-types quorum|classic] [--phase-timeout T] [--no-write]
+//                     [--queue-types quorum|classic] [--phase-timeout T] [--payload-bytes B] [--no-write]
 // (npm run bench -- --compare HEAD~1). Builds <rev> in a temporary `git worktree` (node_modules
 // symlinked from this tree) with THIS tree's bench/ copied over it, so both sides run the same
 // harness and only ax differs; builds this tree too. Then, in every round, runs P1 once for each
@@ -52,6 +52,7 @@ async function runP1(side, o, round) {
     out,
   ];
   if (o.phaseTimeout) args.push('--phase-timeout', o.phaseTimeout);
+  if (o.payloadBytes !== null) args.push('--payload-bytes', String(o.payloadBytes));
   const child = trackChild(
     spawn(process.execPath, args, {
       cwd: side.dir,
@@ -88,6 +89,7 @@ export async function runCompare({rev, argv}) {
       worker: {type: 'string'},
       'queue-types': {type: 'string'},
       'phase-timeout': {type: 'string'},
+      'payload-bytes': {type: 'string'},
       'no-write': {type: 'boolean', default: false},
     },
   });
@@ -100,6 +102,7 @@ export async function runCompare({rev, argv}) {
     worker: a.worker === 'inproc' ? 'inproc' : 'child',
     queueType: (a['queue-types'] ?? 'quorum').split(',')[0].trim() === 'classic' ? 'classic' : 'quorum',
     phaseTimeout: a['phase-timeout'],
+    payloadBytes: a['payload-bytes'] === undefined ? null : Number(a['payload-bytes']),
   };
   let baseSha;
   try {
@@ -201,7 +204,7 @@ function renderCompare(res, sides) {
   return [
     `# P1 same-run comparison (${res.date})`,
     '',
-    `${res.rounds.length} rounds of P1 (${fmt(res.options.n, 0)} no-op tasks end to end, ${res.options.queueType} queue, worker ${res.options.worker}), each side in its own process with a warm-up of ${fmt(res.options.warmupN, 0)}, alternating which side goes first.`,
+    `${res.rounds.length} rounds of P1 (${fmt(res.options.n, 0)} no-op tasks end to end${res.options.payloadBytes ? ` with ${fmt(res.options.payloadBytes, 0)}-byte payloads` : ''}, ${res.options.queueType} queue, worker ${res.options.worker}), each side in its own process with a warm-up of ${fmt(res.options.warmupN, 0)}, alternating which side goes first.`,
     '',
     '| side | P1 tasks/s, median [min–max] |',
     '| --- | ---: |',

@@ -28,6 +28,7 @@ import {axConfig, CONSUMERS, HANDLE_METHODS, instrumentAx} from './lib/consumers
 import {renderMarkdown} from './lib/report.js';
 import {percentiles, sleep, summary} from './lib/stats.js';
 import {PhaseTimeoutError, formatMs, phase, phaseTimeouts, runLeftovers, stopChild, trackChild, within} from './lib/guard.js';
+import {makePayload} from './lib/payload.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const HANDLERS = join(ROOT, 'bench', 'handlers.js');
@@ -65,6 +66,7 @@ const {values: argv} = parseArgs({
     compare: {type: 'string'},
     metrics: {type: 'boolean', default: false},
     'big-table': {type: 'string'},
+    'payload-bytes': {type: 'string'},
     help: {type: 'boolean', short: 'h', default: false},
   },
 });
@@ -98,6 +100,9 @@ if (argv.help) {
   --compare REV        same-run comparison of P1 with git revision REV (see bench/compare.js):
                        builds REV in a temporary worktree and alternates both in every round
   --json-out FILE      also write the JSON report to FILE
+  --payload-bytes B    P1 and P2 submit order-like JSON payloads of B bytes (bench/lib/payload.js; within
+                       a few bytes: the task number is part of it) instead of {"n": i}; e.g. 16384 for
+                       issue 13's big-payload P1, 200 for its small-payload one (with --compare too)
   --metrics            P1 twice per round, the worker's Prometheus metrics off and on (order alternating):
                        p1m.<qt> and ratio.p1m.<qt>/p1.<qt> (the goal: ≥ 0.97), and the same pairs in CPU
                        per task, off ÷ on: cpuRatio.p1.<qt>/p1m.<qt> (all processes) and
@@ -137,6 +142,7 @@ const opts = {
   p6InHorizon: argv['p6-in-horizon'] === undefined ? undefined : int(argv['p6-in-horizon']),
   p4N: int(argv['p4-n'], quick ? 5000 : 20_000),
   bigTable: argv['big-table'] === undefined ? 0 : int(argv['big-table']),
+  payloadBytes: argv['payload-bytes'] === undefined ? null : Number(argv['payload-bytes']),
 };
 try {
   opts.handBuilt = parseHandBuilt(argv['hand-built']);
@@ -164,6 +170,10 @@ try {
   console.error(`--phase-timeout: ${e.message}`);
   process.exit(2);
 }
+if (opts.payloadBytes !== null && !(Number.isSafeInteger(opts.payloadBytes) && opts.payloadBytes >= 16)) {
+  console.error(`--payload-bytes: a whole number of bytes >= 16, got ${JSON.stringify(argv['payload-bytes'])}`);
+  process.exit(2);
+}
 if (argv.compare !== undefined) {
   // A different mode: P1 of this tree and of another revision, alternately (bench/compare.js).
   const {runCompare} = await import('./compare.js');
@@ -171,6 +181,13 @@ if (argv.compare !== undefined) {
 }
 opts.warmupN = int(argv['warmup-n'], quick ? 2000 : Math.max(1000, Math.round(opts.n / 10)));
 if (opts.queueTypes.length === 0) opts.queueTypes = ['quorum'];
+
+/**
+ * The payload of P1's and P2's task i: {"n": i}, or with --payload-bytes one of 64 order-like
+ * templates of that size (made once, outside the timed loops) with its own n.
+ */
+const templates = opts.payloadBytes === null ? [] : Array.from({length: 64}, (_, k) => makePayload(opts.payloadBytes, k));
+const payloadOf = (i) => (templates.length === 0 ? {n: i} : {...templates[i % templates.length], n: i});
 
 const log = (msg) => process.stderr.write(`[bench ${String(Math.round(performance.now() / 1000)).padStart(4)} s] ${msg}\n`);
 const rate = (n, ms) => (n * 1000) / ms;
@@ -413,6 +430,8 @@ try {
 
   async function truncate(...tables) {
     for (const t of tables) await sql(`TRUNCATE TABLE \`${t}\``);
+    // Stored-apart payloads go with the tasks (the table is missing in a --compare base before issue 13).
+    if (tables.includes('tasks') && (await sql("SHOW TABLES LIKE 'task_payloads'")).length > 0) await sql('TRUNCATE TABLE task_payloads');
   }
 
   /** Waits for `consumer.done()`; gives up when the count has not moved for stallMs. */
@@ -555,7 +574,7 @@ try {
     const t0 = performance.now();
     for (let i = 0; i < n; i++) {
       const s = process.hrtime.bigint();
-      ids[i] = await ax.client.submit({type: 'bench_noop', payload: {n: i}});
+      ids[i] = await ax.client.submit({type: 'bench_noop', payload: payloadOf(i)});
       lat[i] = Number(process.hrtime.bigint() - s);
     }
     const tSubmitted = performance.now();
@@ -617,7 +636,7 @@ try {
     await settle();
     const meter = await startMeter(w);
     const t0 = performance.now();
-    for (let i = 0; i < n; i++) ids[i] = await ax.client.submit({type: 'bench_noop', payload: {n: i}});
+    for (let i = 0; i < n; i++) ids[i] = await ax.client.submit({type: 'bench_noop', payload: payloadOf(i)});
     const tSubmitted = performance.now();
     const report = await ax.client.flush();
     const tFlushed = performance.now();
