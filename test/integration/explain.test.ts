@@ -56,7 +56,7 @@ describe('query plans of the hot statements', () => {
     expect(p.key).toBe('PRIMARY');
     expect(p.type).toBe('range');
     // The stored-apart payloads come with it: one primary-key lookup in task_payloads per row.
-    const rows = await env.sql<Plan & {select_type: string}>(`EXPLAIN ${claimSelectSql(2)}`, [...ids, 'default']);
+    const rows = await env.sql<Plan & {table: string; select_type: string}>(`EXPLAIN ${claimSelectSql(2)}`, [...ids, 'default']);
     expect(rows.find((r) => r.table === 'p')).toMatchObject({select_type: 'DEPENDENT SUBQUERY', type: 'eq_ref', key: 'PRIMARY'});
   });
 
