@@ -22,7 +22,7 @@ import type {JsonObject, NewTask} from '../../src/core/task/model.js';
 import {validateTaskSpec} from '../../src/core/task/validate.js';
 import type {Worker} from '../../src/core/worker/worker.js';
 import {createBusinessDb, type BusinessDb} from '../helpers/outbox.js';
-import {createTestEnv, createTestWorker, eventually, type TestEnv} from '../helpers/env.js';
+import {createTestEnv, createTestWorker, eventually, mysql, type TestEnv} from '../helpers/env.js';
 import {runCli} from '../helpers/spawn.js';
 
 const INLINE = 1024;
@@ -149,6 +149,40 @@ describe('payloads stored apart', () => {
     const [c2] = (await store.tasksClaim({ids: [t.id], worker: 'w:2', leaseMs: 30_000})).claimed;
     expect(c2).toMatchObject({id: t.id, attempt: 2, payload: t.payload});
     expect(await stored(t.id)).toMatchObject({inline: '', body: t.payload});
+  });
+
+  it('a claim that waited for a row lock reads the body committed meanwhile, not an older snapshot', async () => {
+    // In id order: the claim locks `first`, then waits for `second`.
+    const [first, second] = [task('payload_race', big({k: 'a'})), task('payload_race', big({k: 'b'}))].sort((x, y) =>
+      x.id < y.id ? -1 : 1,
+    );
+    await store.tasksInsert({tasks: [first!, second!], actor: 'it:1'});
+    const patched = JSON.stringify({...JSON.parse(second!.payload), note: 'patched meanwhile'});
+    // Another transaction holds the second row and rewrites its body (as dlq replay --patch does).
+    const conn = await mysql.createConnection(env.config.mysqlUrl);
+    try {
+      await conn.query('START TRANSACTION');
+      await conn.query('SELECT id FROM tasks WHERE id = ? FOR UPDATE', [second!.id]);
+      await conn.query('UPDATE task_payloads SET body = COMPRESS(?) WHERE task_id = ?', [patched, second!.id]);
+      // The claim locks the first row, reads its body, then waits for the second row's lock.
+      const claim = store.tasksClaim({ids: [first!.id, second!.id], worker: 'w:1', leaseMs: 30_000});
+      // Blocked: the claim's locking read has been running for a while (the lock is held until COMMIT).
+      const blocked = () =>
+        env.sql(
+          "SELECT 1 FROM information_schema.PROCESSLIST WHERE db = DATABASE() AND info LIKE 'SELECT id, type, pool, state,%FOR UPDATE' AND time_ms > 300",
+        );
+      await eventually(async () => (await blocked()).length > 0, 10_000, 'the claim waiting for the lock');
+      await conn.query('COMMIT');
+      const {claimed} = await claim;
+      expect(new Map(claimed.map((c) => [c.id, c.payload]))).toEqual(
+        new Map([
+          [first!.id, first!.payload],
+          [second!.id, patched],
+        ]),
+      );
+    } finally {
+      await conn.end();
+    }
   });
 
   it('a task submitted with the SDK runs with its whole payload', async () => {

@@ -19,7 +19,7 @@ import {
 } from '../archive-types.js';
 import {insertAudit} from './audit.js';
 import {type Conn, type Db, driverCode, exec, marks, type Row, select, tx} from './db.js';
-import {PAYLOAD_APART, PAYLOAD_BODY_COLUMN, bodiesUpsert, packBig, payloadText} from './payloads.js';
+import {PAYLOAD_APART, PAYLOAD_BODY_LOCKED, bodiesUpsert, packBig, payloadText} from './payloads.js';
 
 /**
  * Every column of `tasks` an archived row keeps (restore writes them back as they were). `payload`
@@ -157,7 +157,7 @@ export async function archiveBatch(db: Db, cell: string, p: ArchiveBatchParams):
     const rows = await select(
       db,
       c,
-      `SELECT ${ARCHIVE_TASK_COLUMNS.join(', ')}, ${PAYLOAD_BODY_COLUMN} FROM tasks
+      `SELECT ${ARCHIVE_TASK_COLUMNS.join(', ')}, ${PAYLOAD_BODY_LOCKED} FROM tasks
         WHERE id IN (${marks(ids.length)}) AND cell = ? AND state = ? AND finished_at < ? ORDER BY id FOR UPDATE`,
       [...ids, cell, p.state, p.finishedBefore],
     );

@@ -14,7 +14,7 @@ import type {
 import {insertAudit} from './audit.js';
 import {type Db, exec, marks, select, tx} from './db.js';
 import {guardedWhere} from './guards.js';
-import {PAYLOAD_APART, PAYLOAD_BODY_COLUMN, bodiesUpsert, packBig, payloadText} from './payloads.js';
+import {PAYLOAD_APART, PAYLOAD_BODY_COLUMN, PAYLOAD_BODY_LOCKED, bodiesUpsert, packBig, payloadText} from './payloads.js';
 import {Where} from './where.js';
 import {caseById, clipError, historyInsert, type HistoryRow, parsePayload, toErrorGroup} from './rows.js';
 
@@ -126,7 +126,7 @@ export async function replayDead(db: Db, cell: string, p: DeadReplayParams, inli
     const rows = await select(
       db,
       c,
-      `SELECT id, type, pool, state, attempt, fence${p.rewrite ? `, payload, ${PAYLOAD_BODY_COLUMN}` : ''} FROM tasks
+      `SELECT id, type, pool, state, attempt, fence${p.rewrite ? `, payload, ${PAYLOAD_BODY_LOCKED}` : ''} FROM tasks
         WHERE id IN (${marks(ids.length)}) AND cell = ? FOR UPDATE`,
       [...ids, cell],
     );

@@ -23,9 +23,19 @@ export const PAYLOAD_APART = '';
 /**
  * The select-list item that reads a stored-apart body with its `tasks` row, as `payload_body` (NULL
  * for an inline payload: the subquery only runs for rows whose payload is apart, one primary-key
- * lookup each). Needs the table unaliased as `tasks` in the FROM.
+ * lookup each). Needs the table unaliased as `tasks` in the FROM. For a plain read: the body comes
+ * from the statement's snapshot, like the row.
  */
 export const PAYLOAD_BODY_COLUMN = `IF(tasks.payload = '', (SELECT p.body FROM task_payloads p WHERE p.task_id = tasks.id), NULL) AS payload_body`;
+
+/**
+ * PAYLOAD_BODY_COLUMN for a locking read of `tasks` (FOR UPDATE: the claim, dlq replay, the
+ * archiver). A subquery does not inherit the outer lock: without its own it would read the body
+ * from the transaction's snapshot, which can predate a row lock the statement waited for (a patch
+ * committed meanwhile would be missed). The shared lock makes it a current read of the latest
+ * committed body, taken after the row's lock, as every writer of bodies does.
+ */
+export const PAYLOAD_BODY_LOCKED = `IF(tasks.payload = '', (SELECT p.body FROM task_payloads p WHERE p.task_id = tasks.id LOCK IN SHARE MODE), NULL) AS payload_body`;
 
 /** A task's payload text in SQL, inline or stored apart (for filters such as JSON_VALUE). */
 export const PAYLOAD_TEXT_SQL = `IF(tasks.payload = '', (SELECT CONVERT(UNCOMPRESS(p.body) USING utf8mb4) FROM task_payloads p WHERE p.task_id = tasks.id), tasks.payload)`;

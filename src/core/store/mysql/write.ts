@@ -20,7 +20,7 @@ import {AxError, errorMessage} from '../../errors.js';
 import {insertAudit} from './audit.js';
 import {caseById, clipError, clipStack, historyInsert, parseReplay, toDueTask, type HistoryRow} from './rows.js';
 import {type FencedRef, fenceCondition, guardedWhere, inList, rungWhere} from './guards.js';
-import {PAYLOAD_APART, PAYLOAD_BODY_COLUMN, bodiesUpsert, packBig, payloadText} from './payloads.js';
+import {PAYLOAD_APART, PAYLOAD_BODY_LOCKED, bodiesUpsert, packBig, payloadText} from './payloads.js';
 const MAX_DUP_RETRIES = 3;
 
 /**
@@ -262,7 +262,7 @@ export async function releaseDispatch(db: Db, cell: string, owner: string): Prom
  * task_payloads for those only). Params: n ids, cell. Index: PRIMARY (a range of n points).
  */
 export const claimSelectSql = (n: number): string =>
-  `SELECT id, type, pool, state, attempt, max_retries, retry_base, fence, timeout_ms, replay, payload, ${PAYLOAD_BODY_COLUMN}, run_at <= NOW(3) AS due,
+  `SELECT id, type, pool, state, attempt, max_retries, retry_base, fence, timeout_ms, replay, payload, ${PAYLOAD_BODY_LOCKED}, run_at <= NOW(3) AS due,
           TIMESTAMPDIFF(MICROSECOND, run_at, NOW(3)) AS late_us
      FROM tasks WHERE id IN (${marks(n)}) AND cell = ? FOR UPDATE`;
 
