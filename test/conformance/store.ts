@@ -101,6 +101,28 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
       expect(await s.tasksGet({id: due.id})).toMatchObject({state: 'running', worker: 'w1', attempt: 1, fence: 1});
     });
 
+    it('payloads of every size come back byte for byte from claim, get and list (however the store keeps big ones)', async () => {
+      const sizes = [0, 1000, 4095, 4096, 4097, 20_000, 60_000];
+      const ts = sizes.map((n, i) =>
+        task({
+          type: 'order_bulk',
+          payload: {
+            i,
+            // About n bytes of UTF-8: 4 characters of 10 bytes per repeat.
+            text: Array.from('ñ€𝄞x'.repeat(Math.ceil(n / 10) + 1))
+              .slice(0, Math.floor(n / 2.5))
+              .join(''),
+          },
+        }),
+      );
+      await s.tasksInsert({tasks: ts, actor: 'test'});
+      const {claimed} = await s.tasksClaim({ids: ts.map((t) => t.id), worker: 'w1', leaseMs: 30_000});
+      expect(new Map(claimed.map((c) => [c.id, c.payload]))).toEqual(new Map(ts.map((t) => [t.id, t.payload])));
+      for (const t of ts) expect(JSON.stringify((await s.tasksGet({id: t.id}))?.payload)).toBe(t.payload);
+      const listed = await s.tasksList({type: 'order_bulk', limit: 20});
+      expect(new Map(listed.map((r) => [r.id, JSON.stringify(r.payload)]))).toEqual(new Map(ts.map((t) => [t.id, t.payload])));
+    });
+
     it('a claim says how late after its run_at it took the task, on the database clock (the start delay)', async () => {
       const now = (await s.clockNow()).getTime();
       const late = {...task({type: 'order_notify', payload: {late: 1}}), runAtMs: now - 30_000};
