@@ -388,8 +388,10 @@ describe('ax dlq replay', () => {
     const r = await ax(['dlq', 'replay', '--type', 'replay_patchf', '--patch', patch, '--reason', 'mx1 retired', '--json']);
     expect(r.code, r.stderr).toBe(0);
     expect(r.json).toMatchObject({replayed: 3, skipped: []});
+    // The payload near the limit is over AX_PAYLOAD_INLINE: stored apart, read back from task_payloads.
     const rows = await testEnv.sql<{id: string; state: string; payload: string}>(
-      'SELECT id, state, payload FROM tasks WHERE id IN (?, ?, ?, ?)',
+      `SELECT t.id, t.state, IF(t.payload = '', CONVERT(UNCOMPRESS(p.body) USING utf8mb4), t.payload) AS payload
+         FROM tasks t LEFT JOIN task_payloads p ON p.task_id = t.id WHERE t.id IN (?, ?, ?, ?)`,
       [...ids, other],
     );
     const byId = new Map(rows.map((x) => [x.id, x]));
