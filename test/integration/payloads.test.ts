@@ -5,6 +5,7 @@
  * round-trip byte for byte through submit (SDK and outbox relay), claim, retry, DLQ replay with and
  * without a patch, archive and restore, and `ax tasks show` / `ax dlq show`.
  */
+import {randomBytes} from 'node:crypto';
 import {existsSync, mkdtempSync, readFileSync, rmSync} from 'node:fs';
 import {tmpdir} from 'node:os';
 import {join} from 'node:path';
@@ -295,6 +296,40 @@ describe('payloads stored apart', () => {
     expect(await stored(bigOne.id)).toMatchObject({inline: '', body: bigOne.payload});
     expect(await stored(small.id)).toEqual({inline: small.payload, body: null, bodyBytes: null});
     expect((await store.tasksGet({id: bigOne.id}))?.payload).toEqual(JSON.parse(bigOne.payload));
+  });
+
+  it('a batch of 500 near-limit payloads (over max_allowed_packet as one statement) is written whole, apart and inline', async () => {
+    const max = (await env.sql<{max: number}>('SELECT @@max_allowed_packet AS max'))[0]!.max;
+    // Random base64 barely compresses: 500 × ~60 KB is well over the server's packet limit either way.
+    const payload = (i: number): JsonObject => ({i, blob: randomBytes(44_000).toString('base64')});
+    const inlineStore = await MysqlTaskStore.open({
+      url: env.config.mysqlUrl,
+      createDatabase: false,
+      queryTimeoutMs: 30_000,
+      cell: 'default',
+      now: Date.now,
+      payloadInlineBytes: 65_536,
+    });
+    try {
+      for (const [s, type] of [
+        [store, 'payload_batch_apart'],
+        [inlineStore, 'payload_batch_inline'],
+      ] as const) {
+        const tasks = Array.from({length: 500}, (_, i) => task(type, payload(i)));
+        expect(tasks.reduce((n, t) => n + t.payload.length, 0)).toBeGreaterThan(Number(max));
+        expect((await s.tasksInsert({tasks, actor: 'it:1'})).inserted).toHaveLength(500);
+        const back = await store.tasksGet({id: tasks[499]!.id});
+        expect(JSON.stringify(back?.payload)).toBe(tasks[499]!.payload);
+      }
+      expect(
+        await sideRows((await env.sql<{id: string}>("SELECT id FROM tasks WHERE type = 'payload_batch_apart'")).map((r) => r.id)),
+      ).toBe(500);
+      expect(
+        Number((await env.sql<{n: number}>("SELECT COUNT(*) AS n FROM tasks WHERE type = 'payload_batch_inline' AND payload <> ''"))[0]!.n),
+      ).toBe(500);
+    } finally {
+      await inlineStore.close();
+    }
   });
 });
 

@@ -19,7 +19,7 @@ import {
 } from '../archive-types.js';
 import {insertAudit} from './audit.js';
 import {type Conn, type Db, driverCode, exec, marks, type Row, select, tx} from './db.js';
-import {PAYLOAD_APART, PAYLOAD_BODY_LOCKED, bodiesUpsert, packBig, payloadText} from './payloads.js';
+import {PAYLOAD_APART, PAYLOAD_BODY_LOCKED, bodiesUpserts, packBig, payloadText} from './payloads.js';
 
 /**
  * Every column of `tasks` an archived row keeps (restore writes them back as they were). `payload`
@@ -246,8 +246,7 @@ export async function archiveRestore(db: Db, cell: string, p: ArchiveRestorePara
       if (there.length > 0) throw inHotTable(there.map((r) => r.id as string));
       await insertRows(db, c, 'tasks', ARCHIVE_TASK_COLUMNS, rows);
       if (bodies.size > 0) {
-        const b = bodiesUpsert([...bodies].map(([i, body]) => [ids[i]!, body] as const));
-        await exec(db, c, b.sql, b.params);
+        for (const b of bodiesUpserts([...bodies].map(([i, body]) => [ids[i]!, body] as const))) await exec(db, c, b.sql, b.params);
       }
       const hist = p.tasks.flatMap((t) => t.history);
       if (hist.length > 0) await insertRows(db, c, 'task_history', ARCHIVE_HISTORY_COLUMNS, hist);

@@ -14,7 +14,7 @@ import type {
 import {insertAudit} from './audit.js';
 import {type Db, exec, marks, select, tx} from './db.js';
 import {guardedWhere} from './guards.js';
-import {PAYLOAD_APART, PAYLOAD_BODY_COLUMN, PAYLOAD_BODY_LOCKED, bodiesUpsert, packBig, payloadText} from './payloads.js';
+import {PAYLOAD_APART, PAYLOAD_BODY_COLUMN, PAYLOAD_BODY_LOCKED, bodiesUpserts, packBig, payloadText} from './payloads.js';
 import {Where} from './where.js';
 import {caseById, clipError, historyInsert, type HistoryRow, parsePayload, toErrorGroup} from './rows.js';
 
@@ -169,8 +169,7 @@ export async function replayDead(db: Db, cell: string, p: DeadReplayParams, inli
       const rewritten = replayed.map((x) => x.id);
       await exec(db, c, `DELETE FROM task_payloads WHERE task_id IN (${marks(rewritten.length)})`, rewritten);
       if (bodies.size > 0) {
-        const b = bodiesUpsert([...bodies].map(([i, body]) => [replayed[i]!.id, body] as const));
-        await exec(db, c, b.sql, b.params);
+        for (const b of bodiesUpserts([...bodies].map(([i, body]) => [replayed[i]!.id, body] as const))) await exec(db, c, b.sql, b.params);
       }
     }
     const h = historyInsert(history);

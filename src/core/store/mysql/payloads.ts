@@ -98,13 +98,39 @@ export async function packBig(texts: readonly string[], inlineBytes: number): Pr
 }
 
 /**
- * The upsert of stored-apart bodies. Params: (task id, body) pairs. Runs only after the tasks'
- * rows were written or locked in the same transaction, so an old row for one of the ids can only
- * be an orphan (no task): it is replaced.
+ * Most bytes of values one statement carries: well under the server's max_allowed_packet (16 MiB
+ * by default on MariaDB, 64 MiB on MySQL 8), which refuses a bigger statement outright. A batch of
+ * 500 tasks with 64 KiB payloads is 32 MB: it is written as several statements of one transaction.
  */
-export function bodiesUpsert(rows: ReadonlyArray<readonly [string, Buffer]>): {sql: string; params: unknown[]} {
-  return {
-    sql: `INSERT INTO task_payloads (task_id, body) VALUES ${rows.map(() => '(?, ?)').join(', ')} ON DUPLICATE KEY UPDATE body = VALUES(body)`,
-    params: rows.flatMap(([id, body]) => [id, body]),
-  };
+export const STATEMENT_VALUE_BYTES = 4 * 1024 * 1024;
+
+/** `items` in order, cut into runs of at most `max` bytes by `bytes` (an item bigger than `max` alone). */
+export function chunkByBytes<T>(items: readonly T[], bytes: (x: T) => number, max = STATEMENT_VALUE_BYTES): T[][] {
+  const out: T[][] = [];
+  let cur: T[] = [];
+  let size = 0;
+  for (const x of items) {
+    const n = bytes(x);
+    if (cur.length > 0 && size + n > max) {
+      out.push(cur);
+      cur = [];
+      size = 0;
+    }
+    cur.push(x);
+    size += n;
+  }
+  if (cur.length > 0) out.push(cur);
+  return out;
+}
+
+/**
+ * The upserts of stored-apart bodies, as few statements as STATEMENT_VALUE_BYTES allows. Params:
+ * (task id, body) pairs. Run only after the tasks' rows were written or locked in the same
+ * transaction, so an old row for one of the ids can only be an orphan (no task): it is replaced.
+ */
+export function bodiesUpserts(rows: ReadonlyArray<readonly [string, Buffer]>): Array<{sql: string; params: unknown[]}> {
+  return chunkByBytes(rows, ([id, body]) => id.length + body.length).map((chunk) => ({
+    sql: `INSERT INTO task_payloads (task_id, body) VALUES ${chunk.map(() => '(?, ?)').join(', ')} ON DUPLICATE KEY UPDATE body = VALUES(body)`,
+    params: chunk.flatMap(([id, body]) => [id, body]),
+  }));
 }

@@ -20,7 +20,7 @@ import {AxError, errorMessage} from '../../errors.js';
 import {insertAudit} from './audit.js';
 import {caseById, clipError, clipStack, historyInsert, parseReplay, toDueTask, type HistoryRow} from './rows.js';
 import {type FencedRef, fenceCondition, guardedWhere, inList, rungWhere} from './guards.js';
-import {PAYLOAD_APART, PAYLOAD_BODY_LOCKED, bodiesUpsert, packBig, payloadText} from './payloads.js';
+import {PAYLOAD_APART, PAYLOAD_BODY_LOCKED, bodiesUpserts, chunkByBytes, packBig, payloadText} from './payloads.js';
 const MAX_DUP_RETRIES = 3;
 
 /**
@@ -146,49 +146,49 @@ async function writeRows(
   bodies: ReadonlyMap<NewTask, Buffer>,
 ): Promise<void> {
   const apart: Array<[string, Buffer]> = [];
-  const values: string[] = [];
-  const params: unknown[] = [];
-  for (const t of fresh) {
-    // run_at: an absolute time as given, or the remaining delay added to the database clock.
-    let runAtSql = 'NOW(3)';
-    const runAtParams: unknown[] = [];
-    if (t.runAtMs !== null) {
-      runAtSql = '?';
-      runAtParams.push(new Date(t.runAtMs));
-    } else {
-      const remaining = Math.max(0, t.submittedAtMs + t.delayMs - localNowMs);
-      if (remaining > 0) {
-        runAtSql = 'NOW(3) + INTERVAL ? MICROSECOND';
-        runAtParams.push(remaining * 1000);
+  // Several INSERTs when the payloads are big (STATEMENT_VALUE_BYTES), all in this transaction.
+  for (const chunk of chunkByBytes(fresh, (t) => (bodies.has(t) ? 0 : t.payload.length) + 256)) {
+    const values: string[] = [];
+    const params: unknown[] = [];
+    for (const t of chunk) {
+      // run_at: an absolute time as given, or the remaining delay added to the database clock.
+      let runAtSql = 'NOW(3)';
+      const runAtParams: unknown[] = [];
+      if (t.runAtMs !== null) {
+        runAtSql = '?';
+        runAtParams.push(new Date(t.runAtMs));
+      } else {
+        const remaining = Math.max(0, t.submittedAtMs + t.delayMs - localNowMs);
+        if (remaining > 0) {
+          runAtSql = 'NOW(3) + INTERVAL ? MICROSECOND';
+          runAtParams.push(remaining * 1000);
+        }
       }
+      values.push(`(?, ?, ?, ?, 'submitted', 0, ?, ${runAtSql}, ?, 0, ?, ?, ?, NOW(3), NOW(3), ?)`);
+      params.push(
+        t.id,
+        cell,
+        t.type,
+        t.pool,
+        t.maxRetries,
+        ...runAtParams,
+        t.timeoutMs,
+        t.dedupKey,
+        t.scheduleName ?? null,
+        t.contentHash,
+        bodies.has(t) ? PAYLOAD_APART : t.payload,
+      );
+      const body = bodies.get(t);
+      if (body) apart.push([t.id, body]);
     }
-    values.push(`(?, ?, ?, ?, 'submitted', 0, ?, ${runAtSql}, ?, 0, ?, ?, ?, NOW(3), NOW(3), ?)`);
-    params.push(
-      t.id,
-      cell,
-      t.type,
-      t.pool,
-      t.maxRetries,
-      ...runAtParams,
-      t.timeoutMs,
-      t.dedupKey,
-      t.scheduleName ?? null,
-      t.contentHash,
-      bodies.has(t) ? PAYLOAD_APART : t.payload,
+    await exec(
+      db,
+      c,
+      `INSERT INTO tasks (id, cell, type, pool, state, attempt, max_retries, run_at, timeout_ms, fence, dedup_key, schedule_name, content_hash, created_at, updated_at, payload) VALUES ${values.join(', ')}`,
+      params,
     );
-    const body = bodies.get(t);
-    if (body) apart.push([t.id, body]);
   }
-  await exec(
-    db,
-    c,
-    `INSERT INTO tasks (id, cell, type, pool, state, attempt, max_retries, run_at, timeout_ms, fence, dedup_key, schedule_name, content_hash, created_at, updated_at, payload) VALUES ${values.join(', ')}`,
-    params,
-  );
-  if (apart.length > 0) {
-    const b = bodiesUpsert(apart);
-    await exec(db, c, b.sql, b.params);
-  }
+  for (const b of bodiesUpserts(apart)) await exec(db, c, b.sql, b.params);
   const h = historyInsert(fresh.map((t): HistoryRow => [t.id, null, 'submitted', 0, actor, null, null]));
   await exec(db, c, h.sql, h.params);
 }
