@@ -2,7 +2,8 @@
 import {disposable} from './dispose.js';
 import {iso, table, when} from './render.js';
 import {openBroker, openStore, type Runtime} from './runtime.js';
-import {createTypesAdmin, type TypesAdmin, type TypeView} from '../core/types/admin.js';
+import {createTypesAdmin, type TypeLimits, type TypesAdmin, type TypeView} from '../core/types/admin.js';
+import {rateText} from '../core/flow/limits.js';
 
 /** The types admin over a store (and a broker when `broker`: resume rings the released backlog). */
 export async function withTypes<T>(rt: Runtime, fn: (types: TypesAdmin) => Promise<T>, opts: {broker?: boolean} = {}): Promise<T> {
@@ -42,9 +43,19 @@ const parkedText = (t: TypeView): string => {
 };
 
 const limitsText = (t: TypeView): string => {
-  const parts = Object.entries(t.limits).map(([k, v]) => `${k}=${String(v)}`);
+  const parts = [
+    ...(t.limits.maxRunning === null ? [] : [`max-running=${t.limits.maxRunning}`]),
+    ...(t.limits.rate === null ? [] : [`rate=${rateText(t.limits.rate)}`]),
+  ];
   return parts.length === 0 ? '-' : parts.join(' ');
 };
+
+/** A type's limits in a sentence (`ax types set`, `ax types show`). */
+export function limitsLine(l: TypeLimits): string {
+  const cap = l.maxRunning === null ? 'no max running' : `at most ${l.maxRunning} running across all workers`;
+  const rate = l.rate === null ? 'no rate limit' : `at most ${rateText(l.rate)} across all workers`;
+  return `${cap}; ${rate}`;
+}
 
 /** The `ax types list` table. */
 export function typesTable(types: TypeView[]): string[] {

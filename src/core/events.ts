@@ -66,13 +66,14 @@ export interface AxEventMap {
   'task:released': AttemptEvent & {reason: string};
   /**
    * The admission step (core/flow) did not let a task of `type` run: it waits in storage for
-   * `delayMs` without using an attempt (`parked`: paused, breaker, unhandled; null: its handler is
+   * `delayMs` without using an attempt (`parked`: paused, breaker, unhandled, capped — over its
+   * type's max running —, rate — waiting for its rate-limit slot; null: its handler is
    * on other workers). `claimed`: it had been claimed (the attempt was given back).
    */
   'task:parked': {
     id: string;
     type: string;
-    parked: 'paused' | 'breaker' | 'unhandled' | null;
+    parked: 'paused' | 'breaker' | 'unhandled' | 'capped' | 'rate' | null;
     reason: string;
     delayMs: number;
     claimed: boolean;

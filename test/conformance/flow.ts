@@ -280,5 +280,103 @@ export function flowStoreConformance(name: string, make: () => Promise<StoreHarn
       expect(rec.settings).toEqual({breaker: {minVolume: 5}});
       expect((await s.typeHistory({type: 'flow_breaker', limit: 1}))[0]).toMatchObject({event: 'settings', actor: 'alice'});
     });
+
+    it('max running: concurrent claims of three handles take exactly the room, the rest deferred capped (no attempt used)', async () => {
+      const type = 'flow_capped';
+      const ts = Array.from({length: 60}, (_, i) => task({type, payload: {i}}));
+      await s.tasksInsert({tasks: ts, actor: 'test'});
+      await s.typeSetSettings({type, settings: {maxRunning: 10}, operator: 'alice', audit: audit('types set')});
+      const part = (k: number) => ts.slice(k * 20, k * 20 + 20).map((t) => t.id);
+      const claimers = [s, h.other, s];
+      const rs = await Promise.all(claimers.map((c, k) => c.tasksClaim({ids: part(k), worker: `w${k}`, leaseMs: 30_000, limited: [type]})));
+      const claimed = rs.flatMap((r) => r.claimed);
+      expect(claimed).toHaveLength(10);
+      const deferred = rs.flatMap((r) => r.deferred ?? []);
+      expect(deferred).toHaveLength(50);
+      expect(deferred.every((d) => d.parked === 'capped' && d.delayMs >= 250)).toBe(true);
+      const rep = await s.typesReport({liveMs: 15_000});
+      expect(rep.parked[type]).toEqual({capped: 50});
+      const d0 = await s.tasksGet({id: deferred[0]!.id});
+      expect(d0).toMatchObject({state: 'submitted', attempt: 0, fence: 1, publishedAt: null});
+      expect((await s.historyList({taskId: deferred[0]!.id})).at(-1)).toMatchObject({
+        from: 'submitted',
+        to: 'submitted',
+        attempt: 0,
+        error: expect.stringMatching(/10 of its type running/),
+      });
+      // Four end: four more fit once the deferred are due again.
+      await s.outcomesApply({
+        outcomes: claimed.slice(0, 4).map((t) => ({kind: 'complete' as const, id: t.id, fence: t.fence})),
+        actor: 'w0',
+      });
+      await h.waitDbMs(Math.max(...deferred.map((d) => d.delayMs)) + 20);
+      const again = await Promise.all(
+        [0, 1, 2].map((k) =>
+          claimers[k]!.tasksClaim({
+            ids: deferred.filter((_, i) => i % 3 === k).map((d) => d.id),
+            worker: `w${k}`,
+            leaseMs: 30_000,
+            limited: [type],
+          }),
+        ),
+      );
+      expect(again.flatMap((r) => r.claimed)).toHaveLength(4);
+      expect((await s.typesReport({liveMs: 15_000})).parked[type]).toEqual({capped: 46});
+    });
+
+    it('rate: a full bucket lets one second through, the rest waits for reserved slots and comes back prepaid', async () => {
+      const type = 'flow_rated';
+      await s.typesRegister({types: [type]});
+      await s.typeSetSettings({type, settings: {rate: 2}, operator: 'alice', resetBucket: true, audit: audit('types set')});
+      const ts = Array.from({length: 4}, (_, i) => task({type, payload: {i}}));
+      await s.tasksInsert({tasks: ts, actor: 'test'});
+      const now = (await s.clockNow()).getTime();
+      const r = await s.tasksClaim({ids: ts.map((t) => t.id), worker: 'w', leaseMs: 30_000, limited: [type]});
+      expect(r.claimed.map((t) => t.id)).toEqual([ts[0]!.id, ts[1]!.id]);
+      expect(r.deferred!.map((d) => [d.id, d.parked, d.delayMs])).toEqual([
+        [ts[2]!.id, 'rate', 500],
+        [ts[3]!.id, 'rate', 1000],
+      ]);
+      const last = await s.tasksGet({id: ts[3]!.id});
+      expect(last!.runAt.getTime()).toBeGreaterThanOrEqual(now + 990);
+      expect(last).toMatchObject({state: 'submitted', attempt: 0});
+      expect((await s.typesReport({liveMs: 15_000})).parked[type]).toEqual({rate: 2});
+      // Once their slots passed they run without a token; new tasks find the bucket paid out
+      // (-2 + 2/s × ~1 s ≈ 0 tokens): they wait for slots of their own.
+      await h.waitDbMs(1020);
+      const fresh = [1, 2, 3].map((i) => task({type, payload: {fresh: i}}));
+      await s.tasksInsert({tasks: fresh, actor: 'test'});
+      const r2 = await h.other.tasksClaim({
+        ids: [ts[2]!.id, ts[3]!.id, ...fresh.map((t) => t.id)],
+        worker: 'w2',
+        leaseMs: 30_000,
+        limited: [type],
+      });
+      expect(r2.claimed.map((t) => t.id).filter((id) => id === ts[2]!.id || id === ts[3]!.id)).toHaveLength(2);
+      expect(r2.deferred!.length).toBeGreaterThanOrEqual(2);
+      expect(r2.deferred!.every((d) => d.parked === 'rate')).toBe(true);
+      // Deferred tasks are not due before their slot, whatever the bucket holds.
+      await s.typeSetSettings({type, settings: {rate: 1000}, operator: 'alice', resetBucket: true, audit: audit('types set')});
+      const ids = r2.deferred!.map((d) => d.id);
+      expect((await s.tasksClaim({ids, worker: 'w', leaseMs: 30_000, limited: [type]})).claimed).toHaveLength(0);
+      await h.waitDbMs(Math.max(...r2.deferred!.map((d) => d.delayMs)) + 20);
+      expect((await s.tasksClaim({ids, worker: 'w', leaseMs: 30_000, limited: [type]})).claimed).toHaveLength(ids.length);
+    });
+
+    it('the limits step only for the types the caller names, and none when the stored limits were cleared', async () => {
+      const type = 'flow_limit_off';
+      const ts = Array.from({length: 3}, (_, i) => task({type, payload: {i}}));
+      await s.tasksInsert({tasks: ts, actor: 'test'});
+      await s.typeSetSettings({type, settings: {maxRunning: 1}, operator: 'alice', audit: audit('types set')});
+      // Not named: the claim is the plain one (the worker's snapshot says unlimited).
+      const a = await s.tasksClaim({ids: [ts[0]!.id, ts[1]!.id], worker: 'w', leaseMs: 30_000});
+      expect(a.claimed).toHaveLength(2);
+      expect(a.deferred).toBeUndefined();
+      // Named but cleared since (a stale snapshot): the stored settings decide.
+      await s.typeSetSettings({type, settings: {}, operator: 'alice', audit: audit('types set')});
+      const b = await s.tasksClaim({ids: [ts[2]!.id], worker: 'w', leaseMs: 30_000, limited: [type]});
+      expect(b.claimed).toHaveLength(1);
+      expect(b.deferred).toEqual([]);
+    });
   });
 }

@@ -1,20 +1,26 @@
 import {Args, Flags} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
-import {withTypes} from '../../cli/types.js';
+import {limitsLine, withTypes} from '../../cli/types.js';
 import type {BreakerSettings} from '../../core/flow/breaker.js';
 import type {BreakerInput} from '../../core/flow/settings.js';
 import {validateTypeName} from '../../core/task/validate.js';
 import {invalid} from '../../core/errors.js';
+import {parseMaxRunning, parseRate} from '../../core/flow/limits.js';
+import type {TypeLimits, TypeSetInput} from '../../core/types/admin.js';
 
 export interface TypesSetResult {
   type: string;
   /** The breaker settings in effect now (defaults where not set). */
   breaker: BreakerSettings;
+  /** The cluster-wide limits in effect now (null: none); rate in tasks per second. */
+  limits: TypeLimits;
 }
 
 export default class TypesSet extends AxCommand {
-  static override summary = "Set a task type's circuit-breaker thresholds (the others keep their value).";
+  static override summary = "Set a task type's cluster-wide limits and circuit-breaker thresholds (the others keep their value).";
   static override description = `The breaker of a type opens when more than --breaker-threshold of its attempts failed over --breaker-window, with at least --breaker-min-volume attempts (defaults: 0.5, 1m, 20). While open its tasks park in storage without using an attempt until the next probe: after --breaker-cooldown (30s), doubled with each opening in a row up to --breaker-max-cooldown (10m). Half-open, each worker lets --breaker-probes tasks through (2); a failure re-opens it, --breaker-close-after successes (3) close it. Timeouts count as failures, unrecoverable ones (bad payloads) do not. Workers pick changes up within AX_FLOW_REFRESH. Every value is checked before anything is stored. Audited.
+
+--max-running N: never more than N attempts of the type running across all workers; a claim takes only what fits, the rest waits in storage (parked "capped", no attempt used) and is looked at again in waves of N every 250 ms. --rate N/s (or N/m, N/h): at most that many claims of the type per second across all workers, a token bucket in MySQL holding one second of burst; tasks over it wait in storage (parked "rate") until the slot reserved for them. "none" clears a limit.
 
 Exit codes: 2 malformed type name or value, 3 unknown type, 5 MySQL unavailable.`;
   static override examples = [
@@ -23,7 +29,10 @@ Exit codes: 2 malformed type name or value, 3 unknown type, 5 MySQL unavailable.
       command: '<%= config.bin %> types set order_notify --breaker-threshold 0.8 --breaker-min-volume 50',
     },
     {description: 'No breaker for this type', command: '<%= config.bin %> types set report_build --breaker-off'},
-    {description: 'Back to the defaults', command: '<%= config.bin %> types set order_notify --defaults'},
+    {description: 'Back to the breaker defaults', command: '<%= config.bin %> types set order_notify --defaults'},
+    {description: 'At most 20 running at once, cluster-wide', command: '<%= config.bin %> types set partner_sync --max-running 20'},
+    {description: 'At most 100 per second, cluster-wide', command: '<%= config.bin %> types set sms_send --rate 100/s'},
+    {description: 'No rate limit any more', command: '<%= config.bin %> types set sms_send --rate none'},
   ];
   static override args = {type: Args.string({description: 'task type (domain_action)', required: true, ignoreStdin: true})};
   static override flags = {
@@ -37,6 +46,8 @@ Exit codes: 2 malformed type name or value, 3 unknown type, 5 MySQL unavailable.
     'breaker-off': Flags.boolean({description: 'no breaker for this type', exclusive: ['breaker-on']}),
     'breaker-on': Flags.boolean({description: 'the breaker again (after --breaker-off)'}),
     defaults: Flags.boolean({description: 'drop every breaker override first'}),
+    'max-running': Flags.string({description: 'most attempts of the type running at once across all workers (N >= 1, or none)'}),
+    rate: Flags.string({description: 'most claims of the type per second across all workers: N/s, N/m, N/h (N > 0), or none'}),
   };
 
   async run(): Promise<TypesSetResult> {
@@ -53,8 +64,13 @@ Exit codes: 2 malformed type name or value, 3 unknown type, 5 MySQL unavailable.
     if (flags['breaker-close-after'] !== undefined) b.closeAfter = flags['breaker-close-after'];
     if (flags['breaker-off']) b.enabled = false;
     if (flags['breaker-on']) b.enabled = true;
-    if (Object.keys(b).length === 0 && !flags.defaults) throw invalid('nothing to set: give a --breaker-… flag or --defaults');
-    const r = await withTypes(rt, (t) => t.set(type, {breaker: b, reset: flags.defaults}));
+    const limits: Pick<TypeSetInput, 'maxRunning' | 'rate'> = {};
+    // Checked here too, so a bad value is refused before the database is opened.
+    if (flags['max-running'] !== undefined) limits.maxRunning = parseMaxRunning(flags['max-running']);
+    if (flags.rate !== undefined) limits.rate = parseRate(flags.rate);
+    if (Object.keys(b).length === 0 && Object.keys(limits).length === 0 && !flags.defaults)
+      throw invalid('nothing to set: give --max-running, --rate, a --breaker-… flag or --defaults');
+    const r = await withTypes(rt, (t) => t.set(type, {breaker: b, reset: flags.defaults, ...limits}));
     if (!this.jsonEnabled()) {
       const x = r.breaker;
       this.log(
@@ -62,6 +78,7 @@ Exit codes: 2 malformed type name or value, 3 unknown type, 5 MySQL unavailable.
           ? `${type}: breaker opens above ${x.threshold * 100}% failures over ${x.windowMs / 1000} s (at least ${x.minVolume}); cool-down ${x.cooldownMs / 1000} s up to ${x.maxCooldownMs / 1000} s; ${x.probes} probes per worker, closes after ${x.closeAfter}`
           : `${type}: no breaker`,
       );
+      this.log(`${type}: ${limitsLine(r.limits)}`);
     }
     return r;
   }

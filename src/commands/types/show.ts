@@ -1,7 +1,7 @@
 import {Args} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
 import {iso, table, when} from '../../cli/render.js';
-import {typeJson, type TypeJson, typesTable, withTypes} from '../../cli/types.js';
+import {limitsLine, typeJson, type TypeJson, typesTable, withTypes} from '../../cli/types.js';
 import {validateTypeName} from '../../core/task/validate.js';
 
 export interface TypesShowResult extends TypeJson {
@@ -11,7 +11,7 @@ export interface TypesShowResult extends TypeJson {
 
 export default class TypesShow extends AxCommand {
   static override readOnly = true;
-  static override summary = 'Show one task type: its live state, its workers and its history (pauses, breaker transitions).';
+  static override summary = 'Show one task type: its live state, its workers, its limits and its history (pauses, breaker transitions).';
   static override description = `The row of ax types list for the type, the live workers that have its handler, and its history newest first (the last 50 events: paused, resumed, breaker transitions) with who and why.
 
 Exit codes: 2 malformed type name, 3 unknown type, 5 MySQL unavailable.`;
@@ -30,6 +30,7 @@ Exit codes: 2 malformed type name, 3 unknown type, 5 MySQL unavailable.`;
       for (const line of typesTable([d])) this.log(line);
       this.log('');
       this.log(`workers: ${d.workers.length === 0 ? 'none live with its handler' : d.workers.join(', ')}`);
+      this.log(`limits: ${limitsLine(d.limits)}`);
       if (d.paused)
         this.log(`paused by ${d.paused.by ?? '?'} since ${when(d.paused.since)} UTC${d.paused.reason ? `: ${d.paused.reason}` : ''}`);
       this.log('');

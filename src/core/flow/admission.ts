@@ -7,6 +7,7 @@
  */
 import type {FlowView, ParkedKind, TypeRecord} from '../store/types.js';
 import {breakerSettings} from './breaker.js';
+import {hasLimits, limitsOf} from './limits.js';
 
 export interface AdmissionOptions {
   /** A paused type's task waits this long before it is looked at again (a resume releases it earlier). */
@@ -38,16 +39,31 @@ export interface FlowSnapshot {
   types: ReadonlyMap<string, TypeRecord>;
   /** Live workers with a handler per type. */
   handlers: ReadonlyMap<string, number>;
+  /** Types with a max running or a rate (core/flow/limits.ts): their claims go through the limits step. */
+  limited: ReadonlySet<string>;
 }
 
-export const EMPTY_SNAPSHOT: FlowSnapshot = {loaded: false, types: new Map(), handlers: new Map()};
+export const EMPTY_SNAPSHOT: FlowSnapshot = {loaded: false, types: new Map(), handlers: new Map(), limited: new Set()};
 
 export function snapshotOf(v: FlowView): FlowSnapshot {
   return {
     loaded: true,
     types: new Map(v.types.map((t) => [t.type, t])),
     handlers: new Map(Object.entries(v.handlers).map(([t, ids]) => [t, ids.length])),
+    limited: new Set(v.types.filter((t) => hasLimits(limitsOf(t.settings))).map((t) => t.type)),
   };
+}
+
+/**
+ * The limited types among the types of `tasks` (a claim batch), or undefined when none is: the claim
+ * then has no limits step at all. The limits themselves are decided in the claim's transaction
+ * (decideLimits, from the stored settings and state), not from this snapshot.
+ */
+export function limitedAmong(s: FlowSnapshot, tasks: Iterable<{type: string}>): string[] | undefined {
+  if (s.limited.size === 0) return undefined;
+  const out = new Set<string>();
+  for (const {type} of tasks) if (s.limited.has(type)) out.add(type);
+  return out.size === 0 ? undefined : [...out];
 }
 
 /**

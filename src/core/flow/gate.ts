@@ -19,6 +19,7 @@ import {
   admit,
   EMPTY_SNAPSHOT,
   type FlowSnapshot,
+  limitedAmong,
   snapshotOf,
 } from './admission.js';
 
@@ -97,6 +98,11 @@ export class FlowGate {
     for (const [type, t] of before.types)
       if (t.paused && !this.snap.types.get(type)?.paused && before.loaded)
         this.o.logger.info('type resumed: running its tasks again', {type});
+  }
+
+  /** The types of a claim batch that have limits (see limitedAmong); undefined when none. */
+  limited(tasks: Iterable<{type: string}>): string[] | undefined {
+    return limitedAmong(this.snap, tasks);
   }
 
   admit(type: string, localHandler: boolean): Admission {

@@ -6,7 +6,7 @@
  * - `ax_breaker_state{type,state}`: one series per state (closed, open, half_open), 1 for the
  *   breaker's current state and 0 for the others — the Prometheus convention for an enum, so
  *   `ax_breaker_state{state="open"} == 1` selects the open ones and no number stands for a state.
- * - `ax_parked_tasks{type,kind}`: waiting tasks parked unclaimed, by why (paused, breaker, unhandled).
+ * - `ax_parked_tasks{type,kind}`: waiting tasks parked unclaimed, by why (paused, breaker, unhandled, capped, rate).
  *
  * Every registered type has the first two; a parked count seen once reads 0 when drained, not absent.
  */
@@ -16,7 +16,7 @@ import type {MetricsRegistry} from './registry.js';
 export const BREAKER_STATES: ReadonlyArray<TypeRecord['breaker']['state']> = ['closed', 'open', 'half_open'];
 /** The report's live-handlers window; these gauges do not use the handlers. */
 const HANDLERS_LIVE_MS = 15_000;
-const PARKED_KINDS: readonly ParkedKind[] = ['paused', 'breaker', 'unhandled'];
+const PARKED_KINDS: readonly ParkedKind[] = ['paused', 'breaker', 'unhandled', 'capped', 'rate'];
 
 /** Registers the gauges and returns their reader for `CellMetricsOptions.extra`. */
 export function flowGauges(metrics: MetricsRegistry, store: Pick<FlowStore, 'typesReport'>): () => Promise<void> {
@@ -26,10 +26,11 @@ export function flowGauges(metrics: MetricsRegistry, store: Pick<FlowStore, 'typ
     "The task type's circuit breaker: 1 for its current state (closed, open, half_open), 0 for the others.",
     ['type', 'state'],
   );
-  const parked = metrics.gauge('ax_parked_tasks', 'Waiting tasks parked unclaimed, by type and why (paused, breaker, unhandled).', [
-    'type',
-    'kind',
-  ]);
+  const parked = metrics.gauge(
+    'ax_parked_tasks',
+    'Waiting tasks parked unclaimed, by type and why (paused, breaker, unhandled, capped, rate).',
+    ['type', 'kind'],
+  );
   const seenParked = new Set<string>();
   return async () => {
     const r = await store.typesReport({liveMs: HANDLERS_LIVE_MS});

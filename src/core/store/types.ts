@@ -37,6 +37,12 @@ export interface ClaimResult {
   claimed: ClaimedTask[];
   /** Ids that were not claimable: already running/terminal, not yet due (state given), or unknown (null). */
   skipped: Array<{id: string; state: TaskState | null; notDue?: boolean}>;
+  /**
+   * Claimable ids the type's limits refused (see TasksClaimParams.limited): deferred in the claim's
+   * transaction — due again after delayMs, unpublished, fence + 1, no attempt used. Absent or empty
+   * without limits.
+   */
+  deferred?: Array<{id: string; type: string; delayMs: number; parked: 'capped' | 'rate'; reason: string}>;
 }
 
 /** Fields every outcome has: the task and the fence of the claim it ends. */
@@ -87,8 +93,12 @@ export type Outcome =
    */
   | (OutcomeBase & {kind: 'park'; reason: string; delayMs: number; parked: ParkedKind | null});
 
-/** Why a waiting task is parked (the `tasks.parked` column): what releases it. */
-export type ParkedKind = 'paused' | 'breaker' | 'unhandled';
+/**
+ * Why a waiting task is parked (the `tasks.parked` column): paused by hand, its breaker open, no
+ * live worker handles it, over its type's max running (`capped`), or waiting for the rate-limit
+ * slot reserved for it (`rate`: it runs then without taking a token).
+ */
+export type ParkedKind = 'paused' | 'breaker' | 'unhandled' | 'capped' | 'rate';
 
 export type OutcomeKind = Outcome['kind'];
 
@@ -249,6 +259,13 @@ export interface TasksClaimParams {
   ids: string[];
   worker: string;
   leaseMs: number;
+  /**
+   * Types the caller's flow snapshot says have a limit (max running, rate): their rows go through
+   * the limits step in the claim's transaction (the registry row locked, the limits as stored now
+   * applied; core/flow/limits.ts). Absent or empty: the claim costs exactly what it did without
+   * limits. A type limited since the caller's snapshot is not limited by this claim.
+   */
+  limited?: readonly string[];
 }
 export interface LeasesRenewParams {
   held: Array<{id: string; fence: number}>;
@@ -810,6 +827,8 @@ export interface TypeSetSettingsParams {
   /** The whole settings object to store (merged by the caller). */
   settings: Record<string, unknown>;
   operator: string;
+  /** Empty the type's rate-limit bucket state (the rate changed): the next claim starts from a full bucket. */
+  resetBucket?: boolean;
   audit: AuditContext;
 }
 

@@ -12,6 +12,7 @@ import {validateTypeName} from '../task/validate.js';
 import {type Clock, sleep} from '../time.js';
 import {type BreakerInput, mergeBreaker} from '../flow/settings.js';
 import {breakerSettings, type BreakerSettings} from '../flow/breaker.js';
+import {limitsOf, type LimitsInput, mergeLimits} from '../flow/limits.js';
 
 export type TypesStore = FlowStore & Pick<InspectStore, 'backlog'> & Pick<HotPathStore, 'doorbellsMark'>;
 
@@ -46,7 +47,8 @@ export interface TypeView {
   breaker: TypeRecord['breaker'];
   /** Failures / attempts over the last minute as the breaker counts them (null: no attempt counted). */
   failureRate1m: number | null;
-  limits: Record<string, unknown>;
+  /** The cluster-wide limits (ax types set --max-running / --rate). */
+  limits: TypeLimits;
 }
 
 export interface TypeDetail extends TypeView {
@@ -81,12 +83,42 @@ export interface TypesAdmin {
   resume(type: string, o?: {rate?: number; reason?: string | null; onProgress?: (released: number) => void}): Promise<ResumeResult>;
   /**
    * Sets a type's breaker thresholds (the others keep their value; `reset: true` back to the
-   * defaults first), validated before anything is stored; audited. Returns the effective settings.
+   * defaults first) and its cluster-wide limits (`maxRunning`: a whole number ≥ 1, `rate`: tasks
+   * per second or text like "100/s"; `null` or "none" clears one; absent keeps it). Every value is
+   * validated before anything is stored (invalid_input, nothing changed); audited. A changed rate
+   * starts from a full bucket. Workers apply the limits within AX_FLOW_REFRESH. Returns the
+   * effective settings.
    */
-  set(type: string, input: {breaker?: BreakerInput; reset?: boolean}): Promise<{type: string; breaker: BreakerSettings}>;
+  set(type: string, input: TypeSetInput): Promise<TypeSetResult>;
   /** Closes a type's breaker now (cool-down back to its base); audited. Throws conflict when it is closed already. */
   resetBreaker(type: string, reason?: string | null): Promise<{type: string; from: TypeRecord['breaker']['state']}>;
 }
+
+export interface TypeSetInput {
+  breaker?: BreakerInput;
+  /** Drop every breaker override first (not the limits). */
+  reset?: boolean;
+  maxRunning?: LimitsInput['maxRunning'];
+  rate?: LimitsInput['rate'];
+}
+
+export interface TypeSetResult {
+  type: string;
+  breaker: BreakerSettings;
+  /** The limits in effect now (null: none). */
+  limits: TypeLimits;
+}
+
+/** A type's cluster-wide limits as shown: null when not set. `rate` in tasks per second. */
+export interface TypeLimits {
+  maxRunning: number | null;
+  rate: number | null;
+}
+
+const limitsView = (settings: Record<string, unknown> | undefined): TypeLimits => {
+  const l = limitsOf(settings);
+  return {maxRunning: l.maxRunning ?? null, rate: l.rate ?? null};
+};
 
 /** Parked tasks released per statement. */
 const RELEASE_BATCH = 500;
@@ -129,7 +161,7 @@ export function createTypesAdmin(o: TypesAdminOptions): TypesAdmin {
         paused: t?.paused ? {by: t.pausedBy, reason: t.pausedReason, since: t.pausedAt} : null,
         breaker: t?.breaker ?? emptyBreaker,
         failureRate1m: ((r) => (r && r.ok + r.failed > 0 ? r.failed / (r.ok + r.failed) : null))(rate.get(type)),
-        limits: t?.settings ?? {},
+        limits: limitsView(t?.settings),
       };
     });
     return {at: report.at, types};
@@ -155,16 +187,25 @@ export function createTypesAdmin(o: TypesAdminOptions): TypesAdmin {
       const current = (await record(v.type))?.settings ?? {};
       const base = input.reset ? {} : ((current.breaker as Partial<BreakerSettings> | undefined) ?? {});
       const breaker = mergeBreaker(base, input.breaker ?? {});
-      const settings = {...current, breaker};
-      if (Object.keys(breaker).length === 0) delete (settings as Record<string, unknown>).breaker;
+      const before = limitsOf(current);
+      const limits = mergeLimits(before, {
+        ...(input.maxRunning !== undefined ? {maxRunning: input.maxRunning} : {}),
+        ...(input.rate !== undefined ? {rate: input.rate} : {}),
+      });
+      const settings: Record<string, unknown> = {...current, breaker};
+      if (Object.keys(breaker).length === 0) delete settings.breaker;
+      delete settings.maxRunning;
+      delete settings.rate;
+      Object.assign(settings, limits);
       const operator = o.operator();
       const r = await o.store.typeSetSettings({
         type: v.type,
         settings,
         operator,
+        resetBucket: limits.rate !== before.rate,
         audit: {operator, command: 'types set', filter: {type: v.type, ...input}, reason: null},
       });
-      return {type: v.type, breaker: breakerSettings(r.settings)};
+      return {type: v.type, breaker: breakerSettings(r.settings), limits: limitsView(r.settings)};
     },
     async resetBreaker(type, reason = null) {
       const v = await known(type);

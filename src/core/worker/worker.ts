@@ -273,10 +273,16 @@ export class Worker implements Service {
     for (const p of batch) byId.set(p.id, [...(byId.get(p.id) ?? []), p]);
     await this.deferRefused(byId);
     if (byId.size === 0) return;
+    // The limits step (max running, rate) runs in the claim's transaction, only for limited types.
+    const limited = this.gate.limited(batch);
     const result = await this.retrying('claim', byId.size, () =>
-      this.o.store.tasksClaim({ids: [...byId.keys()], worker: this.id, leaseMs: this.o.leaseMs}),
+      this.o.store.tasksClaim({ids: [...byId.keys()], worker: this.id, leaseMs: this.o.leaseMs, ...(limited ? {limited} : {})}),
     );
     if (!result) return;
+    for (const r of result.deferred ?? []) {
+      this.parked.emit({id: r.id, type: r.type, parked: r.parked, reason: r.reason, delayMs: r.delayMs, claimed: false});
+      for (const p of byId.get(r.id) ?? []) p.d.ack();
+    }
     for (const s of result.skipped) {
       for (const p of byId.get(s.id) ?? []) {
         if (s.state === null) this.track(this.poison(p.d, `unknown task id ${s.id}`));

@@ -26,7 +26,8 @@ import type {
 import {insertAudit} from './audit.js';
 import {type Conn, type Db, exec, marks, type Row, select, tx} from './db.js';
 import {type FencedRef, guardedWhere, inList} from './guards.js';
-import {clipError, historyInsert, type HistoryRow} from './rows.js';
+import {caseById, clipError, historyInsert, type HistoryRow} from './rows.js';
+import {decideLimits, hasLimits, type LimitRefusal, limitsOf} from '../../flow/limits.js';
 
 const TYPE_COLUMNS =
   'type, paused, paused_by, paused_reason, paused_at, settings, breaker_state, breaker_until, breaker_openings, breaker_changed_at, created_at, updated_at';
@@ -366,13 +367,109 @@ export async function setSettings(db: Db, cell: string, p: TypeSetSettingsParams
   return tx(db, async (c) => {
     await exec(db, c, 'INSERT IGNORE INTO task_types (cell, type, created_at, updated_at) VALUES (?, ?, NOW(3), NOW(3))', [cell, p.type]);
     const empty = Object.keys(p.settings).length === 0;
-    await exec(db, c, 'UPDATE task_types SET settings = ?, updated_at = NOW(3) WHERE cell = ? AND type = ?', [
-      empty ? null : JSON.stringify(p.settings),
-      cell,
-      p.type,
-    ]);
+    await exec(
+      db,
+      c,
+      `UPDATE task_types SET settings = ?, rate_tokens = IF(?, NULL, rate_tokens), rate_at = IF(?, NULL, rate_at), updated_at = NOW(3)
+        WHERE cell = ? AND type = ?`,
+      [empty ? null : JSON.stringify(p.settings), p.resetBucket === true, p.resetBucket === true, cell, p.type],
+    );
     await insertTypeEvent(db, c, cell, p.type, 'settings', p.operator, JSON.stringify(p.settings));
     await insertAudit(db, c, cell, p.audit, []);
     return toTypeRecord((await select(db, c, `SELECT ${TYPE_COLUMNS} FROM task_types WHERE cell = ? AND type = ?`, [cell, p.type]))[0]!);
   });
+}
+
+/** A claimable, due row of a limited type, as the claim read it (fence before the claim). */
+export interface LimitedRow {
+  id: string;
+  type: string;
+  state: TaskState;
+  attempt: number;
+  fence: number;
+  /** Parked `rate`: its rate slot was reserved when it was deferred. */
+  prepaid: boolean;
+}
+
+/**
+ * The limits step of a claim (see core/flow/limits.ts), on `c`, the claim's transaction, for rows
+ * of the types the caller's snapshot says are limited, in the order they should run. Statements,
+ * whatever the batch size: a locking read of the types' registry rows (FOR UPDATE, in type order:
+ * concurrent claims of a limited type wait for each other here, after their task rows, which every
+ * claimer locks in primary-key order first — no lock cycle); when one has a cap, one grouped count
+ * of its running rows (index-only, idx_tasks_state_type); one UPDATE per rate-limited type (its
+ * bucket); one UPDATE per kind deferred (capped | rate, delays per row in a CASE). The running
+ * count is the transaction's first consistent read, so its snapshot is taken after the registry
+ * lock and sees every claim committed before (REPEATABLE READ); a running row whose end is not
+ * committed yet still counts (the cap errs low, never high). The caller writes the deferred rows'
+ * history. Returns the ids refused with why, or an empty map when the types' rows say no limit.
+ */
+export async function limitClaim(
+  db: Db,
+  c: Conn,
+  cell: string,
+  rows: readonly LimitedRow[],
+): Promise<Map<string, LimitRefusal & {type: string}>> {
+  const refused = new Map<string, LimitRefusal & {type: string}>();
+  const types = [...new Set(rows.map((r) => r.type))].sort();
+  if (types.length === 0) return refused;
+  const regs = await select(
+    db,
+    c,
+    `SELECT type, settings, rate_tokens, rate_at, NOW(3) AS now FROM task_types
+      WHERE cell = ? AND type IN (${marks(types.length)}) ORDER BY type FOR UPDATE`,
+    [cell, ...types],
+  );
+  const limited = regs.map((r) => ({r, l: limitsOf(parseSettings(r.settings as string | null))})).filter(({l}) => hasLimits(l));
+  if (limited.length === 0) return refused;
+  const capped = limited.filter(({l}) => l.maxRunning !== undefined).map(({r}) => r.type as string);
+  const running = new Map<string, number>();
+  if (capped.length > 0)
+    for (const r of await select(
+      db,
+      c,
+      `SELECT type, COUNT(*) AS n FROM tasks WHERE cell = ? AND state = 'running' AND type IN (${marks(capped.length)}) GROUP BY type`,
+      [cell, ...capped],
+    ))
+      running.set(r.type as string, Number(r.n));
+  const byKind: Record<'capped' | 'rate', Array<FencedRef & {delayMs: number}>> = {capped: [], rate: []};
+  for (const {r, l} of limited) {
+    const type = r.type as string;
+    const mine = rows.filter((x) => x.type === type);
+    const bucket =
+      r.rate_tokens === null || r.rate_at === null ? null : {tokens: Number(r.rate_tokens), atMs: (r.rate_at as Date).getTime()};
+    const d = decideLimits(mine, l, {running: running.get(type) ?? 0, bucket}, (r.now as Date).getTime());
+    if (d.bucket)
+      await exec(db, c, 'UPDATE task_types SET rate_tokens = ?, rate_at = ? WHERE cell = ? AND type = ?', [
+        d.bucket.tokens,
+        new Date(d.bucket.atMs),
+        cell,
+        type,
+      ]);
+    const fenceOf = new Map(mine.map((x) => [x.id, x.fence]));
+    for (const x of d.deferred) {
+      refused.set(x.id, {...x, type});
+      byKind[x.parked].push({id: x.id, fence: fenceOf.get(x.id)!, delayMs: x.delayMs});
+    }
+  }
+  for (const [kind, refs] of Object.entries(byKind)) {
+    if (refs.length === 0) continue;
+    const delay = caseById(
+      refs.map((x) => [x.id, Math.max(0, Math.round(x.delayMs)) * 1000]),
+      '0',
+    );
+    const where = guardedWhere('defer', refs);
+    // parked_at before parked: MySQL evaluates SET left to right with the new values.
+    const res = await exec(
+      db,
+      c,
+      `UPDATE tasks SET state = '${TRANSITIONS.defer.to}', run_at = NOW(3) + INTERVAL ${delay.sql} MICROSECOND, published_at = NULL,
+              fence = fence + 1, parked_at = IF(parked <=> ?, parked_at, NOW(3)), parked = ?, updated_at = NOW(3)
+        WHERE ${where.sql}`,
+      [...delay.params, kind, kind, ...where.params],
+    );
+    // The rows are locked by the claim's read: the guard cannot miss one.
+    if (res.affectedRows !== refs.length) throw new Error(`limits: deferred ${res.affectedRows} of ${refs.length} rows`);
+  }
+  return refused;
 }

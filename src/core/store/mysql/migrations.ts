@@ -332,6 +332,20 @@ export const MIGRATIONS: Migration[] = [
       ) ENGINE=InnoDB`,
     ],
   },
+  {
+    version: 13,
+    name: 'the shared token bucket of rate-limited task types',
+    statements: [
+      {
+        // The rate limit of a type (settings.rate, core/flow/limits.ts) is a token bucket shared by
+        // every worker of the cell: its tokens (below zero: slots reserved for deferred tasks) at
+        // rate_at (database clock). Read and written by the claim with the row locked. NULL: full.
+        // Last columns: an instant ADD, no table rebuild.
+        sql: 'ALTER TABLE task_types ADD COLUMN rate_tokens DOUBLE NULL, ADD COLUMN rate_at DATETIME(3) NULL',
+        unless: columnExists('task_types', 'rate_tokens'),
+      },
+    ],
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.reduce((m, x) => Math.max(m, x.version), 0);

@@ -15,7 +15,8 @@ import type {
   TasksClaimParams,
   TasksInsertParams,
 } from '../types.js';
-import {type Db, type PoolConnection, type ResultSetHeader, exec, isDataError, marks, select, tx} from './db.js';
+import {type Db, type PoolConnection, type ResultSetHeader, type Row, exec, isDataError, marks, select, tx} from './db.js';
+import {limitClaim, type LimitedRow} from './flow.js';
 import {AxError, errorMessage} from '../../errors.js';
 import {insertAudit} from './audit.js';
 import {caseById, clipError, clipStack, historyInsert, parseReplay, toDueTask, type HistoryRow} from './rows.js';
@@ -262,7 +263,8 @@ export async function releaseDispatch(db: Db, cell: string, owner: string): Prom
  * task_payloads for those only). Params: n ids, cell. Index: PRIMARY (a range of n points).
  */
 export const claimSelectSql = (n: number): string =>
-  `SELECT id, type, pool, state, attempt, max_retries, retry_base, fence, timeout_ms, replay, payload, ${PAYLOAD_BODY_LOCKED}, run_at <= NOW(3) AS due,
+  `SELECT id, type, pool, state, attempt, max_retries, retry_base, fence, timeout_ms, replay, payload, ${PAYLOAD_BODY_LOCKED}, parked,
+          run_at <= NOW(3) AS due,
           TIMESTAMPDIFF(MICROSECOND, run_at, NOW(3)) AS late_us
      FROM tasks WHERE id IN (${marks(n)}) AND cell = ? FOR UPDATE`;
 
@@ -331,9 +333,10 @@ export function earlyResetSql(rows: readonly FencedRef[]): {sql: string; params:
  * must change exactly the rows the read decided on; otherwise the transaction rolls back and the
  * claim re-reads (AxError('conflict') after 5 tries).
  */
-export async function claim(db: Db, cell: string, {ids, worker, leaseMs}: TasksClaimParams): Promise<ClaimResult> {
+export async function claim(db: Db, cell: string, {ids, worker, leaseMs, limited}: TasksClaimParams): Promise<ClaimResult> {
   const unique = [...new Set(ids)].sort();
   if (unique.length === 0) return {claimed: [], skipped: []};
+  const limitedTypes = limited && limited.length > 0 ? new Set(limited) : undefined;
   return txGuarded(db, 'claim', async (c) => {
     const rows = await select(db, c, claimSelectSql(unique.length), [...unique, cell]);
     const found = new Map(rows.map((r) => [r.id as string, r]));
@@ -374,6 +377,7 @@ export async function claim(db: Db, cell: string, {ids, worker, leaseMs}: TasksC
       });
       history.push([id, state, TRANSITIONS.claim.to, attempt, worker, null, null]);
     }
+    const deferred = limitedTypes ? await limitStep(db, c, cell, limitedTypes, ids, claimed, found, history) : undefined;
     if (early.length > 0) {
       const q = earlyResetSql(early);
       await exec(db, c, q.sql, q.params);
@@ -385,11 +389,48 @@ export async function claim(db: Db, cell: string, {ids, worker, leaseMs}: TasksC
         leaseMs,
       );
       expectAffected(await exec(db, c, q.sql, q.params), claimed.length, 'claim');
+    }
+    if (history.length > 0) {
       const h = historyInsert(history);
       await exec(db, c, h.sql, h.params);
     }
-    return {claimed, skipped};
+    return deferred ? {claimed, skipped, deferred} : {claimed, skipped};
   });
+}
+
+/**
+ * The limits step of a claim: the claimable rows of limited types, in the caller's order (delivery
+ * order: FIFO), through limitClaim; the refused ones leave `claimed` (in place) and their claim
+ * history row becomes a defer row. Returns what was refused (undefined: nothing of a limited type).
+ */
+async function limitStep(
+  db: Db,
+  c: PoolConnection,
+  cell: string,
+  limitedTypes: ReadonlySet<string>,
+  order: readonly string[],
+  claimed: ClaimedTask[],
+  found: ReadonlyMap<string, Row>,
+  history: HistoryRow[],
+): Promise<ClaimResult['deferred']> {
+  const byId = new Map(claimed.filter((t) => limitedTypes.has(t.type)).map((t) => [t.id, t]));
+  if (byId.size === 0) return undefined;
+  const rows: LimitedRow[] = [];
+  for (const id of new Set(order)) {
+    const t = byId.get(id);
+    if (!t) continue;
+    const r = found.get(id)!;
+    rows.push({id, type: t.type, state: r.state as TaskState, attempt: t.attempt - 1, fence: t.fence - 1, prepaid: r.parked === 'rate'});
+  }
+  const refused = await limitClaim(db, c, cell, rows);
+  if (refused.size === 0) return [];
+  for (let i = claimed.length - 1; i >= 0; i--) if (refused.has(claimed[i]!.id)) claimed.splice(i, 1);
+  for (let i = 0; i < history.length; i++) {
+    const h = history[i]!;
+    const x = refused.get(h[0]);
+    if (x) history[i] = [h[0], h[1], TRANSITIONS.defer.to, h[3] - 1, h[4], clipError(x.reason), null];
+  }
+  return [...refused.values()].map(({id, type, delayMs, parked, reason}) => ({id, type, delayMs, parked, reason}));
 }
 
 /** Extends leases of rows still running with the given fences. Returns the ids renewed. */
