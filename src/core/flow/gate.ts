@@ -11,6 +11,7 @@ import type {Broker} from '../broker/types.js';
 import type {FlowStore, HotPathStore} from '../store/types.js';
 import type {Clock} from '../time.js';
 import type {AxEvents} from '../events.js';
+import {limitsOf} from './limits.js';
 import {type BreakerState, breakerSettings, CLOSED, evaluate, MAX_WINDOW_MS, type SecondCount} from './breaker.js';
 import {
   type Admission,
@@ -98,6 +99,12 @@ export class FlowGate {
     for (const [type, t] of before.types)
       if (t.paused && !this.snap.types.get(type)?.paused && before.loaded)
         this.o.logger.info('type resumed: running its tasks again', {type});
+    for (const type of new Set([...before.limited, ...this.snap.limited])) {
+      const was = limitsOf(before.types.get(type)?.settings);
+      const now = limitsOf(this.snap.types.get(type)?.settings);
+      if (was.maxRunning !== now.maxRunning || was.rate !== now.rate)
+        this.o.logger.info('type limits in effect', {type, maxRunning: now.maxRunning ?? null, rate: now.rate ?? null});
+    }
   }
 
   /** The types of a claim batch that have limits (see limitedAmong); undefined when none. */

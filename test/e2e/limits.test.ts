@@ -1,0 +1,148 @@
+/**
+ * Cluster-wide limits per type with real worker processes (`bin/run.js worker`) on MariaDB and
+ * RabbitMQ: `ax types set --max-running 20` holds across 3 workers (the most running at once,
+ * from task_history, is at most 20) and `--rate 100/s` across 3 workers runs at 100/s ± 10 % over
+ * the steady part of 30 s; bad values of both flags are refused with nothing changed.
+ */
+import {afterAll, beforeAll, describe, expect, it} from 'vitest';
+import type {AxClient} from '../../src/core/client.js';
+import {eventually, type TestEnv} from '../helpers/env.js';
+import {createProcessTestEnv, logLines, type ProcessTestEnv} from '../helpers/processes.js';
+import {runCli, ROOT, type Spawned} from '../helpers/spawn.js';
+
+/** The most intervals open at once; an interval ending at t is closed before one starting at t. */
+function maxConcurrent(spans: Array<{start: number; end: number}>): number {
+  const points = spans.flatMap((s) => [
+    [s.start, 1],
+    [s.end, -1],
+  ]);
+  points.sort((a, b) => a[0]! - b[0]! || a[1]! - b[1]!);
+  let now = 0;
+  let max = 0;
+  for (const [, d] of points) max = Math.max(max, (now += d!));
+  return max;
+}
+
+describe('cluster-wide limits per type (3 worker processes)', () => {
+  let fx: ProcessTestEnv;
+  let env: TestEnv;
+  let client: AxClient;
+  let workers: Spawned[];
+  const ax = (args: string[]) => runCli(args, {env: {...env.env, AX_OPERATOR: 'ops-test'}, cwd: ROOT});
+  const count = async (sql: string, params: unknown[] = []): Promise<number> => Number((await env.sql<{n: number}>(sql, params))[0]!.n);
+  const inEffect = (type: string, key: 'maxRunning' | 'rate', v: number | null) =>
+    eventually(
+      async () =>
+        workers.every((w) => logLines(w.stderr()).some((l) => l.msg === 'type limits in effect' && l.type === type && l[key] === v)),
+      10_000,
+      `every worker to apply ${key} ${v} of ${type}`,
+    );
+
+  beforeAll(async () => {
+    fx = await createProcessTestEnv();
+    ({env, client} = fx);
+    const vars = {...env.env, AX_LOG_LEVEL: 'info', AX_FLOW_REFRESH: '300ms'};
+    workers = [1, 2, 3].map(() => fx.spawn(['worker', '--handlers', 'test/fixtures/handlers.js', '--pools', 'io'], vars));
+    fx.spawn(['scheduler'], {...env.env, AX_SCHEDULER_TICK: '20ms', AX_SCHEDULER_LOAD_EVERY: '200ms'});
+    await eventually(async () => workers.every((w) => w.stderr().includes('worker started')), 20_000, 'three workers');
+  });
+  afterAll(async () => fx?.dispose());
+
+  it('bad values of --max-running and --rate: exit 2, a clear error, nothing changed', async () => {
+    // Every form is unit-tested (flow-limits.test.ts); here the CLI's exit codes and messages, in parallel.
+    const runs = await Promise.all([
+      ...['0', '-1', '1.5'].map(async (v) => ({
+        v,
+        r: await ax(['types', 'set', 'test_sleep', '--max-running', v]),
+        re: /max running must be a whole number >= 1/,
+      })),
+      ...['0', '-5/s', 'fast'].map(async (v) => ({
+        v,
+        r: await ax(['types', 'set', 'test_sleep', '--rate', v]),
+        re: /rate must be a positive number/,
+      })),
+      // A good value beside a bad one changes nothing either.
+      (async () => ({v: '5 + 0', r: await ax(['types', 'set', 'test_sleep', '--max-running', '5', '--rate', '0']), re: /rate must be/}))(),
+    ]);
+    for (const {v, r, re} of runs) expect(r, v).toMatchObject({code: 2, stderr: expect.stringMatching(re)});
+    expect((await ax(['types', 'set', 'nobody_knows', '--max-running', '5'])).code).toBe(3);
+    const shown = await ax(['types', 'show', 'test_sleep', '--json']);
+    expect(shown.json.limits).toEqual({maxRunning: null, rate: null});
+    expect(await count("SELECT COUNT(*) AS n FROM admin_audit WHERE command = 'types set'")).toBe(0);
+    expect(await count("SELECT COUNT(*) AS n FROM task_type_history WHERE event = 'settings'")).toBe(0);
+  });
+
+  it('--max-running 20 with slow handlers: never more than 20 running across the workers, the cap used', {timeout: 90_000}, async () => {
+    const set = await ax(['types', 'set', 'test_sleep', '--max-running', '20', '--json']);
+    expect(set.code).toBe(0);
+    expect(set.json.limits).toEqual({maxRunning: 20, rate: null});
+    await inEffect('test_sleep', 'maxRunning', 20);
+    const n = 200;
+    const ids = await Promise.all(Array.from({length: n}, (_, i) => client.submit({type: 'test_sleep', payload: {i, ms: 400}})));
+    await client.flush();
+    const inIds = `task_id IN (${ids.map(() => '?').join(',')})`;
+    await eventually(
+      async () =>
+        (await count(`SELECT COUNT(*) AS n FROM tasks WHERE state = 'succeeded' AND id IN (${ids.map(() => '?').join(',')})`, ids)) === n,
+      60_000,
+      'all to succeed',
+    );
+    const rows = await env.sql<{task_id: string; to_state: string; from_state: string; at: Date}>(
+      `SELECT task_id, from_state, to_state, at FROM task_history WHERE ${inIds} AND (to_state = 'running' OR from_state = 'running') ORDER BY seq`,
+      ids,
+    );
+    const open = new Map<string, number>();
+    const spans: Array<{start: number; end: number}> = [];
+    for (const r of rows) {
+      if (r.to_state === 'running') open.set(r.task_id, r.at.getTime());
+      else spans.push({start: open.get(r.task_id)!, end: r.at.getTime()});
+    }
+    expect(spans).toHaveLength(n); // one attempt each: the deferrals used none
+    const max = maxConcurrent(spans);
+    console.log(`max running observed: ${max} (cap 20)`);
+    expect(max).toBeLessThanOrEqual(20);
+    expect(max).toBeGreaterThan(10);
+    expect(await count(`SELECT COUNT(*) AS n FROM tasks WHERE attempt = 1 AND id IN (${ids.map(() => '?').join(',')})`, ids)).toBe(n);
+    expect(
+      await count(`SELECT COUNT(*) AS n FROM task_history WHERE ${inIds} AND error LIKE 'not run: 20 of its type running%'`, ids),
+    ).toBeGreaterThan(0);
+    const list = await ax(['types', 'list']);
+    expect(list.stdout).toMatch(/test_sleep .* max-running=20/);
+    const cleared = await ax(['types', 'set', 'test_sleep', '--max-running', 'none', '--json']);
+    expect(cleared.json.limits).toEqual({maxRunning: null, rate: null});
+  });
+
+  it('--rate 100/s over 30 s of backlog with 3 workers: within ± 10 % over the steady window', {timeout: 120_000}, async () => {
+    const set = await ax(['types', 'set', 'test_noop', '--rate', '100/s', '--json']);
+    expect(set.code).toBe(0);
+    expect(set.json.limits).toEqual({maxRunning: null, rate: 100});
+    await inEffect('test_noop', 'rate', 100);
+    const n = 3000;
+    const ids = await Promise.all(Array.from({length: n}, (_, i) => client.submit({type: 'test_noop', payload: {i}})));
+    await client.flush();
+    const idList = ids.map(() => '?').join(',');
+    await eventually(
+      async () => (await count(`SELECT COUNT(*) AS n FROM tasks WHERE state = 'succeeded' AND id IN (${idList})`, ids)) === n,
+      60_000,
+      'all to succeed',
+    );
+    const starts = (
+      await env.sql<{at: Date}>(`SELECT at FROM task_history WHERE to_state = 'running' AND task_id IN (${idList}) ORDER BY at`, ids)
+    ).map((r) => r.at.getTime());
+    expect(starts).toHaveLength(n);
+    // The steady window: after the first second's burst (a full bucket) until the last second.
+    const from = starts[0]! + 2000;
+    const to = starts.at(-1)! - 1000;
+    const inWindow = starts.filter((t) => t >= from && t < to).length;
+    const rate = inWindow / ((to - from) / 1000);
+    console.log(
+      `rate achieved: ${rate.toFixed(1)}/s over ${((to - from) / 1000).toFixed(1)} s (limit 100/s); all ${n} in ${((starts.at(-1)! - starts[0]!) / 1000).toFixed(1)} s`,
+    );
+    expect(to - from).toBeGreaterThan(20_000);
+    expect(rate).toBeGreaterThanOrEqual(90);
+    expect(rate).toBeLessThanOrEqual(110);
+    expect(await count(`SELECT COUNT(*) AS n FROM tasks WHERE attempt = 1 AND id IN (${idList})`, ids)).toBe(n);
+    const shown = await ax(['types', 'show', 'test_noop']);
+    expect(shown.stdout).toMatch(/at most 100\/s across all workers/);
+  });
+});
