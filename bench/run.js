@@ -55,6 +55,7 @@ const {values: argv} = parseArgs({
     outbox: {type: 'boolean'},
     wheel: {type: 'boolean'},
     replay: {type: 'boolean'},
+    limits: {type: 'boolean'},
     backlog: {type: 'boolean', default: false},
     'core-only': {type: 'boolean', default: false},
     'phase-timeout': {type: 'string'},
@@ -80,7 +81,7 @@ if (argv.help) {
   --worker child|inproc  where the ax worker and the hand-built consumer run (default child)
   --queue-types LIST   queue types of the end-to-end pairs (hand-built + P1), first = headline
                        (default quorum,classic; quick quorum)
-  --only LIST          run only these workloads: a,a2,p2,b,c,p1,bullmq,p4,p5a,p5b,p6,p3,wheel,replay (development;
+  --only LIST          run only these workloads: a,a2,p2,b,c,p1,bullmq,p4,p5a,p5b,p6,p3,wheel,replay,limits (development;
                        the report is partial; naming p5a/p5b/p6, p3 or wheel turns that part on)
   --hand-built K=V,…   settings of the hand-built pipeline (c) and (a′), for measuring variants:
                        batch, lanes, idsPerMessage, prefetch, claimWaitMs, completeWaitMs, inFlight,
@@ -90,6 +91,7 @@ if (argv.help) {
   --outbox             run P3 from bench/outbox.js (default: on in full mode, off with --quick)
   --wheel              run the timing-wheel micro-benchmark from bench/wheel.js (same default)
   --replay             run the dead-letter replay benchmark from bench/replay.js (same default; --only replay)
+  --limits             run the limited-claim benchmark from bench/limits.js (off by default; --only limits)
   --backlog            run bench/backlog.js: the backlog query at 5M terminal rows (off by default:
                        the fill takes ~10 minutes; with --quick 200k rows)
   --p6-far-future N    P6: far-future rows in the table (default 1000000; quick 100000)
@@ -137,6 +139,7 @@ const opts = {
   outbox: !argv['core-only'] && (argv.outbox ?? !quick),
   wheel: !argv['core-only'] && (argv.wheel ?? !quick),
   replay: !argv['core-only'] && (argv.replay ?? !quick),
+  limits: argv.limits === true,
   only: argv.only ? new Set(argv.only.split(',').map((x) => x.trim())) : null,
   p6FarFuture: argv['p6-far-future'] === undefined ? undefined : int(argv['p6-far-future']),
   p6InHorizon: argv['p6-in-horizon'] === undefined ? undefined : int(argv['p6-in-horizon']),
@@ -162,6 +165,7 @@ if (opts.only) {
   if (opts.only.has('wheel')) opts.wheel = true;
   else if (!argv.wheel) opts.wheel = false;
   opts.replay = opts.only.has('replay') || argv.replay === true;
+  opts.limits = opts.only.has('limits') || argv.limits === true;
 }
 let timeoutOf;
 try {
@@ -843,6 +847,14 @@ try {
         return {error: String(e?.message ?? e)};
       })
     : undefined;
+  // Claims of a limited type (max running, rate) live in bench/limits.js.
+  const limits = opts.limits
+    ? await runPhase('limits', () => import('./limits.js').then((m) => m.runLimitsBench({quick}))).catch((e) => {
+        if (e instanceof PhaseTimeoutError) throw e;
+        log(`limits benchmark failed: ${e?.stack ?? e}`);
+        return {error: String(e?.message ?? e)};
+      })
+    : undefined;
   let backlog;
   if (argv.backlog) {
     log('backlog query at size from bench/backlog.js');
@@ -881,6 +893,7 @@ try {
     outbox,
     wheel,
     replay,
+    limits,
     backlog,
     bigTable: bigTable ? {database: bigTable.name, finishedTasks: opts.bigTable, sizes: await bigTable.sizes()} : undefined,
   };

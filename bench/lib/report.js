@@ -270,6 +270,8 @@ export function renderMarkdown(report, opts) {
   }
   if (report.replay)
     lines.push('## Dead-letter replay (bench/replay.js)', '', report.replay.markdown ?? `**failed**: ${report.replay.error}`, '');
+  if (report.limits)
+    lines.push('## Claims of a limited type (bench/limits.js)', '', report.limits.markdown ?? `**failed**: ${report.limits.error}`, '');
   if (report.wheel) {
     lines.push('## Timing wheel (bench/wheel.js)', '', report.wheel.markdown ?? `**failed**: ${report.wheel.error}`, '');
   }
