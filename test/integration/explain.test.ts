@@ -5,6 +5,7 @@
 import {afterAll, beforeAll, describe, expect, it} from 'vitest';
 import {DOCTOR_SQL} from '../../src/core/store/mysql/doctor.js';
 import {failureGroupsSql} from '../../src/core/store/mysql/failures.js';
+import {runningCountSql} from '../../src/core/store/mysql/flow.js';
 import {HOT_SQL} from '../../src/core/store/mysql/read.js';
 import {claimSelectSql, claimUpdateSql, earlyResetSql, markPublishedSql, outcomeUpdateSql} from '../../src/core/store/mysql/write.js';
 import {createTestEnv, type TestEnv} from '../helpers/env.js';
@@ -124,6 +125,15 @@ describe('query plans of the hot statements', () => {
     const p = await explain(HOT_SQL.stats, ['default']);
     expect(p.key).toBe('idx_tasks_state_type');
     expect(p.Extra).toContain('Using index');
+  });
+
+  it('running rows of capped types (the claim of a type with --max-running): an index-only range of idx_tasks_state_type', async () => {
+    const p = (await env.sql<Plan & {rows: number}>(`EXPLAIN ${runningCountSql(2)}`, ['default', 'order_notify', 'report_build']))[0]!;
+    expect(p.key).toBe('idx_tasks_state_type');
+    expect(p.type).toBe('range');
+    expect(p.Extra).toContain('Using index');
+    // Only the running entries of the two types: ~500 of 20,000.
+    expect(Number(p.rows)).toBeLessThan(2000);
   });
 
   it('backlog: an index-only range of idx_tasks_state_type over the live and dead states, grouped in index order', async () => {

@@ -392,6 +392,14 @@ export interface LimitedRow {
 }
 
 /**
+ * Running rows of `n` capped types (params: cell, the types). An index-only range of
+ * idx_tasks_state_type (cell, 'running', type): at most the types' caps of entries. Exported for
+ * the plan test.
+ */
+export const runningCountSql = (n: number): string =>
+  `SELECT type, COUNT(*) AS n FROM tasks WHERE cell = ? AND state = 'running' AND type IN (${marks(n)}) GROUP BY type`;
+
+/**
  * The limits step of a claim (see core/flow/limits.ts), on `c`, the claim's transaction, for rows
  * of the types the caller's snapshot says are limited, in the order they should run. Statements,
  * whatever the batch size: a locking read of the types' registry rows (FOR UPDATE, in type order:
@@ -425,13 +433,7 @@ export async function limitClaim(
   const capped = limited.filter(({l}) => l.maxRunning !== undefined).map(({r}) => r.type as string);
   const running = new Map<string, number>();
   if (capped.length > 0)
-    for (const r of await select(
-      db,
-      c,
-      `SELECT type, COUNT(*) AS n FROM tasks WHERE cell = ? AND state = 'running' AND type IN (${marks(capped.length)}) GROUP BY type`,
-      [cell, ...capped],
-    ))
-      running.set(r.type as string, Number(r.n));
+    for (const r of await select(db, c, runningCountSql(capped.length), [cell, ...capped])) running.set(r.type as string, Number(r.n));
   const byKind: Record<'capped' | 'rate', Array<FencedRef & {delayMs: number}>> = {capped: [], rate: []};
   for (const {r, l} of limited) {
     const type = r.type as string;
