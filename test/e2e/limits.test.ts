@@ -70,6 +70,16 @@ describe('cluster-wide limits per type (3 worker processes)', () => {
     expect(shown.json.limits).toEqual({maxRunning: null, rate: null});
     expect(await count("SELECT COUNT(*) AS n FROM admin_audit WHERE command = 'types set'")).toBe(0);
     expect(await count("SELECT COUNT(*) AS n FROM task_type_history WHERE event = 'settings'")).toBe(0);
+    // The SDK: the same checks, the same calls.
+    for (const bad of [{maxRunning: 0}, {maxRunning: 2.5}, {rate: 0}, {rate: '-1/s'}, {rate: 'fast'}])
+      await expect(client.types.set('test_sleep', bad), JSON.stringify(bad)).rejects.toMatchObject({code: 'invalid_input'});
+    expect(await count("SELECT COUNT(*) AS n FROM admin_audit WHERE command = 'types set'")).toBe(0);
+    const set = await client.types.set('test_fail', {maxRunning: 3, rate: '30/m'});
+    expect(set.limits).toEqual({maxRunning: 3, rate: 0.5});
+    expect((await client.types.show('test_fail')).limits).toEqual({maxRunning: 3, rate: 0.5});
+    expect((await client.types.set('test_fail', {rate: null})).limits).toEqual({maxRunning: 3, rate: null});
+    expect((await client.types.set('test_fail', {maxRunning: 'none'})).limits).toEqual({maxRunning: null, rate: null});
+    expect(await count("SELECT COUNT(*) AS n FROM admin_audit WHERE command = 'types set'")).toBe(3);
   });
 
   it('--max-running 20 with slow handlers: never more than 20 running across the workers, the cap used', {timeout: 90_000}, async () => {
@@ -145,4 +155,33 @@ describe('cluster-wide limits per type (3 worker processes)', () => {
     const shown = await ax(['types', 'show', 'test_noop']);
     expect(shown.stdout).toMatch(/at most 100\/s across all workers/);
   });
+  it(
+    'clearing a rate releases the tasks waiting for their slots at once (a slot reserved at the old rate may be far ahead)',
+    {timeout: 60_000},
+    async () => {
+      expect((await ax(['types', 'set', 'test_noop', '--rate', '1/s'])).code).toBe(0);
+      await inEffect('test_noop', 'rate', 1);
+      const n = 20;
+      const ids = await Promise.all(Array.from({length: n}, (_, i) => client.submit({type: 'test_noop', payload: {slow: i}})));
+      await client.flush();
+      const idList = ids.map(() => '?').join(',');
+      await eventually(
+        async () => (await count(`SELECT COUNT(*) AS n FROM tasks WHERE parked = 'rate' AND id IN (${idList})`, ids)) >= n - 3,
+        20_000,
+        'most waiting for rate slots up to ~20 s ahead',
+      );
+      const cleared = await ax(['types', 'set', 'test_noop', '--rate', 'none', '--json']);
+      expect(cleared.code).toBe(0);
+      expect(cleared.json.limits).toEqual({maxRunning: null, rate: null});
+      expect(cleared.json.released).toBeGreaterThanOrEqual(n - 3);
+      const t0 = Date.now();
+      await eventually(
+        async () => (await count(`SELECT COUNT(*) AS n FROM tasks WHERE state = 'succeeded' AND id IN (${idList})`, ids)) === n,
+        15_000,
+        'all to succeed soon after',
+      );
+      expect(Date.now() - t0).toBeLessThan(10_000);
+      expect(await count(`SELECT COUNT(*) AS n FROM tasks WHERE attempt = 1 AND id IN (${idList})`, ids)).toBe(n);
+    },
+  );
 });

@@ -14,13 +14,15 @@ export interface TypesSetResult {
   breaker: BreakerSettings;
   /** The cluster-wide limits in effect now (null: none); rate in tasks per second. */
   limits: TypeLimits;
+  /** Tasks that waited for a limit this changed, made due now. */
+  released: number;
 }
 
 export default class TypesSet extends AxCommand {
   static override summary = "Set a task type's cluster-wide limits and circuit-breaker thresholds (the others keep their value).";
   static override description = `The breaker of a type opens when more than --breaker-threshold of its attempts failed over --breaker-window, with at least --breaker-min-volume attempts (defaults: 0.5, 1m, 20). While open its tasks park in storage without using an attempt until the next probe: after --breaker-cooldown (30s), doubled with each opening in a row up to --breaker-max-cooldown (10m). Half-open, each worker lets --breaker-probes tasks through (2); a failure re-opens it, --breaker-close-after successes (3) close it. Timeouts count as failures, unrecoverable ones (bad payloads) do not. Workers pick changes up within AX_FLOW_REFRESH. Every value is checked before anything is stored. Audited.
 
---max-running N: never more than N attempts of the type running across all workers; a claim takes only what fits, the rest waits in storage (parked "capped", no attempt used) and is looked at again in waves of N every 250 ms. --rate N/s (or N/m, N/h): at most that many claims of the type per second across all workers, a token bucket in MySQL holding one second of burst; tasks over it wait in storage (parked "rate") until the slot reserved for them. "none" clears a limit.
+--max-running N: never more than N attempts of the type running across all workers; a claim takes only what fits, the rest waits in storage (parked "capped", no attempt used) and is looked at again in waves of N every 250 ms. --rate N/s (or N/m, N/h): at most that many claims of the type per second across all workers, a token bucket in MySQL holding one second of burst; tasks over it wait in storage (parked "rate") until the slot reserved for them. "none" clears a limit; the tasks waiting for a limit that changes are made due at once.
 
 Exit codes: 2 malformed type name or value, 3 unknown type, 5 MySQL unavailable.`;
   static override examples = [
@@ -70,6 +72,7 @@ Exit codes: 2 malformed type name or value, 3 unknown type, 5 MySQL unavailable.
     if (flags.rate !== undefined) limits.rate = parseRate(flags.rate);
     if (Object.keys(b).length === 0 && Object.keys(limits).length === 0 && !flags.defaults)
       throw invalid('nothing to set: give --max-running, --rate, a --breaker-… flag or --defaults');
+    // No RabbitMQ needed: tasks a changed limit releases are due and unpublished, the scheduler rings them.
     const r = await withTypes(rt, (t) => t.set(type, {breaker: b, reset: flags.defaults, ...limits}));
     if (!this.jsonEnabled()) {
       const x = r.breaker;
@@ -79,6 +82,7 @@ Exit codes: 2 malformed type name or value, 3 unknown type, 5 MySQL unavailable.
           : `${type}: no breaker`,
       );
       this.log(`${type}: ${limitsLine(r.limits)}`);
+      if (r.released > 0) this.log(`${type}: ${r.released} tasks that waited for the old limits are due now`);
     }
     return r;
   }

@@ -86,8 +86,9 @@ export interface TypesAdmin {
    * defaults first) and its cluster-wide limits (`maxRunning`: a whole number ≥ 1, `rate`: tasks
    * per second or text like "100/s"; `null` or "none" clears one; absent keeps it). Every value is
    * validated before anything is stored (invalid_input, nothing changed); audited. A changed rate
-   * starts from a full bucket. Workers apply the limits within AX_FLOW_REFRESH. Returns the
-   * effective settings.
+   * starts from a full bucket, and the tasks that waited for a changed limit are made due now (and
+   * rung when there is a broker; else the scheduler rings them). Workers apply the limits within
+   * AX_FLOW_REFRESH. Returns the effective settings.
    */
   set(type: string, input: TypeSetInput): Promise<TypeSetResult>;
   /** Closes a type's breaker now (cool-down back to its base); audited. Throws conflict when it is closed already. */
@@ -107,6 +108,8 @@ export interface TypeSetResult {
   breaker: BreakerSettings;
   /** The limits in effect now (null: none). */
   limits: TypeLimits;
+  /** Tasks that waited for a limit this call changed (parked capped or rate), made due now. */
+  released: number;
 }
 
 /** A type's cluster-wide limits as shown: null when not set. `rate` in tasks per second. */
@@ -205,7 +208,15 @@ export function createTypesAdmin(o: TypesAdminOptions): TypesAdmin {
         resetBucket: limits.rate !== before.rate,
         audit: {operator, command: 'types set', filter: {type: v.type, ...input}, reason: null},
       });
-      return {type: v.type, breaker: breakerSettings(r.settings), limits: limitsView(r.settings)};
+      // Tasks waiting for a limit that changed wait no longer: due now, they meet the new limits
+      // (a slot reserved at the old rate could be far ahead; a cleared cap holds nothing back).
+      const kinds: ParkedKind[] = [
+        ...(limits.rate !== before.rate ? (['rate'] as const) : []),
+        ...(limits.maxRunning !== before.maxRunning ? (['capped'] as const) : []),
+      ];
+      const released = kinds.length === 0 ? {released: 0, unrung: 0} : await release(v.type, kinds, undefined);
+      if (released.released > 0) o.logger.info('limits changed: released the tasks that waited for them', {type: v.type, ...released});
+      return {type: v.type, breaker: breakerSettings(r.settings), limits: limitsView(r.settings), released: released.released};
     },
     async resetBreaker(type, reason = null) {
       const v = await known(type);
@@ -260,22 +271,30 @@ export function createTypesAdmin(o: TypesAdminOptions): TypesAdmin {
       o.logger.info('type resumed', {type: v.type, by: operator, rate: opts.rate ?? null});
       // Let every worker's snapshot see the resume before the backlog is rung, or a stale worker parks it again.
       await sleep(o.clock, o.flowRefreshMs + 250);
-      return release(v.type, opts.rate, opts.onProgress);
+      return release(v.type, ['paused'], opts.rate, opts.onProgress);
     },
   };
 
-  async function release(type: string, rate: number | undefined, onProgress?: (n: number) => void): Promise<ResumeResult> {
+  async function release(
+    type: string,
+    kinds: ParkedKind[],
+    rate: number | undefined,
+    onProgress?: (n: number) => void,
+  ): Promise<ResumeResult> {
     const out: ResumeResult = {type, released: 0, unrung: 0};
     const batch = rate === undefined ? RELEASE_BATCH : Math.max(1, Math.min(RELEASE_BATCH, Math.floor(rate / 10) || 1));
     const started = o.clock.monotonic();
     for (;;) {
-      const refs = await o.store.parkedRelease({type, kinds: ['paused'], limit: batch});
+      const refs = await o.store.parkedRelease({type, kinds, limit: batch});
       if (refs.length === 0) break;
       out.released += refs.length;
       try {
-        if (!o.broker) throw new Error('no RabbitMQ connection');
-        await o.broker.publish(refs.map(({id, type: t, pool}) => ({id, type: t, pool})));
-        await o.store.doorbellsMark({rung: refs.map(({id, fence}) => ({id, fence}))});
+        // Without a broker (a read-mostly caller) the scheduler rings them: they are due and unpublished.
+        if (!o.broker) out.unrung += refs.length;
+        else {
+          await o.broker.publish(refs.map(({id, type: t, pool}) => ({id, type: t, pool})));
+          await o.store.doorbellsMark({rung: refs.map(({id, fence}) => ({id, fence}))});
+        }
       } catch (e) {
         out.unrung += refs.length;
         o.logger.warn('released tasks not rung: the scheduler rings them', {type, tasks: refs.length, error: errorMessage(e)});
