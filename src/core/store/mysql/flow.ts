@@ -384,8 +384,6 @@ export async function setSettings(db: Db, cell: string, p: TypeSetSettingsParams
 export interface LimitedRow {
   id: string;
   type: string;
-  state: TaskState;
-  attempt: number;
   fence: number;
   /** Parked `rate`: its rate slot was reserved when it was deferred. */
   prepaid: boolean;

@@ -331,7 +331,10 @@ export function earlyResetSql(rows: readonly FencedRef[]): {sql: string; params:
  * SELECT (rows in primary-key order, so concurrent claimers cannot deadlock on each other), one
  * UPDATE, one history INSERT. The UPDATE carries its own guard (state, the fence read, due), and
  * must change exactly the rows the read decided on; otherwise the transaction rolls back and the
- * claim re-reads (AxError('conflict') after 5 tries).
+ * claim re-reads (AxError('conflict') after 5 tries). With `limited`, the claimable rows of those
+ * types go through the limits step between the read and the UPDATE (limitClaim: the types'
+ * registry rows locked; the refused ones deferred, their history rows defer rows); without it the
+ * transaction is exactly the statements above.
  */
 export async function claim(db: Db, cell: string, {ids, worker, leaseMs, limited}: TasksClaimParams): Promise<ClaimResult> {
   const unique = [...new Set(ids)].sort();
@@ -419,8 +422,7 @@ async function limitStep(
   for (const id of new Set(order)) {
     const t = byId.get(id);
     if (!t) continue;
-    const r = found.get(id)!;
-    rows.push({id, type: t.type, state: r.state as TaskState, attempt: t.attempt - 1, fence: t.fence - 1, prepaid: r.parked === 'rate'});
+    rows.push({id, type: t.type, fence: t.fence - 1, prepaid: found.get(id)!.parked === 'rate'});
   }
   const refused = await limitClaim(db, c, cell, rows);
   if (refused.size === 0) return [];
