@@ -405,8 +405,9 @@ export const runningCountSql = (n: number): string =>
  * claimer locks in primary-key order first — no lock cycle); when one has a cap, one grouped count
  * of its running rows (index-only, idx_tasks_state_type); one UPDATE per rate-limited type (its
  * bucket); one UPDATE per kind deferred (capped | rate, delays per row in a CASE). The running
- * count is the transaction's first consistent read, so its snapshot is taken after the registry
- * lock and sees every claim committed before (REPEATABLE READ); a running row whose end is not
+ * count is the transaction's first consistent read (the claim's read and its payload subquery are
+ * locking reads: keep it so), so its snapshot is taken after the registry lock and sees every
+ * claim committed before (REPEATABLE READ); a running row whose end is not
  * committed yet still counts (the cap errs low, never high). The caller writes the deferred rows'
  * history. Returns the ids refused with why, or an empty map when the types' rows say no limit.
  */
