@@ -17,6 +17,7 @@ export interface ScheduleJson {
   type: string;
   payload: unknown;
   pool: string;
+  priority: string;
   /** null: the task default. */
   maxRetries: number | null;
   /** null: the handler's timeout, else the default. */
@@ -73,6 +74,7 @@ export function scheduleJson(s: ScheduleView): ScheduleJson {
     type: s.type,
     payload: s.payload,
     pool: s.pool,
+    priority: s.priority,
     maxRetries: s.maxRetries,
     timeoutMs: s.timeoutMs,
     overlap: s.overlap,
@@ -144,7 +146,7 @@ export function renderSchedule(r: CronShowResult, nowMs: number): string[] {
   const s = r.schedule;
   const lines = [
     `${s.name}  ${s.cron}  ${s.tz}  →  ${s.type}  ${s.paused ? 'PAUSED' : 'ACTIVE'}`,
-    `  pool ${s.pool} · max retries ${s.maxRetries ?? 'default'} · timeout ${s.timeoutMs === null ? 'default' : `${s.timeoutMs} ms`}`,
+    `  pool ${s.pool} · priority ${s.priority} · max retries ${s.maxRetries ?? 'default'} · timeout ${s.timeoutMs === null ? 'default' : `${s.timeoutMs} ms`}`,
     `  payload   ${JSON.stringify(s.payload)}`,
     `  misfire   ${r.policies.misfire}`,
     `  overlap   ${r.policies.overlap}`,

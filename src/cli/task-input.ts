@@ -13,6 +13,7 @@ export interface TaskFlags {
   delay?: string | undefined;
   at?: string | undefined;
   pool?: string | undefined;
+  priority?: string | undefined;
   'max-retries'?: number | undefined;
   timeout?: string | undefined;
   'dedup-key'?: string | undefined;
@@ -53,6 +54,7 @@ function flagFields(flags: TaskFlags): Partial<Record<keyof TaskSpec, unknown>> 
   if (flags.delay !== undefined) out.delay = flags.delay;
   if (flags.at !== undefined) out.runAt = flags.at;
   if (flags.pool !== undefined) out.pool = flags.pool;
+  if (flags.priority !== undefined) out.priority = flags.priority;
   if (flags['max-retries'] !== undefined) out.maxRetries = flags['max-retries'];
   if (flags.timeout !== undefined) out.timeout = flags.timeout;
   if (flags['dedup-key'] !== undefined) out.dedupKey = flags['dedup-key'];

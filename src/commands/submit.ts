@@ -2,7 +2,7 @@ import {Args, Flags} from '@oclif/core';
 import {AxCommand} from '../cli/base.js';
 import {openCommandClient, submitAll, type SubmitResult} from '../cli/client.js';
 import {taskSpecsFromInput} from '../cli/task-input.js';
-import {POOLS} from '../core/task/model.js';
+import {POOLS, PRIORITIES} from '../core/task/model.js';
 import {maxRetriesFlag} from '../cli/flags.js';
 import {DURATION_RULE} from '../core/duration.js';
 
@@ -14,7 +14,7 @@ export default class Submit extends AxCommand {
 
 Task types are domain_action: lower-case words joined by "_", at least two (order_notify). The payload is a JSON object (default {}), at most AX_PAYLOAD_LIMIT bytes (64 KiB).
 
-With --stdin every line is one task. With a type argument each line is a payload object; without one each line is a full task spec with the fields type, payload, delay or runAt, pool, maxRetries, timeout, dedupKey and id, e.g. {"type": "order_notify", "payload": {"orderId": 1}, "delay": "5s"}. Flags such as --delay, --pool or --timeout apply to every line that does not set the field. Every line is checked before anything is written: one bad line and nothing is submitted.
+With --stdin every line is one task. With a type argument each line is a payload object; without one each line is a full task spec with the fields type, payload, delay or runAt, pool, priority, maxRetries, timeout, dedupKey and id, e.g. {"type": "order_notify", "payload": {"orderId": 1}, "delay": "5s"}. Flags such as --delay, --pool, --priority or --timeout apply to every line that does not set the field. Every line is checked before anything is written: one bad line and nothing is submitted.
 
 Submitting is idempotent: the same --id or --dedup-key with the same type and payload returns the existing task; with different content it is refused (exit 4).
 
@@ -49,6 +49,10 @@ Exit codes: 2 bad input, 4 conflict, 5 MySQL or RabbitMQ unavailable.`;
     delay: Flags.string({description: `run after this delay: ${DURATION_RULE}; at most 366d`}),
     at: Flags.string({description: 'run at this ISO-8601 time with an offset (YYYY-MM-DDTHH:MM:SS+08:00, or Z), at most 366 days ahead'}),
     pool: Flags.string({options: [...POOLS], description: 'worker pool (default io)'}),
+    priority: Flags.string({
+      options: [...PRIORITIES],
+      description: "priority level (default normal): a worker serves its pool's levels by weight, high 6 : normal 3 : low 1",
+    }),
     'max-retries': maxRetriesFlag({what: 'of the task', defaultText: 'AX_MAX_RETRIES, 5'}),
     timeout: Flags.string({description: `per-attempt timeout: ${DURATION_RULE} (default: the handler's, else 10m)`}),
     'dedup-key': Flags.string({description: 'business key, unique per cell: re-submitting it returns the existing task'}),

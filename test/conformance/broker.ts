@@ -3,7 +3,7 @@
  * test/integration/broker.test.ts against RabbitMQ.
  */
 import {afterAll, beforeAll, describe, expect, it} from 'vitest';
-import type {Broker, Delivery} from '../../src/core/broker/types.js';
+import type {Broker, Delivery, QueueInfo} from '../../src/core/broker/types.js';
 import {decodeMessage} from '../../src/core/broker/types.js';
 import {createIdGenerator} from '../../src/core/task/id.js';
 
@@ -138,15 +138,22 @@ export function brokerConformance(name: string, make: () => Promise<BrokerHarnes
         {id: newId(), type: 'order_notify', pool: 'io'},
       ]);
       const queues = await h.broker.inspectQueues();
-      expect(queues.map((q) => [q.role, q.pool])).toEqual([
-        ['pool', 'io'],
-        ['pool', 'cpu'],
-        ['poison', null],
+      expect(queues.map((q) => [q.role, q.pool, q.priority])).toEqual([
+        ['pool', 'io', 'high'],
+        ['pool', 'io', 'normal'],
+        ['pool', 'io', 'low'],
+        ['pool', 'cpu', 'high'],
+        ['pool', 'cpu', 'normal'],
+        ['pool', 'cpu', 'low'],
+        ['poison', null, null],
       ]);
+      const at = (pool: string, priority: string): QueueInfo | undefined => queues.find((q) => q.pool === pool && q.priority === priority);
       // Publishing is confirmed, so both messages are in the queue (nobody consumes io here).
-      expect(queues[0]).toMatchObject({exists: true, messages: 2, consumers: 0});
-      expect(queues[1]).toMatchObject({exists: true, consumers: 1});
-      expect(queues[2]).toMatchObject({exists: true, messages: 0, consumers: 0});
+      expect(at('io', 'normal')).toMatchObject({exists: true, messages: 2, consumers: 0});
+      expect(at('io', 'high')).toMatchObject({exists: true, messages: 0, consumers: 0});
+      expect(at('cpu', 'normal')).toMatchObject({exists: true, consumers: 1});
+      expect(at('cpu', 'low')).toMatchObject({exists: true, consumers: 0});
+      expect(queues.find((q) => q.role === 'poison')).toMatchObject({exists: true, messages: 0, consumers: 0});
       await sub.cancel();
       const io = collector();
       const drain = await h.broker.consume('io', 10, (d) => io.push(d));
@@ -155,10 +162,30 @@ export function brokerConformance(name: string, make: () => Promise<BrokerHarnes
       await drain.cancel();
 
       const missing = await h.undeclared.inspectQueues();
-      expect(missing).toHaveLength(3);
+      expect(missing).toHaveLength(7);
       for (const q of missing) expect(q).toMatchObject({exists: false, messages: null, consumers: null});
       // Checking declared nothing: still missing the second time.
       expect((await h.undeclared.inspectQueues()).every((q) => !q.exists)).toBe(true);
+    });
+
+    it('rings each priority level on its own queue: a consumer of a level gets only that level', async () => {
+      const ids = {high: newId(), normal: newId(), low: newId()};
+      await h.other.publish([
+        {id: ids.low, type: 'order_notify', pool: 'io', priority: 'low'},
+        {id: ids.normal, type: 'order_notify', pool: 'io'},
+        {id: ids.high, type: 'order_notify', pool: 'io', priority: 'high'},
+      ]);
+      for (const level of ['high', 'normal', 'low'] as const) {
+        const c = collector();
+        const sub = await h.broker.consume('io', 10, (d) => c.push(d), level);
+        await c.until(1);
+        expect(decodeMessage(c.got[0]!.body)).toEqual([{id: ids[level], type: 'order_notify'}]);
+        c.got[0]!.ack();
+        await sub.cancel();
+      }
+      const depths = await h.broker.queueDepths();
+      expect(Object.entries(depths).filter(([q]) => !q.endsWith('.poison')).every(([, n]) => n === 0)).toBe(true);
+      await expect(h.broker.consume('io', 10, () => undefined, 'urgent' as never)).rejects.toThrow(/priority must be one of high, normal, low/);
     });
 
     it('acking twice, or after the channel closed, is harmless', async () => {

@@ -929,6 +929,7 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
         type: 'report_daily',
         payload: '{}',
         pool: 'io',
+        priority: 'normal',
         maxRetries: null,
         timeoutMs: null,
         overlap: 'allow',

@@ -403,6 +403,7 @@ describe('cron schedules', () => {
       id: early,
       type: 'test_noop',
       pool: 'io' as const,
+      priority: 'normal' as const,
       runAt: new Date(laterFire + MINUTE),
       scheduleName: 'h-skip',
       attempt: 0,

@@ -79,7 +79,7 @@ function memory(rows: Row[]) {
       before(p.ids);
       if (hold) await hold(p.ids);
       replays.push(p);
-      const replayed: Array<{id: string; type: string; pool: 'io'; fence: number}> = [];
+      const replayed: Array<{id: string; type: string; pool: 'io'; priority: 'normal'; fence: number}> = [];
       const skipped: Array<{id: string; state: TaskState | null}> = [];
       const selected: Row[] = [];
       for (const x of p.ids) {
@@ -92,7 +92,7 @@ function memory(rows: Row[]) {
       selected.forEach((r, i) => {
         r.state = 'submitted';
         r.payload = payloads[i];
-        replayed.push({id: r.id, type: r.type, pool: 'io' as const, fence: r.attempt});
+        replayed.push({id: r.id, type: r.type, pool: 'io' as const, priority: 'normal' as const, fence: r.attempt});
       });
       return {replayed, skipped};
     },

@@ -9,6 +9,8 @@ import {workerRow} from '../helpers/worker-row.js';
 import type {BrokerEvidence, DbEvidence, DoctorData, Finding} from '../../src/core/doctor/types.js';
 import type {BacklogRow, DeadErrorGroup, WorkerRow} from '../../src/core/store/types.js';
 import type {QueueInfo} from '../../src/core/broker/types.js';
+import type {Priority} from '../../src/core/task/model.js';
+import {readyLine} from '../../src/core/doctor/checks-waiting.js';
 
 const NOW = new Date('2026-12-01T12:00:00.000Z');
 const ago = (ms: number): Date => new Date(NOW.getTime() - ms);
@@ -158,6 +160,7 @@ describe('ax doctor checks', () => {
         id,
         type: 'order_notify',
         pool: 'io' as const,
+        priority: 'normal' as const,
         runAt: ago(ageMs),
         scheduleName: null,
         attempt: 1,
@@ -436,24 +439,33 @@ describe('gathering the evidence', () => {
   });
 
   it('reads the queues by role without declaring them (a missing one has no depth); a broker that fails is an error', async () => {
-    const q = (name: string, pool: 'io' | 'cpu' | null, messages: number | null): QueueInfo => ({
+    const q = (name: string, pool: 'io' | 'cpu' | null, messages: number | null, priority: Priority = 'normal'): QueueInfo => ({
       name,
       role: pool === null ? 'poison' : 'pool',
       pool,
+      priority: pool === null ? null : priority,
       exists: messages !== null,
       messages,
       consumers: messages === null ? null : 0,
     });
     const b = await gatherBroker({
-      inspectQueues: async () => [q('ax.eu.io', 'io', 3), q('ax.eu.cpu', 'cpu', null), q('ax.eu.poison', null, 1)],
+      inspectQueues: async () => [
+        q('ax.eu.io.high', 'io', 2, 'high'),
+        q('ax.eu.io', 'io', 3),
+        q('ax.eu.cpu', 'cpu', null),
+        q('ax.eu.poison', null, 1),
+      ],
     });
     expect(b).toEqual({
       ok: true,
       value: {
-        depths: {'ax.eu.io': 3, 'ax.eu.poison': 1},
+        depths: {'ax.eu.io.high': 2, 'ax.eu.io': 3, 'ax.eu.poison': 1},
+        // io and cpu name the normal-level queues; every level's depth is in the ready line.
         queues: {io: 'ax.eu.io', cpu: 'ax.eu.cpu', poison: 'ax.eu.poison'},
+        poolQueues: ['ax.eu.io.high', 'ax.eu.io', 'ax.eu.cpu'],
       },
     });
+    expect(readyLine((b as {value: BrokerEvidence}).value)).toBe('ax.eu.io.high 2, ax.eu.io 3, ax.eu.cpu 0');
     const down = await gatherBroker({
       inspectQueues: async () => {
         throw new AxError('unavailable', 'RabbitMQ connection is down');

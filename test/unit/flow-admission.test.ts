@@ -79,7 +79,7 @@ function fakeStore(v: {current: FlowView}) {
     parkedRelease: (p) => {
       const out =
         p.type === 'order_notify' && p.kinds.includes('unhandled')
-          ? parked.map((id) => ({id, type: p.type, pool: 'io' as const, fence: 1}))
+          ? parked.map((id) => ({id, type: p.type, pool: 'io' as const, priority: 'normal' as const, fence: 1}))
           : [];
       parked = [];
       return Promise.resolve(out);

@@ -13,6 +13,7 @@ const row = (over: Partial<OutboxRow> = {}): OutboxRow => ({
   runAt: null,
   delayMs: null,
   pool: null,
+  priority: null,
   maxRetries: null,
   timeoutMs: null,
   dedupKey: null,

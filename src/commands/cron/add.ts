@@ -11,7 +11,7 @@ import {
   type MisfirePolicy,
   type OverlapPolicy,
 } from '../../core/cron/schedule.js';
-import {POOLS, type PoolName} from '../../core/task/model.js';
+import {POOLS, PRIORITIES, type PoolName, type Priority} from '../../core/task/model.js';
 import {maxRetriesFlag} from '../../cli/flags.js';
 import {DURATION_RULE} from '../../core/duration.js';
 import {DEFAULT_NEXT, renderSchedule, showResult, withCron, type CronShowResult} from '../../cli/cron.js';
@@ -62,6 +62,7 @@ Exit codes: 2 bad name, expression, zone, type, payload or policy, 4 a schedule 
     payload: Flags.string({char: 'p', description: 'payload of every occurrence, a JSON object (default {})'}),
     'payload-file': Flags.string({description: 'read the payload (a JSON object) from this file'}),
     pool: Flags.string({options: [...POOLS], description: 'worker pool (default io)'}),
+    priority: Flags.string({options: [...PRIORITIES], description: 'priority level of every occurrence (default normal)'}),
     overlap: Flags.string({
       options: [...OVERLAP_POLICIES],
       description: `when the previous occurrence has not finished (default ${DEFAULT_OVERLAP})`,
@@ -81,6 +82,7 @@ Exit codes: 2 bad name, expression, zone, type, payload or policy, 4 a schedule 
     const payload = await payloadFromFlags(flags, rt.config.payloadLimitBytes);
     if (payload !== undefined) input.payload = payload;
     if (flags.pool !== undefined) input.pool = flags.pool as PoolName;
+    if (flags.priority !== undefined) input.priority = flags.priority as Priority;
     if (flags.overlap !== undefined) input.overlap = flags.overlap as OverlapPolicy;
     if (flags.misfire !== undefined) input.misfire = flags.misfire as MisfirePolicy;
     if (flags['max-retries'] !== undefined) input.maxRetries = flags['max-retries'];

@@ -1,10 +1,12 @@
-import type {PoolName} from '../task/model.js';
+import {DEFAULT_PRIORITY, type PoolName, type Priority} from '../task/model.js';
 
 /** The doorbell for one task: "task `id` may be ready". Never carries the payload. */
 export interface TaskMessage {
   id: string;
   type: string;
   pool: PoolName;
+  /** The level of the pool's queue it is rung on (the task row's `priority`; absent: normal). */
+  priority?: Priority;
 }
 
 /** One message received from a pool queue. */
@@ -26,10 +28,12 @@ export interface Subscription {
 /** One of ax's queues of a cell (Broker.inspectQueues). */
 export interface QueueInfo {
   name: string;
-  /** `pool`: a pool's doorbells; `poison`: messages no worker could use. */
+  /** `pool`: a pool's doorbells (at one level); `poison`: messages no worker could use. */
   role: 'pool' | 'poison';
   /** The pool of a pool queue, null for the poison queue. */
   pool: PoolName | null;
+  /** The priority level of a pool queue, null for the poison queue. */
+  priority: Priority | null;
   /** False when the queue does not exist: nothing can be rung on it until a worker or producer declares it. */
   exists: boolean;
   /** Ready messages, not tasks (one doorbell may ring for several); excludes unacked deliveries. Null when missing. */
@@ -56,10 +60,11 @@ export interface Broker {
    */
   publish(messages: TaskMessage[]): Promise<void>;
   /**
-   * Consumes a pool's queue with at most `prefetch` unacknowledged messages. `onDelivery` must not
-   * throw. The subscription survives reconnects.
+   * Consumes a pool's queue at one priority level (default normal) with at most `prefetch`
+   * unacknowledged messages, on a channel of its own (a backlog on one level never holds back
+   * another's deliveries). `onDelivery` must not throw. The subscription survives reconnects.
    */
-  consume(pool: PoolName, prefetch: number, onDelivery: (d: Delivery) => void): Promise<Subscription>;
+  consume(pool: PoolName, prefetch: number, onDelivery: (d: Delivery) => void, priority?: Priority): Promise<Subscription>;
   /** Moves an unprocessable delivery to the poison queue (confirmed), then acks it. */
   poison(d: Delivery, reason: string): Promise<void>;
   /** Ready messages per queue (messages, not tasks: one may ring for several; for tests and stats). */
@@ -112,15 +117,17 @@ export function decodeMessage(body: Buffer): Array<{id: string; type: string}> |
 }
 
 /**
- * Groups doorbells into messages: per pool, in order, at most `perMessage` tasks each (1: one
- * message per task). The consumer's claim batches several deliveries anyway; one message for many
- * tasks divides the broker's per-message work (publish, confirm, deliver, ack) by up to `perMessage`.
+ * Groups doorbells into messages: per pool and priority level (one queue each), in order, at most
+ * `perMessage` tasks each (1: one message per task). The consumer's claim batches several
+ * deliveries anyway; one message for many tasks divides the broker's per-message work (publish,
+ * confirm, deliver, ack) by up to `perMessage`.
  */
 export function groupDoorbells(messages: readonly TaskMessage[], perMessage: number): TaskMessage[][] {
-  const byPool = new Map<PoolName, TaskMessage[][]>();
+  const byPool = new Map<string, TaskMessage[][]>();
   for (const m of messages) {
-    let groups = byPool.get(m.pool);
-    if (!groups) byPool.set(m.pool, (groups = [[]]));
+    const key = `${m.pool}.${m.priority ?? DEFAULT_PRIORITY}`;
+    let groups = byPool.get(key);
+    if (!groups) byPool.set(key, (groups = [[]]));
     let last = groups[groups.length - 1]!;
     if (last.length >= perMessage) groups.push((last = []));
     last.push(m);

@@ -68,6 +68,7 @@ export function createCronAdmin(o: CronServiceOptions): CronAdmin {
           type: v.type,
           payload: v.payload,
           pool: v.pool,
+          priority: v.priority,
           maxRetries: v.maxRetries,
           timeoutMs: v.timeoutMs,
           overlap: v.overlap,
@@ -115,7 +116,7 @@ export function createCronAdmin(o: CronServiceOptions): CronAdmin {
       await o.store.tasksInsert({tasks: [task], actor: o.actor});
       if (o.broker) {
         try {
-          await o.broker.publish([{id: task.id, type: task.type, pool: task.pool}]);
+          await o.broker.publish([{id: task.id, type: task.type, pool: task.pool, priority: task.priority}]);
           await o.store.doorbellsMark({rung: [{id: task.id, fence: 0}]});
         } catch (e) {
           o.logger.warn('cron trigger: occurrence written but not rung; the scheduler will ring for it', {

@@ -49,6 +49,7 @@ export function occurrence(cfg: AxConfig, s: ScheduleRecord, fireAtMs: number, n
     type: s.type,
     payload: s.payload,
     pool: s.pool,
+    priority: s.priority,
     maxRetries: s.maxRetries ?? cfg.maxRetries,
     timeoutMs: s.timeoutMs,
     dedupKey,

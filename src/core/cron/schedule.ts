@@ -60,8 +60,8 @@
  */
 import {invalid} from '../errors.js';
 import {isTaskState, isTerminal, type TaskState} from '../task/state.js';
-import {POOLS, type JsonObject, type PoolName} from '../task/model.js';
-import {MAX_RETRIES_LIMIT, validatePayload, validateTypeName} from '../task/validate.js';
+import {POOLS, type JsonObject, type PoolName, type Priority} from '../task/model.js';
+import {MAX_RETRIES_LIMIT, validatePayload, validatePriority, validateTypeName} from '../task/validate.js';
 import {parseDuration} from '../duration.js';
 import {lastFireAtOrBefore, nextFireTimes, parseSchedule, type CronSpec} from './parse.js';
 
@@ -202,6 +202,8 @@ export interface CronInput {
   type: string;
   payload?: JsonObject;
   pool?: PoolName;
+  /** `high`, `normal` (default) or `low`: the level of every occurrence. */
+  priority?: Priority;
   overlap?: OverlapPolicy;
   misfire?: MisfirePolicy;
   /** Retries of each occurrence; default: the task default from config. */
@@ -221,6 +223,7 @@ export interface ValidCronInput {
   /** Canonical JSON text of the payload (`{}` when none). */
   payload: string;
   pool: PoolName;
+  priority: Priority;
   overlap: OverlapPolicy;
   misfire: MisfirePolicy;
   /** null: the task default. */
@@ -230,7 +233,7 @@ export interface ValidCronInput {
   spec: CronSpec;
 }
 
-const CRON_INPUT_FIELDS = new Set(['name', 'cron', 'tz', 'type', 'payload', 'pool', 'overlap', 'misfire', 'maxRetries', 'timeout']);
+const CRON_INPUT_FIELDS = new Set(['name', 'cron', 'tz', 'type', 'payload', 'pool', 'priority', 'overlap', 'misfire', 'maxRetries', 'timeout']);
 
 /**
  * Validates a schedule definition, or throws invalid_input naming the bad field. Unknown fields are
@@ -249,6 +252,7 @@ export function validateCronInput(input: unknown, options: {payloadLimitBytes: n
   const payload = validatePayload(s.payload, options.payloadLimitBytes);
   const pool = (s.pool ?? 'io') as PoolName;
   if (!(POOLS as readonly unknown[]).includes(pool)) throw invalid(`pool must be one of ${POOLS.join(', ')}`);
+  const priority = validatePriority(s.priority);
   const overlap = (s.overlap ?? DEFAULT_OVERLAP) as OverlapPolicy;
   if (!OVERLAP_POLICIES.includes(overlap)) throw invalid(`overlap must be one of ${OVERLAP_POLICIES.join(', ')}`);
   const misfire = (s.misfire ?? DEFAULT_MISFIRE) as MisfirePolicy;
@@ -262,5 +266,5 @@ export function validateCronInput(input: unknown, options: {payloadLimitBytes: n
   }
   const timeoutMs = s.timeout === undefined ? null : parseDuration(s.timeout, 'timeout');
   if (timeoutMs !== null && timeoutMs < 1) throw invalid('timeout must be at least 1ms');
-  return {name, cron: spec.expr, tz: spec.tz, type, payload, pool, overlap, misfire, maxRetries, timeoutMs, spec};
+  return {name, cron: spec.expr, tz: spec.tz, type, payload, pool, priority, overlap, misfire, maxRetries, timeoutMs, spec};
 }

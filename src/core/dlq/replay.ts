@@ -26,7 +26,7 @@
 import type {Broker} from '../broker/types.js';
 import {AxError, errorMessage, invalid} from '../errors.js';
 import type {Logger} from '../log.js';
-import type {DbClockStore, DeadFilter, DeadLetterStore, HotPathStore, InspectStore} from '../store/types.js';
+import type {DbClockStore, DeadFilter, DeadLetterStore, DispatchRef, HotPathStore, InspectStore} from '../store/types.js';
 import {mergePatch} from '../task/merge-patch.js';
 import type {JsonObject} from '../task/model.js';
 import {TRANSITIONS, type TaskState} from '../task/state.js';
@@ -310,9 +310,9 @@ function filterJson(f: DeadFilter | {ids: string[]}): Record<string, unknown> {
  * many stay unrung. For a failed publish the marks are undone (doorbellsForget), so the scheduler
  * rings them at once; if even that fails, the reconciler rings them after AX_REPUBLISH_AFTER.
  */
-async function ring(run: ReplayRun, tasks: Array<{id: string; type: string; pool: 'io' | 'cpu'; fence: number}>): Promise<number> {
+async function ring(run: ReplayRun, tasks: Array<DispatchRef & {fence: number}>): Promise<number> {
   try {
-    await run.broker.publish(tasks.map(({id, type, pool}) => ({id, type, pool})));
+    await run.broker.publish(tasks.map(({id, type, pool, priority}) => ({id, type, pool, priority})));
     return 0;
   } catch (e) {
     run.logger.warn('replayed tasks not rung: the scheduler will ring for them', {tasks: tasks.length, error: errorMessage(e)});

@@ -229,7 +229,7 @@ export const unrungCheck: Check = {
   },
 };
 
-/** "ax.default.io 12, ax.default.cpu 0". */
+/** "ax.default.io.high 0, ax.default.io 12, …, ax.default.cpu 0": every pool queue, each level. */
 export function readyLine(b: BrokerEvidence): string {
-  return [b.queues.io, b.queues.cpu].map((q) => `${q} ${b.depths[q] ?? 0}`).join(', ');
+  return (b.poolQueues ?? [b.queues.io, b.queues.cpu]).map((q) => `${q} ${b.depths[q] ?? 0}`).join(', ');
 }

@@ -7,6 +7,7 @@ import type {Broker} from '../broker/types.js';
 import {AxError, errorMessage} from '../errors.js';
 import type {DoctorStore, FlowStore, InspectStore, RescueStore, WorkerRegistryStore} from '../store/types.js';
 import type {Clock} from '../time.js';
+import {DEFAULT_PRIORITY} from '../task/model.js';
 import {splitWorkers} from './evidence.js';
 import type {BrokerEvidence, DbEvidence, Source, SourceError} from './types.js';
 
@@ -86,9 +87,11 @@ export async function gatherBroker(broker: Pick<Broker, 'inspectQueues'> | Sourc
     const infos = await broker.inspectQueues();
     const depths: Record<string, number> = {};
     for (const q of infos) if (q.exists) depths[q.name] = q.messages ?? 0;
+    // io/cpu name each pool's normal-level queue (the one queue per pool before priorities).
     const named = (role: 'io' | 'cpu' | 'poison'): string =>
-      infos.find((q) => (role === 'poison' ? q.role === 'poison' : q.pool === role))?.name ?? role;
-    return {ok: true, value: {depths, queues: {io: named('io'), cpu: named('cpu'), poison: named('poison')}}};
+      infos.find((q) => (role === 'poison' ? q.role === 'poison' : q.pool === role && q.priority === DEFAULT_PRIORITY))?.name ?? role;
+    const poolQueues = infos.filter((q) => q.role === 'pool').map((q) => q.name);
+    return {ok: true, value: {depths, queues: {io: named('io'), cpu: named('cpu'), poison: named('poison')}, poolQueues}};
   } catch (e) {
     return {ok: false, error: sourceError(e)};
   }

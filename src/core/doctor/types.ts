@@ -73,6 +73,8 @@ export interface DbEvidence {
 export interface BrokerEvidence {
   depths: Record<string, number>;
   queues: {io: string; cpu: string; poison: string};
+  /** Every pool queue, each priority level (default: the io and cpu queues above). */
+  poolQueues?: string[];
 }
 
 /** The settings and thresholds the checks compare with. */

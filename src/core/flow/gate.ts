@@ -195,7 +195,7 @@ export class FlowGate {
       for (;;) {
         const refs = await this.o.store.parkedRelease({type, kinds: ['unhandled'], limit: RELEASE_BATCH});
         if (refs.length === 0) return;
-        await broker.publish(refs.map(({id, type: t, pool}) => ({id, type: t, pool})));
+        await broker.publish(refs.map(({id, type: t, pool, priority}) => ({id, type: t, pool, priority})));
         await this.o.store.doorbellsMark({rung: refs.map(({id, fence}) => ({id, fence}))});
         this.o.logger.info('rang tasks that waited for a handler', {type, tasks: refs.length});
         if (refs.length < RELEASE_BATCH) return;

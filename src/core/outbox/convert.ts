@@ -27,6 +27,7 @@ export function outboxRowToTask(row: OutboxRow, defaults: TaskDefaults): {task: 
     return {error: 'the task is due more than 366 days after the row was written (run_at or delay_ms)'};
   const spec: TaskSpec = {type: row.type, payload: payload as TaskSpec['payload']};
   if (row.pool !== null) spec.pool = row.pool as TaskSpec['pool'];
+  if (row.priority !== null) spec.priority = row.priority as TaskSpec['priority'];
   if (row.maxRetries !== null) spec.maxRetries = row.maxRetries;
   if (row.timeoutMs !== null) spec.timeout = row.timeoutMs;
   if (row.dedupKey !== null) spec.dedupKey = row.dedupKey;

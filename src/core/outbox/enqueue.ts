@@ -28,7 +28,8 @@ export interface EnqueueOptions {
  */
 const utcDatetime = (ms: number): string => new Date(ms).toISOString().slice(0, 23).replace('T', ' ');
 
-function rowOf(t: NewTask, spec: TaskSpec): unknown[] {
+/** The values of one row, in the order of OUTBOX_PRODUCER_COLUMNS (less `priority` unless `withPriority`). */
+function rowOf(t: NewTask, spec: TaskSpec, withPriority: boolean): unknown[] {
   return [
     spec.id === undefined ? null : t.id,
     t.type,
@@ -36,6 +37,7 @@ function rowOf(t: NewTask, spec: TaskSpec): unknown[] {
     t.runAtMs === null ? null : utcDatetime(t.runAtMs),
     t.runAtMs === null && t.delayMs > 0 ? t.delayMs : null,
     t.pool,
+    ...(withPriority ? [t.priority] : []),
     spec.maxRetries === undefined ? null : t.maxRetries,
     t.timeoutMs,
     t.dedupKey,
@@ -60,11 +62,16 @@ export async function enqueueInTransaction(conn: SqlConnection, tasks: TaskSpec 
   if (!/^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(table)) throw invalid(`table "${table}" is not a plain table name`);
   const defaults: TaskDefaults = {maxRetries: opts.maxRetries ?? 5, payloadLimitBytes: opts.payloadLimitBytes ?? 65_536, cell: 'default'};
   const now = (opts.clock ?? systemClock).now();
+  // The priority column only when a task sets one: a task_outbox from before priorities (not yet
+  // upgraded by `ax migrate --outbox`) still takes tasks at the default level.
+  const withPriority = list.some((s) => s !== null && typeof s === 'object' && s.priority !== undefined);
+  const columns = OUTBOX_PRODUCER_COLUMNS.filter((c) => withPriority || c !== 'priority');
   const rows = list.map((spec, i) => {
     try {
       return rowOf(
         validateTaskSpec(spec, defaults, now, () => '00000000-0000-7000-8000-000000000000'),
         spec,
+        withPriority,
       );
     } catch (e) {
       if (list.length > 1 && e instanceof Error) e.message = `task ${i}: ${e.message}`;
@@ -73,7 +80,7 @@ export async function enqueueInTransaction(conn: SqlConnection, tasks: TaskSpec 
   });
   // created_at in UTC, explicitly (delay_ms counts from it), so the row does not depend on the
   // column default of whatever task_outbox DDL the business database has.
-  const cols = `${OUTBOX_PRODUCER_COLUMNS.join(', ')}, created_at`;
-  const one = `(${OUTBOX_PRODUCER_COLUMNS.map(() => '?').join(', ')}, UTC_TIMESTAMP(3))`;
+  const cols = `${columns.join(', ')}, created_at`;
+  const one = `(${columns.map(() => '?').join(', ')}, UTC_TIMESTAMP(3))`;
   await conn.query(`INSERT INTO ${table} (${cols}) VALUES ${rows.map(() => one).join(', ')}`, rows.flat());
 }

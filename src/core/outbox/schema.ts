@@ -39,6 +39,7 @@ export const OUTBOX_DDL = `CREATE TABLE IF NOT EXISTS task_outbox (
   run_at        DATETIME(3) NULL COMMENT 'UTC; exclusive with delay_ms',
   delay_ms      BIGINT NULL COMMENT 'counted from created_at',
   pool          VARCHAR(8) NULL COMMENT 'io (default) or cpu',
+  priority      VARCHAR(8) NULL COMMENT 'high, normal (default) or low',
   max_retries   SMALLINT NULL,
   timeout_ms    BIGINT NULL,
   dedup_key     VARCHAR(191) NULL,
@@ -62,10 +63,29 @@ export const OUTBOX_PRODUCER_COLUMNS = [
   'run_at',
   'delay_ms',
   'pool',
+  'priority',
   'max_retries',
   'timeout_ms',
   'dedup_key',
 ] as const;
+
+/**
+ * The columns added to task_outbox after its first release, each with its definition: `ax migrate
+ * --outbox` adds those missing (one ALTER, instant on MariaDB 10.3+/MySQL 8.0). Until then the
+ * relay reads a missing one as NULL, and enqueueInTransaction writes it only for a task that sets it.
+ */
+export const OUTBOX_ADDED_COLUMNS = [{name: 'priority', column: "priority VARCHAR(8) NULL COMMENT 'high, normal (default) or low'"}] as const;
+
+/** Which of OUTBOX_ADDED_COLUMNS task_outbox has (params: none; reads information_schema). */
+export const OUTBOX_ADDED_PRESENT_SQL = `SELECT COLUMN_NAME AS name FROM information_schema.COLUMNS
+  WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'task_outbox' AND COLUMN_NAME IN (${OUTBOX_ADDED_COLUMNS.map((c) => `'${c.name}'`).join(', ')})`;
+
+/** The ALTER adding the columns missing from `present`; null when none is missing. */
+export function outboxColumnsUpgradeSql(present: ReadonlySet<string>): string | null {
+  const missing = OUTBOX_ADDED_COLUMNS.filter((c) => !present.has(c.name));
+  if (missing.length === 0) return null;
+  return `ALTER TABLE task_outbox ${missing.map((c) => `ADD COLUMN ${c.column}`).join(', ')}`;
+}
 
 /** The names of task_outbox's CHECK constraints present (params: none; reads information_schema). */
 export const OUTBOX_CHECKS_PRESENT_SQL = `SELECT CONSTRAINT_NAME AS name FROM information_schema.TABLE_CONSTRAINTS

@@ -239,7 +239,7 @@ export class Producer {
     const due = tasks.filter((t) => inserted.has(t.id) && (t.runAtMs === null ? t.submittedAtMs + t.delayMs <= nowMs : t.runAtMs <= nowMs));
     if (due.length === 0) return;
     try {
-      await this.o.broker.publish(due.map((t) => ({id: t.id, type: t.type, pool: t.pool})));
+      await this.o.broker.publish(due.map((t) => ({id: t.id, type: t.type, pool: t.pool, priority: t.priority})));
       // A new row's fence is 0 until its first claim.
       for (const t of due) this.marks.push({id: t.id, fence: 0});
       if (this.events.has('doorbell:published'))

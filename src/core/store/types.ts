@@ -1,5 +1,5 @@
 import type {WorkerMemoryDoc} from '../memory.js';
-import type {ForcedReplay, HistoryEntry, JsonObject, NewTask, PoolName, TaskRecord} from '../task/model.js';
+import type {ForcedReplay, HistoryEntry, JsonObject, NewTask, PoolName, Priority, TaskRecord} from '../task/model.js';
 import type {TaskState} from '../task/state.js';
 import type {ArchiveStore} from './archive-types.js';
 
@@ -20,6 +20,8 @@ export interface ClaimedTask {
   id: string;
   type: string;
   pool: PoolName;
+  /** The row's priority: the worker runs it at this level and re-rings it there. */
+  priority: Priority;
   payload: string;
   attempt: number;
   maxRetries: number;
@@ -130,6 +132,8 @@ export interface DispatchRef {
   id: string;
   type: string;
   pool: PoolName;
+  /** The row's priority: the level of the pool's queue a doorbell for it goes to. */
+  priority: Priority;
 }
 
 /** A delayed task a scheduler holds in its wheel. */
@@ -908,6 +912,8 @@ export interface ScheduleRecord {
   type: string;
   payload: string;
   pool: PoolName;
+  /** The level of every occurrence (and of the doorbells rung for it). */
+  priority: Priority;
   maxRetries: number | null;
   timeoutMs: number | null;
   overlap: 'allow' | 'skip';
@@ -984,6 +990,8 @@ export interface OutboxRow {
   runAt: Date | null;
   delayMs: number | null;
   pool: string | null;
+  /** As written: validated by the relay (an unknown level fails the row); null on a table without the column. */
+  priority: string | null;
   maxRetries: number | null;
   timeoutMs: number | null;
   dedupKey: string | null;

@@ -3,6 +3,20 @@ import type {TaskState} from './state.js';
 export const POOLS = ['io', 'cpu'] as const;
 export type PoolName = (typeof POOLS)[number];
 
+/**
+ * Priority levels, highest first. Each level of a pool has its own RabbitMQ queue (quorum queues
+ * have no message priorities) and its own local queue in the worker, which picks among them by
+ * weight (see worker/levels.ts), so a higher level is served first and a lower one never starves.
+ */
+export const PRIORITIES = ['high', 'normal', 'low'] as const;
+export type Priority = (typeof PRIORITIES)[number];
+export const DEFAULT_PRIORITY: Priority = 'normal';
+
+/** True for one of PRIORITIES. */
+export function isPriority(p: unknown): p is Priority {
+  return typeof p === 'string' && (PRIORITIES as readonly string[]).includes(p);
+}
+
 /** A JSON object: the only payload shape ax accepts. */
 export type JsonObject = {[key: string]: JsonValue};
 export type JsonValue = null | boolean | number | string | JsonValue[] | JsonObject;
@@ -19,6 +33,8 @@ export interface TaskSpec {
   runAt?: Date | string;
   /** Queue/pool to dispatch to. Default `io`. */
   pool?: PoolName;
+  /** `high`, `normal` (default) or `low`: the level of the pool's queue it is rung on. */
+  priority?: Priority;
   /** Retries after the first attempt before the task is dead. Default from config (5). */
   maxRetries?: number;
   /** Per-attempt timeout (ms or `30s`); default: the handler's, else config (10m). */
@@ -35,6 +51,7 @@ export interface NewTask {
   type: string;
   payload: string; // canonical JSON text
   pool: PoolName;
+  priority: Priority;
   maxRetries: number;
   timeoutMs: number | null;
   dedupKey: string | null;
@@ -66,6 +83,7 @@ export interface TaskRecord {
   cell: string;
   type: string;
   pool: PoolName;
+  priority: Priority;
   state: TaskState;
   attempt: number;
   maxRetries: number;

@@ -2,7 +2,7 @@ import {createHash} from 'node:crypto';
 import {invalid} from '../errors.js';
 import {parseDuration, MAX_DURATION_MS} from '../duration.js';
 import {isTaskId, idFromDedupKey} from './id.js';
-import {POOLS, type JsonObject, type NewTask, type PoolName, type TaskSpec} from './model.js';
+import {DEFAULT_PRIORITY, POOLS, PRIORITIES, isPriority, type JsonObject, type NewTask, type PoolName, type Priority, type TaskSpec} from './model.js';
 
 export const TYPE_NAME_RE = /^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$/;
 export const MAX_TYPE_LENGTH = 64;
@@ -97,6 +97,13 @@ export function parseIsoTime(s: string): number {
   return Date.parse(s);
 }
 
+/** The priority of a task or schedule: undefined → normal; anything but a level → invalid_input. */
+export function validatePriority(p: unknown): Priority {
+  if (p === undefined) return DEFAULT_PRIORITY;
+  if (!isPriority(p)) throw invalid(`priority "${String(p)}" is not a level: use one of ${PRIORITIES.join(', ')}`);
+  return p;
+}
+
 function validateRunAt(runAt: unknown, nowMs: number): number {
   let ms: number;
   if (runAt instanceof Date) ms = runAt.getTime();
@@ -126,7 +133,7 @@ export interface TaskDefaults {
 export function validateTaskSpec(spec: unknown, defaults: TaskDefaults, nowMs: number, newId: () => string): NewTask {
   if (spec === null || typeof spec !== 'object' || Array.isArray(spec)) throw invalid('a task must be an object');
   const s = spec as TaskSpec & Record<string, unknown>;
-  const known = new Set(['type', 'payload', 'delay', 'runAt', 'pool', 'maxRetries', 'timeout', 'dedupKey', 'id']);
+  const known = new Set(['type', 'payload', 'delay', 'runAt', 'pool', 'priority', 'maxRetries', 'timeout', 'dedupKey', 'id']);
   for (const k of Object.keys(s)) if (!known.has(k)) throw invalid(`unknown task field "${k}"`);
   const type = validateTypeName(s.type);
   const payload = validatePayload(s.payload, defaults.payloadLimitBytes);
@@ -137,6 +144,7 @@ export function validateTaskSpec(spec: unknown, defaults: TaskDefaults, nowMs: n
 
   const pool: PoolName = s.pool ?? 'io';
   if (!(POOLS as readonly string[]).includes(pool)) throw invalid(`pool must be one of ${POOLS.join(', ')}`);
+  const priority = validatePriority(s.priority);
 
   const maxRetries = s.maxRetries ?? defaults.maxRetries;
   if (!Number.isInteger(maxRetries) || maxRetries < 0 || maxRetries > MAX_RETRIES_LIMIT) {
@@ -166,6 +174,7 @@ export function validateTaskSpec(spec: unknown, defaults: TaskDefaults, nowMs: n
     type,
     payload,
     pool,
+    priority,
     maxRetries,
     timeoutMs,
     dedupKey,

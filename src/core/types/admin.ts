@@ -292,7 +292,7 @@ export function createTypesAdmin(o: TypesAdminOptions): TypesAdmin {
         // Without a broker (a read-mostly caller) the scheduler rings them: they are due and unpublished.
         if (!o.broker) out.unrung += refs.length;
         else {
-          await o.broker.publish(refs.map(({id, type: t, pool}) => ({id, type: t, pool})));
+          await o.broker.publish(refs.map(({id, type: t, pool, priority}) => ({id, type: t, pool, priority})));
           await o.store.doorbellsMark({rung: refs.map(({id, fence}) => ({id, fence}))});
         }
       } catch (e) {

@@ -1,4 +1,4 @@
-import type {ForcedReplay, JsonObject, PoolName} from '../task/model.js';
+import type {ForcedReplay, JsonObject, PoolName, Priority} from '../task/model.js';
 import type {TaskOutcome} from './handlers.js';
 
 /** The `aborted` message of a job that never started before drain's deadline (see ExecutionPool.drain). */
@@ -10,6 +10,8 @@ export interface PoolJob {
   type: string;
   attempt: number;
   payload: JsonObject;
+  /** The task's level: which local queue it waits in when the pool is busy (default normal; see levels.ts). */
+  priority?: Priority;
   /** Per-attempt timeout, measured from the moment the handler starts (not from queueing). */
   timeoutMs: number;
   /** A forced replay's who/when/why (ctx.replay); absent for ordinary runs and plain replays. */

@@ -4,7 +4,7 @@ import type {Logger} from '../log.js';
 import {type Broker, type Delivery, type Subscription, type TaskMessage, decodeMessage, splitDelivery} from '../broker/types.js';
 import type {BackoffOptions} from '../retry/backoff.js';
 import type {ClaimedTask, HotPathStore, Outcome, ParkedKind, WorkerRegistryStore, WorkerStatsDoc} from '../store/types.js';
-import type {JsonObject, PoolName} from '../task/model.js';
+import {PRIORITIES, type JsonObject, type PoolName, type Priority} from '../task/model.js';
 import {type Clock, type Random, sleep} from '../time.js';
 import {MicroBatcher} from '../batcher.js';
 import {type AxChannel, AxEvents} from '../events.js';
@@ -14,6 +14,7 @@ import {countTypeStats, type TypeStats} from './type-stats.js';
 import type {HandlerMap} from './handlers.js';
 import {decideOutcome, type Held, type NotStarted} from './outcome.js';
 import {type ExecutionPool, type JobResult, NOT_STARTED} from './pool.js';
+import {leveledPool, type PriorityWeights} from './levels.js';
 import {FlowGate, type GateStore} from '../flow/gate.js';
 import {MemorySampler, type MemoryUsage} from '../memory.js';
 import type {Admission} from '../flow/admission.js';
@@ -30,8 +31,13 @@ export interface WorkerOptions {
   random: Random;
   logger: Logger;
   handlers: HandlerMap;
-  /** The pools this worker runs; it consumes the queue of each. */
+  /**
+   * The pools this worker runs; it consumes the queue of each at every priority level. Each is
+   * wrapped with one local queue per level (capacity each), served by `priorityWeights`.
+   */
   pools: Partial<Record<PoolName, ExecutionPool>>;
+  /** Shares of a busy pool's slots per level (default high 6, normal 3, low 1; see levels.ts). */
+  priorityWeights?: PriorityWeights;
   /** Unique per process; recorded on claimed rows and in history (default host:pid). */
   workerId?: string;
   leaseMs: number;
@@ -70,6 +76,7 @@ interface HeldTask extends Held {
   /** The pool that runs it, and the pool queue it came from. */
   pool: PoolName;
   queue: PoolName;
+  priority: Priority;
   type: string;
   /** Monotonic ms: handed to the pool, and the attempt's end. */
   startedAt: number;
@@ -106,6 +113,8 @@ export class Worker implements Service {
   private readonly memory: MemorySampler;
   /** Claimed tasks not yet written back. */
   private readonly held = new Map<string, HeldTask>();
+  /** The options' pools, each behind its per-level local queues. */
+  private readonly pools: Partial<Record<PoolName, ExecutionPool>>;
   private readonly subs: Subscription[] = [];
   private readonly claims: MicroBatcher<Pending>;
   private readonly outcomes: MicroBatcher<Outcome>;
@@ -129,6 +138,9 @@ export class Worker implements Service {
 
   constructor(private readonly o: WorkerOptions) {
     this.id = o.workerId ?? `${hostname()}:${process.pid}`;
+    this.pools = {};
+    for (const [name, pool] of Object.entries(o.pools) as Array<[PoolName, ExecutionPool]>)
+      this.pools[name] = leveledPool(pool, {clock: o.clock, ...(o.priorityWeights ? {weights: o.priorityWeights} : {})});
     this.log = o.logger.child({worker: this.id});
     this.events =
       o.events ??
@@ -188,7 +200,7 @@ export class Worker implements Service {
 
   /** Each pool's occupancy now (the metrics' gauges read it at scrape time). */
   poolStats(): Array<{pool: PoolName; size: number; capacity: number; running: number; queued: number}> {
-    return (Object.entries(this.o.pools) as Array<[PoolName, ExecutionPool]>).map(([pool, p]) => ({
+    return (Object.entries(this.pools) as Array<[PoolName, ExecutionPool]>).map(([pool, p]) => ({
       pool,
       size: p.size,
       capacity: p.capacity,
@@ -213,12 +225,13 @@ export class Worker implements Service {
     this.state = 'running';
     await this.o.store.workersUpsert({info: this.info(), inFlight: 0, stats: this.statsDoc()});
     await this.gate.start(this.info().types, this.o.broker);
-    for (const [name, pool] of Object.entries(this.o.pools) as Array<[PoolName, ExecutionPool]>) {
+    for (const [name, pool] of Object.entries(this.pools) as Array<[PoolName, ExecutionPool]>) {
       // Room for full doorbells, but never fewer than 32 messages (or the room): small ones (cron,
       // re-rings, a quiet scheduler tick) must not shrink the claim batches to a few tasks.
       const room = pool.size + pool.capacity;
       const prefetch = Math.min(65_535, Math.max(Math.ceil(room / (this.o.tasksPerMessage ?? 1)), Math.min(room, 32)));
-      this.subs.push(await this.o.broker.consume(name, prefetch, (d) => this.onDelivery(d)));
+      // One consumer per level, each on its own channel: a normal backlog never delays a high doorbell.
+      for (const level of PRIORITIES) this.subs.push(await this.o.broker.consume(name, prefetch, (d) => this.onDelivery(d), level));
     }
     this.renewer.start();
     this.beat.start();
@@ -232,7 +245,7 @@ export class Worker implements Service {
 
   private info(): {id: string; host: string; pid: number; pools: Record<string, number>; types: string[]} {
     const pools: Record<string, number> = {};
-    for (const [n, p] of Object.entries(this.o.pools)) pools[n] = (p as ExecutionPool).size;
+    for (const [n, p] of Object.entries(this.pools)) pools[n] = (p as ExecutionPool).size;
     return {id: this.id, host: hostname(), pid: process.pid, pools, types: [...this.o.handlers.byType.keys()].sort()};
   }
 
@@ -365,6 +378,7 @@ export class Worker implements Service {
       pool: h?.pool ?? t.pool,
       type: t.type,
       queue: t.pool,
+      priority: t.priority,
       startedAt,
       endedAt: startedAt,
     };
@@ -384,7 +398,7 @@ export class Worker implements Service {
       });
       return;
     }
-    const pool = this.o.pools[h.pool];
+    const pool = this.pools[h.pool];
     let payload: JsonObject;
     try {
       payload = JSON.parse(t.payload) as JsonObject;
@@ -397,6 +411,7 @@ export class Worker implements Service {
       type: t.type,
       attempt: t.attempt,
       payload,
+      priority: t.priority,
       timeoutMs: t.timeoutMs ?? h.timeoutMs ?? this.o.defaultTimeoutMs,
       ...(t.replay ? {replay: t.replay} : {}),
     });
@@ -438,7 +453,7 @@ export class Worker implements Service {
           const held = this.held.get(o.id);
           this.held.delete(o.id);
           if (!applied.has(o.id)) continue;
-          if (o.kind === 'release' && held) released.push({id: o.id, type: held.type, pool: o.pool ?? held.queue, fence: o.fence});
+          if (o.kind === 'release' && held) released.push({id: o.id, type: held.type, pool: o.pool ?? held.queue, priority: held.priority, fence: o.fence});
           this.emitOutcome(o, held);
         }
         if (released.length > 0) await this.ringAgain(released);
@@ -481,7 +496,7 @@ export class Worker implements Service {
   /** Released tasks are due at once: ring for them so another worker takes them. */
   private async ringAgain(refs: Array<TaskMessage & {fence: number}>): Promise<void> {
     try {
-      await this.o.broker.publish(refs.map((r) => ({id: r.id, type: r.type, pool: r.pool})));
+      await this.o.broker.publish(refs.map((r) => ({id: r.id, type: r.type, pool: r.pool, priority: r.priority})));
       // A release keeps the claim's fence: the mark lands only if nobody claimed the task since.
       await this.o.store.doorbellsMark({rung: refs.map((r) => ({id: r.id, fence: r.fence}))});
       const ids = refs.map((r) => r.id);
@@ -503,7 +518,7 @@ export class Worker implements Service {
         // Another process took the task over (our lease had expired): stop working on it.
         const lost = this.held.get(h.id);
         this.events.emit('lease:lost', {id: h.id, type: lost?.type ?? 'unknown'});
-        const pool = this.o.pools[lost?.pool ?? 'io'];
+        const pool = this.pools[lost?.pool ?? 'io'];
         pool?.abort(h.id, 'lease lost');
       }
     } catch (e) {
@@ -539,7 +554,7 @@ export class Worker implements Service {
     this.claims.takeWaiting();
     await this.claims.flush();
     const graceMs = options.graceMs ?? this.o.shutdownGraceMs ?? 30_000;
-    const drained = Promise.all(Object.values(this.o.pools).map((p) => (p as ExecutionPool).drain(graceMs)));
+    const drained = Promise.all(Object.values(this.pools).map((p) => (p as ExecutionPool).drain(graceMs)));
     if (options.signal) {
       // The signal ends the grace period early: what still runs is aborted (an attempt used), as
       // when the grace period expires.
@@ -547,7 +562,7 @@ export class Worker implements Service {
       await Promise.race([drained, cut.done]);
       cut.cancel();
       if (options.signal.aborted)
-        for (const h of [...this.held.values()]) this.o.pools[h.pool]?.abort(h.id, 'shutdown: the stop signal ended the grace period');
+        for (const h of [...this.held.values()]) this.pools[h.pool]?.abort(h.id, 'shutdown: the stop signal ended the grace period');
     }
     await drained;
     while (this.settled.size > 0) await Promise.allSettled([...this.settled]);

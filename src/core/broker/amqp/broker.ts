@@ -5,7 +5,7 @@ import {AxError, errorMessage} from '../../errors.js';
 import {redactUrl} from '../../config/config.js';
 import type {Logger} from '../../log.js';
 import {type Clock, type Random, sleep} from '../../time.js';
-import {POOLS, type PoolName} from '../../task/model.js';
+import {DEFAULT_PRIORITY, POOLS, PRIORITIES, type PoolName, type Priority} from '../../task/model.js';
 import {
   type Broker,
   type BrokerEvent,
@@ -106,6 +106,7 @@ class Consumer {
   cancelled = false;
   constructor(
     readonly pool: PoolName,
+    readonly priority: Priority,
     readonly prefetch: number,
     readonly onDelivery: (d: Delivery) => void,
   ) {}
@@ -185,10 +186,11 @@ export class AmqpBroker implements Broker {
     const n = this.names;
     try {
       await ch.assertExchange(n.exchange, 'direct', {durable: true});
-      for (const pool of POOLS) {
-        await ch.assertQueue(n.queue(pool), {durable: true, arguments: n.queueArgs});
-        await ch.bindQueue(n.queue(pool), n.exchange, n.routingKey(pool));
-      }
+      for (const pool of POOLS)
+        for (const level of PRIORITIES) {
+          await ch.assertQueue(n.queue(pool, level), {durable: true, arguments: n.queueArgs});
+          await ch.bindQueue(n.queue(pool, level), n.exchange, n.routingKey(pool, level));
+        }
       await ch.assertQueue(n.poisonQueue, {durable: true, arguments: n.queueArgs});
     } catch (e) {
       if ((e as {code?: number}).code === 406) {
@@ -208,14 +210,16 @@ export class AmqpBroker implements Broker {
     let open = true;
     const acks = new AckWindow(ch);
     k.acks = acks;
-    ch.on('error', (e: Error) => this.opts.logger.warn('amqp consumer channel error', {pool: k.pool, error: e.message}));
+    ch.on('error', (e: Error) =>
+      this.opts.logger.warn('amqp consumer channel error', {pool: k.pool, priority: k.priority, error: e.message}),
+    );
     ch.on('close', () => {
       open = false;
       if (!k.cancelled && k.ch === ch) this.reset(conn, ch);
     });
     await ch.prefetch(k.prefetch);
     await ch.consume(
-      this.names.queue(k.pool),
+      this.names.queue(k.pool, k.priority),
       (msg) => {
         if (msg === null) {
           // The server cancelled the consumer (queue deleted): start over to re-declare and re-subscribe.
@@ -342,7 +346,7 @@ export class AmqpBroker implements Broker {
     return this.publishRaw(
       groupDoorbells(messages, this.opts.tasksPerMessage ?? 1).map((g) => ({
         exchange: this.names.exchange,
-        routingKey: this.names.routingKey(g[0]!.pool),
+        routingKey: this.names.routingKey(g[0]!.pool, g[0]!.priority),
         content: encodeMessage(g),
         // messageId identifies the message for unroutable returns; type only when it is one task's.
         options: {
@@ -356,9 +360,16 @@ export class AmqpBroker implements Broker {
     );
   }
 
-  async consume(pool: PoolName, prefetch: number, onDelivery: (d: Delivery) => void): Promise<Subscription> {
+  async consume(
+    pool: PoolName,
+    prefetch: number,
+    onDelivery: (d: Delivery) => void,
+    priority: Priority = DEFAULT_PRIORITY,
+  ): Promise<Subscription> {
     if (!Number.isInteger(prefetch) || prefetch < 1 || prefetch > 65_535) throw new AxError('invalid_input', 'prefetch must be 1..65535');
-    const k = new Consumer(pool, prefetch, onDelivery);
+    if (!(PRIORITIES as readonly string[]).includes(priority))
+      throw new AxError('invalid_input', `priority must be one of ${PRIORITIES.join(', ')}, got ${String(priority)}`);
+    const k = new Consumer(pool, priority, prefetch, onDelivery);
     this.consumers.add(k);
     if (this.conn) await this.open(this.conn, k);
     return {
@@ -411,9 +422,9 @@ export class AmqpBroker implements Broker {
     if (!this.conn) await this.channel();
     const conn = this.conn;
     if (!conn) throw new AxError('unavailable', 'RabbitMQ connection is down');
-    const queues: Array<Pick<QueueInfo, 'name' | 'role' | 'pool'>> = [
-      ...POOLS.map((pool) => ({name: this.names.queue(pool), role: 'pool' as const, pool})),
-      {name: this.names.poisonQueue, role: 'poison', pool: null},
+    const queues: Array<Pick<QueueInfo, 'name' | 'role' | 'pool' | 'priority'>> = [
+      ...POOLS.flatMap((pool) => PRIORITIES.map((priority) => ({name: this.names.queue(pool, priority), role: 'pool' as const, pool, priority}))),
+      {name: this.names.poisonQueue, role: 'poison', pool: null, priority: null},
     ];
     const out: QueueInfo[] = [];
     let ch: Channel | undefined;

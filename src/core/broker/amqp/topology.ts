@@ -1,28 +1,35 @@
-import type {PoolName} from '../../task/model.js';
-import {POOLS} from '../../task/model.js';
+import {DEFAULT_PRIORITY, POOLS, PRIORITIES, type PoolName, type Priority} from '../../task/model.js';
 
 /** Names of ax's RabbitMQ objects for one prefix and cell. */
 export interface Topology {
   exchange: string;
-  queue(pool: PoolName): string;
-  routingKey(pool: PoolName): string;
+  /** The queue of a pool at a level (default normal). */
+  queue(pool: PoolName, priority?: Priority): string;
+  routingKey(pool: PoolName, priority?: Priority): string;
   poisonQueue: string;
   queueArgs: Record<string, unknown>;
+  /** Every pool queue (each level) and the poison queue. */
   allQueues(): string[];
 }
 
+/** The name suffix of a level: none for `normal`, so the normal queue keeps the name of the one queue per pool before levels. */
+const suffix = (p: Priority): string => (p === DEFAULT_PRIORITY ? '' : `.${p}`);
+
 /**
- * One durable direct exchange `<prefix>`, one durable queue per pool `<prefix>.<cell>.<pool>`
- * bound with routing key `<cell>.<pool>`, and a poison queue `<prefix>.<cell>.poison`.
+ * One durable direct exchange `<prefix>`, one durable queue per pool and priority level —
+ * `<prefix>.<cell>.<pool>` for `normal` (the queue of an ax from before priorities, so an upgrade
+ * keeps consuming it), `<prefix>.<cell>.<pool>.high` and `….low` for the others — bound with
+ * routing key `<cell>.<pool>[.<level>]`, and a poison queue `<prefix>.<cell>.poison`.
  */
 export function topology(prefix: string, cell: string, queueType: 'quorum' | 'classic'): Topology {
   const queueArgs: Record<string, unknown> = queueType === 'quorum' ? {'x-queue-type': 'quorum'} : {'x-queue-type': 'classic'};
+  const queue = (pool: PoolName, priority: Priority = DEFAULT_PRIORITY): string => `${prefix}.${cell}.${pool}${suffix(priority)}`;
   return {
     exchange: prefix,
-    queue: (pool) => `${prefix}.${cell}.${pool}`,
-    routingKey: (pool) => `${cell}.${pool}`,
+    queue,
+    routingKey: (pool, priority = DEFAULT_PRIORITY) => `${cell}.${pool}${suffix(priority)}`,
     poisonQueue: `${prefix}.${cell}.poison`,
     queueArgs,
-    allQueues: () => [...POOLS.map((p) => `${prefix}.${cell}.${p}`), `${prefix}.${cell}.poison`],
+    allQueues: () => [...POOLS.flatMap((p) => PRIORITIES.map((l) => queue(p, l))), `${prefix}.${cell}.poison`],
   };
 }

@@ -5,6 +5,7 @@
  */
 import {createHash} from 'node:crypto';
 import {AxError, invalid} from '../../errors.js';
+import {DEFAULT_PRIORITY} from '../../task/model.js';
 import {
   ARCHIVABLE_STATES,
   type ArchivableState,
@@ -31,6 +32,7 @@ export const ARCHIVE_TASK_COLUMNS = [
   'cell',
   'type',
   'pool',
+  'priority',
   'state',
   'attempt',
   'max_retries',
@@ -71,6 +73,8 @@ function toArchived(r: Row, columns: readonly string[]): Record<string, Archived
 
 /** An archived value as a bound parameter (ISO strings of DATETIME columns back to Dates). */
 function toParam(column: string, v: ArchivedValue | undefined): unknown {
+  // An archive written before priorities has no `priority`: its tasks were all at the default level.
+  if (column === 'priority' && (v === undefined || v === null)) return DEFAULT_PRIORITY;
   if (v === undefined || v === null) return null;
   return DATE_COLUMNS.has(column) && typeof v === 'string' ? new Date(v) : v;
 }

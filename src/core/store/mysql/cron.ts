@@ -10,7 +10,7 @@ import type {
 import {type Db, type Row, exec, select} from './db.js';
 
 const COLUMNS =
-  'name, cron, tz, type, payload, pool, max_retries, timeout_ms, overlap, misfire, paused, next_fire_at, last_fire_at, last_task_id, created_at, updated_at';
+  'name, cron, tz, type, payload, pool, priority, max_retries, timeout_ms, overlap, misfire, paused, next_fire_at, last_fire_at, last_task_id, created_at, updated_at';
 
 function toRecord(r: Row): ScheduleRecord {
   return {
@@ -20,6 +20,7 @@ function toRecord(r: Row): ScheduleRecord {
     type: r.type as string,
     payload: r.payload as string,
     pool: r.pool as ScheduleRecord['pool'],
+    priority: r.priority as ScheduleRecord['priority'],
     maxRetries: r.max_retries === null ? null : Number(r.max_retries),
     timeoutMs: r.timeout_ms === null ? null : Number(r.timeout_ms),
     overlap: r.overlap as ScheduleRecord['overlap'],
@@ -38,9 +39,9 @@ export async function addSchedule(db: Db, cell: string, {schedule: s}: Schedules
     await exec(
       db,
       db.pool,
-      `INSERT INTO cron_schedules (cell, name, cron, tz, type, payload, pool, max_retries, timeout_ms, overlap, misfire, paused, next_fire_at, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NOW(3), NOW(3))`,
-      [cell, s.name, s.cron, s.tz, s.type, s.payload, s.pool, s.maxRetries, s.timeoutMs, s.overlap, s.misfire, s.nextFireAt],
+      `INSERT INTO cron_schedules (cell, name, cron, tz, type, payload, pool, priority, max_retries, timeout_ms, overlap, misfire, paused, next_fire_at, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NOW(3), NOW(3))`,
+      [cell, s.name, s.cron, s.tz, s.type, s.payload, s.pool, s.priority, s.maxRetries, s.timeoutMs, s.overlap, s.misfire, s.nextFireAt],
     );
   } catch (e) {
     if ((e as {code?: string}).code === 'ER_DUP_ENTRY') throw new AxError('conflict', `a schedule named "${s.name}" already exists`);

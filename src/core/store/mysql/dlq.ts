@@ -1,5 +1,5 @@
 import {AxError, invalid} from '../../errors.js';
-import type {PoolName} from '../../task/model.js';
+import type {PoolName, Priority} from '../../task/model.js';
 import {TRANSITIONS, type TaskState} from '../../task/state.js';
 import type {
   DeadErrorGroup,
@@ -126,7 +126,7 @@ export async function replayDead(db: Db, cell: string, p: DeadReplayParams, inli
     const rows = await select(
       db,
       c,
-      `SELECT id, type, pool, state, attempt, fence${p.rewrite ? `, payload, ${PAYLOAD_BODY_LOCKED}` : ''} FROM tasks
+      `SELECT id, type, pool, priority, state, attempt, fence${p.rewrite ? `, payload, ${PAYLOAD_BODY_LOCKED}` : ''} FROM tasks
         WHERE id IN (${marks(ids.length)}) AND cell = ? FOR UPDATE`,
       [...ids, cell],
     );
@@ -142,7 +142,7 @@ export async function replayDead(db: Db, cell: string, p: DeadReplayParams, inli
         skipped.push({id, state});
         continue;
       }
-      replayed.push({id, type: r.type as string, pool: r.pool as PoolName, fence: Number(r.fence)});
+      replayed.push({id, type: r.type as string, pool: r.pool as PoolName, priority: r.priority as Priority, fence: Number(r.fence)});
       history.push([id, state, TRANSITIONS[t].to, Number(r.attempt), p.actor, note, null]);
     }
     if (replayed.length === 0) return {replayed, skipped};

@@ -305,7 +305,7 @@ export async function releaseParked(db: Db, cell: string, p: ParkedReleaseParams
     const rows = await select(
       db,
       c,
-      `SELECT id, type, pool, fence FROM tasks
+      `SELECT id, type, pool, priority, fence FROM tasks
         WHERE cell = ? AND type = ? AND state IN (${inList(TRANSITIONS.defer.from)}) AND parked IN (${marks(p.kinds.length)})
         ORDER BY id LIMIT ? FOR UPDATE`,
       [cell, p.type, ...p.kinds, p.limit],
@@ -319,7 +319,7 @@ export async function releaseParked(db: Db, cell: string, p: ParkedReleaseParams
         WHERE id IN (${marks(ids.length)}) AND state IN (${inList(TRANSITIONS.defer.from)})`,
       ids,
     );
-    return rows.map((r) => ({id: r.id as string, type: r.type as string, pool: r.pool as DispatchRef['pool'], fence: Number(r.fence)}));
+    return rows.map((r) => ({id: r.id as string, type: r.type as string, pool: r.pool as DispatchRef['pool'], priority: r.priority as DispatchRef['priority'], fence: Number(r.fence)}));
   });
 }
 

@@ -346,6 +346,24 @@ export const MIGRATIONS: Migration[] = [
       },
     ],
   },
+  {
+    version: 14,
+    name: 'priority levels of tasks and cron schedules',
+    statements: [
+      {
+        // The level whose queue the task is rung on (core/task/model.ts PRIORITIES): the scheduler,
+        // reconciler, relay and workers re-ring at the row's level. Last column, with a default: an
+        // instant ADD on MariaDB 10.3+/MySQL 8.0, no table rebuild; existing rows are `normal`.
+        sql: "ALTER TABLE tasks ADD COLUMN priority ENUM('high','normal','low') NOT NULL DEFAULT 'normal'",
+        unless: columnExists('tasks', 'priority'),
+      },
+      {
+        // The level of every occurrence a schedule fires.
+        sql: "ALTER TABLE cron_schedules ADD COLUMN priority ENUM('high','normal','low') NOT NULL DEFAULT 'normal'",
+        unless: columnExists('cron_schedules', 'priority'),
+      },
+    ],
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.reduce((m, x) => Math.max(m, x.version), 0);

@@ -14,10 +14,18 @@ import type {
 import {type Db, type DbOptions, type Row, dbUnavailable, driverCode, exec, outboxScoped, marks, openDb, select, tx} from './db.js';
 import {clipError} from './rows.js';
 import {AxError} from '../../errors.js';
-import {OUTBOX_CHECKS_PRESENT_SQL, OUTBOX_DDL, outboxChecksUpgradeSql, outboxViolationsSql} from '../../outbox/schema.js';
+import {
+  OUTBOX_ADDED_PRESENT_SQL,
+  OUTBOX_CHECKS_PRESENT_SQL,
+  OUTBOX_DDL,
+  outboxChecksUpgradeSql,
+  outboxColumnsUpgradeSql,
+  outboxViolationsSql,
+} from '../../outbox/schema.js';
 
-const COLUMNS =
-  'id, task_id, type, payload, run_at, delay_ms, pool, max_retries, timeout_ms, dedup_key, created_at, attempts, last_error, failed_at';
+/** The columns read into an OutboxRow; `priority` as NULL on a table `ax migrate --outbox` has not upgraded yet. */
+const columns = (hasPriority: boolean): string =>
+  `id, task_id, type, payload, run_at, delay_ms, pool, ${hasPriority ? 'priority' : 'NULL AS priority'}, max_retries, timeout_ms, dedup_key, created_at, attempts, last_error, failed_at`;
 
 function toRow(r: Row): OutboxRow {
   const n = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
@@ -29,6 +37,7 @@ function toRow(r: Row): OutboxRow {
     runAt: (r.run_at as Date | null) ?? null,
     delayMs: n(r.delay_ms),
     pool: (r.pool as string | null) ?? null,
+    priority: (r.priority as string | null) ?? null,
     maxRetries: n(r.max_retries),
     timeoutMs: n(r.timeout_ms),
     dedupKey: (r.dedup_key as string | null) ?? null,
@@ -43,6 +52,8 @@ function toRow(r: Row): OutboxRow {
 export class MysqlOutboxStore implements OutboxStore {
   private closing: Promise<void> | undefined;
   readonly database: string;
+  /** The SELECT list of outbox rows, fixed at open by which added columns the table has. */
+  private rowColumns = columns(true);
   private constructor(readonly db: Db) {
     this.database = db.database;
   }
@@ -67,7 +78,11 @@ export class MysqlOutboxStore implements OutboxStore {
       throw outboxScoped(e);
     }
     const store = new MysqlOutboxStore(db);
-    if (opts.requireTable !== false && !(await store.outboxTableExists())) {
+    if (opts.requireTable === false) return store;
+    if (await store.outboxTableExists()) {
+      const present = new Set((await select(db, db.pool, OUTBOX_ADDED_PRESENT_SQL)).map((r) => String(r.name)));
+      store.rowColumns = columns(present.has('priority'));
+    } else {
       await db.pool.end().catch(() => undefined);
       throw dbUnavailable(
         'not_migrated',
@@ -96,6 +111,9 @@ export class MysqlOutboxStore implements OutboxStore {
    */
   async outboxCreateTable(): Promise<void> {
     await exec(this.db, this.db.pool, OUTBOX_DDL);
+    const added = outboxColumnsUpgradeSql(new Set((await select(this.db, this.db.pool, OUTBOX_ADDED_PRESENT_SQL)).map((r) => String(r.name))));
+    if (added !== null) await exec(this.db, this.db.pool, added);
+    this.rowColumns = columns(true);
     const present = new Set((await select(this.db, this.db.pool, OUTBOX_CHECKS_PRESENT_SQL)).map((r) => String(r.name)));
     const upgrade = outboxChecksUpgradeSql(present);
     if (upgrade === null) return;
@@ -117,7 +135,7 @@ export class MysqlOutboxStore implements OutboxStore {
       const rows = await select(
         this.db,
         c,
-        `SELECT ${COLUMNS} FROM task_outbox
+        `SELECT ${this.rowColumns} FROM task_outbox
           WHERE sent_at IS NULL AND failed_at IS NULL AND (claimed_until IS NULL OR claimed_until < NOW(3))
           ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED`,
         [limit],
@@ -200,7 +218,7 @@ export class MysqlOutboxStore implements OutboxStore {
     const rows = await select(
       this.db,
       this.db.pool,
-      `SELECT ${COLUMNS} FROM task_outbox WHERE sent_at IS NULL AND failed_at IS NULL ORDER BY id LIMIT ?`,
+      `SELECT ${this.rowColumns} FROM task_outbox WHERE sent_at IS NULL AND failed_at IS NULL ORDER BY id LIMIT ?`,
       [limit],
     );
     return rows.map(toRow);
@@ -222,7 +240,7 @@ export class MysqlOutboxStore implements OutboxStore {
     const rows = await select(
       this.db,
       this.db.pool,
-      `SELECT ${COLUMNS} FROM task_outbox WHERE sent_at IS NULL AND failed_at IS NOT NULL ORDER BY id LIMIT ?`,
+      `SELECT ${this.rowColumns} FROM task_outbox WHERE sent_at IS NULL AND failed_at IS NOT NULL ORDER BY id LIMIT ?`,
       [limit],
     );
     return rows.map(toRow);

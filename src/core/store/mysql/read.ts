@@ -31,7 +31,7 @@ export const HOT_SQL = {
   expiredLeases: `SELECT id, fence, attempt, max_retries, retry_base, worker FROM tasks
       WHERE cell = ? AND state = 'running' AND lease_until < NOW(3) ORDER BY lease_until LIMIT ?`,
   /** Params: cell, republishAfter µs, limit. Index: idx_tasks_due (cell, state, run_at). */
-  undispatched: `SELECT id, type, pool, run_at, schedule_name, attempt, fence, dedup_key FROM tasks
+  undispatched: `SELECT id, type, pool, priority, run_at, schedule_name, attempt, fence, dedup_key FROM tasks
       WHERE cell = ? AND state IN ('submitted', 'failed') AND run_at <= NOW(3)
         AND (published_at IS NULL OR published_at < NOW(3) - INTERVAL ? MICROSECOND)
       ORDER BY run_at LIMIT ?`,

@@ -1,11 +1,11 @@
-import type {ForcedReplay, HistoryEntry, JsonObject, PoolName, TaskRecord} from '../../task/model.js';
+import type {ForcedReplay, HistoryEntry, JsonObject, PoolName, Priority, TaskRecord} from '../../task/model.js';
 import type {TaskState} from '../../task/state.js';
 import type {Row} from './db.js';
 import {PAYLOAD_BODY_COLUMN, payloadText} from './payloads.js';
 import type {DeadErrorGroup, HeldForDispatch} from '../types.js';
 
 /** Columns of `tasks` read into a TaskRecord (payload last: it may be large; a stored-apart one comes with it). */
-export const TASK_COLUMNS = `id, cell, type, pool, state, attempt, max_retries, run_at, timeout_ms, lease_until, fence, worker, dedup_key, last_error, published_at, created_at, updated_at, finished_at, payload, ${PAYLOAD_BODY_COLUMN}`;
+export const TASK_COLUMNS = `id, cell, type, pool, priority, state, attempt, max_retries, run_at, timeout_ms, lease_until, fence, worker, dedup_key, last_error, published_at, created_at, updated_at, finished_at, payload, ${PAYLOAD_BODY_COLUMN}`;
 
 /** A payload column as an object ({} when unreadable: written by ax, so only after a manual edit). */
 export function parsePayload(text: string): JsonObject {
@@ -34,6 +34,7 @@ export function toTaskRecord(r: Row): TaskRecord {
     cell: r.cell as string,
     type: r.type as string,
     pool: r.pool as PoolName,
+    priority: r.priority as Priority,
     state: r.state as TaskState,
     attempt: Number(r.attempt),
     maxRetries: Number(r.max_retries),
@@ -121,12 +122,13 @@ export function caseById(pairs: Array<[string, unknown]>, otherwise: string): {s
   return {sql: `${sql} ELSE ${otherwise} END`, params};
 }
 
-/** A due task as the scheduler and the reconciler see it (columns id, type, pool, run_at, schedule_name, attempt, fence, dedup_key). */
+/** A due task as the scheduler and the reconciler see it (columns id, type, pool, priority, run_at, schedule_name, attempt, fence, dedup_key). */
 export function toDueTask(r: Row): HeldForDispatch {
   return {
     id: r.id as string,
     type: r.type as string,
     pool: r.pool as HeldForDispatch['pool'],
+    priority: r.priority as HeldForDispatch['priority'],
     runAt: r.run_at as Date,
     scheduleName: (r.schedule_name as string | null) ?? null,
     attempt: Number(r.attempt),

@@ -165,12 +165,13 @@ async function writeRows(
           runAtParams.push(remaining * 1000);
         }
       }
-      values.push(`(?, ?, ?, ?, 'submitted', 0, ?, ${runAtSql}, ?, 0, ?, ?, ?, NOW(3), NOW(3), ?)`);
+      values.push(`(?, ?, ?, ?, ?, 'submitted', 0, ?, ${runAtSql}, ?, 0, ?, ?, ?, NOW(3), NOW(3), ?)`);
       params.push(
         t.id,
         cell,
         t.type,
         t.pool,
+        t.priority,
         t.maxRetries,
         ...runAtParams,
         t.timeoutMs,
@@ -185,7 +186,7 @@ async function writeRows(
     await exec(
       db,
       c,
-      `INSERT INTO tasks (id, cell, type, pool, state, attempt, max_retries, run_at, timeout_ms, fence, dedup_key, schedule_name, content_hash, created_at, updated_at, payload) VALUES ${values.join(', ')}`,
+      `INSERT INTO tasks (id, cell, type, pool, priority, state, attempt, max_retries, run_at, timeout_ms, fence, dedup_key, schedule_name, content_hash, created_at, updated_at, payload) VALUES ${values.join(', ')}`,
       params,
     );
   }
@@ -243,7 +244,7 @@ export async function holdForDispatch(
   const rows = await select(
     db,
     db.pool,
-    `SELECT id, type, pool, run_at, schedule_name, attempt, fence, dedup_key FROM tasks
+    `SELECT id, type, pool, priority, run_at, schedule_name, attempt, fence, dedup_key FROM tasks
       WHERE cell = ? AND sched_owner = ? AND published_at IS NULL AND state IN ('submitted', 'failed') ORDER BY run_at`,
     [cell, owner],
   );
@@ -263,7 +264,7 @@ export async function releaseDispatch(db: Db, cell: string, owner: string): Prom
  * task_payloads for those only). Params: n ids, cell. Index: PRIMARY (a range of n points).
  */
 export const claimSelectSql = (n: number): string =>
-  `SELECT id, type, pool, state, attempt, max_retries, retry_base, fence, timeout_ms, replay, payload, ${PAYLOAD_BODY_LOCKED}, parked,
+  `SELECT id, type, pool, priority, state, attempt, max_retries, retry_base, fence, timeout_ms, replay, payload, ${PAYLOAD_BODY_LOCKED}, parked,
           run_at <= NOW(3) AS due,
           TIMESTAMPDIFF(MICROSECOND, run_at, NOW(3)) AS late_us
      FROM tasks WHERE id IN (${marks(n)}) AND cell = ? FOR UPDATE`;
@@ -369,6 +370,7 @@ export async function claim(db: Db, cell: string, {ids, worker, leaseMs, limited
         id,
         type: r.type as string,
         pool: r.pool as ClaimedTask['pool'],
+        priority: r.priority as ClaimedTask['priority'],
         payload: payloadText(r),
         attempt,
         maxRetries: Number(r.max_retries),
