@@ -522,7 +522,7 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
         const auditBefore = (await s.auditList({limit: 1000})).length;
         const audit = {operator: 'alice', command: 'dlq replay', filter: {ids: [d]}, reason: 'downstream fixed'};
         const r = await s.deadReplay({ids: [d!, alive.id, newId()], actor: 'admin:1', audit});
-        expect(r.replayed).toEqual([{id: d, type: 'dlq_replay', pool: 'io', fence: 1}]);
+        expect(r.replayed).toEqual([{id: d, type: 'dlq_replay', pool: 'io', priority: 'normal', fence: 1}]);
         expect(r.skipped.map((k) => k.state).sort()).toEqual([null, 'submitted'].sort());
         // Marked published in advance (the replay rings it next), so no scheduler rings it meanwhile.
         const replayedRow = await s.tasksGet({id: d!});

@@ -1,12 +1,12 @@
 import {describe, expect, it} from 'vitest';
 import {leveledPool, validateWeights, WeightedPicker} from '../../src/core/worker/levels.js';
+import {Lane} from '../../src/core/worker/intake.js';
 import {NOT_STARTED, type ExecutionPool, type JobResult, type PoolJob} from '../../src/core/worker/pool.js';
 import {PRIORITIES, type Priority} from '../../src/core/task/model.js';
 import {validatePriority, validateTaskSpec} from '../../src/core/task/validate.js';
 import {validateCronInput} from '../../src/core/cron/schedule.js';
 import {groupDoorbells} from '../../src/core/broker/types.js';
 import {topology} from '../../src/core/broker/amqp/topology.js';
-import {fakeClock} from '../helpers/clock.js';
 
 const all = (): boolean => true;
 
@@ -46,11 +46,16 @@ describe('WeightedPicker (smooth weighted round robin)', () => {
   });
 });
 
-/** An inner pool whose jobs finish when the test says: records the start order. */
+/** An inner pool (FIFO queue of `capacity`) whose jobs finish when the test says: records the start order. */
 function manualPool(size: number, capacity = 100): ExecutionPool & {started: string[]; finish(id: string, r?: JobResult): Promise<void>} {
   const runningJobs = new Map<string, (r: JobResult) => void>();
+  const queue: Array<{job: PoolJob; resolve: (r: JobResult) => void}> = [];
   let draining = false;
   const started: string[] = [];
+  const start = (job: PoolJob, resolve: (r: JobResult) => void): void => {
+    started.push(job.taskId);
+    runningJobs.set(job.taskId, resolve);
+  };
   return {
     name: 'io',
     size,
@@ -59,11 +64,12 @@ function manualPool(size: number, capacity = 100): ExecutionPool & {started: str
     get running() {
       return runningJobs.size;
     },
-    queued: 0,
+    get queued() {
+      return queue.length;
+    },
     tryRun(job: PoolJob) {
-      if (draining || runningJobs.size >= size) return null;
-      started.push(job.taskId);
-      return new Promise<JobResult>((resolve) => runningJobs.set(job.taskId, resolve));
+      if (draining || runningJobs.size + queue.length >= size + capacity) return null;
+      return new Promise<JobResult>((resolve) => (runningJobs.size < size ? start(job, resolve) : queue.push({job, resolve})));
     },
     drain: () => {
       draining = true;
@@ -77,6 +83,8 @@ function manualPool(size: number, capacity = 100): ExecutionPool & {started: str
       const f = runningJobs.get(id);
       runningJobs.delete(id);
       f?.(r);
+      const next = queue.shift();
+      if (next) start(next.job, next.resolve);
       await new Promise((res) => setImmediate(res));
     },
   };
@@ -94,7 +102,7 @@ const job = (taskId: string, priority?: Priority): PoolJob => ({
 describe('leveledPool: one local queue per level in front of a pool', () => {
   it('runs at once while a slot is free; then a freed slot goes to the next level by weight, FIFO within a level', async () => {
     const inner = manualPool(1);
-    const pool = leveledPool(inner, {clock: fakeClock()});
+    const pool = leveledPool(inner, {});
     void pool.tryRun(job('n0'));
     expect(inner.started).toEqual(['n0']);
     for (let i = 1; i <= 5; i++) void pool.tryRun(job(`n${i}`, 'normal'));
@@ -113,7 +121,7 @@ describe('leveledPool: one local queue per level in front of a pool', () => {
 
   it('bounds each level by the capacity, so a full normal queue still takes high work', () => {
     const inner = manualPool(1, 2);
-    const pool = leveledPool(inner, {clock: fakeClock()});
+    const pool = leveledPool(inner, {});
     void pool.tryRun(job('r'));
     expect(pool.tryRun(job('n1'))).not.toBeNull();
     expect(pool.tryRun(job('n2'))).not.toBeNull();
@@ -122,24 +130,26 @@ describe('leveledPool: one local queue per level in front of a pool', () => {
     expect(pool.tryRun(job('l1', 'low'))).not.toBeNull();
   });
 
-  it('drain: waiting jobs keep starting within the grace period; those still waiting at its end resolve as not started', async () => {
-    const clock = fakeClock();
-    const inner = manualPool(1);
-    const pool = leveledPool(inner, {clock});
+  it('drain: waiting jobs move to the inner pool by weight as far as it has room; the rest resolve as not started at once', async () => {
+    const inner = manualPool(1, 2);
+    const pool = leveledPool(inner, {});
     const results = new Map<string, Promise<JobResult>>();
-    for (const id of ['a', 'b', 'c']) results.set(id, pool.tryRun(job(id))!);
+    results.set('a', pool.tryRun(job('a'))!);
+    // Inner's own queue stays empty while the pool runs: waiting happens per level here.
+    for (const [id, level] of [['n1', 'normal'], ['n2', 'normal'], ['h1', 'high']] as const) results.set(id, pool.tryRun(job(id, level))!);
+    expect(inner.queued).toBe(0);
     const drained = pool.drain(1000);
     expect(pool.tryRun(job('late'))).toBeNull();
+    expect(await drained).toEqual({notStarted: ['n2']});
+    expect(await results.get('n2')).toEqual({kind: 'aborted', message: NOT_STARTED});
     await inner.finish('a');
-    expect(inner.started).toEqual(['a', 'b']);
-    clock.advance(1000);
-    expect(await drained).toEqual({notStarted: ['c']});
-    expect(await results.get('c')).toEqual({kind: 'aborted', message: NOT_STARTED});
+    await inner.finish('h1');
+    expect(inner.started).toEqual(['a', 'h1', 'n1']);
   });
 
   it('abort removes a waiting job (resolved as aborted) without starting it', async () => {
     const inner = manualPool(1);
-    const pool = leveledPool(inner, {clock: fakeClock()});
+    const pool = leveledPool(inner, {});
     void pool.tryRun(job('a'));
     const b = pool.tryRun(job('b', 'low'))!;
     pool.abort('b', 'lease lost');
@@ -147,6 +157,37 @@ describe('leveledPool: one local queue per level in front of a pool', () => {
     await inner.finish('a');
     expect(inner.started).toEqual(['a']);
     expect(pool.queued).toBe(0);
+  });
+});
+
+describe('Lane: a worker takes in no more than its pool holds, per queue and level', () => {
+  it('admits doorbells while they fit, holds the rest in order, and admits them as tasks finish', () => {
+    const lane = new Lane(3);
+    const admitted: string[] = [];
+    lane.offer(2, () => admitted.push('a'));
+    lane.offer(2, () => admitted.push('b'));
+    lane.offer(1, () => admitted.push('c'));
+    // b does not fit (2 + 2 > 3); c waits behind it (FIFO), though it would fit.
+    expect(admitted).toEqual(['a']);
+    expect(lane.held).toBe(2);
+    lane.done();
+    expect(admitted).toEqual(['a', 'b']);
+    expect(lane.outstanding).toBe(3);
+    lane.done(2);
+    expect(admitted).toEqual(['a', 'b', 'c']);
+    expect(lane.outstanding).toBe(2);
+  });
+
+  it('an empty lane takes a doorbell bigger than its cap (it must not wait forever); clear forgets the waiting ones', () => {
+    const lane = new Lane(2);
+    const admitted: number[] = [];
+    lane.offer(5, () => admitted.push(5));
+    lane.offer(1, () => admitted.push(1));
+    expect(admitted).toEqual([5]);
+    lane.clear();
+    lane.done(5);
+    expect(admitted).toEqual([5]);
+    expect(lane.outstanding).toBe(0);
   });
 });
 

@@ -13,7 +13,6 @@
  */
 import {DEFAULT_PRIORITY, PRIORITIES, type Priority} from '../task/model.js';
 import {invalid} from '../errors.js';
-import type {Clock} from '../time.js';
 import {NOT_STARTED, type ExecutionPool, type JobResult, type PoolJob} from './pool.js';
 
 /** Relative shares of a pool's slots per level when every level has work waiting. */
@@ -105,7 +104,6 @@ class Fifo<T> {
 }
 
 export interface LeveledPoolOptions {
-  clock: Clock;
   /** Default DEFAULT_PRIORITY_WEIGHTS. */
   weights?: PriorityWeights;
 }
@@ -116,8 +114,8 @@ export interface LeveledPoolOptions {
  * with one level in use this is the inner pool, one microtask later per finished job. Otherwise a
  * job waits at its level (`job.priority`, default normal) and a freed slot takes the next one by
  * weight. `tryRun` returns null only when the job's own level is full or the pool is draining.
- * `drain` keeps handing waiting jobs to `inner` within the grace period; what never got a slot by
- * then resolves as not started (and is named in `notStarted`), then `inner` drains for the rest.
+ * `drain` hands the waiting jobs to `inner`'s own queue by weight as far as it has room (those
+ * beyond resolve at once as not started, named in `notStarted`), then drains `inner`.
  */
 export function leveledPool(inner: ExecutionPool, o: LeveledPoolOptions): ExecutionPool {
   const picker = new WeightedPicker(o.weights);
@@ -125,7 +123,6 @@ export function leveledPool(inner: ExecutionPool, o: LeveledPoolOptions): Execut
   let nWaiting = 0;
   let draining = false;
   let drained: Promise<{notStarted: string[]}> | null = null;
-  let onEmpty: (() => void) | null = null;
   const hasSlot = (): boolean => inner.running + inner.queued < inner.size;
 
   const run = (job: PoolJob, resolve: (r: JobResult) => void): void => {
@@ -148,7 +145,6 @@ export function leveledPool(inner: ExecutionPool, o: LeveledPoolOptions): Execut
       nWaiting--;
       run(w.job, w.resolve);
     }
-    if (nWaiting === 0) onEmpty?.();
   };
 
   return {
@@ -176,31 +172,23 @@ export function leveledPool(inner: ExecutionPool, o: LeveledPoolOptions): Execut
     },
     drain(graceMs) {
       draining = true;
-      drained ??= (async () => {
-        const started = o.clock.monotonic();
-        const notStarted: string[] = [];
-        if (nWaiting > 0) {
-          await new Promise<void>((resolve) => {
-            const timer = o.clock.setTimeout(() => {
-              onEmpty = null;
-              for (const l of PRIORITIES)
-                for (const w of waiting[l].takeAll()) {
-                  notStarted.push(w.job.taskId);
-                  w.resolve({kind: 'aborted', message: NOT_STARTED});
-                }
-              nWaiting = 0;
-              resolve();
-            }, graceMs);
-            onEmpty = () => {
-              onEmpty = null;
-              o.clock.clearTimeout(timer);
-              resolve();
-            };
-          });
+      drained ??= (() => {
+        // What waits here goes to the inner pool's own queue, by weight, as far as it has room, so
+        // it drains exactly as the inner pool does (the same grace period, the same messages);
+        // the rest never gets a slot in time anyway and goes back to storage at once.
+        const refused: string[] = [];
+        while (nWaiting > 0) {
+          const level = picker.pick((l) => waiting[l].length > 0)!;
+          const w = waiting[level].shift()!;
+          nWaiting--;
+          const p = inner.tryRun(w.job);
+          if (p) void p.then(w.resolve);
+          else {
+            refused.push(w.job.taskId);
+            w.resolve({kind: 'aborted', message: NOT_STARTED});
+          }
         }
-        const left = Math.max(0, graceMs - (o.clock.monotonic() - started));
-        const r = await inner.drain(left);
-        return {notStarted: [...notStarted, ...r.notStarted]};
+        return inner.drain(graceMs).then((r) => ({notStarted: [...refused, ...r.notStarted]}));
       })();
       return drained;
     },
@@ -210,7 +198,6 @@ export function leveledPool(inner: ExecutionPool, o: LeveledPoolOptions): Execut
           nWaiting--;
           w.resolve({kind: 'aborted', message: reason});
         }
-      if (nWaiting === 0) onEmpty?.();
       inner.abort(taskId, reason);
     },
   };

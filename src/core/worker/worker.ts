@@ -15,6 +15,7 @@ import type {HandlerMap} from './handlers.js';
 import {decideOutcome, type Held, type NotStarted} from './outcome.js';
 import {type ExecutionPool, type JobResult, NOT_STARTED} from './pool.js';
 import {leveledPool, type PriorityWeights} from './levels.js';
+import {Lane} from './intake.js';
 import {FlowGate, type GateStore} from '../flow/gate.js';
 import {MemorySampler, type MemoryUsage} from '../memory.js';
 import type {Admission} from '../flow/admission.js';
@@ -78,6 +79,8 @@ interface HeldTask extends Held {
   queue: PoolName;
   priority: Priority;
   type: string;
+  /** The lane of the delivery it was claimed from, freed when its outcome is written. */
+  lane: Lane | undefined;
   /** Monotonic ms: handed to the pool, and the attempt's end. */
   startedAt: number;
   endedAt: number;
@@ -90,6 +93,8 @@ interface Pending {
   id: string;
   type: string;
   d: Delivery;
+  /** The pool queue and level it came from: one of its tasks until it is finished or dropped. */
+  lane: Lane;
 }
 
 /**
@@ -116,6 +121,8 @@ export class Worker implements Service {
   /** The options' pools, each behind its per-level local queues. */
   private readonly pools: Partial<Record<PoolName, ExecutionPool>>;
   private readonly subs: Subscription[] = [];
+  /** Per pool queue and level: the tasks taken in and not yet finished (see intake.ts). */
+  private readonly lanes: Lane[] = [];
   private readonly claims: MicroBatcher<Pending>;
   private readonly outcomes: MicroBatcher<Outcome>;
   private readonly log: Logger;
@@ -140,7 +147,7 @@ export class Worker implements Service {
     this.id = o.workerId ?? `${hostname()}:${process.pid}`;
     this.pools = {};
     for (const [name, pool] of Object.entries(o.pools) as Array<[PoolName, ExecutionPool]>)
-      this.pools[name] = leveledPool(pool, {clock: o.clock, ...(o.priorityWeights ? {weights: o.priorityWeights} : {})});
+      this.pools[name] = leveledPool(pool, o.priorityWeights ? {weights: o.priorityWeights} : {});
     this.log = o.logger.child({worker: this.id});
     this.events =
       o.events ??
@@ -230,8 +237,13 @@ export class Worker implements Service {
       // re-rings, a quiet scheduler tick) must not shrink the claim batches to a few tasks.
       const room = pool.size + pool.capacity;
       const prefetch = Math.min(65_535, Math.max(Math.ceil(room / (this.o.tasksPerMessage ?? 1)), Math.min(room, 32)));
-      // One consumer per level, each on its own channel: a normal backlog never delays a high doorbell.
-      for (const level of PRIORITIES) this.subs.push(await this.o.broker.consume(name, prefetch, (d) => this.onDelivery(d), level));
+      // One consumer and lane per level, each on its own channel: a normal backlog never delays a
+      // high doorbell, and a lane takes in no more than the pool can hold.
+      for (const level of PRIORITIES) {
+        const lane = new Lane(room);
+        this.lanes.push(lane);
+        this.subs.push(await this.o.broker.consume(name, prefetch, (d) => this.onDelivery(d, lane), level));
+      }
     }
     this.renewer.start();
     this.beat.start();
@@ -249,15 +261,21 @@ export class Worker implements Service {
     return {id: this.id, host: hostname(), pid: process.pid, pools, types: [...this.o.handlers.byType.keys()].sort()};
   }
 
-  private onDelivery(d: Delivery): void {
+  private onDelivery(d: Delivery, lane: Lane): void {
     const refs = decodeMessage(d.body);
     if (!refs) {
       this.track(this.poison(d, 'malformed message: not a doorbell with string ids and types'));
       return;
     }
     if (this.state !== 'running') return; // not acked: the channel close requeues it
-    if (refs.length === 1) this.claims.push({id: refs[0]!.id, type: refs[0]!.type, d});
-    else for (const [i, part] of splitDelivery(d, refs).entries()) this.claims.push({id: refs[i]!.id, type: refs[i]!.type, d: part});
+    // Held unacked while the lane is full: the prefetch fills and RabbitMQ stops this queue only.
+    lane.offer(refs.length, () => {
+      if (this.state !== 'running') return;
+      if (refs.length === 1) this.claims.push({id: refs[0]!.id, type: refs[0]!.type, d, lane});
+      else
+        for (const [i, part] of splitDelivery(d, refs).entries())
+          this.claims.push({id: refs[i]!.id, type: refs[i]!.type, d: part, lane});
+    });
   }
 
   /**
@@ -298,6 +316,7 @@ export class Worker implements Service {
     }
     for (const s of result.skipped) {
       for (const p of byId.get(s.id) ?? []) {
+        p.lane.done();
         if (s.state === null) this.track(this.poison(p.d, `unknown task id ${s.id}`));
         else {
           this.ch.stale.emit({id: s.id, type: p.type});
@@ -313,7 +332,8 @@ export class Worker implements Service {
       const parts = byId.get(t.id) ?? [];
       if (parts.length > 1) this.events.emit('doorbell:duplicate', {id: t.id, type: t.type, extra: parts.length - 1});
       for (const p of parts) p.d.ack();
-      this.dispatch(t, parts[0]?.type);
+      for (const p of parts.slice(1)) p.lane.done();
+      this.dispatch(t, parts[0]?.type, parts[0]?.lane);
     }
   }
 
@@ -342,7 +362,10 @@ export class Worker implements Service {
     for (const r of refused) {
       if (deferred.has(r.id))
         this.parked.emit({id: r.id, type: r.type, parked: r.parked, reason: r.reason, delayMs: r.delayMs, claimed: false});
-      for (const p of byId.get(r.id) ?? []) p.d.ack();
+      for (const p of byId.get(r.id) ?? []) {
+        p.d.ack();
+        p.lane.done();
+      }
       byId.delete(r.id);
     }
     for (const d of res.dead) {
@@ -365,8 +388,8 @@ export class Worker implements Service {
     }
   }
 
-  /** Runs a claimed task; `admitted` is the type the admission step let through before the claim. */
-  private dispatch(t: ClaimedTask, admitted?: string): void {
+  /** Runs a claimed task; `admitted` is the type the admission step let through before the claim, `lane` the one its delivery took. */
+  private dispatch(t: ClaimedTask, admitted?: string, lane?: Lane): void {
     const h = this.o.handlers.byType.get(t.type);
     const startedAt = this.o.clock.monotonic();
     const heldTask: HeldTask = {
@@ -379,6 +402,7 @@ export class Worker implements Service {
       type: t.type,
       queue: t.pool,
       priority: t.priority,
+      lane,
       startedAt,
       endedAt: startedAt,
     };
@@ -452,6 +476,7 @@ export class Worker implements Service {
         for (const o of batch) {
           const held = this.held.get(o.id);
           this.held.delete(o.id);
+          held?.lane?.done();
           if (!applied.has(o.id)) continue;
           if (o.kind === 'release' && held) released.push({id: o.id, type: held.type, pool: o.pool ?? held.queue, priority: held.priority, fence: o.fence});
           this.emitOutcome(o, held);
@@ -551,6 +576,7 @@ export class Worker implements Service {
     await this.beat.stop();
     await this.gate.stop();
     await Promise.all(this.subs.map((s) => s.cancel()));
+    for (const l of this.lanes) l.clear();
     this.claims.takeWaiting();
     await this.claims.flush();
     const graceMs = options.graceMs ?? this.o.shutdownGraceMs ?? 30_000;
