@@ -184,8 +184,14 @@ export function brokerConformance(name: string, make: () => Promise<BrokerHarnes
         await sub.cancel();
       }
       const depths = await h.broker.queueDepths();
-      expect(Object.entries(depths).filter(([q]) => !q.endsWith('.poison')).every(([, n]) => n === 0)).toBe(true);
-      await expect(h.broker.consume('io', 10, () => undefined, 'urgent' as never)).rejects.toThrow(/priority must be one of high, normal, low/);
+      expect(
+        Object.entries(depths)
+          .filter(([q]) => !q.endsWith('.poison'))
+          .every(([, n]) => n === 0),
+      ).toBe(true);
+      await expect(h.broker.consume('io', 10, () => undefined, 'urgent' as never)).rejects.toThrow(
+        /priority must be one of high, normal, low/,
+      );
     });
 
     it('acking twice, or after the channel closed, is harmless', async () => {

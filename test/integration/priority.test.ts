@@ -21,7 +21,12 @@ describe('priorities', () => {
   });
 
   const clientOf = async (env: TestEnv): Promise<AxClient> => {
-    const client = createClient({...env.rt, store: await env.store(), broker: await env.broker({reconnect: true}), release: async () => undefined});
+    const client = createClient({
+      ...env.rt,
+      store: await env.store(),
+      broker: await env.broker({reconnect: true}),
+      release: async () => undefined,
+    });
     cleanup.push(() => client.close());
     return client;
   };

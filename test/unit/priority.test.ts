@@ -136,7 +136,12 @@ describe('leveledPool: one local queue per level in front of a pool', () => {
     const results = new Map<string, Promise<JobResult>>();
     results.set('a', pool.tryRun(job('a'))!);
     // Inner's own queue stays empty while the pool runs: waiting happens per level here.
-    for (const [id, level] of [['n1', 'normal'], ['n2', 'normal'], ['h1', 'high']] as const) results.set(id, pool.tryRun(job(id, level))!);
+    for (const [id, level] of [
+      ['n1', 'normal'],
+      ['n2', 'normal'],
+      ['h1', 'high'],
+    ] as const)
+      results.set(id, pool.tryRun(job(id, level))!);
     expect(inner.queued).toBe(0);
     const drained = pool.drain(1000);
     expect(pool.tryRun(job('late'))).toBeNull();
@@ -205,7 +210,9 @@ describe('priority on submit, cron and the doorbells', () => {
     const cron = {name: 'daily-report', cron: '@daily', tz: 'UTC', type: 'report_daily'};
     expect(validateCronInput({...cron, priority: 'low'}, {payloadLimitBytes: 1024, nowMs: 0}).priority).toBe('low');
     expect(validateCronInput(cron, {payloadLimitBytes: 1024, nowMs: 0}).priority).toBe('normal');
-    expect(() => validateCronInput({...cron, priority: 'top'}, {payloadLimitBytes: 1024, nowMs: 0})).toThrow(/priority "top" is not a level/);
+    expect(() => validateCronInput({...cron, priority: 'top'}, {payloadLimitBytes: 1024, nowMs: 0})).toThrow(
+      /priority "top" is not a level/,
+    );
   });
 
   it('one queue per pool and level; normal keeps the name of the single queue of before', () => {
@@ -230,6 +237,9 @@ describe('priority on submit, cron and the doorbells', () => {
       ],
       10,
     );
-    expect(groups.map((g) => g.map((m) => m.id))).toEqual([['a', 'c'], ['b', 'd']]);
+    expect(groups.map((g) => g.map((m) => m.id))).toEqual([
+      ['a', 'c'],
+      ['b', 'd'],
+    ]);
   });
 });

@@ -233,7 +233,19 @@ export interface ValidCronInput {
   spec: CronSpec;
 }
 
-const CRON_INPUT_FIELDS = new Set(['name', 'cron', 'tz', 'type', 'payload', 'pool', 'priority', 'overlap', 'misfire', 'maxRetries', 'timeout']);
+const CRON_INPUT_FIELDS = new Set([
+  'name',
+  'cron',
+  'tz',
+  'type',
+  'payload',
+  'pool',
+  'priority',
+  'overlap',
+  'misfire',
+  'maxRetries',
+  'timeout',
+]);
 
 /**
  * Validates a schedule definition, or throws invalid_input naming the bad field. Unknown fields are

@@ -245,7 +245,8 @@ export class Relay implements Service {
     const nowMs = this.o.clock.now();
     const due = new Map<string, {id: string; type: string; pool: NewTask['pool']; priority: NewTask['priority']; fence: number}>();
     for (const {task, id, fence} of ring)
-      if (task.runAtMs === null || task.runAtMs <= nowMs) due.set(id, {id, type: task.type, pool: task.pool, priority: task.priority, fence});
+      if (task.runAtMs === null || task.runAtMs <= nowMs)
+        due.set(id, {id, type: task.type, pool: task.pool, priority: task.priority, fence});
     if (due.size > 0) {
       try {
         await this.o.broker.publish([...due.values()]);

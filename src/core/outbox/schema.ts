@@ -74,7 +74,9 @@ export const OUTBOX_PRODUCER_COLUMNS = [
  * --outbox` adds those missing (one ALTER, instant on MariaDB 10.3+/MySQL 8.0). Until then the
  * relay reads a missing one as NULL, and enqueueInTransaction writes it only for a task that sets it.
  */
-export const OUTBOX_ADDED_COLUMNS = [{name: 'priority', column: "priority VARCHAR(8) NULL COMMENT 'high, normal (default) or low'"}] as const;
+export const OUTBOX_ADDED_COLUMNS = [
+  {name: 'priority', column: "priority VARCHAR(8) NULL COMMENT 'high, normal (default) or low'"},
+] as const;
 
 /** Which of OUTBOX_ADDED_COLUMNS task_outbox has (params: none; reads information_schema). */
 export const OUTBOX_ADDED_PRESENT_SQL = `SELECT COLUMN_NAME AS name FROM information_schema.COLUMNS

@@ -2,7 +2,17 @@ import {createHash} from 'node:crypto';
 import {invalid} from '../errors.js';
 import {parseDuration, MAX_DURATION_MS} from '../duration.js';
 import {isTaskId, idFromDedupKey} from './id.js';
-import {DEFAULT_PRIORITY, POOLS, PRIORITIES, isPriority, type JsonObject, type NewTask, type PoolName, type Priority, type TaskSpec} from './model.js';
+import {
+  DEFAULT_PRIORITY,
+  POOLS,
+  PRIORITIES,
+  isPriority,
+  type JsonObject,
+  type NewTask,
+  type PoolName,
+  type Priority,
+  type TaskSpec,
+} from './model.js';
 
 export const TYPE_NAME_RE = /^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$/;
 export const MAX_TYPE_LENGTH = 64;

@@ -24,7 +24,8 @@ export const DEFAULT_PRIORITY_WEIGHTS: Readonly<PriorityWeights> = {high: 6, nor
 export function validateWeights(w: PriorityWeights): PriorityWeights {
   for (const l of PRIORITIES) {
     const v = w[l];
-    if (!Number.isInteger(v) || v < 1 || v > 1000) throw invalid(`priority weight of ${l} must be a whole number from 1 to 1000, got ${String(v)}`);
+    if (!Number.isInteger(v) || v < 1 || v > 1000)
+      throw invalid(`priority weight of ${l} must be a whole number from 1 to 1000, got ${String(v)}`);
   }
   return {...w};
 }

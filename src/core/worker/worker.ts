@@ -273,8 +273,7 @@ export class Worker implements Service {
       if (this.state !== 'running') return;
       if (refs.length === 1) this.claims.push({id: refs[0]!.id, type: refs[0]!.type, d, lane});
       else
-        for (const [i, part] of splitDelivery(d, refs).entries())
-          this.claims.push({id: refs[i]!.id, type: refs[i]!.type, d: part, lane});
+        for (const [i, part] of splitDelivery(d, refs).entries()) this.claims.push({id: refs[i]!.id, type: refs[i]!.type, d: part, lane});
     });
   }
 
@@ -478,7 +477,8 @@ export class Worker implements Service {
           this.held.delete(o.id);
           held?.lane?.done();
           if (!applied.has(o.id)) continue;
-          if (o.kind === 'release' && held) released.push({id: o.id, type: held.type, pool: o.pool ?? held.queue, priority: held.priority, fence: o.fence});
+          if (o.kind === 'release' && held)
+            released.push({id: o.id, type: held.type, pool: o.pool ?? held.queue, priority: held.priority, fence: o.fence});
           this.emitOutcome(o, held);
         }
         if (released.length > 0) await this.ringAgain(released);

@@ -423,7 +423,9 @@ export class AmqpBroker implements Broker {
     const conn = this.conn;
     if (!conn) throw new AxError('unavailable', 'RabbitMQ connection is down');
     const queues: Array<Pick<QueueInfo, 'name' | 'role' | 'pool' | 'priority'>> = [
-      ...POOLS.flatMap((pool) => PRIORITIES.map((priority) => ({name: this.names.queue(pool, priority), role: 'pool' as const, pool, priority}))),
+      ...POOLS.flatMap((pool) =>
+        PRIORITIES.map((priority) => ({name: this.names.queue(pool, priority), role: 'pool' as const, pool, priority})),
+      ),
       {name: this.names.poisonQueue, role: 'poison', pool: null, priority: null},
     ];
     const out: QueueInfo[] = [];

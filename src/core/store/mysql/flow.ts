@@ -319,7 +319,13 @@ export async function releaseParked(db: Db, cell: string, p: ParkedReleaseParams
         WHERE id IN (${marks(ids.length)}) AND state IN (${inList(TRANSITIONS.defer.from)})`,
       ids,
     );
-    return rows.map((r) => ({id: r.id as string, type: r.type as string, pool: r.pool as DispatchRef['pool'], priority: r.priority as DispatchRef['priority'], fence: Number(r.fence)}));
+    return rows.map((r) => ({
+      id: r.id as string,
+      type: r.type as string,
+      pool: r.pool as DispatchRef['pool'],
+      priority: r.priority as DispatchRef['priority'],
+      fence: Number(r.fence),
+    }));
   });
 }
 

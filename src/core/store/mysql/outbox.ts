@@ -111,7 +111,9 @@ export class MysqlOutboxStore implements OutboxStore {
    */
   async outboxCreateTable(): Promise<void> {
     await exec(this.db, this.db.pool, OUTBOX_DDL);
-    const added = outboxColumnsUpgradeSql(new Set((await select(this.db, this.db.pool, OUTBOX_ADDED_PRESENT_SQL)).map((r) => String(r.name))));
+    const added = outboxColumnsUpgradeSql(
+      new Set((await select(this.db, this.db.pool, OUTBOX_ADDED_PRESENT_SQL)).map((r) => String(r.name))),
+    );
     if (added !== null) await exec(this.db, this.db.pool, added);
     this.rowColumns = columns(true);
     const present = new Set((await select(this.db, this.db.pool, OUTBOX_CHECKS_PRESENT_SQL)).map((r) => String(r.name)));
