@@ -142,6 +142,25 @@ describe('ax submit', () => {
     await refused(['submit', 'order_notify', '--delay', '1.5'], 2, /delay "1.5" is not a duration/);
   });
 
+  test('--priority: stored on the row and rung on its level; a --stdin line may set its own, and a bad one refuses them all', async () => {
+    const r = await ax(['submit', 'order_notify', '--priority', 'high', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const stdin = '{"type": "order_notify"}\n{"type": "order_notify", "priority": "normal"}\n';
+    const many = await ax(['submit', '--stdin', '--priority', 'low', '--json'], {stdin});
+    expect(many.code, many.stderr).toBe(0);
+    const ids = [r.json.ids[0], ...many.json.ids];
+    const rows = await testEnv.sql<{id: string; priority: string; published_at: Date | null}>(
+      `SELECT id, priority, published_at FROM tasks WHERE id IN (?, ?, ?)`,
+      ids,
+    );
+    const byId = new Map(rows.map((x) => [x.id, x]));
+    expect(ids.map((id) => byId.get(id)?.priority)).toEqual(['high', 'low', 'normal']);
+    expect(rows.every((x) => x.published_at instanceof Date)).toBe(true);
+    await refused(['submit', '--stdin'], 2, /line 2: priority "top" is not a level: use one of high, normal, low/, {
+      stdin: '{"type": "order_notify"}\n{"type": "order_notify", "priority": "top"}\n',
+    });
+  });
+
   test('--at and --payload-file', async () => {
     const file = join(cwd, 'payload.json');
     writeFileSync(file, '{"report": "daily", "n": [1, 2]}');
@@ -244,6 +263,7 @@ describe('ax submit', () => {
     ['--at too far away', ['submit', 'order_notify', '--at', '2099-01-01T00:00:00Z'], /more than 366 days/],
     ['--delay and --at', ['submit', 'order_notify', '--delay', '5s', '--at', '2030-01-01T00:00:00Z'], /either --delay or --at/],
     ['unknown pool', ['submit', 'order_notify', '--pool', 'gpu'], /Expected --pool=gpu to be one of: io, cpu/],
+    ['unknown priority', ['submit', 'order_notify', '--priority', 'urgent'], /Expected --priority=urgent to be one of: high, normal, low/],
     ['negative max retries', ['submit', 'order_notify', '--max-retries=-1'], /Parsing --max-retries[\s\S]*greater than or equal to 0/],
     ['too many max retries', ['submit', 'order_notify', '--max-retries', '101'], /Parsing --max-retries[\s\S]*less than or equal to 100/],
     ['fractional max retries', ['submit', 'order_notify', '--max-retries', '1.5'], /Parsing --max-retries[\s\S]*Expected an integer/],

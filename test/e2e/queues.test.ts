@@ -31,6 +31,7 @@ describe('ax queues', () => {
       {id: newId(), type: 'queue_probe', pool: 'cpu'},
       {id: newId(), type: 'queue_probe', pool: 'cpu'},
       {id: newId(), type: 'queue_probe', pool: 'cpu'},
+      {id: newId(), type: 'queue_probe', pool: 'cpu', priority: 'high'},
     ]);
     const sub = await broker.consume('io', 5, () => undefined);
     const r = await ax(declared, ['queues', '--json']);
@@ -40,27 +41,33 @@ describe('ax queues', () => {
     expect(r.json).toEqual({
       cell: declared.config.cell,
       queues: [
-        {name: `${prefix}.io`, role: 'pool', pool: 'io', exists: true, messages: 0, consumers: 1},
-        {name: `${prefix}.cpu`, role: 'pool', pool: 'cpu', exists: true, messages: 3, consumers: 0},
-        {name: `${prefix}.poison`, role: 'poison', pool: null, exists: true, messages: 0, consumers: 0},
+        {name: `${prefix}.io.high`, role: 'pool', pool: 'io', priority: 'high', exists: true, messages: 0, consumers: 0},
+        {name: `${prefix}.io`, role: 'pool', pool: 'io', priority: 'normal', exists: true, messages: 0, consumers: 1},
+        {name: `${prefix}.io.low`, role: 'pool', pool: 'io', priority: 'low', exists: true, messages: 0, consumers: 0},
+        {name: `${prefix}.cpu.high`, role: 'pool', pool: 'cpu', priority: 'high', exists: true, messages: 1, consumers: 0},
+        {name: `${prefix}.cpu`, role: 'pool', pool: 'cpu', priority: 'normal', exists: true, messages: 3, consumers: 0},
+        {name: `${prefix}.cpu.low`, role: 'pool', pool: 'cpu', priority: 'low', exists: true, messages: 0, consumers: 0},
+        {name: `${prefix}.poison`, role: 'poison', pool: null, priority: null, exists: true, messages: 0, consumers: 0},
       ],
     });
     const human = await ax(declared, ['queues']);
     expect(human.code, human.stderr).toBe(0);
     expect(human.stdout).toMatch(/^QUEUE\s+ROLE\s+MESSAGES\s+CONSUMERS$/m);
-    expect(human.stdout).toMatch(new RegExp(`^${prefix.replace(/\./g, '\\.')}\\.cpu\\s+pool cpu\\s+3\\s+0$`, 'm'));
+    expect(human.stdout).toMatch(new RegExp(`^${prefix.replace(/\./g, '\\.')}\\.cpu\\s+pool cpu normal\\s+3\\s+0$`, 'm'));
+    expect(human.stdout).toMatch(new RegExp(`^${prefix.replace(/\./g, '\\.')}\\.cpu\\.high\\s+pool cpu high\\s+1\\s+0$`, 'm'));
     expect(human.stdout).not.toMatch(/missing/);
   });
 
   test('queues nobody declared are reported missing, and the command does not create them', async () => {
     const human = await ax(bare, ['queues']);
     expect(human.code, human.stderr).toBe(0);
-    expect(human.stdout).toMatch(/\.io\s+pool io\s+missing\s+-$/m);
+    expect(human.stdout).toMatch(/\.io\s+pool io normal\s+missing\s+-$/m);
+    expect(human.stdout).toMatch(/\.io\.low\s+pool io low\s+missing\s+-$/m);
     expect(human.stdout).toMatch(/\.poison\s+poison\s+missing\s+-$/m);
-    expect(human.stdout).toMatch(/3 queues are missing: start a worker or producer of cell default/);
+    expect(human.stdout).toMatch(/7 queues are missing: start a worker or producer of cell default/);
     const again = await ax(bare, ['queues', '--json']);
     expect(again.code, again.stderr).toBe(0);
-    expect(again.json.queues.map((q: {exists: boolean}) => q.exists)).toEqual([false, false, false]);
+    expect(again.json.queues.map((q: {exists: boolean}) => q.exists)).toEqual(Array(7).fill(false));
   });
 
   test('exit 5 when RabbitMQ is unreachable, exit 2 on an unexpected argument', async () => {

@@ -188,6 +188,25 @@ describe('cron schedules', () => {
     expect(await schedule('a-minute')).toMatchObject(want);
   });
 
+  it('a schedule carries a priority: its occurrences (planned or triggered) are at that level and run from its queue', async () => {
+    const cron = await cronService('test-prio', {broker: true});
+    const added = await add(cron, {name: 'p-high', cron: await everyTwoHours(), priority: 'high'});
+    expect(added.priority).toBe('high');
+    await expect(add(cron, {name: 'p-bad', priority: 'urgent' as never})).rejects.toThrow(/priority "urgent" is not a level/);
+    expect(await env.sql("SELECT name FROM cron_schedules WHERE name = 'p-bad'")).toEqual([]);
+    // A scheduler's load plans the first occurrence.
+    await startScheduler('sched-prio');
+    await passes(1);
+    await eventually(async () => (await occurrences('p-high')).length === 1, 5000, 'the planned occurrence');
+    const {taskId} = await cron.trigger('p-high');
+    const rows = await env.sql<{id: string; priority: string}>('SELECT id, priority FROM tasks WHERE schedule_name = ? ORDER BY id', [
+      'p-high',
+    ]);
+    expect(rows.map((r) => r.priority)).toEqual(['high', 'high']);
+    // The triggered one was rung on the high queue: the worker (every level) runs it.
+    await eventually(async () => (await stateOf(taskId)) === 'succeeded', 10_000, 'the triggered occurrence to run');
+  });
+
   it('(b) two schedulers create each occurrence exactly once', async () => {
     const [a, b] = [await cronService('sched-b1'), await cronService('sched-b2')];
     // Daily, at an hour far from now: no fire time within the misfire tolerance of now.

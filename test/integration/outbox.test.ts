@@ -654,4 +654,75 @@ describe('transactional outbox', () => {
     expect(report).toMatchObject({lost: 0, duplicated: 0, notSucceeded: 0});
     expect(await checkInvariants(env, biz, run, 3)).toMatchObject({doubledTasks: 0, unexpected: 0});
   });
+
+  it('carries the priority: enqueueInTransaction and plain SQL rows become tasks at their level; an unknown level writes nothing or fails the row', async () => {
+    const run = newRun('prio');
+    const conn = await biz.pool.getConnection();
+    try {
+      await conn.beginTransaction();
+      await enqueueInTransaction(conn, [
+        {type: 'test_noop', payload: {run, k: 0}, priority: 'high'},
+        {type: 'test_noop', payload: {run, k: 1}},
+      ]);
+      await expect(enqueueInTransaction(conn, {type: 'test_noop', payload: {run, k: 9}, priority: 'urgent' as never})).rejects.toThrow(
+        /priority "urgent" is not a level: use one of high, normal, low/,
+      );
+      await conn.commit();
+    } finally {
+      conn.release();
+    }
+    await biz.sql('INSERT INTO task_outbox (type, payload, priority) VALUES (?, ?, ?), (?, ?, ?)', [
+      'test_noop',
+      JSON.stringify({run, k: 2}),
+      'low',
+      'test_noop',
+      JSON.stringify({run, k: 3}),
+      'urgent',
+    ]);
+    expect(await drain(await manualRelay())).toBe(4);
+    const failed = await biz.sql<{last_error: string}>(
+      "SELECT last_error FROM task_outbox WHERE JSON_VALUE(payload, '$.run') = ? AND failed_at IS NOT NULL",
+      [run],
+    );
+    expect(failed.map((f) => f.last_error)).toEqual([expect.stringMatching(/priority "urgent" is not a level/)]);
+    const rows = await env.sql<{k: string; priority: string; state: string}>(
+      "SELECT JSON_VALUE(payload, '$.k') AS k, priority, state FROM tasks WHERE JSON_VALUE(payload, '$.run') = ? ORDER BY k",
+      [run],
+    );
+    expect(rows.map((r) => [r.k, r.priority])).toEqual([
+      ['0', 'high'],
+      ['1', 'normal'],
+      ['2', 'low'],
+    ]);
+    // Rung at their levels: the worker (consuming every level) runs all three.
+    const report = await waitForQuiescence(env, biz, run, 3, 20_000);
+    expect(report).toMatchObject({lost: 0, duplicated: 0, notSucceeded: 0});
+  });
+
+  it('a task_outbox from before priorities keeps working until `ax migrate --outbox` adds the column', async () => {
+    const run = newRun('old');
+    await biz.sql('ALTER TABLE task_outbox DROP COLUMN priority');
+    const old = await biz.outbox();
+    try {
+      await enqueueInTransaction(biz.pool, {type: 'test_noop', payload: {run, k: 0}});
+      const relay = createRelayService({
+        ...env.rt,
+        config: env.config,
+        outbox: old,
+        store: await env.store(),
+        broker: await env.broker(),
+        id: 'relay-old',
+      });
+      manual.push(relay);
+      expect(await drain(relay)).toBe(1);
+      expect(await env.sql("SELECT priority FROM tasks WHERE JSON_VALUE(payload, '$.run') = ?", [run])).toEqual([{priority: 'normal'}]);
+    } finally {
+      await old.outboxCreateTable();
+      await old.close();
+    }
+    const cols = await biz.sql(
+      "SELECT COLUMN_NAME AS c FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'task_outbox' AND COLUMN_NAME = 'priority'",
+    );
+    expect(cols).toHaveLength(1);
+  });
 });

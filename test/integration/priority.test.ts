@@ -10,6 +10,8 @@ import type {Worker} from '../../src/core/worker/worker.js';
 import {nextEvent} from '../../src/core/events.js';
 import {topology} from '../../src/core/broker/amqp/topology.js';
 import {createTestEnv, createTestWorker, eventually, type TestEnv} from '../helpers/env.js';
+import {createSchedulerService} from '../../src/core/scheduler/service.js';
+import {reconcile} from '../../src/core/reconcile/reconcile.js';
 
 const BACKLOG = 100_000;
 const INSERT_BATCH = 5000;
@@ -121,4 +123,40 @@ describe('priorities', () => {
     expect(done.high / total).toBeGreaterThanOrEqual(0.5);
     expect(done.normal / total).toBeGreaterThanOrEqual(0.2);
   }, 120_000);
+
+  it("the scheduler's wheel and the reconciler ring a task on its row's level", async () => {
+    const env = await createTestEnv({submitFlushMs: 5, schedulerTickMs: 20});
+    cleanup.push(() => env.dispose());
+    const client = await clientOf(env);
+    // Delayed: the scheduler rings it when due. Never rung (inserted by hand, as after a lost publish): the reconciler.
+    await client.submit({type: 'test_noop', priority: 'high', delay: '300ms'});
+    await client.flush();
+    await env.sql(
+      `INSERT INTO tasks (id, type, pool, priority, state, max_retries, run_at, content_hash, created_at, updated_at, payload)
+       VALUES (?, 'test_noop', 'io', 'low', 'submitted', 5, NOW(3) - INTERVAL 1 HOUR, ?, NOW(3) - INTERVAL 1 HOUR, NOW(3), '{}')`,
+      [randomUUID(), '0'.repeat(32)],
+    );
+    await reconcile({
+      ...env.rt,
+      store: await env.store(),
+      broker: await env.broker(),
+      backoff: {baseMs: env.config.retryBaseMs, maxMs: env.config.retryMaxMs},
+      limit: 1000,
+      rate: 10_000,
+      republishAfterMs: 60_000,
+      dryRun: false,
+    });
+    expect(await readyIn(env, 'low')).toBe(1);
+    const scheduler = createSchedulerService({
+      ...env.rt,
+      config: env.config,
+      store: await env.store(),
+      broker: await env.broker({reconnect: true}),
+      id: 'prio-sched',
+    });
+    cleanup.push(() => scheduler.stop());
+    await scheduler.start();
+    await eventually(async () => (await readyIn(env, 'high')) === 1, 10_000, 'the delayed high task rung on the high queue');
+    expect(await readyIn(env, 'normal')).toBe(0);
+  }, 60_000);
 });

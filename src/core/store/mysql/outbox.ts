@@ -60,7 +60,8 @@ export class MysqlOutboxStore implements OutboxStore {
 
   /**
    * Opens the business database. Unless `requireTable` is false (migrations), checks that
-   * task_outbox exists and throws AxError('unavailable') naming `ax migrate --outbox` if not.
+   * task_outbox exists and throws AxError('unavailable') naming `ax migrate --outbox` if not. On a
+   * table that lacks a column added since (priority), rows read it as NULL until the migration.
    */
   static async open(opts: DbOptions & {requireTable?: boolean}): Promise<MysqlOutboxStore> {
     let db: Db;
@@ -78,11 +79,10 @@ export class MysqlOutboxStore implements OutboxStore {
       throw outboxScoped(e);
     }
     const store = new MysqlOutboxStore(db);
-    if (opts.requireTable === false) return store;
     if (await store.outboxTableExists()) {
       const present = new Set((await select(db, db.pool, OUTBOX_ADDED_PRESENT_SQL)).map((r) => String(r.name)));
       store.rowColumns = columns(present.has('priority'));
-    } else {
+    } else if (opts.requireTable !== false) {
       await db.pool.end().catch(() => undefined);
       throw dbUnavailable(
         'not_migrated',
