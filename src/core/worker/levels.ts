@@ -112,7 +112,7 @@ export interface LeveledPoolOptions {
 /**
  * Wraps `inner` with one local queue per priority level, each bounded by `inner.capacity`. Jobs go
  * straight to `inner` while it has a free slot (running + queued < size) and nothing waits here —
- * with one level in use this is the inner pool, one microtask later per finished job. Otherwise a
+ * with one level in use this is the inner pool with one callback per finished job. Otherwise a
  * job waits at its level (`job.priority`, default normal) and a freed slot takes the next one by
  * weight. `tryRun` returns null only when the job's own level is full or the pool is draining.
  * `drain` hands the waiting jobs to `inner`'s own queue by weight as far as it has room (those
@@ -135,8 +135,13 @@ export function leveledPool(inner: ExecutionPool, o: LeveledPoolOptions): Execut
     }
     void p.then((r) => {
       resolve(r);
-      if (nWaiting > 0) pump();
+      afterJob();
     });
+  };
+
+  /** A slot freed: the next waiting job, if any, takes it. */
+  const afterJob = (): void => {
+    if (nWaiting > 0) pump();
   };
 
   const pump = (): void => {
@@ -161,7 +166,10 @@ export function leveledPool(inner: ExecutionPool, o: LeveledPoolOptions): Execut
     tryRun(job) {
       if (draining) return null;
       if (nWaiting === 0 && hasSlot()) {
-        return new Promise<JobResult>((resolve) => run(job, resolve));
+        // The hot path with one level in use: the inner pool's own promise, one callback more.
+        const p = inner.tryRun(job);
+        if (p) void p.then(afterJob);
+        return p;
       }
       const q = waiting[job.priority ?? DEFAULT_PRIORITY];
       if (q.length >= inner.capacity) return null;
