@@ -284,7 +284,7 @@ describe('a schedule from add to rm', () => {
     const t2 = Date.now();
     const human = await ok(['cron', 'show', 'report-daily', '-n', '3']);
     expect(human.stdout).toMatch(/^report-daily {2}0 2 \* \* \* {2}Asia\/Shanghai/);
-    expect(human.stdout).toMatch(/pool cpu · max retries 2 · timeout 30000 ms/);
+    expect(human.stdout).toMatch(/pool cpu · priority normal · max retries 2 · timeout 30000 ms/);
     expect(human.stdout).toMatch(/misfire {3}skip: .*dropped/);
     expect(human.stdout).toMatch(/overlap {3}skip: .*cancelled/);
     expect(human.stdout).toMatch(/DST {7}Asia\/Shanghai keeps one UTC offset/);
