@@ -139,7 +139,8 @@ describe('flow control at full size (worker processes)', () => {
 
       // Only probes ran while it was open: claims after every worker saw the opening (one refresh,
       // AX_FLOW_REFRESH 1 s, plus a second of slack) and before it closed are at most 2 probes per
-      // worker per half-open episode.
+      // worker (4 over the test: one replaced) per half-open episode, plus one episode's worth for
+      // the refresh a worker may still be behind at the re-opening.
       const closedAt = await at("SELECT MAX(at) AS t FROM task_type_history WHERE type = 'test_downstream' AND event = 'breaker:closed'");
       const episodes = await count(
         "SELECT COUNT(*) AS n FROM task_type_history WHERE type = 'test_downstream' AND event = 'breaker:half-open'",
@@ -154,7 +155,7 @@ describe('flow control at full size (worker processes)', () => {
       );
       expect(episodes).toBeGreaterThan(0);
       expect(episodes).toBeLessThanOrEqual(4);
-      expect(duringOpen).toBeLessThanOrEqual(2 * 4 * episodes);
+      expect(duringOpen).toBeLessThanOrEqual(2 * 4 * (episodes + 1));
 
       // No attempt used while parked.
       const b = await attemptsBalance('test_downstream');
