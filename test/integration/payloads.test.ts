@@ -170,7 +170,7 @@ describe('payloads stored apart', () => {
       // Blocked: the claim's locking read has been running for a while (the lock is held until COMMIT).
       const blocked = () =>
         env.sql(
-          "SELECT 1 FROM information_schema.PROCESSLIST WHERE db = DATABASE() AND info LIKE 'SELECT id, type, pool, state,%FOR UPDATE' AND time_ms > 300",
+          "SELECT 1 FROM information_schema.PROCESSLIST WHERE db = DATABASE() AND info LIKE 'SELECT id, type, pool,%FOR UPDATE' AND time_ms > 300",
         );
       await eventually(async () => (await blocked()).length > 0, 10_000, 'the claim waiting for the lock');
       await conn.query('COMMIT');

@@ -96,6 +96,10 @@ export class FlowGate {
     // One line per change this worker sees (operators and tests can tell when a pause took effect).
     for (const [type, t] of this.snap.types)
       if (t.paused && !before.types.get(type)?.paused) this.o.logger.info('type paused: parking its tasks', {type, by: t.pausedBy});
+    // And when its view of a type's breaker turns open: from then on only probes run here.
+    for (const [type, t] of this.snap.types)
+      if (t.breaker.state === 'open' && before.types.get(type)?.breaker.state !== 'open')
+        this.o.logger.info('breaker open: parking its tasks', {type, until: t.breaker.until?.toISOString() ?? null});
     for (const [type, t] of before.types)
       if (t.paused && !this.snap.types.get(type)?.paused && before.loaded)
         this.o.logger.info('type resumed: running its tasks again', {type});
