@@ -10,20 +10,10 @@ import type {FlowView, TypeRecord} from '../../src/core/store/types.js';
 import type {Broker} from '../../src/core/broker/types.js';
 import {createLogger} from '../../src/core/log.js';
 import {fakeClock} from '../helpers/clock.js';
+import {typeRecord} from '../helpers/type-record.js';
 
 const T0 = Date.parse('2026-12-01T12:00:00Z');
-const rec = (type: string, o: Partial<TypeRecord> = {}): TypeRecord => ({
-  type,
-  paused: false,
-  pausedBy: null,
-  pausedReason: null,
-  pausedAt: null,
-  settings: {},
-  breaker: {state: 'closed', until: null, openings: 0, changedAt: null},
-  createdAt: new Date(T0),
-  updatedAt: new Date(T0),
-  ...o,
-});
+const rec = (type: string, o: Partial<TypeRecord> = {}): TypeRecord => typeRecord(type, new Date(T0), o);
 const view = (types: TypeRecord[], handlers: Record<string, string[]> = {}): FlowView => ({at: new Date(T0), types, handlers});
 
 describe('admit (pure)', () => {
