@@ -58,6 +58,15 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
       expect(hist[0]).toMatchObject({from: null, to: 'submitted', attempt: 0, worker: 'test:1'});
     });
 
+    it('reads many named tasks at once: the ones that exist, each once', async () => {
+      const ts = [1, 2, 3].map((i) => task({type: 'order_notify', payload: {many: i}}));
+      await s.tasksInsert({tasks: ts, actor: 'test:1'});
+      const got = await s.tasksGetMany({ids: [ts[2]!.id, newId(), ts[0]!.id, ts[2]!.id, ts[1]!.id]});
+      expect(got.map((t) => t.id).sort()).toEqual(ts.map((t) => t.id).sort());
+      expect(got.find((t) => t.id === ts[1]!.id)).toMatchObject({state: 'submitted', payload: {many: 2}});
+      expect(await s.tasksGetMany({ids: []})).toEqual([]);
+    });
+
     it('refuses the same id with different content as a conflict and writes nothing for it', async () => {
       const a = task({type: 'order_notify', payload: {orderId: 10}});
       await s.tasksInsert({tasks: [a], actor: 'test'});

@@ -42,6 +42,8 @@ function memory(rows: Row[]) {
   /** Replaces the body of deadReplay's write when set: lets a test hold a batch's transaction open. */
   let hold: ((ids: string[]) => Promise<void>) | undefined;
   const pages: Array<{afterId?: string; withPayload?: boolean; n: number}> = [];
+  /** Ids per tasksGetMany call. */
+  const reads: number[] = [];
   /** Called before each deadReplay: lets a test move rows as another operator would. */
   let before: (ids: string[]) => void = () => undefined;
   const matches = (r: Row, f: DeadFilter): boolean =>
@@ -52,9 +54,12 @@ function memory(rows: Row[]) {
     (f.errorContains === undefined || r.lastError.includes(f.errorContains));
   const store: ReplayStore = {
     clockNow: async () => AS_OF,
-    tasksGet: async ({id: x}) => {
-      const r = byId.get(x);
-      return r ? ({id: r.id, type: r.type, state: r.state, finishedAt: r.finishedAt, payload: r.payload ?? {}} as TaskRecord) : null;
+    tasksGetMany: async ({ids}) => {
+      reads.push(ids.length);
+      return ids.flatMap((x) => {
+        const r = byId.get(x);
+        return r ? [{id: r.id, type: r.type, state: r.state, finishedAt: r.finishedAt, payload: r.payload ?? {}} as TaskRecord] : [];
+      });
     },
     deadList: async (p) =>
       [...byId.values()]
@@ -104,6 +109,7 @@ function memory(rows: Row[]) {
     replays,
     forgotten,
     pages,
+    reads,
     setBefore: (f: (ids: string[]) => void) => (before = f),
     setHold: (f: (ids: string[]) => Promise<void>) => (hold = f),
   };
@@ -167,6 +173,8 @@ describe('planReplay', () => {
       byType: {order_notify: 1},
       skipped: [{id: id(2), state: 'running', why: 'is running, not dead'}],
     });
+    // The named tasks are read in one batch, not one read per id.
+    expect(m.reads).toEqual([2]);
     expect(await code(planReplay(m.store, {ids: [id(1), id(99)]}))).toBe('not_found');
     expect(await code(planReplay(m.store, {ids: [id(1), id(3)]}))).toBe('conflict');
     await expect(planReplay(m.store, {ids: [id(4)]})).rejects.toThrow(

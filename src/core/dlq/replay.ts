@@ -51,7 +51,7 @@ const DEFAULT_PAYLOAD_LIMIT = 65_536;
 export type ReplaySelection = {ids: string[]} | {filter: DeadFilter; all?: boolean};
 
 export type ReplayStore = Pick<DeadLetterStore, 'deadList' | 'deadPage' | 'deadReplay' | 'deadErrorGroups'> &
-  Pick<InspectStore, 'tasksGet'> &
+  Pick<InspectStore, 'tasksGetMany'> &
   Pick<HotPathStore, 'doorbellsForget'> &
   DbClockStore;
 
@@ -100,7 +100,8 @@ export async function planReplay(store: ReplayStore, sel: ReplaySelection, opts:
   const asOf = await store.clockNow();
   if ('ids' in sel) {
     const ids = [...new Set(sel.ids)];
-    const rows = await Promise.all(ids.map(async (id) => [id, await store.tasksGet({id})] as const));
+    const got = new Map((await store.tasksGetMany({ids})).map((t) => [t.id, t]));
+    const rows = ids.map((id) => [id, got.get(id) ?? null] as const);
     const unknown = rows.filter(([, t]) => t === null).map(([id]) => id);
     if (unknown.length > 0)
       throw new AxError('not_found', `unknown tasks: ${unknown.slice(0, 5).join(', ')}${unknown.length > 5 ? ', …' : ''}`);

@@ -425,6 +425,8 @@ export interface AuditListParams {
 /** Admin and inspection (`ax tasks …`, the SDK's getTask/cancel); the DLQ, types and stats features extend it. */
 export interface InspectStore extends DbClockStore {
   tasksGet(p: TasksGetParams): Promise<TaskRecord | null>;
+  /** The named tasks of the cell that exist, in no order: one read per 1,000 ids (PRIMARY). */
+  tasksGetMany(p: {ids: readonly string[]}): Promise<TaskRecord[]>;
   /** A task's history, oldest first. */
   historyList(p: HistoryListParams): Promise<HistoryEntry[]>;
   /** Newest first, filtered. All filter values are bound parameters. */

@@ -17,7 +17,7 @@ import type {
   WorkerStatsDoc,
 } from '../types.js';
 import {TASK_STATES, type TaskState} from '../../task/state.js';
-import {type Db, exec, select} from './db.js';
+import {type Db, exec, marks, select} from './db.js';
 import {LAST_ERROR_CONTAINS, likeLiteral} from './dlq.js';
 import {TASK_COLUMNS, toDueTask, toHistoryEntry, toTaskRecord} from './rows.js';
 import {PAYLOAD_TEXT_SQL} from './payloads.js';
@@ -62,6 +62,24 @@ export const HOT_SQL = {
 export async function getTask(db: Db, cell: string, id: string): Promise<TaskRecord | null> {
   const rows = await select(db, db.pool, `SELECT ${TASK_COLUMNS} FROM tasks WHERE id = ? AND cell = ?`, [id, cell]);
   return rows[0] ? toTaskRecord(rows[0]) : null;
+}
+
+/** Ids per statement of getTasks. */
+const GET_MANY_CHUNK = 1000;
+
+/** See InspectStore.tasksGetMany. One primary-key read per GET_MANY_CHUNK ids. */
+export async function getTasks(db: Db, cell: string, ids: readonly string[]): Promise<TaskRecord[]> {
+  const unique = [...new Set(ids)];
+  const out: TaskRecord[] = [];
+  for (let i = 0; i < unique.length; i += GET_MANY_CHUNK) {
+    const part = unique.slice(i, i + GET_MANY_CHUNK);
+    const rows = await select(db, db.pool, `SELECT ${TASK_COLUMNS} FROM tasks WHERE id IN (${marks(part.length)}) AND cell = ?`, [
+      ...part,
+      cell,
+    ]);
+    out.push(...rows.map(toTaskRecord));
+  }
+  return out;
 }
 
 /** A task's history, oldest first (idx_history_task). */

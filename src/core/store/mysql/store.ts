@@ -172,6 +172,9 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
   tasksGet(p: TasksGetParams) {
     return r.getTask(this.db, this.cell, p.id);
   }
+  tasksGetMany(p: {ids: readonly string[]}) {
+    return r.getTasks(this.db, this.cell, p.ids);
+  }
   historyList(p: HistoryListParams) {
     return r.history(this.db, p.taskId);
   }
