@@ -94,7 +94,7 @@ export async function runLimitsBench({quick = false, n, batch = 50} = {}) {
               ids: batches[b],
               worker: `bench:${w}`,
               leaseMs: 600_000,
-              ...(wl.limited ? {limited: [type]} : {}),
+              ...(wl.limited ? {lockTypes: [type]} : {}),
             });
             ms.push(performance.now() - t);
             statements += counters[w].n - before;

@@ -81,12 +81,12 @@ export function flowStoreConformance(name: string, make: () => Promise<StoreHarn
     });
 
     it('defers unclaimed tasks: due later, unpublished, fence moved on, no attempt used, a history row; skips running and unknown', async () => {
-      await s.typeSetPaused({type: 'flow_defer', paused: true, operator: 'alice', reason: null, audit: audit('types pause')});
       const a = task({type: 'flow_defer', payload: {a: 1}});
       const run = task({type: 'flow_defer', payload: {a: 2}});
       await s.tasksInsert({tasks: [a, run], actor: 'test'});
       await s.doorbellsMark({rung: [{id: a.id, fence: 0}]});
       await s.tasksClaim({ids: [run.id], worker: 'w', leaseMs: 30_000});
+      await s.typeSetPaused({type: 'flow_defer', paused: true, operator: 'alice', reason: null, audit: audit('types pause')});
       const unknown = newId();
       const now = (await s.clockNow()).getTime();
       const res = await s.tasksDefer({
@@ -216,7 +216,8 @@ export function flowStoreConformance(name: string, make: () => Promise<StoreHarn
       const now = (await s.clockNow()).getTime();
       expect((await s.tasksGet({id: ts[0]!.id}))!.runAt.getTime()).toBeLessThanOrEqual(now);
       expect((await s.typesReport({liveMs: 15_000})).parked.flow_release).toEqual({unhandled: 1});
-      // Released tasks are claimable now at their fence.
+      // Released (by a resume) tasks are claimable now at their fence.
+      await s.typeSetPaused({type: 'flow_release', paused: false, operator: 'alice', reason: null, audit: audit('types resume')});
       expect((await s.tasksClaim({ids: ts.map((t) => t.id), worker: 'w', leaseMs: 30_000})).claimed).toHaveLength(3);
     });
 
@@ -288,7 +289,9 @@ export function flowStoreConformance(name: string, make: () => Promise<StoreHarn
       await s.typeSetSettings({type, settings: {maxRunning: 10}, operator: 'alice', audit: audit('types set')});
       const part = (k: number) => ts.slice(k * 20, k * 20 + 20).map((t) => t.id);
       const claimers = [s, h.other, s];
-      const rs = await Promise.all(claimers.map((c, k) => c.tasksClaim({ids: part(k), worker: `w${k}`, leaseMs: 30_000, limited: [type]})));
+      const rs = await Promise.all(
+        claimers.map((c, k) => c.tasksClaim({ids: part(k), worker: `w${k}`, leaseMs: 30_000, lockTypes: [type]})),
+      );
       const claimed = rs.flatMap((r) => r.claimed);
       expect(claimed).toHaveLength(10);
       const deferred = rs.flatMap((r) => r.deferred ?? []);
@@ -316,7 +319,7 @@ export function flowStoreConformance(name: string, make: () => Promise<StoreHarn
             ids: deferred.filter((_, i) => i % 3 === k).map((d) => d.id),
             worker: `w${k}`,
             leaseMs: 30_000,
-            limited: [type],
+            lockTypes: [type],
           }),
         ),
       );
@@ -331,7 +334,7 @@ export function flowStoreConformance(name: string, make: () => Promise<StoreHarn
       const ts = Array.from({length: 4}, (_, i) => task({type, payload: {i}}));
       await s.tasksInsert({tasks: ts, actor: 'test'});
       const now = (await s.clockNow()).getTime();
-      const r = await s.tasksClaim({ids: ts.map((t) => t.id), worker: 'w', leaseMs: 30_000, limited: [type]});
+      const r = await s.tasksClaim({ids: ts.map((t) => t.id), worker: 'w', leaseMs: 30_000, lockTypes: [type]});
       expect(r.claimed.map((t) => t.id)).toEqual([ts[0]!.id, ts[1]!.id]);
       expect(r.deferred!.map((d) => [d.id, d.parked, d.delayMs])).toEqual([
         [ts[2]!.id, 'rate', 500],
@@ -350,7 +353,7 @@ export function flowStoreConformance(name: string, make: () => Promise<StoreHarn
         ids: [ts[2]!.id, ts[3]!.id, ...fresh.map((t) => t.id)],
         worker: 'w2',
         leaseMs: 30_000,
-        limited: [type],
+        lockTypes: [type],
       });
       expect(r2.claimed.map((t) => t.id).filter((id) => id === ts[2]!.id || id === ts[3]!.id)).toHaveLength(2);
       expect(r2.deferred!.length).toBeGreaterThanOrEqual(2);
@@ -358,9 +361,9 @@ export function flowStoreConformance(name: string, make: () => Promise<StoreHarn
       // Deferred tasks are not due before their slot, whatever the bucket holds.
       await s.typeSetSettings({type, settings: {rate: 1000}, operator: 'alice', resetBucket: true, audit: audit('types set')});
       const ids = r2.deferred!.map((d) => d.id);
-      expect((await s.tasksClaim({ids, worker: 'w', leaseMs: 30_000, limited: [type]})).claimed).toHaveLength(0);
+      expect((await s.tasksClaim({ids, worker: 'w', leaseMs: 30_000, lockTypes: [type]})).claimed).toHaveLength(0);
       await h.waitDbMs(Math.max(...r2.deferred!.map((d) => d.delayMs)) + 20);
-      expect((await s.tasksClaim({ids, worker: 'w', leaseMs: 30_000, limited: [type]})).claimed).toHaveLength(ids.length);
+      expect((await s.tasksClaim({ids, worker: 'w', leaseMs: 30_000, lockTypes: [type]})).claimed).toHaveLength(ids.length);
     });
 
     it('the limits step only for the types the caller names, and none when the stored limits were cleared', async () => {
@@ -374,9 +377,55 @@ export function flowStoreConformance(name: string, make: () => Promise<StoreHarn
       expect(a.deferred).toBeUndefined();
       // Named but cleared since (a stale snapshot): the stored settings decide.
       await s.typeSetSettings({type, settings: {}, operator: 'alice', audit: audit('types set')});
-      const b = await s.tasksClaim({ids: [ts[2]!.id], worker: 'w', leaseMs: 30_000, limited: [type]});
+      const b = await s.tasksClaim({ids: [ts[2]!.id], worker: 'w', leaseMs: 30_000, lockTypes: [type]});
       expect(b.claimed).toHaveLength(1);
-      expect(b.deferred).toEqual([]);
+      expect(b.deferred ?? []).toEqual([]);
+    });
+
+    it('the claim decides pause and breaker from the rows it reads, whatever the caller knew', async () => {
+      const type = 'flow_gated';
+      const fresh = async (n: number) => {
+        const ts = Array.from({length: n}, (_, i) => task({type, payload: {i}}));
+        await s.tasksInsert({tasks: ts, actor: 'test'});
+        return ts.map((t) => t.id);
+      };
+      const claim = (ids: string[], lock = false, store = s) =>
+        store.tasksClaim({ids, worker: 'w', leaseMs: 30_000, ...(lock ? {lockTypes: [type]} : {})});
+      // Paused: refused by a claim that was not told (a stale snapshot), parked, no attempt used.
+      await s.typeSetPaused({type, paused: true, operator: 'alice', reason: 'smtp down', audit: audit('types pause')});
+      const p = await claim(await fresh(4));
+      expect(p.claimed).toHaveLength(0);
+      expect(p.deferred).toHaveLength(4);
+      expect(p.deferred!.every((d) => d.parked === 'paused' && d.delayMs === 300_000 && d.reason.includes('alice (smtp down)'))).toBe(true);
+      expect(await s.tasksGet({id: p.deferred![0]!.id})).toMatchObject({state: 'submitted', attempt: 0});
+      await s.typeSetPaused({type, paused: false, operator: 'alice', reason: 'back', audit: audit('types resume')});
+      // Open until a later probe time: parked until then.
+      const at = new Date();
+      const open = {state: 'open' as const, until: new Date(at.getTime() + 60_000), openings: 1, changedAt: at};
+      const move = (
+        from: {state: 'closed' | 'open' | 'half_open'; changedAt: Date | null},
+        to: typeof open | {state: 'half_open'; until: null; openings: number; changedAt: Date},
+      ) => s.breakerTransition({type, expect: from, to, event: 'breaker:test', detail: 'test', actor: 'w1'});
+      expect(await move({state: 'closed', changedAt: null}, open)).toBe(true);
+      const o = await claim(await fresh(3));
+      expect(o.claimed).toHaveLength(0);
+      expect(o.deferred!.every((d) => d.parked === 'breaker' && d.delayMs > 50_000 && d.delayMs <= 60_000)).toBe(true);
+      // Half-open: the probes (3 by default) are spent cluster-wide by claims holding the row for
+      // update; a claim that did not lock it runs none.
+      const half = {state: 'half_open' as const, until: null, openings: 1, changedAt: new Date()};
+      expect(await move({state: 'open', changedAt: at}, half)).toBe(true);
+      const ids = await fresh(10);
+      const n = await claim(ids.slice(0, 2));
+      expect(n.claimed).toHaveLength(0);
+      expect(n.deferred!.every((d) => d.parked === 'breaker')).toBe(true);
+      const [a, b] = await Promise.all([claim(ids.slice(2, 6), true), claim(ids.slice(6, 10), true, h.other)]);
+      expect(a.claimed.length + b.claimed.length).toBe(3);
+      expect([...(a.deferred ?? []), ...(b.deferred ?? [])].every((d) => d.parked === 'breaker' && d.delayMs === 30_000)).toBe(true);
+      expect((await claim(await fresh(2), true)).claimed).toHaveLength(0);
+      // The budget renews with each base cool-down since the change (probes whose outcomes never came).
+      const earlier = {...half, changedAt: new Date(Date.now() - 31_000)};
+      expect(await move({state: 'half_open', changedAt: half.changedAt}, earlier)).toBe(true);
+      expect((await claim(await fresh(5), true)).claimed).toHaveLength(3);
     });
   });
 }

@@ -3,7 +3,7 @@
  * default breaker settings (types.test.ts has the quick, scaled-down versions):
  * - a downstream that fails every attempt for 90 s, then recovers, under 20,000 tasks and 3 workers
  *   (one of them killed with SIGKILL while the breaker is open, and replaced): the breaker opens
- *   within 70 s of the first failure, only its probes run while it is open, no task uses an attempt
+ *   within 70 s of the first failure, only its probes run while it is open (3 per episode, cluster-wide), no task uses an attempt
  *   while parked, it closes after the recovery, every task succeeds, none is dead;
  * - meanwhile, a type submitted before any worker has its handler, whose worker starts 2 minutes
  *   later: every task succeeds at its first attempt;
@@ -17,7 +17,7 @@ import {afterEach, beforeEach, describe, expect, it} from 'vitest';
 import type {AxClient} from '../../src/core/client.js';
 import type {JsonObject} from '../../src/core/task/model.js';
 import {eventually, type TestEnv} from '../helpers/env.js';
-import {createProcessTestEnv, logLines, type ProcessTestEnv} from '../helpers/processes.js';
+import {createProcessTestEnv, type ProcessTestEnv} from '../helpers/processes.js';
 import {runCli, ROOT, type Spawned} from '../helpers/spawn.js';
 
 const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -138,42 +138,28 @@ describe('flow control at full size (worker processes)', () => {
         await count("SELECT COUNT(*) AS n FROM task_type_history WHERE type = 'test_downstream' AND event = 'breaker:closed'"),
       ).toBeGreaterThan(0);
 
-      // Only probes ran while it was open: each worker's claims from the moment its own view of
-      // the registry showed the breaker open (it logs so, on the refresh that sees it) until the
-      // breaker closed are at most 2 probes per half-open episode. Claims between the opening and
-      // a worker's first view of it (its refresh lag, AX_FLOW_REFRESH, longer on a starved CPU) are
-      // reported, not bounded: that worker did not know yet.
+      // Only probes ran while it was open: the claims decide from the type's row in their own
+      // transaction (read with a shared lock, so the opening waits for the claims already reading
+      // it), so every claim after the opening's history row, until the breaker closed, is a probe.
+      // The budget is the type's 3 probes per episode, cluster-wide; an episode is the time open
+      // past its probe time before a worker moves it to half-open, and each half-open spell (it
+      // renews after a further base cool-down without an outcome: at most twice per spell here).
       const closedAt = await at("SELECT MAX(at) AS t FROM task_type_history WHERE type = 'test_downstream' AND event = 'breaker:closed'");
       const episodes = await count(
         "SELECT COUNT(*) AS n FROM task_type_history WHERE type = 'test_downstream' AND event = 'breaker:half-open'",
       );
-      const all = [...workers, replacement];
-      let duringOpen = 0;
-      let beforeSeen = 0;
-      for (const w of all) {
-        const seen = logLines(w.stderr())
-          .filter((l) => l.msg === 'breaker open: parking its tasks' && l.type === 'test_downstream')
-          .map((l) => new Date(l.time as string).getTime())
-          .filter((t) => t >= openedAt - 1000);
-        const seenAt = seen.length > 0 ? Math.min(...seen) : Number.POSITIVE_INFINITY;
-        const claims = await env.sql<{at: Date}>(
-          `SELECT h.at FROM task_history h JOIN tasks t ON t.id = h.task_id
-            WHERE t.type = 'test_downstream' AND h.to_state = 'running' AND h.worker LIKE ? AND h.at > ? AND h.at < ?`,
-          [`%:${w.child.pid}`, new Date(openedAt), new Date(closedAt)],
-        );
-        duringOpen += claims.filter((c) => c.at.getTime() > seenAt).length;
-        beforeSeen += claims.filter((c) => c.at.getTime() <= seenAt).length;
-      }
+      const duringOpen = await count(
+        `SELECT COUNT(*) AS n FROM task_history h JOIN tasks t ON t.id = h.task_id
+          WHERE t.type = 'test_downstream' AND h.to_state = 'running' AND h.at > ? AND h.at < ?`,
+        [new Date(openedAt), new Date(closedAt)],
+      );
       console.info(
-        `[flow-full] breaker opened ${openedAt - firstFailure} ms after the first failure; ${episodes} half-open episodes; ${duringOpen} claims while each worker saw it open, ${beforeSeen} before its view caught up; closed ${closedAt - firstFailure} ms after it`,
+        `[flow-full] breaker opened ${openedAt - firstFailure} ms after the first failure; ${episodes} half-open episodes; ${duringOpen} claims while it was not closed; closed ${closedAt - firstFailure} ms after it`,
       );
       expect(episodes).toBeGreaterThan(0);
       expect(episodes).toBeLessThanOrEqual(4);
-      // Issue 11 asks for "at most a handful of probes" while open (2 per worker per episode, 16
-      // here). Seen: 16 in some runs, 368–520 in others, with workers whose own view was already
-      // open: not met yet, and open in issue 11. What this asserts is that the breaker held back
-      // the downstream's traffic: without it the 90 s outage takes every task's ~6 attempts.
-      expect(duringOpen + beforeSeen).toBeLessThan(N / 4);
+      expect(duringOpen).toBeGreaterThan(0);
+      expect(duringOpen).toBeLessThanOrEqual(3 * 3 * episodes);
 
       // No attempt used while parked.
       const b = await attemptsBalance('test_downstream');

@@ -5,7 +5,7 @@
 import {afterAll, beforeAll, describe, expect, it} from 'vitest';
 import {DOCTOR_SQL} from '../../src/core/store/mysql/doctor.js';
 import {failureGroupsSql} from '../../src/core/store/mysql/failures.js';
-import {runningCountSql} from '../../src/core/store/mysql/flow.js';
+import {runningCountSql} from '../../src/core/store/mysql/admit-claim.js';
 import {HOT_SQL} from '../../src/core/store/mysql/read.js';
 import {claimSelectSql, claimUpdateSql, earlyResetSql, markPublishedSql, outcomeUpdateSql} from '../../src/core/store/mysql/write.js';
 import {createTestEnv, type TestEnv} from '../helpers/env.js';

@@ -5,7 +5,7 @@
  * single worker sees as a majority open the breaker together, and exactly one transition is made.
  */
 import {describe, expect, it} from 'vitest';
-import {ADMISSION_DEFAULTS, admit, snapshotOf} from '../../src/core/flow/admission.js';
+import {ADMISSION_DEFAULTS, admit, flowDecision, probeEpisode, snapshotOf} from '../../src/core/flow/admission.js';
 import {BREAKER_DEFAULTS, breakerSettings, CLOSED, cooldownMs, evaluate, type SecondCount} from '../../src/core/flow/breaker.js';
 import {FlowGate, type GateStore} from '../../src/core/flow/gate.js';
 import {AxEvents, type BreakerEvent} from '../../src/core/events.js';
@@ -89,13 +89,21 @@ describe('admission with a breaker', () => {
       types: [rec('order_notify', {state: 'open', until: new Date(T0 + 10_000), openings: 1, changedAt: new Date(T0)})],
     });
     expect(admit(open, 'order_notify', true, T0, ADMISSION_DEFAULTS)).toMatchObject({run: false, parked: 'breaker', delayMs: 10_000});
-    // Open past its probe time counts as half-open: probes only (no herd of every parked task).
-    expect(admit(open, 'order_notify', true, T0 + 10_000, ADMISSION_DEFAULTS, 0)).toEqual({run: true, probe: true});
-    expect(admit(open, 'order_notify', true, T0 + 10_000, ADMISSION_DEFAULTS, 2)).toMatchObject({
-      run: false,
-      parked: 'breaker',
-      delayMs: 30_000,
-    });
+    // Open past its probe time counts as half-open: the worker's check lets it go to the claim,
+    // whose transaction spends the probes left cluster-wide (no herd of every parked task).
+    expect(admit(open, 'order_notify', true, T0 + 10_000, ADMISSION_DEFAULTS)).toEqual({run: true, probe: true});
+    const t = open.types.get('order_notify');
+    expect(flowDecision(t, T0 + 10_000, ADMISSION_DEFAULTS, 1)).toEqual({run: true, probe: true});
+    expect(flowDecision(t, T0 + 10_000, ADMISSION_DEFAULTS, 0)).toMatchObject({run: false, parked: 'breaker', delayMs: 30_000});
+  });
+
+  it('renews the probe budget every base cool-down since the breaker changed state', () => {
+    expect(probeEpisode(T0, T0, 30_000)).toBe(T0);
+    expect(probeEpisode(T0, T0 + 29_999, 30_000)).toBe(T0);
+    expect(probeEpisode(T0, T0 + 30_000, 30_000)).toBe(T0 + 30_000);
+    expect(probeEpisode(T0, T0 + 95_000, 30_000)).toBe(T0 + 90_000);
+    // A clock behind the change: the episode it changed in.
+    expect(probeEpisode(T0, T0 - 5000, 30_000)).toBe(T0);
   });
 });
 
@@ -146,17 +154,14 @@ describe('breakers across workers (FlowGate over a shared store)', () => {
     expect(opened[0]).toMatchObject({type: 'order_notify', from: 'closed', to: 'open', openings: 1});
     // Every worker's admission now parks the type until the probe time.
     for (const g of gates) expect(g.admit('order_notify', true)).toMatchObject({run: false, parked: 'breaker'});
-    // After the cool-down: half-open; each worker lets its 2 probes through, then parks.
+    // After the cool-down: half-open; every worker sends the type's tasks to the claim, which
+    // spends the probes cluster-wide (the conformance suite tests that), and locks its row.
     await clock.advanceAsync(30_000);
     expect(sh.types.get('order_notify')?.breaker.state).toBe('half_open');
     for (const g of gates) {
       expect(g.admit('order_notify', true)).toEqual({run: true, probe: true});
-      expect(g.admit('order_notify', true)).toEqual({run: true, probe: true});
-      expect(g.admit('order_notify', true)).toMatchObject({run: false, parked: 'breaker'});
+      expect(g.locked([{type: 'order_notify'}, {type: 'user_register'}])).toEqual(['order_notify']);
     }
-    // Probes whose outcomes never come: the budget renews after a base cool-down.
-    await clock.advanceAsync(30_000);
-    expect(gates[0]!.admit('order_notify', true)).toEqual({run: true, probe: true});
     // Three probes succeed: closed.
     const half = sh.types.get('order_notify')!.breaker.changedAt!.getTime();
     sh.counts.length = 0;

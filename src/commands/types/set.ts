@@ -20,7 +20,7 @@ export interface TypesSetResult {
 
 export default class TypesSet extends AxCommand {
   static override summary = "Set a task type's cluster-wide limits and circuit-breaker thresholds (the others keep their value).";
-  static override description = `The breaker of a type opens when more than --breaker-threshold of its attempts failed over --breaker-window, with at least --breaker-min-volume attempts (defaults: 0.5, 1m, 20). While open its tasks park in storage without using an attempt until the next probe: after --breaker-cooldown (30s), doubled with each opening in a row up to --breaker-max-cooldown (10m). Half-open, each worker lets --breaker-probes tasks through (2); a failure re-opens it, --breaker-close-after successes (3) close it. Timeouts count as failures, unrecoverable ones (bad payloads) do not. Workers pick changes up within AX_FLOW_REFRESH. Every value is checked before anything is stored. Audited.
+  static override description = `The breaker of a type opens when more than --breaker-threshold of its attempts failed over --breaker-window, with at least --breaker-min-volume attempts (defaults: 0.5, 1m, 20). While open its tasks park in storage without using an attempt until the next probe: after --breaker-cooldown (30s), doubled with each opening in a row up to --breaker-max-cooldown (10m). Half-open, --breaker-probes tasks (3) go through, counted across all workers by the claims, and again after each further --breaker-cooldown without an outcome; a failure re-opens it, --breaker-close-after successes (3) close it. Timeouts count as failures, unrecoverable ones (bad payloads) do not. Workers pick changes up within AX_FLOW_REFRESH. Every value is checked before anything is stored. Audited.
 
 --max-running N: never more than N attempts of the type running across all workers; a claim takes only what fits, the rest waits in storage (parked "capped", no attempt used) and is looked at again in waves of N every 250 ms. --rate N/s (or N/m, N/h): at most that many claims of the type per second across all workers, a token bucket in MySQL holding one second of burst; tasks over it wait in storage (parked "rate") until the slot reserved for them. "none" clears a limit; the tasks waiting for a limit that changes are made due at once.
 
@@ -43,7 +43,7 @@ Exit codes: 2 malformed type name or value, 3 unknown type, 5 MySQL unavailable.
     'breaker-window': Flags.string({description: 'how far back failures are counted, e.g. 1m (default 1m, at most 10m)'}),
     'breaker-cooldown': Flags.string({description: 'open this long before the first probe, e.g. 30s (doubles per opening in a row)'}),
     'breaker-max-cooldown': Flags.string({description: 'cap of the growing cool-down (default 10m)'}),
-    'breaker-probes': Flags.string({description: 'probe tasks per worker while half-open (default 2)'}),
+    'breaker-probes': Flags.string({description: 'probe tasks while half-open, across all workers, per cool-down (default 3)'}),
     'breaker-close-after': Flags.string({description: 'successful probes that close it (default 3)'}),
     'breaker-off': Flags.boolean({description: 'no breaker for this type', exclusive: ['breaker-on']}),
     'breaker-on': Flags.boolean({description: 'the breaker again (after --breaker-off)'}),
@@ -78,7 +78,7 @@ Exit codes: 2 malformed type name or value, 3 unknown type, 5 MySQL unavailable.
       const x = r.breaker;
       this.log(
         x.enabled
-          ? `${type}: breaker opens above ${x.threshold * 100}% failures over ${x.windowMs / 1000} s (at least ${x.minVolume}); cool-down ${x.cooldownMs / 1000} s up to ${x.maxCooldownMs / 1000} s; ${x.probes} probes per worker, closes after ${x.closeAfter}`
+          ? `${type}: breaker opens above ${x.threshold * 100}% failures over ${x.windowMs / 1000} s (at least ${x.minVolume}); cool-down ${x.cooldownMs / 1000} s up to ${x.maxCooldownMs / 1000} s; ${x.probes} probes per cool-down, closes after ${x.closeAfter}`
           : `${type}: no breaker`,
       );
       this.log(`${type}: ${limitsLine(r.limits)}`);

@@ -4,7 +4,8 @@
  * each seeing part of the failures open it together. closed → open when more than `threshold` of
  * the attempts of the last `windowMs` failed, with at least `minVolume` attempts; open → half_open
  * once the cool-down is over (it doubles with each opening in a row, capped at `maxCooldownMs`);
- * half_open lets `probes` tasks per worker through: a failure among them re-opens it, `closeAfter`
+ * half_open lets `probes` tasks through, cluster-wide, per probe episode (core/flow/admission.ts
+ * probeEpisode; counted in the claim's transaction): a failure among them re-opens it, `closeAfter`
  * successes close it (and reset the cool-down). Timeouts count as failures; unrecoverable failures
  * (bad payloads) and hand-backs do not count at all. Closed, the window starts no earlier than
  * the second it last closed in.
@@ -29,7 +30,7 @@ export interface BreakerSettings {
   windowMs: number;
   cooldownMs: number;
   maxCooldownMs: number;
-  /** Probe tasks each worker lets through while half-open. */
+  /** Probe tasks let through while half-open, cluster-wide, per probe episode (a base cool-down). */
   probes: number;
   /** Successful probes (cluster-wide) that close it. */
   closeAfter: number;
@@ -43,7 +44,7 @@ export const BREAKER_DEFAULTS: BreakerSettings = {
   windowMs: 60_000,
   cooldownMs: 30_000,
   maxCooldownMs: 600_000,
-  probes: 2,
+  probes: 3,
   closeAfter: 3,
 };
 
@@ -112,7 +113,7 @@ export function evaluate(b: BreakerState, counts: readonly SecondCount[], nowMs:
       return {
         to: {state: 'half_open', until: null, openings: b.openings, changedAt: nowMs},
         event: 'breaker:half-open',
-        detail: `letting ${s.probes} probe tasks per worker through`,
+        detail: `letting ${s.probes} probe tasks through`,
       };
     case 'half_open': {
       const since = b.changedAt === null ? nowMs : Math.floor(b.changedAt / 1000) * 1000;

@@ -2,7 +2,9 @@
  * The worker's view of flow control: the registry snapshot the admission step decides from,
  * refreshed every AX_FLOW_REFRESH on the injected clock, plus the parking and the handler
  * registration that go with it, and the evaluation of the types' breakers on each refresh. The
- * worker asks `admit()` and parks what it refuses; the policies are pure (admission.ts, breaker.ts).
+ * worker asks `admit()` before a claim and parks what it refuses; the claim's transaction decides
+ * again from the types' rows (`locked()` names the rows it must lock for update: limits, probes).
+ * The policies are pure (admission.ts, breaker.ts, limits.ts).
  */
 import {errorMessage} from '../errors.js';
 import type {Logger} from '../log.js';
@@ -20,7 +22,7 @@ import {
   admit,
   EMPTY_SNAPSHOT,
   type FlowSnapshot,
-  limitedAmong,
+  lockedAmong,
   snapshotOf,
 } from './admission.js';
 
@@ -53,8 +55,6 @@ const RELEASE_BATCH = 500;
 
 export class FlowGate {
   private snap: FlowSnapshot = EMPTY_SNAPSHOT;
-  /** Probes this worker let through per type, in the half-open episode that started at `episode`. */
-  private readonly probes = new Map<string, {episode: number; used: number}>();
   private events: AxEvents | undefined;
   private actor = 'worker';
   private refreshes = 0;
@@ -111,22 +111,14 @@ export class FlowGate {
     }
   }
 
-  /** The types of a claim batch that have limits (see limitedAmong); undefined when none. */
-  limited(tasks: Iterable<{type: string}>): string[] | undefined {
-    return limitedAmong(this.snap, tasks);
+  /** The types of a claim batch whose registry rows the claim locks for update (see lockedAmong); undefined when none. */
+  locked(tasks: Iterable<{type: string}>): string[] | undefined {
+    return lockedAmong(this.snap, tasks);
   }
 
+  /** The check before a claim, from the snapshot (see admit in admission.ts). */
   admit(type: string, localHandler: boolean): Admission {
-    // The probe budget renews every base cool-down of a half-open episode, so probes whose
-    // outcomes never came (a worker killed mid-probe) cannot keep the breaker half-open forever.
-    const t = this.snap.types.get(type);
-    const since = t?.breaker.changedAt?.getTime() ?? 0;
-    const episode = since + Math.floor(Math.max(0, this.o.clock.now() - since) / breakerSettings(t?.settings ?? {}).cooldownMs);
-    let p = this.probes.get(type);
-    if (p && p.episode !== episode) p = undefined;
-    const a = admit(this.snap, type, localHandler, this.o.clock.now(), this.admission, p?.used ?? 0);
-    if (a.run && a.probe) this.probes.set(type, {episode, used: (p?.used ?? 0) + 1});
-    return a;
+    return admit(this.snap, type, localHandler, this.o.clock.now(), this.admission);
   }
 
   /**

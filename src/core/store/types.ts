@@ -40,11 +40,11 @@ export interface ClaimResult {
   /** Ids that were not claimable: already running/terminal, not yet due (state given), or unknown (null). */
   skipped: Array<{id: string; state: TaskState | null; notDue?: boolean}>;
   /**
-   * Claimable ids the type's limits refused (see TasksClaimParams.limited): deferred in the claim's
-   * transaction — due again after delayMs, unpublished, fence + 1, no attempt used. Absent or empty
-   * without limits.
+   * Claimable ids the claim's flow step refused (paused, breaker open or its probes out, over the
+   * limits; see TasksClaimParams.lockTypes): deferred in the claim's transaction — due again after
+   * delayMs, unpublished, fence + 1, no attempt used. Absent or empty when none was.
    */
-  deferred?: Array<{id: string; type: string; delayMs: number; parked: 'capped' | 'rate'; reason: string}>;
+  deferred?: Array<{id: string; type: string; delayMs: number; parked: 'paused' | 'breaker' | 'capped' | 'rate'; reason: string}>;
 }
 
 /** Fields every outcome has: the task and the fence of the claim it ends. */
@@ -264,12 +264,17 @@ export interface TasksClaimParams {
   worker: string;
   leaseMs: number;
   /**
-   * Types the caller's flow snapshot says have a limit (max running, rate): their rows go through
-   * the limits step in the claim's transaction (the registry row locked, the limits as stored now
-   * applied; core/flow/limits.ts). Absent or empty: the claim costs exactly what it did without
-   * limits. A type limited since the caller's snapshot is not limited by this claim.
+   * Types whose registry rows the claim locks for update (the caller's snapshot says they have a
+   * limit, or a breaker that is not closed: FlowGate.locked): their rows go through the limits
+   * (max running, rate; core/flow/limits.ts) and their probes are counted cluster-wide. Every other
+   * type's row is read with a shared lock: pause and breaker are decided from the rows as they are
+   * when the claim runs (core/flow/admission.ts flowDecision), so a pause or an opening holds for
+   * every claim that commits after it; a type found half-open without the update lock gets no
+   * probe from this claim. A type limited since the caller's snapshot is not limited by it.
    */
-  limited?: readonly string[];
+  lockTypes?: readonly string[];
+  /** Recheck delays of what the claim parks (paused, breaker); absent: ADMISSION_DEFAULTS. */
+  admission?: {pausedRecheckMs: number; probeRecheckMs: number};
 }
 export interface LeasesRenewParams {
   held: Array<{id: string; fence: number}>;

@@ -303,15 +303,25 @@ export class Worker implements Service {
     for (const p of batch) byId.set(p.id, [...(byId.get(p.id) ?? []), p]);
     await this.deferRefused(byId);
     if (byId.size === 0) return;
-    // The limits step (max running, rate) runs in the claim's transaction, only for limited types.
-    const limited = this.gate.limited(batch);
+    // Pause, breaker and limits are decided again in the claim's transaction, from the types' rows.
+    const lockTypes = this.gate.locked(batch);
     const result = await this.retrying('claim', byId.size, () =>
-      this.o.store.tasksClaim({ids: [...byId.keys()], worker: this.id, leaseMs: this.o.leaseMs, ...(limited ? {limited} : {})}),
+      this.o.store.tasksClaim({
+        ids: [...byId.keys()],
+        worker: this.id,
+        leaseMs: this.o.leaseMs,
+        admission: this.gate.admission,
+        ...(lockTypes ? {lockTypes} : {}),
+      }),
     );
     if (!result) return;
     for (const r of result.deferred ?? []) {
       this.parked.emit({id: r.id, type: r.type, parked: r.parked, reason: r.reason, delayMs: r.delayMs, claimed: false});
-      for (const p of byId.get(r.id) ?? []) p.d.ack();
+      // Never claimed: its lane's room comes back now (a lane that leaked it would stop this queue).
+      for (const p of byId.get(r.id) ?? []) {
+        p.d.ack();
+        p.lane.done();
+      }
     }
     for (const s of result.skipped) {
       for (const p of byId.get(s.id) ?? []) {

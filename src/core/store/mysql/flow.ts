@@ -26,13 +26,13 @@ import type {
 import {insertAudit} from './audit.js';
 import {type Conn, type Db, exec, marks, type Row, select, tx} from './db.js';
 import {type FencedRef, guardedWhere, inList} from './guards.js';
-import {caseById, clipError, historyInsert, type HistoryRow} from './rows.js';
-import {decideLimits, hasLimits, type LimitRefusal, limitsOf} from '../../flow/limits.js';
+import {clipError, historyInsert, type HistoryRow} from './rows.js';
 
 const TYPE_COLUMNS =
   'type, paused, paused_by, paused_reason, paused_at, settings, breaker_state, breaker_until, breaker_openings, breaker_changed_at, created_at, updated_at';
 
-function parseSettings(text: string | null): Record<string, unknown> {
+/** A registry row's settings JSON as an object ({} when absent or not an object). */
+export function parseSettings(text: string | null): Record<string, unknown> {
   if (text === null || text === '') return {};
   try {
     const o = JSON.parse(text) as unknown;
@@ -384,99 +384,4 @@ export async function setSettings(db: Db, cell: string, p: TypeSetSettingsParams
     await insertAudit(db, c, cell, p.audit, []);
     return toTypeRecord((await select(db, c, `SELECT ${TYPE_COLUMNS} FROM task_types WHERE cell = ? AND type = ?`, [cell, p.type]))[0]!);
   });
-}
-
-/** A claimable, due row of a limited type, as the claim read it (fence before the claim). */
-export interface LimitedRow {
-  id: string;
-  type: string;
-  fence: number;
-  /** Parked `rate`: its rate slot was reserved when it was deferred. */
-  prepaid: boolean;
-}
-
-/**
- * Running rows of `n` capped types (params: cell, the types). An index-only range of
- * idx_tasks_state_type (cell, 'running', type): at most the types' caps of entries. Exported for
- * the plan test.
- */
-export const runningCountSql = (n: number): string =>
-  `SELECT type, COUNT(*) AS n FROM tasks WHERE cell = ? AND state = 'running' AND type IN (${marks(n)}) GROUP BY type`;
-
-/**
- * The limits step of a claim (see core/flow/limits.ts), on `c`, the claim's transaction, for rows
- * of the types the caller's snapshot says are limited, in the order they should run. Statements,
- * whatever the batch size: a locking read of the types' registry rows (FOR UPDATE, in type order:
- * concurrent claims of a limited type wait for each other here, after their task rows, which every
- * claimer locks in primary-key order first — no lock cycle); when one has a cap, one grouped count
- * of its running rows (index-only, idx_tasks_state_type); one UPDATE per rate-limited type (its
- * bucket); one UPDATE per kind deferred (capped | rate, delays per row in a CASE). The running
- * count is the transaction's first consistent read (the claim's read and its payload subquery are
- * locking reads: keep it so), so its snapshot is taken after the registry lock and sees every
- * claim committed before (REPEATABLE READ); a running row whose end is not
- * committed yet still counts (the cap errs low, never high). The caller writes the deferred rows'
- * history. Returns the ids refused with why, or an empty map when the types' rows say no limit.
- */
-export async function limitClaim(
-  db: Db,
-  c: Conn,
-  cell: string,
-  rows: readonly LimitedRow[],
-): Promise<Map<string, LimitRefusal & {type: string}>> {
-  const refused = new Map<string, LimitRefusal & {type: string}>();
-  const types = [...new Set(rows.map((r) => r.type))].sort();
-  if (types.length === 0) return refused;
-  const regs = await select(
-    db,
-    c,
-    `SELECT type, settings, rate_tokens, rate_at, NOW(3) AS now FROM task_types
-      WHERE cell = ? AND type IN (${marks(types.length)}) ORDER BY type FOR UPDATE`,
-    [cell, ...types],
-  );
-  const limited = regs.map((r) => ({r, l: limitsOf(parseSettings(r.settings as string | null))})).filter(({l}) => hasLimits(l));
-  if (limited.length === 0) return refused;
-  const capped = limited.filter(({l}) => l.maxRunning !== undefined).map(({r}) => r.type as string);
-  const running = new Map<string, number>();
-  if (capped.length > 0)
-    for (const r of await select(db, c, runningCountSql(capped.length), [cell, ...capped])) running.set(r.type as string, Number(r.n));
-  const byKind: Record<'capped' | 'rate', Array<FencedRef & {delayMs: number}>> = {capped: [], rate: []};
-  for (const {r, l} of limited) {
-    const type = r.type as string;
-    const mine = rows.filter((x) => x.type === type);
-    const bucket =
-      r.rate_tokens === null || r.rate_at === null ? null : {tokens: Number(r.rate_tokens), atMs: (r.rate_at as Date).getTime()};
-    const d = decideLimits(mine, l, {running: running.get(type) ?? 0, bucket}, (r.now as Date).getTime());
-    if (d.bucket)
-      await exec(db, c, 'UPDATE task_types SET rate_tokens = ?, rate_at = ? WHERE cell = ? AND type = ?', [
-        d.bucket.tokens,
-        new Date(d.bucket.atMs),
-        cell,
-        type,
-      ]);
-    const fenceOf = new Map(mine.map((x) => [x.id, x.fence]));
-    for (const x of d.deferred) {
-      refused.set(x.id, {...x, type});
-      byKind[x.parked].push({id: x.id, fence: fenceOf.get(x.id)!, delayMs: x.delayMs});
-    }
-  }
-  for (const [kind, refs] of Object.entries(byKind)) {
-    if (refs.length === 0) continue;
-    const delay = caseById(
-      refs.map((x) => [x.id, Math.max(0, Math.round(x.delayMs)) * 1000]),
-      '0',
-    );
-    const where = guardedWhere('defer', refs);
-    // parked_at before parked: MySQL evaluates SET left to right with the new values.
-    const res = await exec(
-      db,
-      c,
-      `UPDATE tasks SET state = '${TRANSITIONS.defer.to}', run_at = NOW(3) + INTERVAL ${delay.sql} MICROSECOND, published_at = NULL,
-              fence = fence + 1, parked_at = IF(parked <=> ?, parked_at, NOW(3)), parked = ?, updated_at = NOW(3)
-        WHERE ${where.sql}`,
-      [...delay.params, kind, kind, ...where.params],
-    );
-    // The rows are locked by the claim's read: the guard cannot miss one.
-    if (res.affectedRows !== refs.length) throw new Error(`limits: deferred ${res.affectedRows} of ${refs.length} rows`);
-  }
-  return refused;
 }

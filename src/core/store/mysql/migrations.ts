@@ -364,6 +364,19 @@ export const MIGRATIONS: Migration[] = [
       },
     ],
   },
+  {
+    version: 16,
+    name: 'the probes a half-open breaker let through, counted cluster-wide',
+    statements: [
+      {
+        // The probe episode (core/flow/admission.ts probeEpisode) whose probes_used the claims have
+        // spent, written by the claim with the row locked for update. Another episode: none spent.
+        // Last columns, with a default: an instant ADD, no table rebuild.
+        sql: 'ALTER TABLE task_types ADD COLUMN probe_episode DATETIME(3) NULL, ADD COLUMN probes_used INT UNSIGNED NOT NULL DEFAULT 0',
+        unless: columnExists('task_types', 'probe_episode'),
+      },
+    ],
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.reduce((m, x) => Math.max(m, x.version), 0);

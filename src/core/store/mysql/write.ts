@@ -16,7 +16,7 @@ import type {
   TasksInsertParams,
 } from '../types.js';
 import {type Db, type PoolConnection, type ResultSetHeader, type Row, exec, isDataError, marks, select, tx} from './db.js';
-import {limitClaim, type LimitedRow} from './flow.js';
+import {admitClaim, type ClaimRow} from './admit-claim.js';
 import {AxError, errorMessage} from '../../errors.js';
 import {insertAudit} from './audit.js';
 import {caseById, clipError, clipStack, historyInsert, parseReplay, toDueTask, type HistoryRow} from './rows.js';
@@ -329,18 +329,17 @@ export function earlyResetSql(rows: readonly FencedRef[]): {sql: string; params:
 
 /**
  * Claims due submitted/failed tasks among `ids` (see TaskStore.claim). One transaction: a locking
- * SELECT (rows in primary-key order, so concurrent claimers cannot deadlock on each other), one
- * UPDATE, one history INSERT. The UPDATE carries its own guard (state, the fence read, due), and
- * must change exactly the rows the read decided on; otherwise the transaction rolls back and the
- * claim re-reads (AxError('conflict') after 5 tries). With `limited`, the claimable rows of those
- * types go through the limits step between the read and the UPDATE (limitClaim: the types'
- * registry rows locked; the refused ones deferred, their history rows defer rows); without it the
- * transaction is exactly the statements above.
+ * SELECT (rows in primary-key order, so concurrent claimers cannot deadlock on each other), the
+ * flow step (admitClaim: the types' registry rows read with a shared lock, or for update for
+ * `lockTypes`; pause, breaker and limits decided from them; the refused rows deferred, their
+ * history rows defer rows), one UPDATE, one history INSERT. The UPDATE carries its own guard
+ * (state, the fence read, due), and must change exactly the rows the read decided on; otherwise the
+ * transaction rolls back and the claim re-reads (AxError('conflict') after 5 tries).
  */
-export async function claim(db: Db, cell: string, {ids, worker, leaseMs, limited}: TasksClaimParams): Promise<ClaimResult> {
+export async function claim(db: Db, cell: string, {ids, worker, leaseMs, lockTypes, admission}: TasksClaimParams): Promise<ClaimResult> {
   const unique = [...new Set(ids)].sort();
   if (unique.length === 0) return {claimed: [], skipped: []};
-  const limitedTypes = limited && limited.length > 0 ? new Set(limited) : undefined;
+  const locked = new Set(lockTypes ?? []);
   return txGuarded(db, 'claim', async (c) => {
     const rows = await select(db, c, claimSelectSql(unique.length), [...unique, cell]);
     const found = new Map(rows.map((r) => [r.id as string, r]));
@@ -382,7 +381,7 @@ export async function claim(db: Db, cell: string, {ids, worker, leaseMs, limited
       });
       history.push([id, state, TRANSITIONS.claim.to, attempt, worker, null, null]);
     }
-    const deferred = limitedTypes ? await limitStep(db, c, cell, limitedTypes, ids, claimed, found, history) : undefined;
+    const deferred = await flowStep(db, c, cell, locked, admission, ids, claimed, found, history);
     if (early.length > 0) {
       const q = earlyResetSql(early);
       await exec(db, c, q.sql, q.params);
@@ -404,30 +403,30 @@ export async function claim(db: Db, cell: string, {ids, worker, leaseMs, limited
 }
 
 /**
- * The limits step of a claim: the claimable rows of limited types, in the caller's order (delivery
- * order: FIFO), through limitClaim; the refused ones leave `claimed` (in place) and their claim
- * history row becomes a defer row. Returns what was refused (undefined: nothing of a limited type).
+ * The flow step of a claim: the claimable rows, in the caller's order (delivery order: FIFO),
+ * through admitClaim; the refused ones leave `claimed` (in place) and their claim history row
+ * becomes a defer row. Returns what was refused (undefined: nothing).
  */
-async function limitStep(
+async function flowStep(
   db: Db,
   c: PoolConnection,
   cell: string,
-  limitedTypes: ReadonlySet<string>,
+  lockTypes: ReadonlySet<string>,
+  admission: TasksClaimParams['admission'],
   order: readonly string[],
   claimed: ClaimedTask[],
   found: ReadonlyMap<string, Row>,
   history: HistoryRow[],
 ): Promise<ClaimResult['deferred']> {
-  const byId = new Map(claimed.filter((t) => limitedTypes.has(t.type)).map((t) => [t.id, t]));
-  if (byId.size === 0) return undefined;
-  const rows: LimitedRow[] = [];
+  if (claimed.length === 0) return undefined;
+  const byId = new Map(claimed.map((t) => [t.id, t]));
+  const rows: ClaimRow[] = [];
   for (const id of new Set(order)) {
     const t = byId.get(id);
-    if (!t) continue;
-    rows.push({id, type: t.type, fence: t.fence - 1, prepaid: found.get(id)!.parked === 'rate'});
+    if (t) rows.push({id, type: t.type, fence: t.fence - 1, prepaid: found.get(id)!.parked === 'rate'});
   }
-  const refused = await limitClaim(db, c, cell, rows);
-  if (refused.size === 0) return [];
+  const refused = await admitClaim(db, c, cell, rows, lockTypes, admission);
+  if (refused.size === 0) return undefined;
   for (let i = claimed.length - 1; i >= 0; i--) if (refused.has(claimed[i]!.id)) claimed.splice(i, 1);
   for (let i = 0; i < history.length; i++) {
     const h = history[i]!;

@@ -1,0 +1,184 @@
+/**
+ * The flow step of a claim, in the claim's transaction: pause, breaker (with its probes counted
+ * cluster-wide) and limits (max running, rate), decided from the types' registry rows as they are
+ * when the claim runs, by the pure policies of core/flow (admission.ts flowDecision, limits.ts
+ * decideLimits). What it refuses is deferred in that same transaction, parked with why, without
+ * using an attempt.
+ */
+import {TRANSITIONS} from '../../task/state.js';
+import {ADMISSION_DEFAULTS, flowDecision, type FlowState, probeEpisode} from '../../flow/admission.js';
+import {breakerSettings} from '../../flow/breaker.js';
+import {decideLimits, hasLimits, type LimitRefusal, limitsOf} from '../../flow/limits.js';
+import type {TasksClaimParams, TypeRecord} from '../types.js';
+import {type Conn, type Db, exec, marks, type Row, select} from './db.js';
+import {type FencedRef, guardedWhere} from './guards.js';
+import {caseById} from './rows.js';
+import {parseSettings} from './flow.js';
+
+/** A claimable, due row as the claim read it (fence before the claim). */
+export interface ClaimRow {
+  id: string;
+  type: string;
+  fence: number;
+  /** Parked `rate`: its rate slot was reserved when it was deferred. */
+  prepaid: boolean;
+}
+
+export type FlowRefusal = Omit<LimitRefusal, 'parked'> & {parked: 'paused' | 'breaker' | 'capped' | 'rate'; type: string};
+
+/**
+ * Running rows of `n` capped types (params: cell, the types). An index-only range of
+ * idx_tasks_state_type (cell, 'running', type): at most the types' caps of entries. Exported for
+ * the plan test.
+ */
+export const runningCountSql = (n: number): string =>
+  `SELECT type, COUNT(*) AS n FROM tasks WHERE cell = ? AND state = 'running' AND type IN (${marks(n)}) GROUP BY type`;
+
+const SHARED_COLUMNS = 'type, paused, paused_by, paused_reason, breaker_state, breaker_until, breaker_changed_at, NOW(3) AS now';
+const LOCKED_COLUMNS = `${SHARED_COLUMNS}, settings, probe_episode, probes_used, rate_tokens, rate_at`;
+
+function flowStateOf(r: Row, settings: Record<string, unknown>): FlowState {
+  return {
+    paused: Number(r.paused) === 1,
+    pausedBy: (r.paused_by as string | null) ?? null,
+    pausedReason: (r.paused_reason as string | null) ?? null,
+    settings,
+    breaker: {
+      state: r.breaker_state as TypeRecord['breaker']['state'],
+      until: (r.breaker_until as Date | null) ?? null,
+      changedAt: (r.breaker_changed_at as Date | null) ?? null,
+    },
+  };
+}
+
+/**
+ * The flow step of a claim on `c`, the claim's transaction, for its claimable rows in the order
+ * they should run (delivery order: FIFO). Statements:
+ * - the registry rows of the batch's types: those in `lockTypes` FOR UPDATE, the others LOCK IN
+ *   SHARE MODE, each in type order. The shared lock is what makes the decision exact: a pause or a
+ *   breaker transition (an UPDATE of the row) waits for the claims that read the row before it and
+ *   every claim after it sees it. Concurrent claims of a locked type wait for each other here, after
+ *   their task rows, which every claimer locks in primary-key order first. Two claimers whose
+ *   snapshots disagree on which types to lock can deadlock; the transaction is then retried (tx).
+ *   A type without a row has nothing said about it: its rows run.
+ * - per locked type: one UPDATE of its probe count when it let probes through, one of its bucket
+ *   when it has a rate; one grouped count of the running rows of the capped types (index-only) —
+ *   the transaction's first consistent read (the claim's reads are locking reads: keep it so), so
+ *   its snapshot is taken after the registry locks and sees every claim committed before
+ *   (REPEATABLE READ); a running row whose end is not committed yet still counts (the cap errs low).
+ * - one UPDATE per kind deferred (paused | breaker | capped | rate), delays per row in a CASE.
+ * The caller writes the deferred rows' history. Returns the ids refused with why (empty: none).
+ */
+export async function admitClaim(
+  db: Db,
+  c: Conn,
+  cell: string,
+  rows: readonly ClaimRow[],
+  lockTypes: ReadonlySet<string>,
+  o: TasksClaimParams['admission'],
+): Promise<Map<string, FlowRefusal>> {
+  const refused = new Map<string, FlowRefusal>();
+  const types = [...new Set(rows.map((r) => r.type))].sort();
+  if (types.length === 0) return refused;
+  const locked = types.filter((t) => lockTypes.has(t));
+  const shared = types.filter((t) => !lockTypes.has(t));
+  const opts = {...ADMISSION_DEFAULTS, ...o};
+  const regs: Array<{r: Row; locked: boolean}> = [];
+  if (locked.length > 0)
+    for (const r of await select(
+      db,
+      c,
+      `SELECT ${LOCKED_COLUMNS} FROM task_types WHERE cell = ? AND type IN (${marks(locked.length)}) ORDER BY type FOR UPDATE`,
+      [cell, ...locked],
+    ))
+      regs.push({r, locked: true});
+  if (shared.length > 0)
+    for (const r of await select(
+      db,
+      c,
+      `SELECT ${SHARED_COLUMNS} FROM task_types WHERE cell = ? AND type IN (${marks(shared.length)}) ORDER BY type LOCK IN SHARE MODE`,
+      [cell, ...shared],
+    ))
+      regs.push({r, locked: false});
+
+  const byKind: Record<FlowRefusal['parked'], Array<FencedRef & {delayMs: number}>> = {paused: [], breaker: [], capped: [], rate: []};
+  const refuse = (x: ClaimRow, why: Omit<FlowRefusal, 'type' | 'id'>): void => {
+    refused.set(x.id, {...why, id: x.id, type: x.type});
+    byKind[why.parked].push({id: x.id, fence: x.fence, delayMs: why.delayMs});
+  };
+  const limitsDue: Array<{r: Row; mine: ClaimRow[]; l: ReturnType<typeof limitsOf>}> = [];
+  for (const {r, locked: isLocked} of regs) {
+    const type = r.type as string;
+    const settings = isLocked ? parseSettings(r.settings as string | null) : {};
+    const state = flowStateOf(r, settings);
+    const nowMs = (r.now as Date).getTime();
+    const mine = rows.filter((x) => x.type === type);
+    if (!state.paused && state.breaker.state === 'closed' && !isLocked) continue;
+    // Probes: only a claim holding the row for update may spend them (it counts them on the row).
+    const bs = breakerSettings(settings);
+    const episode = probeEpisode(state.breaker.changedAt?.getTime() ?? null, nowMs, bs.cooldownMs);
+    const stored = (r.probe_episode as Date | null | undefined)?.getTime();
+    const usedBefore = isLocked && stored === episode ? Number(r.probes_used) : 0;
+    let left = isLocked ? Math.max(0, bs.probes - usedBefore) : 0;
+    const admitted: ClaimRow[] = [];
+    for (const x of mine) {
+      const a = flowDecision(state, nowMs, opts, left);
+      if (!a.run) refuse(x, {delayMs: a.delayMs, parked: a.parked as FlowRefusal['parked'], reason: a.reason});
+      else {
+        if (a.probe) left--;
+        admitted.push(x);
+      }
+    }
+    const spent = isLocked ? Math.max(0, bs.probes - usedBefore) - left : 0;
+    if (spent > 0)
+      await exec(db, c, 'UPDATE task_types SET probe_episode = ?, probes_used = ? WHERE cell = ? AND type = ?', [
+        new Date(episode),
+        usedBefore + spent,
+        cell,
+        type,
+      ]);
+    const l = limitsOf(settings);
+    if (isLocked && hasLimits(l) && admitted.length > 0) limitsDue.push({r, mine: admitted, l});
+  }
+
+  const capped = limitsDue.filter(({l}) => l.maxRunning !== undefined).map(({r}) => r.type as string);
+  const running = new Map<string, number>();
+  if (capped.length > 0)
+    for (const r of await select(db, c, runningCountSql(capped.length), [cell, ...capped])) running.set(r.type as string, Number(r.n));
+  for (const {r, mine, l} of limitsDue) {
+    const type = r.type as string;
+    const bucket =
+      r.rate_tokens === null || r.rate_at === null ? null : {tokens: Number(r.rate_tokens), atMs: (r.rate_at as Date).getTime()};
+    const d = decideLimits(mine, l, {running: running.get(type) ?? 0, bucket}, (r.now as Date).getTime());
+    if (d.bucket)
+      await exec(db, c, 'UPDATE task_types SET rate_tokens = ?, rate_at = ? WHERE cell = ? AND type = ?', [
+        d.bucket.tokens,
+        new Date(d.bucket.atMs),
+        cell,
+        type,
+      ]);
+    const rowOf = new Map(mine.map((x) => [x.id, x]));
+    for (const x of d.deferred) refuse(rowOf.get(x.id)!, {delayMs: x.delayMs, parked: x.parked, reason: x.reason});
+  }
+
+  for (const [kind, refs] of Object.entries(byKind)) {
+    if (refs.length === 0) continue;
+    const delay = caseById(
+      refs.map((x) => [x.id, Math.max(0, Math.round(x.delayMs)) * 1000]),
+      '0',
+    );
+    const where = guardedWhere('defer', refs);
+    // parked_at before parked: MySQL evaluates SET left to right with the new values.
+    const res = await exec(
+      db,
+      c,
+      `UPDATE tasks SET state = '${TRANSITIONS.defer.to}', run_at = NOW(3) + INTERVAL ${delay.sql} MICROSECOND, published_at = NULL,
+              fence = fence + 1, parked_at = IF(parked <=> ?, parked_at, NOW(3)), parked = ?, updated_at = NOW(3)
+        WHERE ${where.sql}`,
+      [...delay.params, kind, kind, ...where.params],
+    );
+    // The rows are locked by the claim's read: the guard cannot miss one.
+    if (res.affectedRows !== refs.length) throw new Error(`claim flow step: deferred ${res.affectedRows} of ${refs.length} rows`);
+  }
+  return refused;
+}
