@@ -6,6 +6,7 @@ import {doctorSettings} from '../../src/core/doctor/settings.js';
 import type {DbEvidence, DoctorData, Finding} from '../../src/core/doctor/types.js';
 import type {TypeRecord, TypesReport, WorkerRow} from '../../src/core/store/types.js';
 import {workerRow} from '../helpers/worker-row.js';
+import {healthyEvidence} from '../helpers/doctor-evidence.js';
 import {typeRecord} from '../helpers/type-record.js';
 
 const NOW = new Date('2026-12-01T12:00:00.000Z');
@@ -20,23 +21,7 @@ const rec = (type: string, over: Partial<TypeRecord> = {}): TypeRecord =>
   typeRecord(type, ago(86_400_000), {updatedAt: ago(60_000), ...over});
 const flow = (over: Partial<TypesReport> = {}): TypesReport => ({at: NOW, types: [], handlers: {}, all: [], parked: {}, ...over});
 
-function db(over: Partial<DbEvidence> = {}): DbEvidence {
-  return {
-    dbAt: NOW,
-    localAt: NOW,
-    rttMs: 2,
-    backlog: {at: NOW, rows: []},
-    duePools: [],
-    workers: [w1],
-    failures: [],
-    deaths: [],
-    undispatched: [],
-    repeats: [],
-    attempts: [],
-    flow: flow(),
-    ...over,
-  };
-}
+const db = (over: Partial<DbEvidence> = {}): DbEvidence => healthyEvidence(NOW, [w1], {flow: flow(), ...over});
 function run(d: DbEvidence, extra: Partial<DoctorData> = {}) {
   return diagnose({
     settings,

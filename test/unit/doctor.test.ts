@@ -6,6 +6,7 @@ import {doctorSettings} from '../../src/core/doctor/settings.js';
 import {AxError} from '../../src/core/errors.js';
 import {fakeClock} from '../helpers/clock.js';
 import {workerRow} from '../helpers/worker-row.js';
+import {healthyEvidence} from '../helpers/doctor-evidence.js';
 import type {BrokerEvidence, DbEvidence, DoctorData, Finding} from '../../src/core/doctor/types.js';
 import type {BacklogRow, DeadErrorGroup, WorkerRow} from '../../src/core/store/types.js';
 import type {QueueInfo} from '../../src/core/broker/types.js';
@@ -40,22 +41,7 @@ const group = (error: string, count = 1, type = 'order_notify'): DeadErrorGroup 
 });
 
 /** A healthy system: one live io worker, nothing due, nothing failed. */
-function healthy(over: Partial<DbEvidence> = {}): DbEvidence {
-  return {
-    dbAt: NOW,
-    localAt: NOW,
-    rttMs: 2,
-    backlog: {at: NOW, rows: []},
-    duePools: [],
-    workers: [worker()],
-    failures: [],
-    deaths: [],
-    undispatched: [],
-    repeats: [],
-    attempts: [],
-    ...over,
-  };
-}
+const healthy = (over: Partial<DbEvidence> = {}): DbEvidence => healthyEvidence(NOW, [worker()], over);
 const mq: BrokerEvidence = {
   depths: {'ax.default.io': 0, 'ax.default.cpu': 0, 'ax.default.poison': 0},
   queues: {io: 'ax.default.io', cpu: 'ax.default.cpu', poison: 'ax.default.poison'},
