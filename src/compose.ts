@@ -11,7 +11,8 @@ import type {ArchiveTarget} from './core/archive/target.js';
 import {operatorName} from './core/audit/audit.js';
 import {AmqpBroker} from './core/broker/amqp/broker.js';
 import type {Broker} from './core/broker/types.js';
-import {createClient, type AxClient} from './core/client.js';
+import {type CellMap, cellConfig, cellMap} from './core/cells/cells.js';
+import {createClient, type AxClient, type CellConnection} from './core/client.js';
 import {type AxConfig, type LoadConfigOptions, loadConfig} from './core/config/config.js';
 import {createLogger, logOptions, type Logger} from './core/log.js';
 import {MysqlTaskStore} from './core/store/mysql/store.js';
@@ -33,13 +34,27 @@ export interface Runtime {
    * Read when asked, so a bad AX_OPERATOR (invalid_input) only stops the commands that audit.
    */
   operator: () => string;
+  /** The routing policy of the loaded configuration (AX_CELL the default cell, AX_CELLS the others). */
+  cells: CellMap;
+  /**
+   * The runtime of one cell: the configuration with that cell and its servers (cellConfig), logs
+   * tagged with it; `cells` unchanged. The default cell's is this runtime's own configuration.
+   * Throws invalid_input for an unknown cell.
+   */
+  forCell(cell: string): Runtime;
 }
 
+/** A runtime on the loaded configuration `config`, whose `cell` is the default cell. */
 export function createRuntime(config: AxConfig, logger?: Logger): Runtime {
   const actor = `${hostname()}:${process.pid}`;
   const log = logger ?? createLogger(config.logLevel, {pid: process.pid}, undefined, logOptions(config));
   const operator = (): string => operatorName({env: process.env.AX_OPERATOR, user: osUser(), host: hostname()});
-  return {config, clock: systemClock, random: systemRandom, logger: log, actor, operator};
+  const cells = cellMap(config.cells, config.cell);
+  const base = {clock: systemClock, random: systemRandom, actor, operator, cells};
+  const forCell = (cell: string): Runtime =>
+    cell === config.cell ? rt : {...base, config: cellConfig(config, cells, cell), logger: log.child({cell}), forCell};
+  const rt: Runtime = {...base, config, logger: log, forCell};
+  return rt;
 }
 
 /** The OS user's name; `uid<n>` when the system has no name for it (a container's random uid). */
@@ -152,6 +167,21 @@ export function connect(opts: ConnectOptions = {}): Promise<AxClient> {
  * AxError('unavailable') when a server cannot be reached (nothing is left open then).
  */
 export async function openClient(rt: Runtime, o: {reconnect: boolean; giveUpAfterMs?: number}): Promise<AxClient> {
+  const own = await openCellConnection(rt, o);
+  return createClient({
+    ...rt,
+    ...own,
+    ...(o.giveUpAfterMs === undefined ? {} : {giveUpAfterMs: o.giveUpAfterMs}),
+    // Tasks of another cell's types go to that cell, connected at its first submit.
+    route: {
+      cellOf: rt.cells,
+      open: (cell) => openCellConnection(rt.forCell(cell), o),
+    },
+  });
+}
+
+/** A store and broker of `rt`'s cell, closed together by `release`. Throws AxError('unavailable'), leaving nothing open. */
+async function openCellConnection(rt: Runtime, o: {reconnect: boolean}): Promise<CellConnection> {
   const store = await openStore(rt);
   let broker: Broker;
   try {
@@ -160,14 +190,13 @@ export async function openClient(rt: Runtime, o: {reconnect: boolean; giveUpAfte
     await store.close().catch(() => undefined);
     throw e;
   }
-  return createClient({
-    ...rt,
+  return {
     store,
     broker,
-    ...(o.giveUpAfterMs === undefined ? {} : {giveUpAfterMs: o.giveUpAfterMs}),
+    config: rt.config,
     release: async () => {
       await broker.close().catch(() => undefined);
       await store.close().catch(() => undefined);
     },
-  });
+  };
 }

@@ -10,6 +10,8 @@ import type {Relay} from './core/outbox/relay.js';
 import type {MetricsRegistry} from './core/metrics/registry.js';
 import {relayMetrics} from './core/metrics/relay.js';
 import {createRuntime, openBroker, openOutbox, openStore} from './compose.js';
+import {typeSelector} from './core/cells/cells.js';
+import {hostname} from 'node:os';
 
 export type {Relay, RelayStats} from './core/outbox/relay.js';
 export {loadConfig} from './core/config/config.js';
@@ -30,13 +32,18 @@ export interface RunningRelay extends AsyncDisposable {
  * reached with connectFailFast, refuses the credentials, or ax's schema is not migrated, and
  * AxError('closed') when `opts.signal` aborts the waiting. With `opts.metrics`, the relay's series
  * (outbox relayed, failed, lag; see core/metrics/relay.ts) are registered there and fed by its events.
+ * `opts.cell` (default: the default cell, AX_CELL) is the cell it relays for: it takes the outbox
+ * rows whose types AX_CELLS routes there, into that cell's database and RabbitMQ (AxError
+ * 'invalid_input' for an unknown cell).
  */
 export async function startRelay(
   config: AxConfig,
   logger?: Logger,
-  opts: {signal?: AbortSignal; metrics?: MetricsRegistry} = {},
+  opts: {signal?: AbortSignal; metrics?: MetricsRegistry; cell?: string} = {},
 ): Promise<RunningRelay> {
-  const rt = createRuntime(config, logger);
+  const base = createRuntime(config, logger);
+  const cell = opts.cell ?? config.cell;
+  const rt = base.forCell(cell);
   const retry = opts.signal ? {signal: opts.signal} : {};
   const store = await connectWithRetry(rt, 'MySQL (ax)', () => openStore(rt), retry);
   const closers: Array<() => Promise<unknown>> = [() => store.close()];
@@ -45,7 +52,15 @@ export async function startRelay(
     closers.unshift(() => outbox.close());
     const broker = await connectWithRetry(rt, 'RabbitMQ', () => openBroker(rt, {reconnect: true}), retry);
     closers.unshift(() => broker.close());
-    const relay = createRelayService({...rt, outbox, store, broker});
+    // The outbox is shared by every cell: this relay takes the rows of its cell's types only.
+    const relay = createRelayService({
+      ...rt,
+      outbox,
+      store,
+      broker,
+      types: typeSelector(rt.cells, [cell]),
+      ...(cell === config.cell ? {} : {id: `relay:${hostname()}:${process.pid}/${cell}`}),
+    });
     if (opts.metrics) relayMetrics(opts.metrics, relay.events);
     await relay.start();
     let stopping: Promise<void> | undefined;

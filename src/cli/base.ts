@@ -1,6 +1,7 @@
 import {Command, Flags, type Errors} from '@oclif/core';
 import {AxError} from '../core/errors.js';
 import {type AxConfig, loadConfig} from '../core/config/config.js';
+import {parseCellList} from '../core/cells/cells.js';
 import type {DbFailureReason} from '../core/store/types.js';
 import {EXIT_CODES} from './exit-codes.js';
 import {createRuntime, type Runtime} from './runtime.js';
@@ -51,12 +52,32 @@ export abstract class AxCommand extends Command {
   static override enableJsonFlag = true;
   static override baseFlags = {
     config: Flags.string({description: 'config file (default: $AX_CONFIG or ./ax.config.json)', helpGroup: 'GLOBAL'}),
+    cell: Flags.string({
+      description: 'the cell to work on (default: AX_CELL); ax worker, scheduler and relay take several, comma-separated',
+      helpGroup: 'GLOBAL',
+    }),
   };
   /** A command that only reads: it never creates the database (AX_CREATE_DATABASE does not apply). */
   static readOnly = false;
 
-  /** Loads the configuration (file, env, then non-secret overrides from flags). */
-  protected runtime(configFile: string | undefined, overrides: Partial<AxConfig> = {}): Runtime {
+  /**
+   * Loads the configuration (file, env, then non-secret overrides from flags) and returns the
+   * runtime of the one cell `--cell` names (default AX_CELL). Throws invalid_input for a bad
+   * configuration, an unknown cell or several cells.
+   */
+  protected runtime(flags: {config?: string | undefined; cell?: string | undefined}, overrides: Partial<AxConfig> = {}): Runtime {
+    const base = this.baseRuntime(flags.config, overrides);
+    return base.forCell(parseCellList(base.cells, flags.cell, {single: true})[0] as string);
+  }
+
+  /** The runtimes of the cells `--cell a,b` names (default: AX_CELL), for the commands that serve several. */
+  protected runtimes(flags: {config?: string | undefined; cell?: string | undefined}, overrides: Partial<AxConfig> = {}): Runtime[] {
+    const base = this.baseRuntime(flags.config, overrides);
+    return parseCellList(base.cells, flags.cell).map((c) => base.forCell(c));
+  }
+
+  /** The runtime of the loaded configuration (its cell: the default cell). */
+  protected baseRuntime(configFile: string | undefined, overrides: Partial<AxConfig> = {}): Runtime {
     const readOnly = (this.constructor as typeof AxCommand).readOnly;
     const cfg = loadConfig({
       ...(configFile === undefined ? {} : {file: configFile}),

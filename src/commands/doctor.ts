@@ -66,7 +66,7 @@ Exit codes: 0 nothing wrong (warnings allowed), ${DOCTOR_PROBLEM_EXIT_CODE} a pr
 
   async run(): Promise<DoctorResult> {
     const {flags} = await this.parse(Doctor);
-    const rt = this.runtime(flags.config);
+    const rt = this.runtime(flags);
     const settings = doctorSettings(
       {
         ...(flags.since === undefined ? {} : {since: flags.since}),

@@ -40,7 +40,7 @@ Exit codes: 2 bad flag value, 5 MySQL unavailable.`;
 
   async run(): Promise<ErrorsResult> {
     const {flags} = await this.parse(Errors);
-    const rt = this.runtime(flags.config);
+    const rt = this.runtime(flags);
     const now = rt.clock.now();
     const sel = parseFailureFilter(flags, now);
     await using store = disposable(await openStore(rt));

@@ -23,7 +23,7 @@ The database named in AX_MYSQL_URL is created when missing and the user may crea
   async run(): Promise<unknown> {
     const {flags} = await this.parse(Migrate);
     // --status only looks: it must not create the database it reports on.
-    const rt = this.runtime(flags.config, flags.status ? {createDatabase: false} : {});
+    const rt = this.runtime(flags, flags.status ? {createDatabase: false} : {});
     if (flags.outbox) {
       const outbox = await openOutbox(rt, {requireTable: false});
       const database = outbox.database;

@@ -27,7 +27,7 @@ Exit codes: 2 bad flag value, 5 RabbitMQ unavailable.`;
 
   async run(): Promise<QueuesResult> {
     const {flags} = await this.parse(Queues);
-    const rt = this.runtime(flags.config);
+    const rt = this.runtime(flags);
     await using broker = disposable(await openBroker(rt, {reconnect: false, declare: false}));
     const result = {cell: rt.config.cell, queues: await broker.inspectQueues()};
     if (!this.jsonEnabled()) {

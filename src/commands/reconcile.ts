@@ -29,7 +29,7 @@ Safe at any time, alongside workers and schedulers: every change is a guarded up
 
   async run(): Promise<ReconcileReport> {
     const {flags} = await this.parse(Reconcile);
-    const rt = this.runtime(flags.config);
+    const rt = this.runtime(flags);
     await using store = disposable(await openStore(rt));
     await using broker = disposable(await openBroker(rt, {reconnect: false}));
     const report = await reconcileOnce({...rt, store, broker, dryRun: flags['dry-run'], limit: flags.limit});

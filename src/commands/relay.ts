@@ -4,6 +4,7 @@ import {disposable} from '../cli/dispose.js';
 import {signalController} from '../cli/signals.js';
 import {isAxError} from '../core/errors.js';
 import {isoTimes} from '../core/log.js';
+import {oneCellPerEndpoint} from '../cli/cells.js';
 import {startRelay, type RunningRelay} from '../relay.js';
 
 export default class RelayCommand extends AxCommand {
@@ -38,31 +39,46 @@ AX_METRICS_HOST). A port in use exits 4 before anything connects.`;
 
   async run(): Promise<unknown> {
     const {flags} = await this.parse(RelayCommand);
-    const rt = this.runtime(flags.config, flags['fail-fast'] ? {connectFailFast: true} : {});
+    const rts = this.runtimes(flags, flags['fail-fast'] ? {connectFailFast: true} : {});
+    const rt = oneCellPerEndpoint(rts, flags);
+    const many = rts.length > 1;
     const summary = summaryEvery(flags['summary-every'], rt.logger, 'relay summary');
     // Listening first: a SIGTERM while waiting for a server down at start exits 0, not by the signal.
     const {signal: stop, signalled} = signalController();
-    let started: RunningRelay | undefined;
+    let started: RunningRelay[] = [];
     // The endpoint first: if its port is taken nothing has started; /readyz is 503 while connecting.
     const endpoint = await startEndpoint(rt, flags, {
-      ready: () => started?.relay.ready() ?? false,
-      details: () => (started ? isoTimes({relay: started.relay.id, ...started.relay.stats}) : {state: 'connecting'}),
+      ready: () => started[0]?.relay.ready() ?? false,
+      details: () => (started[0] ? isoTimes({relay: started[0].relay.id, ...started[0].relay.stats}) : {state: 'connecting'}),
     });
     await using _health = endpoint ? disposable(endpoint) : undefined;
-    try {
-      started = await startRelay(rt.config, rt.logger, {signal: stop, ...(endpoint ? {metrics: endpoint.metrics} : {})});
-    } catch (e) {
-      if (!(isAxError(e, 'closed') && stop.aborted)) throw e;
+    // One relay per cell served, each taking the outbox rows of its cell's types (from the loaded
+    // configuration: startRelay derives the cell's own).
+    const config = rts.map((r) => r.config.cell);
+    const base = this.baseRuntime(flags.config, flags['fail-fast'] ? {connectFailFast: true} : {});
+    const results = await Promise.allSettled(
+      config.map((cell) => startRelay(base.config, base.logger, {signal: stop, cell, ...(endpoint ? {metrics: endpoint.metrics} : {})})),
+    );
+    started = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) {
+      for (const r of started) await r.stop();
+      if (!(isAxError(failed.reason, 'closed') && stop.aborted)) throw failed.reason;
       return {stoppedBeforeStart: true, signal: await signalled};
     }
-    await using running = started;
     const where = endpoint ? `; health on ${endpoint.url} (/healthz, /readyz, /metrics)` : '';
-    if (!this.jsonEnabled()) this.logToStderr(`ax relay ${running.relay.id} running${where}; Ctrl-C to stop`);
-    const {relay} = running;
-    const stopSummary = summary.start(() => ({...relay.stats, ready: relay.ready()}));
+    const served = many ? ` for cells ${config.join(', ')}` : '';
+    if (!this.jsonEnabled())
+      this.logToStderr(`ax relay ${started.map((r) => r.relay.id).join(', ')} running${served}${where}; Ctrl-C to stop`);
+    const stats = (r: RunningRelay, i: number) => ({...(many ? {cell: config[i]} : {}), relay: r.relay.id, ...r.relay.stats});
+    const stopSummary = summary.start(() =>
+      many
+        ? {cells: started.map((r, i) => ({...stats(r, i), ready: r.relay.ready()}))}
+        : {...started[0]?.relay.stats, ready: started[0]?.relay.ready()},
+    );
     const signal = await signalled;
     stopSummary();
-    await running.stop();
-    return isoTimes({signal, relay: running.relay.id, ...running.relay.stats});
+    for (const r of started) await r.stop();
+    return isoTimes({signal, ...(many ? {cells: started.map(stats)} : stats(started[0] as RunningRelay, 0))});
   }
 }

@@ -5,6 +5,7 @@ import {taskSpecsFromInput} from '../cli/task-input.js';
 import {POOLS, PRIORITIES} from '../core/task/model.js';
 import {maxRetriesFlag} from '../cli/flags.js';
 import {DURATION_RULE} from '../core/duration.js';
+import {requireCellOfTypes} from '../core/cells/cells.js';
 
 export type {SubmitResult} from '../cli/client.js';
 
@@ -18,7 +19,9 @@ With --stdin every line is one task. With a type argument each line is a payload
 
 Submitting is idempotent: the same --id or --dedup-key with the same type and payload returns the existing task; with different content it is refused (exit 4).
 
-Exit codes: 2 bad input, 4 conflict, 5 MySQL or RabbitMQ unavailable.`;
+Each task goes to the cell of its type (AX_CELLS; README "Cells"); --cell only checks that they all belong to that cell.
+
+Exit codes: 2 bad input (also a --cell that is not the types' cell), 4 conflict, 5 MySQL or RabbitMQ unavailable.`;
   static override examples = [
     {description: 'Run a task now', command: `<%= config.bin %> submit order_notify --payload '{"orderId": 42}'`},
     {description: 'Run it in 5 seconds', command: `<%= config.bin %> submit order_notify --payload '{"orderId": 42}' --delay 5s`},
@@ -61,9 +64,11 @@ Exit codes: 2 bad input, 4 conflict, 5 MySQL or RabbitMQ unavailable.`;
 
   async run(): Promise<SubmitResult> {
     const {args, flags} = await this.parse(Submit);
-    const rt = this.runtime(flags.config);
+    const rt = this.runtime(flags);
     // Everything is validated before the first connection, so bad input never writes anything.
     const specs = await taskSpecsFromInput(args.type, flags, rt.config, rt.clock.now());
+    // Each task goes to its type's cell; a --cell that names another one is refused.
+    if (flags.cell !== undefined) requireCellOfTypes(rt.cells, rt.config.cell, new Set(specs.map((s) => s.type)));
     await using client = await openCommandClient(rt);
     const result = await submitAll(client, specs);
     if (!this.jsonEnabled()) {

@@ -46,7 +46,7 @@ Exit codes: 2 bad flag value, not a terminal without --once, or a terminal narro
       if (cols < MIN_WIDTH)
         throw invalid(`ax top needs at least ${MIN_WIDTH} columns; this terminal has ${cols}. Widen it, or use ax top --once`);
     }
-    const rt = this.runtime(flags.config);
+    const rt = this.runtime(flags);
     const source = createTopSource(rt);
     try {
       if (once) return await this.once(source, type);

@@ -1,15 +1,25 @@
 import {Flags} from '@oclif/core';
 import {AxCommand} from '../cli/base.js';
-import {openBroker, openStore} from '../cli/runtime.js';
 import {CRASH_EXIT_CODE, exitSoon, guardProcess} from '../cli/signals.js';
-import {disposable} from '../cli/dispose.js';
 import {type Endpoint, failFastFlag, healthFlags, startEndpoint, summaryEvery, summaryEveryFlag} from '../cli/summary.js';
 import {AxEvents} from '../core/events.js';
 import {errorMessage, isAxError} from '../core/errors.js';
 import {workerMetrics} from '../core/metrics/worker.js';
-import {connectWithRetry} from '../core/connect-retry.js';
 import {startWorkerService, type RunningWorker} from '../core/worker/service.js';
 import type {PoolName} from '../core/task/model.js';
+import type {Worker} from '../core/worker/worker.js';
+import {connectCells, oneCellPerEndpoint} from '../cli/cells.js';
+import {hostname} from 'node:os';
+
+/** The summary line's fields: the stats of every cell's worker, summed. */
+function sumStats(workers: Worker[]): Record<string, number> {
+  const out: Record<string, number> = {inFlight: 0};
+  for (const w of workers) {
+    out.inFlight = (out.inFlight ?? 0) + w.inFlight;
+    for (const [k, v] of Object.entries(w.stats)) if (typeof v === 'number') out[k] = (out[k] ?? 0) + v;
+  }
+  return out;
+}
 
 export default class WorkerCommand extends AxCommand {
   static override summary = 'Run tasks: consume the pool queues and execute handlers until SIGTERM/SIGINT.';
@@ -60,17 +70,19 @@ flight) every --summary-every (default 1m).`;
   async run(): Promise<unknown> {
     const {flags} = await this.parse(WorkerCommand);
     const pools = flags.pools.split(',').map((p) => p.trim()) as PoolName[];
-    const rt = this.runtime(flags.config, {
+    const rts = this.runtimes(flags, {
       ...(flags['io-concurrency'] === undefined ? {} : {ioConcurrency: flags['io-concurrency']}),
       ...(flags['cpu-threads'] === undefined ? {} : {cpuThreads: flags['cpu-threads']}),
       ...(flags['queue-capacity'] === undefined ? {} : {poolQueueCapacity: flags['queue-capacity']}),
       ...(flags['fail-fast'] ? {connectFailFast: true} : {}),
     });
+    const rt = oneCellPerEndpoint(rts, flags);
     const summary = summaryEvery(flags['summary-every'], rt.logger, 'worker summary');
     const guard = guardProcess(rt.logger);
     let phase: 'connecting' | 'running' | 'stopping' = 'connecting';
     let running: RunningWorker | undefined;
-    let brokerUp = false;
+    /** Per cell: its RabbitMQ connection is up. */
+    const brokerUp = rts.map(() => false);
     let lastRetry: unknown;
     let health: Endpoint | undefined;
     const events = new AxEvents({
@@ -79,7 +91,7 @@ flight) every --summary-every (default 1m).`;
     try {
       // The endpoint first: /readyz is 503 while the worker waits for its servers.
       health = await startEndpoint(rt, flags, {
-        ready: () => phase === 'running' && brokerUp,
+        ready: () => phase === 'running' && brokerUp.every(Boolean),
         details: () => ({
           state: phase,
           ...(running ? {worker: running.worker.id, inFlight: running.worker.inFlight, ...running.worker.stats} : {connect: lastRetry}),
@@ -91,26 +103,37 @@ flight) every --summary-every (default 1m).`;
       if (health)
         workerMetrics(health.metrics, events, {pools: () => running?.worker.poolStats() ?? [], held: () => running?.worker.inFlight ?? 0});
       const retry = {signal: guard.signal, onRetry: (r: unknown) => (lastRetry = r)};
-      await using store = disposable(await connectWithRetry(rt, 'MySQL', () => openStore(rt), retry));
-      await using broker = disposable(await connectWithRetry(rt, 'RabbitMQ', () => openBroker(rt, {reconnect: true}), retry));
-      brokerUp = true;
-      broker.on('connected', () => (brokerUp = true));
-      broker.on('disconnected', () => (brokerUp = false));
+      // Each cell its own store, broker and worker (several cells: ids tagged with the cell).
+      await using conns = await connectCells(rts, retry);
+      conns.cells.forEach(({broker}, i) => {
+        brokerUp[i] = true;
+        broker.on('connected', () => (brokerUp[i] = true));
+        broker.on('disconnected', () => (brokerUp[i] = false));
+      });
+      const [first, ...more] = conns.cells.map((c) => ({
+        ...c.rt,
+        store: c.store,
+        broker: c.broker,
+        ...(rts.length > 1 ? {workerId: `${hostname()}:${process.pid}/${c.rt.config.cell}`} : {}),
+      }));
       await using started = await startWorkerService({
-        ...rt,
-        store,
-        broker,
+        ...(first as NonNullable<typeof first>),
         handlersModule: flags.handlers,
         pools,
         events,
         onThreadStray: (kind) => guard.noteThreadStray(kind),
+        moreCells: more,
       });
       running = started;
-      const {worker} = started;
+      const {worker, workers} = started;
       phase = 'running';
       const where = health ? `; health on ${health.url} (/healthz, /readyz, /metrics)` : '';
-      if (!this.jsonEnabled()) this.logToStderr(`ax worker ${worker.id} running pools ${pools.join(', ')}${where}; Ctrl-C to stop`);
-      const stopSummary = summary.start(() => ({...worker.stats, inFlight: worker.inFlight}));
+      const served = rts.length > 1 ? ` for cells ${rts.map((r) => r.config.cell).join(', ')}` : '';
+      if (!this.jsonEnabled())
+        this.logToStderr(
+          `ax worker ${workers.map((w) => w.id).join(', ')} running pools ${pools.join(', ')}${served}${where}; Ctrl-C to stop`,
+        );
+      const stopSummary = summary.start(() => sumStats(workers));
       const reason = await guard.stop;
       stopSummary();
       phase = 'stopping';
@@ -126,7 +149,8 @@ flight) every --summary-every (default 1m).`;
         ...(reason.kind === 'signal' ? {signal: reason.signal} : {crashed: true}),
         unhandledRejections: guard.unhandledRejections,
         threadExceptions: guard.threadExceptions,
-        ...worker.stats,
+        ...(workers.length > 1 ? sumStats(workers) : worker.stats),
+        ...(workers.length > 1 ? {cells: workers.map((w, i) => ({cell: rts[i]?.config.cell, worker: w.id, ...w.stats}))} : {}),
       };
     } catch (e) {
       // Stopped (a signal, or a crash) while still waiting for a server: nothing ran.

@@ -42,7 +42,7 @@ Exit codes: 2 bad flag value, 5 MySQL unavailable.`;
 
   async run(): Promise<WorkersResult> {
     const {flags} = await this.parse(Workers);
-    const rt = this.runtime(flags.config);
+    const rt = this.runtime(flags);
     const sinceMs = flags.all ? undefined : parseWorkersSince(flags.since);
     await using store = disposable(await openStore(rt));
     const r = await listWorkers(store, sinceMs, rt.config.heartbeatMs);

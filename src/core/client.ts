@@ -11,6 +11,7 @@ import {createTypesAdmin, type TypesAdmin} from './types/admin.js';
 import type {TaskSpec} from './task/model.js';
 import type {TaskState} from './task/state.js';
 import type {Clock, Random} from './time.js';
+import {type CellMap, cellOf} from './cells/cells.js';
 
 /** The producer-side SDK handle returned by `connect()`. */
 export interface AxClient {
@@ -54,30 +55,79 @@ export interface ClientParts {
   release: () => Promise<void>;
   /** See ProducerOptions.giveUpAfterMs (one-shot callers such as `ax submit`). */
   giveUpAfterMs?: number;
+  /**
+   * Routing of submits to the cells of their types (AX_CELLS): a task of another cell than
+   * `config.cell` goes to that cell's store and broker, opened by `open` at its first submit (a
+   * failed open rejects that submit and is tried again at the next). Absent: every task goes here.
+   */
+  route?: {cellOf: CellMap; open(cell: string): Promise<CellConnection>};
+}
+
+/** The store and broker of one cell, and its configuration (its `cell`); `release` closes them. */
+export interface CellConnection {
+  config: AxConfig;
+  store: TaskStore & ScheduleStore;
+  broker: Broker;
+  release: () => Promise<void>;
 }
 
 export function createClient(p: ClientParts): AxClient {
-  const producer = new Producer({
-    store: p.store,
-    broker: p.broker,
-    clock: p.clock,
-    random: p.random,
-    logger: p.logger,
-    defaults: {maxRetries: p.config.maxRetries, payloadLimitBytes: p.config.payloadLimitBytes, cell: p.config.cell},
-    batchSize: p.config.submitBatchSize,
-    flushMs: p.config.submitFlushMs,
-    bufferLimit: p.config.submitBufferLimit,
-    actor: p.actor,
-    ...(p.giveUpAfterMs === undefined ? {} : {giveUpAfterMs: p.giveUpAfterMs}),
-  });
+  const producerOf = (c: Pick<CellConnection, 'config' | 'store' | 'broker'>): Producer =>
+    new Producer({
+      store: c.store,
+      broker: c.broker,
+      clock: p.clock,
+      random: p.random,
+      logger: p.logger,
+      defaults: {maxRetries: p.config.maxRetries, payloadLimitBytes: p.config.payloadLimitBytes, cell: c.config.cell},
+      batchSize: p.config.submitBatchSize,
+      flushMs: p.config.submitFlushMs,
+      bufferLimit: p.config.submitBufferLimit,
+      actor: p.actor,
+      ...(p.giveUpAfterMs === undefined ? {} : {giveUpAfterMs: p.giveUpAfterMs}),
+    });
+  const producer = producerOf(p);
+  /** The producers of the other cells, by cell, each opened at its cell's first submit. */
+  const others = new Map<string, Promise<{producer: Producer; release: () => Promise<void>}>>();
+  const producerFor = async (spec: TaskSpec): Promise<Producer> => {
+    const type = spec !== null && typeof spec === 'object' ? spec.type : undefined;
+    // An invalid type goes to the own producer, whose validation refuses it.
+    const cell = p.route && typeof type === 'string' ? cellOf(p.route.cellOf, type) : p.config.cell;
+    if (cell === p.config.cell || !p.route) return producer;
+    let opening = others.get(cell);
+    if (!opening) {
+      const route = p.route;
+      opening = route.open(cell).then((c) => ({producer: producerOf(c), release: c.release}));
+      others.set(cell, opening);
+      opening.catch(() => others.delete(cell));
+    }
+    return (await opening).producer;
+  };
+  /** Runs `f` on every producer (this cell's first); the reports merged, the first failure thrown after all ran. */
+  const everyProducer = async (f: (pr: Producer) => Promise<FlushReport>): Promise<FlushReport> => {
+    const opened = await Promise.allSettled(others.values());
+    const all = [producer, ...opened.flatMap((o) => (o.status === 'fulfilled' ? [o.value.producer] : []))];
+    const results = await Promise.allSettled(all.map(f));
+    const report: FlushReport = {inserted: 0, existing: 0, unpublished: 0, conflicts: []};
+    for (const r of results)
+      if (r.status === 'fulfilled') {
+        report.inserted += r.value.inserted;
+        report.existing += r.value.existing;
+        report.unpublished += r.value.unpublished;
+        report.conflicts.push(...r.value.conflicts);
+      }
+    const failed = results.find((r) => r.status === 'rejected');
+    if (failed) throw failed.reason;
+    return report;
+  };
   let closing: Promise<FlushReport> | undefined;
   return {
     // Only the admin API: the scheduler's cron policy (materialize, repair, …) is not the SDK's.
     cron: createCronAdmin({config: p.config, store: p.store, broker: p.broker, clock: p.clock, logger: p.logger, actor: p.actor}),
     dlq: createDlqAdmin({...p, payloadLimitBytes: p.config.payloadLimitBytes}),
     types: createTypesAdmin({...p, flowRefreshMs: p.config.flowRefreshMs}),
-    submit: (t) => producer.submit(t),
-    flush: () => producer.flush(),
+    submit: async (t) => (await producerFor(t)).submit(t),
+    flush: () => everyProducer((pr) => pr.flush()),
     cancel: (id, reason) => cancelTask(p.store, id, p.actor, reason ?? null, p.operator()),
     getTask: (id) => showTask(p.store, id),
     errors: async (filter = {}) => {
@@ -87,8 +137,9 @@ export function createClient(p: ClientParts): AxClient {
     close: () =>
       (closing ??= (async () => {
         try {
-          return await producer.close();
+          return await everyProducer((pr) => pr.close());
         } finally {
+          for (const o of await Promise.allSettled(others.values())) if (o.status === 'fulfilled') await o.value.release();
           await p.release();
         }
       })()),

@@ -21,7 +21,7 @@ Exit codes: 4 an unreadable manifest (the file is named).`;
 
   async run(): Promise<ArchiveListResult> {
     const {flags} = await this.parse(ArchiveList);
-    const rt = this.runtime(flags.config);
+    const rt = this.runtime(flags);
     const target = openArchiveTarget(rt);
     const days = await listArchive(target, rt.config.cell);
     if (!this.jsonEnabled()) {

@@ -30,7 +30,7 @@ Exit codes: 2 malformed id or day, 3 not in the archive, 4 still in the hot tabl
 
   async run(): Promise<RestoreReport> {
     const {argv, flags} = await this.parse(ArchiveRestore);
-    const rt = this.runtime(flags.config);
+    const rt = this.runtime(flags);
     const ids = [...new Set(argv as string[])];
     if (ids.length > 0 && flags.day !== undefined) throw invalid('give ids or --day, not both');
     if (ids.length === 0 && flags.day === undefined) throw invalid('give the ids of archived tasks, or --day YYYY-MM-DD');

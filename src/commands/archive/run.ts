@@ -30,7 +30,7 @@ Exit codes: 2 bad --older-than or unusable archive directory (nothing changed), 
 
   async run(): Promise<ArchiveRunReport> {
     const {flags} = await this.parse(ArchiveRun);
-    const rt = this.runtime(flags.config);
+    const rt = this.runtime(flags);
     const olderThanMs = flags['older-than'] === undefined ? undefined : parseDuration(flags['older-than'], '--older-than');
     checkRetention(olderThanMs ?? rt.config.retentionMs, rt.config.retryMaxMs);
     await using store = disposable(await openStore(rt));

@@ -28,7 +28,7 @@ Exit codes: 2 malformed id, 3 not in the archive, 4 a corrupt archive file (name
 
   async run(): Promise<ArchiveShowResult> {
     const {args, flags} = await this.parse(ArchiveShow);
-    const rt = this.runtime(flags.config);
+    const rt = this.runtime(flags);
     if (!isTaskId(args.id)) throw invalid(`"${args.id}" is not a task id (a lower-case UUID)`);
     const f = await showArchived(openArchiveTarget(rt), rt.config.cell, args.id);
     const t = f.archived.task;

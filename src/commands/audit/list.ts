@@ -34,7 +34,7 @@ Exit codes: 2 bad flag value, 5 MySQL unavailable.`;
 
   async run(): Promise<AuditListResult> {
     const {flags} = await this.parse(AuditList);
-    const rt = this.runtime(flags.config);
+    const rt = this.runtime(flags);
     const limit = flags.limit ?? 50;
     await using store = disposable(await openStore(rt));
     const rows = await listAudit(store, {limit, ...(flags.after === undefined ? {} : {after: flags.after})});

@@ -12,6 +12,7 @@ import {
   type OverlapPolicy,
 } from '../../core/cron/schedule.js';
 import {POOLS, PRIORITIES, type PoolName, type Priority} from '../../core/task/model.js';
+import {cellOf, requireCellOfTypes} from '../../core/cells/cells.js';
 import {maxRetriesFlag} from '../../cli/flags.js';
 import {DURATION_RULE} from '../../core/duration.js';
 import {DEFAULT_NEXT, renderSchedule, showResult, withCron, type CronShowResult} from '../../cli/cron.js';
@@ -28,6 +29,8 @@ Every occurrence is an ordinary task of --type with the payload, created as a de
 Policies: --misfire (default ${DEFAULT_MISFIRE}) says what happens to fire times missed while no scheduler ran: skip drops them, fire-once makes up for them with one run. --overlap (default ${DEFAULT_OVERLAP}) says what happens when an occurrence falls due while the previous one has not finished: allow runs it anyway, skip cancels it.
 
 Prints the schedule and its next ${DEFAULT_NEXT} fire times, in UTC and in the zone. Nothing is written unless every flag is valid.
+
+The schedule is kept in the cell of --type (AX_CELLS; README "Cells"), whose schedulers create its occurrences: the other cron commands find it with --cell <that cell>.
 
 Exit codes: 2 bad name, expression, zone, type, payload or policy, 4 a schedule with this name exists, 5 MySQL unavailable.`;
   static override examples = [
@@ -77,7 +80,10 @@ Exit codes: 2 bad name, expression, zone, type, payload or policy, 4 a schedule 
 
   async run(): Promise<CronAddResult> {
     const {args, flags} = await this.parse(CronAdd);
-    const rt = this.runtime(flags.config);
+    const named = this.runtime(flags);
+    // The schedule lives in its type's cell, whose schedulers create its occurrences there.
+    if (flags.cell !== undefined) requireCellOfTypes(named.cells, named.config.cell, [flags.type]);
+    const rt = flags.cell === undefined ? named.forCell(cellOf(named.cells, flags.type)) : named;
     const input: CronInput = {name: args.name, cron: flags.cron, tz: flags.tz, type: flags.type};
     const payload = await payloadFromFlags(flags, rt.config.payloadLimitBytes);
     if (payload !== undefined) input.payload = payload;

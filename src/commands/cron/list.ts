@@ -39,7 +39,7 @@ Exit codes: 5 MySQL unavailable.`;
 
   async run(): Promise<CronListResult> {
     const {flags} = await this.parse(CronList);
-    const rt = this.runtime(flags.config);
+    const rt = this.runtime(flags);
     const items = await withCron(rt, async (cron, store) => {
       const schedules = await cron.list();
       const nowMs = (await store.clockNow()).getTime();

@@ -27,7 +27,7 @@ Exit codes: 2 bad name, 3 unknown schedule, 5 MySQL unavailable.`;
 
   async run(): Promise<CronPauseResult> {
     const {args, flags} = await this.parse(CronPause);
-    const rt = this.runtime(flags.config);
+    const rt = this.runtime(flags);
     const name = validateScheduleName(args.name); // before connecting: a typo is exit 2 even offline
     const result = await withCron(rt, async (cron) => {
       const s = await cron.pause(name);

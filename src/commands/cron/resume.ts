@@ -25,7 +25,7 @@ Exit codes: 2 bad name, 3 unknown schedule, 5 MySQL unavailable.`;
 
   async run(): Promise<CronResumeResult> {
     const {args, flags} = await this.parse(CronResume);
-    const rt = this.runtime(flags.config);
+    const rt = this.runtime(flags);
     const name = validateScheduleName(args.name); // before connecting: a typo is exit 2 even offline
     const s = await withCron(rt, async (cron) => {
       await cron.resume(name);

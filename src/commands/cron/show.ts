@@ -32,7 +32,7 @@ Exit codes: 2 bad name or --next, 3 unknown schedule, 5 MySQL unavailable.`;
 
   async run(): Promise<CronShowResult> {
     const {args, flags} = await this.parse(CronShow);
-    const rt = this.runtime(flags.config);
+    const rt = this.runtime(flags);
     // Checked before connecting, so that a typo is exit 2 even when the database is down.
     const name = validateScheduleName(args.name);
     const s = await withCron(rt, (cron) => cron.show(name, flags.next));

@@ -26,7 +26,7 @@ Exit codes: 2 bad name, 3 unknown schedule, 5 MySQL or RabbitMQ unavailable.`;
 
   async run(): Promise<CronTriggerResult> {
     const {args, flags} = await this.parse(CronTrigger);
-    const rt = this.runtime(flags.config);
+    const rt = this.runtime(flags);
     const name = validateScheduleName(args.name); // before connecting: a typo is exit 2 even offline
     const r = await withCron(rt, (cron) => cron.trigger(name), {broker: true});
     if (!this.jsonEnabled()) this.log(r.taskId);

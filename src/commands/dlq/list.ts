@@ -43,7 +43,7 @@ Exit codes: 2 bad flag value, 3 the --after task does not exist, 5 MySQL unavail
 
   async run(): Promise<DlqListResult> {
     const {flags} = await this.parse(DlqList);
-    const rt = this.runtime(flags.config);
+    const rt = this.runtime(flags);
     const filter = parseDeadFilter(flags, rt.clock.now());
     if (flags.after !== undefined && !isTaskId(flags.after)) throw invalid(`--after "${flags.after}" is not a task id (a lower-case UUID)`);
     await using store = disposable(await openStore(rt));

@@ -69,7 +69,7 @@ Exit codes: 2 bad input (malformed ids, ids mixed with a filter, no selection, -
 
   async run(): Promise<DlqReplayResult> {
     const {argv, flags} = await this.parse(DlqReplay);
-    const rt = this.runtime(flags.config);
+    const rt = this.runtime(flags);
     const {sel, opts, rate} = parseReplayRequest(
       {
         ids: argv as string[],

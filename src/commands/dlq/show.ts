@@ -37,7 +37,7 @@ Exit codes: 2 malformed id, 3 unknown id, 4 the task is not dead, 5 MySQL unavai
 
   async run(): Promise<DlqShowResult> {
     const {args, flags} = await this.parse(DlqShow);
-    const rt = this.runtime(flags.config);
+    const rt = this.runtime(flags);
     if (!isTaskId(args.id)) throw invalid(`"${args.id}" is not a task id (a lower-case UUID)`);
     await using store = disposable(await openStore(rt));
     const detail = await showDead(store, args.id);

@@ -24,7 +24,7 @@ Exit codes: 2 bad flag value, 5 MySQL unavailable.`;
 
   async run(): Promise<DlqStatsResult> {
     const {flags} = await this.parse(DlqStats);
-    const rt = this.runtime(flags.config);
+    const rt = this.runtime(flags);
     const filter = parseDeadFilter(flags, rt.clock.now());
     await using store = disposable(await openStore(rt));
     const rows = await deadStats(store, filter);

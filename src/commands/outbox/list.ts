@@ -52,7 +52,7 @@ export default class OutboxList extends AxCommand {
 
   async run(): Promise<OutboxListResult> {
     const {flags} = await this.parse(OutboxList);
-    const rt = this.runtime(flags.config);
+    const rt = this.runtime(flags);
     const limit = flags.limit ?? DEFAULT_LIMIT;
     const kind = flags.failed ? 'failed' : 'pending';
     await using outbox = disposable(await openOutbox(rt));

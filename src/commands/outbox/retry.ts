@@ -34,7 +34,7 @@ Exit codes: 2 malformed id (or ids together with --all, or neither), 3 no such r
 
   async run(): Promise<OutboxRetryResult> {
     const {argv, flags} = await this.parse(OutboxRetry);
-    const rt = this.runtime(flags.config);
+    const rt = this.runtime(flags);
     const ids = parseIds(argv as string[], flags.all);
     await using outbox = disposable(await openOutbox(rt));
     if (ids !== 'all') mustBeFailed(ids, await outbox.outboxRowStates({ids}));

@@ -26,7 +26,7 @@ export default class OutboxStats extends AxCommand {
 
   async run(): Promise<OutboxStatsResult> {
     const {flags} = await this.parse(OutboxStats);
-    const rt = this.runtime(flags.config);
+    const rt = this.runtime(flags);
     await using outbox = disposable(await openOutbox(rt));
     const lag = await outbox.outboxLag();
     const result = {database: outbox.database, ...lag};

@@ -54,7 +54,7 @@ Exit codes: 2 malformed id, bad flag value, an id mixed with --type/--state, a b
 
   async run(): Promise<TaskCancelResult | TaskCancelManyResult> {
     const {args, flags} = await this.parse(TasksCancel);
-    const rt = this.runtime(flags.config);
+    const rt = this.runtime(flags);
     if (flags.reason !== undefined && flags.reason.length > MAX_REASON) throw invalid(`--reason is longer than ${MAX_REASON} characters`);
     const bulk = flags.type !== undefined || flags.state !== undefined;
     if (args.id !== undefined && (bulk || flags['dry-run'] || flags.yes))

@@ -67,7 +67,7 @@ export default class TasksList extends AxCommand {
 
   async run(): Promise<TaskListResult> {
     const {flags} = await this.parse(TasksList);
-    const rt = this.runtime(flags.config);
+    const rt = this.runtime(flags);
     const filter = parseListFilter(
       {
         state: flags.state,

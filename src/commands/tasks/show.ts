@@ -34,7 +34,7 @@ Exit codes: 2 malformed id, 3 unknown id, 5 MySQL unavailable.`;
 
   async run(): Promise<TaskShowResult> {
     const {args, flags} = await this.parse(TasksShow);
-    const rt = this.runtime(flags.config);
+    const rt = this.runtime(flags);
     // Checked before connecting so that a typo is exit 2 even when the database is down.
     if (!isTaskId(args.id)) throw invalid(`"${args.id}" is not a task id (a lower-case UUID)`);
     await using store = disposable(await openStore(rt));

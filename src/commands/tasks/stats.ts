@@ -41,7 +41,7 @@ Exit codes: 2 bad flag value, 5 MySQL unavailable.`;
 
   async run(): Promise<TasksStatsJson> {
     const {flags} = await this.parse(TasksStats);
-    const rt = this.runtime(flags.config);
+    const rt = this.runtime(flags);
     const since = parseStatsSince(flags.since, rt.clock.now());
     await using store = disposable(await openStore(rt));
     const report = await tasksStats(store, since);

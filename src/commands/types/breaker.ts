@@ -30,7 +30,7 @@ Exit codes: 2 malformed type name or no --reset, 3 unknown type, 4 the breaker i
 
   async run(): Promise<TypesBreakerResult> {
     const {args, flags} = await this.parse(TypesBreaker);
-    const rt = this.runtime(flags.config);
+    const rt = this.runtime(flags);
     const type = validateTypeName(args.type);
     if (!flags.reset) throw invalid('say what to do: --reset (ax types show shows the breaker)');
     const r = await withTypes(rt, (t) => t.resetBreaker(type, flags.reason ?? null));

@@ -23,7 +23,7 @@ Exit codes: 5 MySQL unavailable.`;
 
   async run(): Promise<TypesListResult> {
     const {flags} = await this.parse(TypesList);
-    const rt = this.runtime(flags.config);
+    const rt = this.runtime(flags);
     const r = await withTypes(rt, (t) => t.list());
     if (!this.jsonEnabled()) {
       if (r.types.length === 0) this.log('no task types known yet');

@@ -32,7 +32,7 @@ Exit codes: 2 malformed type name or missing/empty --reason, 3 unknown type, 5 M
 
   async run(): Promise<TypesPauseResult> {
     const {args, flags} = await this.parse(TypesPause);
-    const rt = this.runtime(flags.config);
+    const rt = this.runtime(flags);
     const type = validateTypeName(args.type);
     const reason = flags.reason.trim();
     if (reason === '') throw invalid('--reason must not be empty');

@@ -22,7 +22,7 @@ Exit codes: 2 malformed type name or --rate not a positive number, 3 unknown typ
 
   async run(): Promise<ResumeResult> {
     const {args, flags} = await this.parse(TypesResume);
-    const rt = this.runtime(flags.config);
+    const rt = this.runtime(flags);
     const type = validateTypeName(args.type);
     let rate: number | undefined;
     if (flags.rate !== undefined) {

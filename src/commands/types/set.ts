@@ -54,7 +54,7 @@ Exit codes: 2 malformed type name or value, 3 unknown type, 5 MySQL unavailable.
 
   async run(): Promise<TypesSetResult> {
     const {args, flags} = await this.parse(TypesSet);
-    const rt = this.runtime(flags.config);
+    const rt = this.runtime(flags);
     const type = validateTypeName(args.type);
     const b: BreakerInput = {};
     if (flags['breaker-threshold'] !== undefined) b.threshold = flags['breaker-threshold'];

@@ -23,7 +23,7 @@ Exit codes: 2 malformed type name, 3 unknown type, 5 MySQL unavailable.`;
 
   async run(): Promise<TypesShowResult> {
     const {args, flags} = await this.parse(TypesShow);
-    const rt = this.runtime(flags.config);
+    const rt = this.runtime(flags);
     const type = validateTypeName(args.type);
     const d = await withTypes(rt, (t) => t.show(type));
     if (!this.jsonEnabled()) {

@@ -4,6 +4,7 @@ import {resolve} from 'node:path';
 import {invalid} from '../errors.js';
 import {parseDuration} from '../duration.js';
 import {parseMysqlUrl} from './mysql-url.js';
+import {type CellsSetting, cellMap, parseCells} from '../cells/cells.js';
 
 /** Every setting of ax. README "Configuration" lists the same keys, env variables and defaults. */
 export interface AxConfig {
@@ -28,8 +29,10 @@ export interface AxConfig {
   metricsCellEveryMs: number;
   /** Create the database named in mysqlUrl when it is missing and the user may. */
   createDatabase: boolean;
-  /** Resource-isolation cell; queues and rows are scoped by it. */
+  /** Resource-isolation cell; queues and rows are scoped by it. The default cell of routing (AX_CELLS). */
   cell: string;
+  /** The other cells: the types each takes, and its own database/RabbitMQ when it has them (secret: URLs). */
+  cells: CellsSetting;
   /** Prefix of the exchange and queue names. */
   amqpPrefix: string;
   /** `quorum` or `classic` RabbitMQ queues. */
@@ -106,7 +109,7 @@ export interface AxConfig {
  */
 export const DEFAULT_PAYLOAD_INLINE_BYTES = 4096;
 
-type Kind = 'string' | 'bool' | 'int' | 'duration' | 'bytes';
+type Kind = 'string' | 'bool' | 'int' | 'duration' | 'bytes' | 'cells';
 interface Setting {
   env: string;
   kind: Kind;
@@ -194,7 +197,19 @@ export const SETTINGS: Record<keyof AxConfig, Setting> = {
     doc: 'the scheduler refreshes the cell gauges (backlog, workers) this often',
   },
   createDatabase: {env: 'AX_CREATE_DATABASE', kind: 'bool', default: true, doc: 'create the database if it is missing'},
-  cell: {env: 'AX_CELL', kind: 'string', default: 'default', doc: 'cell (resource-isolation unit) of rows and queues'},
+  cell: {
+    env: 'AX_CELL',
+    kind: 'string',
+    default: 'default',
+    doc: 'the default cell (resource-isolation unit): takes every task type AX_CELLS does not route elsewhere; `--cell` picks another',
+  },
+  cells: {
+    env: 'AX_CELLS',
+    kind: 'cells',
+    default: {},
+    secret: true,
+    doc: 'more cells, as JSON: `{"big": {"types": ["order_*", "invoice_render"], "mysqlUrl": "mysql://…/ax_big", "amqpUrl": "amqp://…/big"}}`; types are exact names or `domain_*` prefixes, the URLs optional (default: AX_MYSQL_URL, AX_AMQP_URL); README "Cells"',
+  },
   amqpPrefix: {env: 'AX_AMQP_PREFIX', kind: 'string', default: 'ax', doc: 'prefix of exchange and queue names'},
   queueType: {env: 'AX_QUEUE_TYPE', kind: 'string', default: 'quorum', choices: ['quorum', 'classic'], doc: 'RabbitMQ queue type'},
   doorbellBatch: {
@@ -401,6 +416,8 @@ function coerce(key: string, s: Setting, raw: unknown, from: string): unknown {
       }
       return n;
     }
+    case 'cells':
+      return parseCells(raw, from);
     case 'duration': {
       const n = parseDuration(raw, where);
       if (n < (s.min ?? 0)) throw invalid(`${where} must be at least ${s.min}ms`);
@@ -457,6 +474,7 @@ export function loadConfig(opts: LoadConfigOptions = {}): AxConfig {
   }
   const cfg = out as unknown as AxConfig;
   if (!/^[a-z0-9][a-z0-9_-]{0,31}$/.test(cfg.cell)) throw invalid('cell must be 1-32 characters of a-z, 0-9, _ and -');
+  cellMap(cfg.cells, cfg.cell);
   if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(cfg.amqpPrefix))
     throw invalid('amqpPrefix must be 1-64 characters of A-Z, a-z, 0-9, _, . and -');
   // Checked here so that a bad URL fails at load, before any connection is tried.

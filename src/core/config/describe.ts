@@ -6,6 +6,7 @@ export function formatDefault(s: {kind: string; default: unknown; env: string}):
   const v = s.default;
   if (s.kind === 'duration') return `\`${formatDuration(v as number)}\``;
   if (s.kind === 'bytes') return `\`${(v as number) / 1024} KiB\``;
+  if (typeof v === 'object') return `\`${JSON.stringify(v)}\``;
   if (v === 0 && (s.env === 'AX_IO_CONCURRENCY' || s.env === 'AX_CPU_THREADS')) return '`0` (computed)';
   return `\`${String(v)}\``;
 }

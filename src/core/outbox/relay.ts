@@ -10,6 +10,7 @@ import {AxEvents} from '../events.js';
 import {Periodic, type Service, type StopOptions} from '../lifecycle.js';
 import {outboxRowToTask} from './convert.js';
 import {countRelayEvents, type RelayStats} from './stats.js';
+import type {TypeSelector} from '../cells/cells.js';
 
 export type {RelayStats} from './stats.js';
 
@@ -37,6 +38,8 @@ export interface RelayOptions {
   purgeBatch?: number;
   /** Where the relay emits its events (default: an emitter of its own, see `events`). */
   events?: AxEvents;
+  /** The rows it takes, by type: its cells' (see cells/cells.ts typeSelector); default every row. */
+  types?: TypeSelector;
 }
 
 /** Sent rows deleted per statement by the housekeeping purge. */
@@ -173,7 +176,12 @@ export class Relay implements Service {
 
   /** Relays one batch; returns how many rows it claimed (0: nothing to do). Throws on server errors. */
   async once(): Promise<number> {
-    const rows = await this.o.outbox.outboxClaim({owner: this.id, limit: this.o.batchSize, leaseMs: this.o.leaseMs});
+    const rows = await this.o.outbox.outboxClaim({
+      owner: this.id,
+      limit: this.o.batchSize,
+      leaseMs: this.o.leaseMs,
+      ...(this.o.types === undefined || this.o.types.all ? {} : {types: this.o.types}),
+    });
     if (rows.length === 0) return 0;
     try {
       await this.relay(rows);

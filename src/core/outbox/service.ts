@@ -4,6 +4,7 @@ import type {Logger} from '../log.js';
 import type {HotPathStore, OutboxRelayStore} from '../store/types.js';
 import type {Clock, Random} from '../time.js';
 import {Relay} from './relay.js';
+import type {TypeSelector} from '../cells/cells.js';
 
 export interface RelayServiceOptions {
   config: AxConfig;
@@ -16,6 +17,8 @@ export interface RelayServiceOptions {
   id?: string;
   /** Sent rows deleted per purge statement (default 5000). */
   purgeBatch?: number;
+  /** The outbox rows this relay takes, by type (its cells'; default all). */
+  types?: TypeSelector;
 }
 
 /** Builds a Relay from configuration (AX_RELAY_*, AX_OUTBOX_RETENTION, task defaults). */
@@ -30,6 +33,7 @@ export function createRelayService(o: RelayServiceOptions): Relay {
     logger: o.logger,
     ...(o.id === undefined ? {} : {id: o.id}),
     ...(o.purgeBatch === undefined ? {} : {purgeBatch: o.purgeBatch}),
+    ...(o.types === undefined ? {} : {types: o.types}),
     defaults: {maxRetries: c.maxRetries, payloadLimitBytes: c.payloadLimitBytes, cell: c.cell},
     intervalMs: c.relayIntervalMs,
     batchSize: c.relayBatchSize,

@@ -1,3 +1,4 @@
+import type {TypeSelector} from '../cells/cells.js';
 import type {WorkerMemoryDoc} from '../memory.js';
 import type {ForcedReplay, HistoryEntry, JsonObject, NewTask, PoolName, Priority, TaskRecord} from '../task/model.js';
 import type {TaskState} from '../task/state.js';
@@ -1012,6 +1013,8 @@ export interface OutboxClaimParams {
   owner: string;
   limit: number;
   leaseMs: number;
+  /** Only rows of these types (a cell's relay; see cells/cells.ts typeSelector); absent: every row. */
+  types?: TypeSelector;
 }
 export interface OutboxMarkSentParams {
   ids: number[];

@@ -32,6 +32,12 @@ export interface WorkerServiceOptions {
   events?: AxEvents;
   /** Told of each stray error of handler code in a CPU-pool thread (see CpuPoolOptions.onStray). */
   onThreadStray?: (kind: 'unhandledRejection' | 'uncaughtException') => void;
+  /**
+   * More cells this process serves with the same handlers module (`ax worker --cell a,b`): each
+   * gets a worker of its own — its own pools, queues, store and broker, so one cell's backlog never
+   * takes another's slots — and its own events; the module's onStart and onStop run once for all.
+   */
+  moreCells?: Array<Pick<WorkerServiceOptions, 'config' | 'store' | 'broker' | 'logger' | 'workerId'>>;
 }
 
 /** Resolves a handlers module given on the command line to a file URL. */
@@ -51,9 +57,12 @@ export async function createWorkerService(o: WorkerServiceOptions): Promise<Work
   return buildWorker(o, await loadHandlers(url), url);
 }
 
-/** A started worker together with its handlers module's lifecycle. */
+/** A started worker (one per cell served) together with its handlers module's lifecycle. */
 export interface RunningWorker extends AsyncDisposable {
+  /** The worker of the first cell. */
   worker: Worker;
+  /** Every worker, one per cell, the first cell's first. */
+  workers: Worker[];
   /**
    * Drains the worker (Worker.stop with `graceMs`), then awaits the module's onStop for what is
    * left of `graceMs` (at least ON_STOP_FLOOR_MS; see drainThenStop). Resolves
@@ -96,11 +105,18 @@ export async function startWorkerService(o: WorkerServiceOptions): Promise<Runni
       if (timer !== undefined) o.clock.clearTimeout(timer);
     }
   };
-  let worker: Worker;
+  const workers: Worker[] = [];
   try {
-    worker = await buildWorker(o, handlers, url);
-    await worker.start();
+    for (const cell of [
+      o,
+      ...(o.moreCells ?? []).map((c) => ({...o, events: undefined, moreCells: undefined, workerId: undefined, ...c})),
+    ]) {
+      const w = await buildWorker(cell, handlers, url);
+      workers.push(w);
+      await w.start();
+    }
   } catch (e) {
+    await Promise.all(workers.map((w) => w.stop({graceMs: 0}).catch(() => undefined)));
     await runStop(o.config.shutdownGraceMs);
     throw e;
   }
@@ -109,11 +125,12 @@ export async function startWorkerService(o: WorkerServiceOptions): Promise<Runni
     (stopping ??= drainThenStop(
       o.clock,
       graceMs,
-      (ms) => worker.stop({graceMs: ms}),
+      async (ms) => void (await Promise.all(workers.map((w) => w.stop({graceMs: ms})))),
       (budgetMs) => runStop(budgetMs),
     ));
   return {
-    worker,
+    worker: workers[0] as Worker,
+    workers,
     stop,
     [Symbol.asyncDispose]: async () => void (await stop(o.config.shutdownGraceMs)),
   };

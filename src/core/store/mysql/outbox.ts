@@ -13,6 +13,8 @@ import type {
 } from '../types.js';
 import {type Db, type DbOptions, type Row, dbUnavailable, driverCode, exec, outboxScoped, marks, openDb, select, tx} from './db.js';
 import {clipError} from './rows.js';
+import {likeLiteral} from './dlq.js';
+import type {TypeSelector} from '../../cells/cells.js';
 import {AxError} from '../../errors.js';
 import {
   OUTBOX_ADDED_PRESENT_SQL,
@@ -26,6 +28,27 @@ import {
 /** The columns read into an OutboxRow; `priority` as NULL on a table `ax migrate --outbox` has not upgraded yet. */
 const columns = (hasPriority: boolean): string =>
   `id, task_id, type, payload, run_at, delay_ms, pool, ${hasPriority ? 'priority' : 'NULL AS priority'}, max_retries, timeout_ms, dedup_key, created_at, attempts, last_error, failed_at`;
+
+/**
+ * The claim's type filter of a cell's relay (`AND …`, bound parameters only): the types of the
+ * selector's exact names and prefixes, or every type but those (negate). A residual filter on the
+ * unsent rows idx_outbox_unsent walks: rows of another cell's types are stepped over, not locked.
+ */
+function typesWhere(t: TypeSelector | undefined): {sql: string; params: string[]} {
+  if (t === undefined || t.all) return {sql: '', params: []};
+  const parts: string[] = [];
+  const params: string[] = [];
+  if (t.exact.length > 0) {
+    parts.push(`type IN (${marks(t.exact.length)})`);
+    params.push(...t.exact);
+  }
+  for (const p of t.prefixes) {
+    parts.push("type LIKE CONCAT(?, '%') ESCAPE '\\\\'");
+    params.push(likeLiteral(p));
+  }
+  const any = parts.length === 0 ? 'FALSE' : `(${parts.join(' OR ')})`;
+  return {sql: ` AND ${t.negate ? `NOT ${any}` : any}`, params};
+}
 
 function toRow(r: Row): OutboxRow {
   const n = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
@@ -132,15 +155,16 @@ export class MysqlOutboxStore implements OutboxStore {
   }
 
   /** One short transaction: SELECT … FOR UPDATE SKIP LOCKED (idx_outbox_unsent), then the claim UPDATE. */
-  outboxClaim({owner, limit, leaseMs}: OutboxClaimParams): Promise<OutboxRow[]> {
+  outboxClaim({owner, limit, leaseMs, types}: OutboxClaimParams): Promise<OutboxRow[]> {
+    const byType = typesWhere(types);
     return tx(this.db, async (c) => {
       const rows = await select(
         this.db,
         c,
         `SELECT ${this.rowColumns} FROM task_outbox
-          WHERE sent_at IS NULL AND failed_at IS NULL AND (claimed_until IS NULL OR claimed_until < NOW(3))
+          WHERE sent_at IS NULL AND failed_at IS NULL AND (claimed_until IS NULL OR claimed_until < NOW(3))${byType.sql}
           ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED`,
-        [limit],
+        [...byType.params, limit],
       );
       if (rows.length === 0) return [];
       const ids = rows.map((r) => Number(r.id));
