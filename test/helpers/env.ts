@@ -26,26 +26,42 @@ export interface TestEnv {
   rt: Runtime;
   /** Raw SQL on the test database, for assertions. */
   sql<T = Record<string, unknown>>(query: string, params?: unknown[]): Promise<T[]>;
-  store(): Promise<AxStore>;
+  /** A store of the default cell, or of `cell`. */
+  store(cell?: string): Promise<AxStore>;
   /** The AMQP adapter itself: tests look at queue names and depths. */
   /** `declare: false`: connects without declaring the topology (like ax queues). */
-  broker(opts?: {reconnect?: boolean; declare?: boolean}): Promise<AmqpBroker>;
+  broker(opts?: {reconnect?: boolean; declare?: boolean; cell?: string}): Promise<AmqpBroker>;
   dispose(): Promise<void>;
 }
 
-/** Creates a migrated database `axt_<random>` and prefix `axt_<random>`; `overrides` tune the config. */
-export async function createTestEnv(overrides: Partial<AxConfig> = {}): Promise<TestEnv> {
+/**
+ * Creates a migrated database `axt_<random>` and prefix `axt_<random>`; `overrides` tune the config.
+ * `cells` adds cells (AX_CELLS, also in `env.env`), each with the types given and a migrated
+ * database of its own, `axt_<random>_<cell>` (dropped by dispose(), with its queues).
+ */
+export async function createTestEnv(overrides: Partial<AxConfig> = {}, opts: {cells?: Record<string, string[]>} = {}): Promise<TestEnv> {
   const tag = `axt_${randomBytes(4).toString('hex')}`;
+  const cells = Object.fromEntries(
+    Object.entries(opts.cells ?? {}).map(([cell, types]) => [cell, {types, mysqlUrl: `${MYSQL_ROOT}/${tag}_${cell.replace(/-/g, '_')}`}]),
+  );
   const env: Record<string, string> = {
     AX_MYSQL_URL: `${MYSQL_ROOT}/${tag}`,
     AX_AMQP_URL: AMQP_URL,
     AX_AMQP_PREFIX: tag,
     AX_LOG_LEVEL: process.env.AX_TEST_LOG_LEVEL ?? 'warn',
+    ...(opts.cells ? {AX_CELLS: JSON.stringify(cells)} : {}),
   };
   const config = loadConfig({env, overrides, cwd: '/nonexistent'});
   const rt = createRuntime(config, createLogger(config.logLevel, {test: tag}));
   const db = await openDatabase(rt);
   await migrate(db);
+  const cellDbs = await Promise.all(
+    Object.keys(cells).map(async (cell) => {
+      const cdb = await openDatabase(rt.forCell(cell));
+      await migrate(cdb);
+      return {cell, db: cdb, name: `${tag}_${cell.replace(/-/g, '_')}`};
+    }),
+  );
   const closers: Array<() => Promise<unknown>> = [];
   return {
     config,
@@ -55,13 +71,13 @@ export async function createTestEnv(overrides: Partial<AxConfig> = {}): Promise<
       const [rows] = await db.pool.query(query, params);
       return rows as T[];
     },
-    async store() {
-      const s = await openStore(rt);
+    async store(cell) {
+      const s = await openStore(cell === undefined ? rt : rt.forCell(cell));
       closers.push(() => s.close());
       return s;
     },
     async broker(opts = {}) {
-      const b = (await openBroker(rt, {
+      const b = (await openBroker(opts.cell === undefined ? rt : rt.forCell(opts.cell), {
         reconnect: opts.reconnect ?? false,
         ...(opts.declare === undefined ? {} : {declare: opts.declare}),
       })) as AmqpBroker;
@@ -72,7 +88,12 @@ export async function createTestEnv(overrides: Partial<AxConfig> = {}): Promise<
       for (const c of closers.reverse()) await c().catch(() => undefined);
       await db.pool.query(`DROP DATABASE IF EXISTS \`${tag}\``).catch(() => undefined);
       await db.pool.end().catch(() => undefined);
-      await deleteQueues(topology(tag, config.cell, config.queueType).allQueues(), tag);
+      for (const c of cellDbs) {
+        await c.db.pool.query(`DROP DATABASE IF EXISTS \`${c.name}\``).catch(() => undefined);
+        await c.db.pool.end().catch(() => undefined);
+      }
+      const queues = [config.cell, ...Object.keys(cells)].flatMap((c) => topology(tag, c, config.queueType).allQueues());
+      await deleteQueues(queues, tag);
     },
   };
 }
