@@ -14,6 +14,9 @@ import type {AxClient} from '../../src/core/client.js';
 import {startWorkerService, type RunningWorker} from '../../src/core/worker/service.js';
 import type {Worker} from '../../src/core/worker/worker.js';
 import {createTestEnv, eventually, type TestEnv} from '../helpers/env.js';
+import {createBusinessDb, type BusinessDb} from '../helpers/outbox.js';
+import {enqueueInTransaction} from '../../src/core/outbox/enqueue.js';
+import {startRelay, type RunningRelay} from '../../src/relay.js';
 
 const HANDLERS = new URL('../fixtures/cells-handlers.js', import.meta.url).href;
 const SLOW_TASKS = 50_000;
@@ -113,4 +116,51 @@ describe('cells: a saturated cell does not delay another', () => {
     expect(figures.slowOldestDueAgeMs).toBeGreaterThan(1000);
     expect(figures.loadedP99).toBeLessThan(figures.slowOldestDueAgeMs / 4);
   }, 120_000);
+});
+
+describe('cells: the outbox relay of a cell takes its own types only', () => {
+  let env: TestEnv;
+  let biz: BusinessDb;
+  const relays: RunningRelay[] = [];
+
+  beforeAll(async () => {
+    biz = await createBusinessDb({migrate: true});
+    env = await createTestEnv({outboxMysqlUrl: biz.url, relayIntervalMs: 50}, {cells: {fast: ['fast_*', 'user_register_credit']}});
+  }, 60_000);
+
+  afterAll(async () => {
+    for (const r of relays) await r.stop();
+    await env?.dispose();
+    await biz?.dispose();
+  }, 60_000);
+
+  test('rows go to the cell of their type; a cell whose relay is not running keeps its rows', async () => {
+    const conn = await biz.pool.getConnection();
+    try {
+      await conn.beginTransaction();
+      await enqueueInTransaction(conn, [
+        {type: 'fast_work', payload: {n: 1}},
+        {type: 'order_notify', payload: {n: 2}},
+        {type: 'user_register_credit', payload: {n: 3}},
+        {type: 'user_register', payload: {n: 4}},
+      ]);
+      await conn.commit();
+    } finally {
+      conn.release();
+    }
+    const unsent = async () =>
+      (await biz.sql<{type: string}>('SELECT type FROM task_outbox WHERE sent_at IS NULL ORDER BY type')).map((r) => r.type);
+
+    relays.push(await startRelay(env.config, env.rt.logger, {cell: 'fast'}));
+    await eventually(async () => (await unsent()).length === 2, 20_000, 'the fast cell’s rows to be relayed');
+    expect(await unsent()).toEqual(['order_notify', 'user_register']);
+
+    relays.push(await startRelay(env.config, env.rt.logger));
+    await eventually(async () => (await unsent()).length === 0, 20_000, 'the default cell’s rows to be relayed');
+
+    const types = async (cell?: string) => (await (await env.store(cell)).backlog()).rows.map((r) => r.type);
+    expect(await types('fast')).toEqual(['fast_work', 'user_register_credit']);
+    expect(await types()).toEqual(['order_notify', 'user_register']);
+    expect(relays.map((r) => r.relay.id)).toEqual([expect.stringMatching(/\/fast$/), expect.not.stringMatching(/\/fast$/)]);
+  }, 60_000);
 });
