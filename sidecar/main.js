@@ -59,8 +59,11 @@ async function main() {
 
   let running;
   let health;
+  // The cell it relays for (AX_RELAY_CELL; default: the default cell, AX_CELL): the outbox rows of
+  // the types AX_CELLS routes there. One sidecar per cell; an unknown cell exits 2 (startRelay).
+  const cell = env.AX_RELAY_CELL || config.cell;
   // No endpoint, no metrics: nothing would read them.
-  const metrics = config.relayHealthPort > 0 ? new MetricsRegistry({cell: config.cell}) : undefined;
+  const metrics = config.relayHealthPort > 0 ? new MetricsRegistry({cell}) : undefined;
   try {
     if (metrics) {
       health = await startHealthServer({
@@ -71,7 +74,7 @@ async function main() {
         details: () => (running ? isoTimes({relay: running.relay.id, ...running.relay.stats}) : {starting: true}),
       });
     }
-    running = await startRelay(config, log, {signal: starting.signal, ...(metrics ? {metrics} : {})});
+    running = await startRelay(config, log, {signal: starting.signal, cell, ...(metrics ? {metrics} : {})});
   } catch (e) {
     await health?.close();
     if (signalled && e?.code === 'closed') {

@@ -15,6 +15,10 @@ publishes the due ones with publisher confirms and only then marks the rows sent
 at once. Rows that can never be relayed (invalid JSON, bad type, conflicting dedup key) are marked
 failed and skipped: see \`ax outbox list --failed\`.
 
+It relays for the cells of --cell a,b (default: AX_CELL): one relay per cell, each taking only the
+rows whose types AX_CELLS routes to its cell, into that cell's database and RabbitMQ (no
+--health-port with several cells: metrics are per cell).
+
 The outbox lives in AX_OUTBOX_MYSQL_URL (default: AX_MYSQL_URL); create it with \`ax migrate --outbox\`.
 The same relay runs as a separately deployed sidecar (sidecar/ in the package), which serves the
 same endpoints on AX_RELAY_HEALTH_PORT. A summary line (rows relayed, published, failed; the outbox lag: unsent rows

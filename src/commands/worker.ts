@@ -46,6 +46,10 @@ With --health-port (or AX_METRICS_PORT) the worker serves GET /healthz, /readyz 
 "Metrics and alerts") on 127.0.0.1 (--health-host or AX_METRICS_HOST to change). A port in use
 exits 4 before anything connects.
 
+With --cell a,b (default: AX_CELL) it serves several cells: one worker per cell (ids host:pid/<cell>), each
+with its own pools, store and broker, so one cell's backlog never takes another's slots; the handlers
+module is loaded once. A process serving several cells takes no --health-port (metrics are per cell).
+
 Each failed attempt is logged at warn (type, id, attempt, error and the first lines of its stack),
 each dead-letter at error, and a summary line (claimed, succeeded, failed, dead, released, in
 flight) every --summary-every (default 1m).`;
