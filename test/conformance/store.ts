@@ -206,6 +206,28 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
       }
     });
 
+    it('writes the rows named in markPublished already published; existing rows are untouched; doorbellsForget undoes the mark', async () => {
+      const old = task({type: 'order_notify', payload: {pre: 1}});
+      await s.tasksInsert({tasks: [old], actor: 'test'});
+      const [a, b] = [task({type: 'order_notify', payload: {pre: 2}}), task({type: 'order_notify', payload: {pre: 3}})];
+      const r = await s.tasksInsert({tasks: [old, a, b], actor: 'test', markPublished: [old.id, a.id]});
+      expect(r.inserted).toEqual([a.id, b.id]);
+      expect((await s.tasksGet({id: a.id}))?.publishedAt).toBeInstanceOf(Date);
+      expect((await s.tasksGet({id: b.id}))?.publishedAt).toBeNull();
+      expect((await s.tasksGet({id: old.id}))?.publishedAt).toBeNull();
+      // Marked: not the scheduler's to hold, nor (while the mark is fresh) the reconciler's.
+      const held = await s.holdsTake({owner: 'sched-mark', horizonMs: 60_000, holdMs: 30_000, limit: 10_000});
+      expect(held.map((x) => x.id)).not.toContain(a.id);
+      await s.holdsRelease({owner: 'sched-mark'});
+      expect((await s.tasksFindUndispatched({limit: 10_000, republishAfterMs: 60_000})).map((x) => x.id)).not.toContain(a.id);
+      await s.doorbellsForget({rung: [{id: a.id, fence: 0}]});
+      expect(await s.tasksGet({id: a.id})).toMatchObject({state: 'submitted', publishedAt: null, fence: 1});
+      // Forgotten: the scheduler takes it at once, without the grace a brand-new row gets.
+      const again = await s.holdsTake({owner: 'sched-mark', horizonMs: 60_000, holdMs: 30_000, limit: 10_000});
+      expect(again.map((x) => x.id)).toContain(a.id);
+      await s.holdsRelease({owner: 'sched-mark'});
+    });
+
     it("a claim that finds a task not yet due forgets the ring, and the early ring's late mark does not land", async () => {
       const t = task({type: 'order_notify', payload: {early: 1}, delay: 3000});
       await s.tasksInsert({tasks: [t], actor: 'test'});

@@ -1,16 +1,15 @@
 import {AxError, errorMessage, isAxError} from '../errors.js';
 import type {Logger} from '../log.js';
 import type {Broker} from '../broker/types.js';
-import type {HotPathStore, InsertResult, RungRef} from '../store/types.js';
+import type {HotPathStore, InsertResult} from '../store/types.js';
 import {createIdGenerator} from '../task/id.js';
 import type {NewTask, TaskSpec} from '../task/model.js';
 import {type TaskDefaults, validateTaskSpec} from '../task/validate.js';
 import {type Clock, type Random, type TimerHandle, sleep} from '../time.js';
-import {MicroBatcher} from '../batcher.js';
 import {AxEvents} from '../events.js';
 
 export interface ProducerOptions {
-  store: Pick<HotPathStore, 'tasksInsert' | 'doorbellsMark'>;
+  store: Pick<HotPathStore, 'tasksInsert' | 'doorbellsForget'>;
   broker: Broker;
   clock: Clock;
   random: Random;
@@ -40,7 +39,7 @@ export interface ProducerOptions {
 export interface FlushReport {
   inserted: number;
   existing: number;
-  /** Written but whose doorbell was not confirmed; the reconciler rings for them later. */
+  /** Written but whose doorbell was not confirmed; the scheduler (or the reconciler) rings for them later. */
   unpublished: number;
   conflicts: InsertResult['conflicts'];
 }
@@ -59,8 +58,11 @@ interface Batch {
 /**
  * The buffered, batched producer. `submit()` validates at once (throwing invalid_input), buffers
  * and resolves with the task id; a batch is written when 500 tasks are buffered or 1 s after the
- * oldest one, as one transaction (tasks + history), then the due ones are published with confirms
- * and marked published. A write that fails because MySQL is unavailable is retried with backoff
+ * oldest one, as one transaction (tasks + history) in which the rows due now are written already
+ * marked published, then those are published with confirms. When the publish fails or is not
+ * confirmed their mark is undone (doorbellsForget: one guarded UPDATE) so the scheduler rings them;
+ * if the process dies between the commit and the confirm, the reconciler rings them once the mark
+ * is older than republishAfter (no statement per batch is spent on the usual, successful case). A write that fails because MySQL is unavailable is retried with backoff
  * and keeps its tasks buffered, so a full buffer makes submit() wait: nothing is dropped.
  * `flush()` resolves when everything submitted before it is durable. Each written batch emits
  * task:submitted per task type (new tasks only) and doorbell:published once its doorbells confirm.
@@ -79,25 +81,10 @@ export class Producer {
   private report: FlushReport = {inserted: 0, existing: 0, unpublished: 0, conflicts: []};
   private failures: Array<{ids: string[]; error: string; code: 'unavailable' | 'internal'}> = [];
   private readonly newId: () => string;
-  /**
-   * "Published" marks, merged across batches and written off the batch's critical path: a batch
-   * is done once it is durable and rung; its mark follows within a few milliseconds.
-   */
-  private readonly marks: MicroBatcher<RungRef>;
 
   constructor(private readonly o: ProducerOptions) {
     this.events = o.events ?? new AxEvents();
     this.newId = createIdGenerator(() => o.clock.now());
-    this.marks = new MicroBatcher<RungRef>({maxSize: 5000, maxWaitMs: 10, concurrency: 1, clock: o.clock, run: (rung) => this.mark(rung)});
-  }
-
-  private async mark(rung: RungRef[]): Promise<void> {
-    try {
-      await this.o.store.doorbellsMark({rung});
-    } catch (e) {
-      // Rung but not marked: a scheduler may ring once more (harmless: the claim decides).
-      this.o.logger.warn('could not mark tasks published', {tasks: rung.length, error: errorMessage(e)});
-    }
   }
 
   /** Tasks buffered and not yet durable. */
@@ -140,7 +127,6 @@ export class Producer {
       else if (buffered) await new Promise<void>((r) => this.batchWaiters.push(r));
       else break;
     }
-    await this.marks.flush();
     const report = this.report;
     const failures = this.failures;
     this.report = {inserted: 0, existing: 0, unpublished: 0, conflicts: []};
@@ -205,9 +191,16 @@ export class Producer {
   private async write(tasks: NewTask[]): Promise<void> {
     let result: InsertResult | undefined;
     const started = this.o.clock.monotonic();
+    let dueIds: string[] = [];
+    let retried = false;
     for (let attempt = 1; !result; attempt++) {
+      // The tasks due now are rung right after the commit, so the INSERT writes them marked
+      // published. Decided just before the INSERT (whose run_at uses a later clock reading): a task
+      // that falls due while the batch is written is unmarked, and the scheduler rings it.
+      const nowMs = this.o.clock.now();
+      dueIds = tasks.filter((t) => (t.runAtMs === null ? t.submittedAtMs + t.delayMs <= nowMs : t.runAtMs <= nowMs)).map((t) => t.id);
       try {
-        result = await this.o.store.tasksInsert({tasks, actor: this.o.actor});
+        result = await this.o.store.tasksInsert({tasks, actor: this.o.actor, ...(dueIds.length > 0 ? {markPublished: dueIds} : {})});
       } catch (e) {
         const transient = isAxError(e, 'unavailable') || isAxError(e, 'timeout');
         const expired = this.o.giveUpAfterMs !== undefined && this.o.clock.monotonic() - started >= this.o.giveUpAfterMs;
@@ -223,6 +216,7 @@ export class Producer {
           retryInMs: Math.round(delay),
           error: errorMessage(e),
         });
+        retried = true;
         await sleep(this.o.clock, delay);
       }
     }
@@ -235,19 +229,44 @@ export class Producer {
       for (const t of tasks) if (inserted.has(t.id)) perType.set(t.type, (perType.get(t.type) ?? 0) + 1);
       for (const [type, count] of perType) this.events.emit('task:submitted', {type, count});
     }
-    const nowMs = this.o.clock.now();
-    const due = tasks.filter((t) => inserted.has(t.id) && (t.runAtMs === null ? t.submittedAtMs + t.delayMs <= nowMs : t.runAtMs <= nowMs));
+    const marked = new Set(dueIds);
+    // Rows this batch inserted, marked by its INSERT. After a failed attempt, also its own rows found
+    // existing, still unclaimed: that attempt may have committed (the connection died around
+    // COMMIT) with them marked, and nobody rang them.
+    const ambiguous = new Set(
+      retried ? result.existing.filter((e) => e.existingId === e.id && e.state === 'submitted' && e.fence === 0).map((e) => e.id) : [],
+    );
+    const due = tasks.filter((t) => marked.has(t.id) && (inserted.has(t.id) || ambiguous.has(t.id)));
     if (due.length === 0) return;
     try {
       await this.o.broker.publish(due.map((t) => ({id: t.id, type: t.type, pool: t.pool, priority: t.priority})));
-      // A new row's fence is 0 until its first claim.
-      for (const t of due) this.marks.push({id: t.id, fence: 0});
       if (this.events.has('doorbell:published'))
         this.events.emit('doorbell:published', {by: 'producer', count: due.length, ids: due.map((t) => t.id)});
     } catch (e) {
-      // The tasks are durable; the reconciler rings for unpublished due tasks.
       this.report.unpublished += due.length;
-      this.o.logger.warn('tasks written but not published; the reconciler will ring for them', {tasks: due.length, error: errorMessage(e)});
+      await this.forget(due, e);
+    }
+  }
+
+  /**
+   * Undoes the INSERT's mark for doorbells that were not confirmed, so the scheduler rings them at
+   * its next load. A new row's fence is 0 until its first claim; rows a worker claimed meanwhile
+   * (the publish reached the broker after all) are left alone by the guard. When this fails too,
+   * the rows stay marked and the reconciler rings them once the mark is older than republishAfter.
+   */
+  private async forget(due: NewTask[], cause: unknown): Promise<void> {
+    try {
+      await this.o.store.doorbellsForget({rung: due.map((t) => ({id: t.id, fence: 0}))});
+      this.o.logger.warn('tasks written but not published; the scheduler will ring for them', {
+        tasks: due.length,
+        error: errorMessage(cause),
+      });
+    } catch (e) {
+      this.o.logger.warn('tasks written but not published, and still marked published; the reconciler will ring for them', {
+        tasks: due.length,
+        error: errorMessage(cause),
+        forgetError: errorMessage(e),
+      });
     }
   }
 }

@@ -256,6 +256,15 @@ export interface TasksInsertParams {
   tasks: NewTask[];
   /** Recorded in history as who submitted (host:pid). */
   actor: string;
+  /**
+   * Ids of tasks of this batch that the caller rings right after the commit: their rows are
+   * written already marked published (published_at = NOW(3)), so no doorbellsMark follows. The
+   * caller must call doorbellsForget (fence 0) for those whose publish fails or is not confirmed,
+   * so the scheduler rings them; if the caller dies in between, the reconciler rings them once
+   * the mark is older than AX_REPUBLISH_AFTER. Ids that are not inserted (already there) are not
+   * touched. Absent: every row is written unpublished.
+   */
+  markPublished?: readonly string[];
 }
 export interface DoorbellsMarkParams {
   rung: RungRef[];
@@ -307,7 +316,7 @@ export interface HotPathStore {
    */
   doorbellsMark(p: DoorbellsMarkParams): Promise<void>;
   /**
-   * Undoes a mark made in advance (a replay's) for doorbells that could not be rung: published_at
+   * Undoes a mark made in advance (a replay's, or the producer's INSERT) for doorbells that could not be rung: published_at
    * back to NULL and the fence moved on, only for rows still claimable at the fence given, so the
    * scheduler rings them again at once instead of after AX_REPUBLISH_AFTER. A row already claimed
    * (the publish reached the broker after all) is left alone. One statement.

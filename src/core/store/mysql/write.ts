@@ -34,10 +34,11 @@ const MAX_DUP_RETRIES = 3;
 export async function insertTasks(
   db: Db,
   cell: string,
-  {tasks, actor}: TasksInsertParams,
+  {tasks, actor, markPublished}: TasksInsertParams,
   localNowMs: number,
   inlineBytes: number,
 ): Promise<InsertResult> {
+  const marked: ReadonlySet<string> = new Set(markPublished ?? []);
   const packed = await packBig(
     tasks.map((t) => t.payload),
     inlineBytes,
@@ -49,7 +50,7 @@ export async function insertTasks(
   let optimistic = new Set(tasks.map((t) => t.id)).size === tasks.length && new Set(keys).size === keys.length;
   for (let attempt = 1; ; attempt++) {
     try {
-      return await tx(db, (c) => insertOnce(db, c, cell, tasks, actor, localNowMs, optimistic, bodies));
+      return await tx(db, (c) => insertOnce(db, c, cell, tasks, actor, localNowMs, optimistic, bodies, marked));
     } catch (e) {
       // Some id/key exists, or a concurrent producer inserted one between our SELECT and INSERT: re-read.
       if ((e as {code?: string}).code === 'ER_DUP_ENTRY' && attempt < MAX_DUP_RETRIES + 1) {
@@ -71,11 +72,12 @@ async function insertOnce(
   localNowMs: number,
   optimistic: boolean,
   bodies: ReadonlyMap<NewTask, Buffer>,
+  marked: ReadonlySet<string>,
 ): Promise<InsertResult> {
   const result: InsertResult = {inserted: [], existing: [], conflicts: []};
   if (tasks.length === 0) return result;
   if (optimistic) {
-    await writeRows(db, c, cell, tasks, actor, localNowMs, bodies);
+    await writeRows(db, c, cell, tasks, actor, localNowMs, bodies, marked);
     return {inserted: tasks.map((t) => t.id), existing: [], conflicts: []};
   }
   const byId = new Map<string, {hash: string; state: TaskState; fence: number; dedupKey: string | null}>();
@@ -132,11 +134,15 @@ async function insertOnce(
     result.inserted.push(t.id);
   }
   if (fresh.length === 0) return result;
-  await writeRows(db, c, cell, fresh, actor, localNowMs, bodies);
+  await writeRows(db, c, cell, fresh, actor, localNowMs, bodies, marked);
   return result;
 }
 
-/** The multi-row INSERTs of tasks, their stored-apart payloads (`bodies`, when any) and their `submitted` history. */
+/**
+ * The multi-row INSERTs of tasks, their stored-apart payloads (`bodies`, when any) and their
+ * `submitted` history. Rows whose id is in `marked` are written published (published_at = NOW(3)):
+ * their caller rings them right after the commit, and the mark costs no UPDATE of its own.
+ */
 async function writeRows(
   db: Db,
   c: PoolConnection,
@@ -145,6 +151,7 @@ async function writeRows(
   actor: string,
   localNowMs: number,
   bodies: ReadonlyMap<NewTask, Buffer>,
+  marked: ReadonlySet<string>,
 ): Promise<void> {
   const apart: Array<[string, Buffer]> = [];
   // Several INSERTs when the payloads are big (STATEMENT_VALUE_BYTES), all in this transaction.
@@ -165,7 +172,8 @@ async function writeRows(
           runAtParams.push(remaining * 1000);
         }
       }
-      values.push(`(?, ?, ?, ?, ?, 'submitted', 0, ?, ${runAtSql}, ?, 0, ?, ?, ?, NOW(3), NOW(3), ?)`);
+      const publishedSql = marked.has(t.id) ? 'NOW(3)' : 'NULL';
+      values.push(`(?, ?, ?, ?, ?, 'submitted', 0, ?, ${runAtSql}, ?, 0, ?, ?, ?, NOW(3), NOW(3), ${publishedSql}, ?)`);
       params.push(
         t.id,
         cell,
@@ -186,7 +194,7 @@ async function writeRows(
     await exec(
       db,
       c,
-      `INSERT INTO tasks (id, cell, type, pool, priority, state, attempt, max_retries, run_at, timeout_ms, fence, dedup_key, schedule_name, content_hash, created_at, updated_at, payload) VALUES ${values.join(', ')}`,
+      `INSERT INTO tasks (id, cell, type, pool, priority, state, attempt, max_retries, run_at, timeout_ms, fence, dedup_key, schedule_name, content_hash, created_at, updated_at, published_at, payload) VALUES ${values.join(', ')}`,
       params,
     );
   }
@@ -216,7 +224,11 @@ export async function forgetPublished(db: Db, rung: readonly FencedRef[]): Promi
   await tx(db, (c) => exec(db, c, q.sql, q.params));
 }
 
-/** Grace for brand-new immediate tasks: their producer publishes them itself. */
+/**
+ * Grace for brand-new immediate tasks written unpublished (by the relay, say): their writer
+ * publishes them itself. A row whose fence moved (a doorbell forgotten after a failed publish, an
+ * early ring reset) has no writer about to ring it and is taken at once.
+ */
 const PRODUCER_GRACE_US = 2_000_000;
 
 /**
@@ -236,7 +248,7 @@ export async function holdForDispatch(
       `UPDATE tasks SET sched_owner = ?, sched_until = GREATEST(run_at, NOW(3)) + INTERVAL ? MICROSECOND
       WHERE cell = ? AND published_at IS NULL AND state IN (${inList(guardOf('claim').from)}) AND run_at <= NOW(3) + INTERVAL ? MICROSECOND
         AND (sched_owner IS NULL OR sched_owner = ? OR sched_until < NOW(3))
-        AND (state = 'failed' OR run_at > created_at OR created_at < NOW(3) - INTERVAL ${PRODUCER_GRACE_US} MICROSECOND)
+        AND (state = 'failed' OR fence > 0 OR run_at > created_at OR created_at < NOW(3) - INTERVAL ${PRODUCER_GRACE_US} MICROSECOND)
       ORDER BY run_at LIMIT ?`,
       [owner, holdMs * 1000, cell, horizonMs * 1000, owner, limit],
     ),
