@@ -1,11 +1,13 @@
-// Same-run comparison of P1 between this tree and another git revision:
-//   node bench/run.js --compare <rev> [--runs N] [--n N] [--warmup-n N] [--quick] [--worker child|inproc]
-//                     [--queue-types quorum|classic] [--phase-timeout T] [--payload-bytes B] [--no-write]
+// Same-run comparison of P1 (and, with --only p1,p2, P2) between this tree and another git revision:
+//   node bench/run.js --compare <rev> [--only p1|p2|p1,p2] [--runs N] [--n N] [--warmup-n N] [--quick]
+//                     [--worker child|inproc] [--queue-types quorum|classic] [--phase-timeout T]
+//                     [--payload-bytes B] [--no-write]
 // (npm run bench -- --compare HEAD~1). Builds <rev> in a temporary `git worktree` (node_modules
 // symlinked from this tree) with THIS tree's bench/ copied over it, so both sides run the same
-// harness and only ax differs; builds this tree too. Then, in every round, runs P1 once for each
-// side, in alternating order (base first in odd rounds, this tree first in even ones), each as its
-// own `bench/run.js --only p1 --runs 1` process with its own warm-up. Reports each side's median
+// harness and only ax differs; builds this tree too. Then, in every round, runs the workloads once
+// for each side, in alternating order (base first in odd rounds, this tree first in even ones), each
+// side as its own `bench/run.js --only p1 --runs 1` process (`--only p2,p1` with P2) with its own
+// warm-up. Reports each side's median
 // [min–max] and the paired ratio: the median of the per-round ratios this/base, which cancels the
 // machine's slow drifts better than the ratio of the medians. Writes bench/results/<date>-compare.{json,md}.
 // The temporary worktree is removed at the end, also after a failure or Ctrl-C.
@@ -29,13 +31,23 @@ function build(dir) {
   });
 }
 
-/** Runs `node <dir>/bench/run.js --only p1 --runs 1 …` and returns its P1 record (the JSON report's run). */
-async function runP1(side, o, round) {
+/** Producer store calls per 1,000 tasks, by method, from a run's counters. */
+function callsPerK(calls, n) {
+  const out = {};
+  for (const m of ['tasksInsert', 'doorbellsMark', 'doorbellsForget']) out[m] = ((calls?.[m]?.calls ?? 0) * 1000) / n;
+  return out;
+}
+
+/**
+ * Runs `node <dir>/bench/run.js --only <workloads> --runs 1 …` and returns, per workload (p1, p2),
+ * its record (the JSON report's run): rate, CPU per task (all, and mariadbd's), producer calls.
+ */
+async function runSide(side, o, round) {
   const out = join(o.tmp, `${side.key}-${round}.json`);
   const args = [
     join(side.dir, 'bench', 'run.js'),
     '--only',
-    'p1',
+    o.only.join(','),
     '--core-only',
     '--runs',
     '1',
@@ -67,9 +79,31 @@ async function runP1(side, o, round) {
     throw new Error(`P1 of ${side.label} (round ${round}) failed (exit ${code}):\n${err.split('\n').slice(-15).join('\n')}`);
   }
   const rep = JSON.parse(readFileSync(out, 'utf8'));
-  const r = rep.runs?.[`p1.${o.queueType}`]?.[0];
-  if (!r || !r.ok) throw new Error(`P1 of ${side.label} (round ${round}) did not finish: ${r?.error ?? 'no result'}`);
-  return {value: r.value, cpuPerTask: r.cpuPerItem?.total, lost: r.correctness?.lost, duplicates: r.correctness?.duplicates};
+  const res = {};
+  if (o.only.includes('p1')) {
+    const r = rep.runs?.[`p1.${o.queueType}`]?.[0];
+    if (!r || !r.ok) throw new Error(`P1 of ${side.label} (round ${round}) did not finish: ${r?.error ?? 'no result'}`);
+    res.p1 = {
+      value: r.value,
+      cpuPerTask: r.cpuPerItem?.total,
+      mariadbPerTask: r.cpuPerItem?.mariadbd,
+      lost: r.correctness?.lost,
+      duplicates: r.correctness?.duplicates,
+      producerCallsPerK: callsPerK(r.producerCalls, r.n),
+    };
+  }
+  if (o.only.includes('p2')) {
+    const r = rep.runs?.p2?.[0];
+    if (!r || !Number.isFinite(r.value)) throw new Error(`P2 of ${side.label} (round ${round}) did not finish`);
+    res.p2 = {
+      value: r.value,
+      cpuPerTask: r.cpuPerItem?.total,
+      mariadbPerTask: r.cpuPerItem?.mariadbd,
+      unpublished: r.unpublished,
+      producerCallsPerK: callsPerK(r.calls, r.n),
+    };
+  }
+  return res;
 }
 
 /**
@@ -91,11 +125,22 @@ export async function runCompare({rev, argv}) {
       'phase-timeout': {type: 'string'},
       'payload-bytes': {type: 'string'},
       'no-write': {type: 'boolean', default: false},
+      only: {type: 'string'},
     },
   });
+  const only = (a.only ?? 'p1')
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean);
+  if (only.length === 0 || only.some((w) => w !== 'p1' && w !== 'p2')) {
+    console.error(`--compare: --only takes p1, p2 or p1,p2 (got ${JSON.stringify(a.only)})`);
+    return 2;
+  }
   const int = (s, d) => (s === undefined ? d : Math.max(1, Number.parseInt(s, 10)));
   const n = int(a.n, a.quick ? 10_000 : 100_000);
   const o = {
+    // P2 first, as in bench/run.js's rounds.
+    only: ['p2', 'p1'].filter((w) => only.includes(w)),
     runs: int(a.runs, a.quick ? 3 : 5),
     n,
     warmupN: int(a['warmup-n'], a.quick ? 2000 : Math.max(1000, Math.round(n / 10))),
@@ -158,22 +203,44 @@ export async function runCompare({rev, argv}) {
       const order = round % 2 === 1 ? ['base', 'head'] : ['head', 'base'];
       const r = {round, order};
       for (const k of order) {
-        const run = runP1(sides[k], {...o, tmp}, round);
-        if (!(await within(run, perRunMs))) throw new Error(`P1 of ${sides[k].label} (round ${round}) took over ${perRunMs / 1000} s`);
+        const run = runSide(sides[k], {...o, tmp}, round);
+        if (!(await within(run, perRunMs * o.only.length)))
+          throw new Error(`${o.only.join(',')} of ${sides[k].label} (round ${round}) took over ${(perRunMs * o.only.length) / 1000} s`);
         r[k] = await run;
-        log(`round ${round}/${o.runs} ${sides[k].label}: ${fmt(r[k].value, 0)} tasks/s (lost ${r[k].lost}, duplicates ${r[k].duplicates})`);
+        const parts = o.only.map((w) =>
+          w === 'p1'
+            ? `P1 ${fmt(r[k].p1.value, 0)} tasks/s (lost ${r[k].p1.lost}, duplicates ${r[k].p1.duplicates})`
+            : `P2 ${fmt(r[k].p2.value, 0)} tasks/s`,
+        );
+        log(`round ${round}/${o.runs} ${sides[k].label}: ${parts.join('; ')}`);
       }
-      r.ratio = r.head.value / r.base.value;
-      log(`round ${round}/${o.runs}: this/base ${fmt(r.ratio, 3)}`);
+      r.ratio = Object.fromEntries(o.only.map((w) => [w, r.head[w].value / r.base[w].value]));
+      log(`round ${round}/${o.runs}: this/base ${o.only.map((w) => `${w} ${fmt(r.ratio[w], 3)}`).join(', ')}`);
       rounds.push(r);
     }
+    const per = (w) => {
+      const med = (f) => summary(rounds.map(f));
+      return {
+        base: med((r) => r.base[w].value),
+        head: med((r) => r.head[w].value),
+        ratio: med((r) => r.ratio[w]),
+        cpuRatio: med((r) => r.head[w].cpuPerTask / r.base[w].cpuPerTask),
+        cpuPerTask: {base: med((r) => r.base[w].cpuPerTask), head: med((r) => r.head[w].cpuPerTask)},
+        mariadbPerTask: {base: med((r) => r.base[w].mariadbPerTask), head: med((r) => r.head[w].mariadbPerTask)},
+        producerCallsPerK: {base: rounds[0].base[w].producerCallsPerK, head: rounds[0].head[w].producerCallsPerK},
+      };
+    };
+    const workloads = Object.fromEntries(o.only.map((w) => [w, per(w)]));
+    const head = workloads.p1 ?? workloads.p2;
     const res = {
       date: new Date().toISOString(),
       options: o,
-      base: {rev, sha: baseSha, ...summary(rounds.map((r) => r.base.value))},
-      head: {sha: headSha, dirty, ...summary(rounds.map((r) => r.head.value))},
-      ratio: summary(rounds.map((r) => r.ratio)),
-      cpuRatio: summary(rounds.map((r) => r.head.cpuPerTask / r.base.cpuPerTask)),
+      // The first workload's figures at the top level, as before P2 could be compared too.
+      base: {rev, sha: baseSha, ...head.base},
+      head: {sha: headSha, dirty, ...head.head},
+      ratio: head.ratio,
+      cpuRatio: head.cpuRatio,
+      workloads,
       rounds,
     };
     const md = renderCompare(res, sides);
@@ -186,7 +253,7 @@ export async function runCompare({rev, argv}) {
       writeFileSync(join(dir, `${stamp}-compare.md`), `${md}\n`);
       log(`wrote bench/results/${stamp}-compare.{json,md}`);
     }
-    const bad = rounds.some((r) => r.base.lost || r.head.lost || r.base.duplicates || r.head.duplicates);
+    const bad = rounds.some((r) => r.base.p1?.lost || r.head.p1?.lost || r.base.p1?.duplicates || r.head.p1?.duplicates);
     return bad ? 1 : 0;
   } catch (e) {
     log(`FAILED: ${e?.message ?? e}`);
@@ -201,22 +268,39 @@ export async function runCompare({rev, argv}) {
 function renderCompare(res, sides) {
   const s = (x) => `${fmt(x.median, 0)} [${fmt(x.min, 0)}–${fmt(x.max, 0)}]`;
   const pct = (x) => `${x >= 1 ? '+' : ''}${fmt((x - 1) * 100, 1)} %`;
-  return [
-    `# P1 same-run comparison (${res.date})`,
+  const names = {p1: 'P1', p2: 'P2'};
+  const what = {
+    p1: `P1 (${fmt(res.options.n, 0)} no-op tasks end to end${res.options.payloadBytes ? ` with ${fmt(res.options.payloadBytes, 0)}-byte payloads` : ''}, ${res.options.queueType} queue, worker ${res.options.worker})`,
+    p2: `P2 (${fmt(res.options.n, 0)} tasks submitted and flushed, nothing consuming)`,
+  };
+  const calls = (c) => `${fmt(c.tasksInsert, 2)} / ${fmt(c.doorbellsMark, 2)} / ${fmt(c.doorbellsForget, 2)}`;
+  const lines = [
+    `# Same-run comparison (${res.date})`,
     '',
-    `${res.rounds.length} rounds of P1 (${fmt(res.options.n, 0)} no-op tasks end to end${res.options.payloadBytes ? ` with ${fmt(res.options.payloadBytes, 0)}-byte payloads` : ''}, ${res.options.queueType} queue, worker ${res.options.worker}), each side in its own process with a warm-up of ${fmt(res.options.warmupN, 0)}, alternating which side goes first.`,
+    `${res.rounds.length} rounds of ${res.options.only.map((w) => what[w]).join(' and ')}, each side in its own process with a warm-up of ${fmt(res.options.warmupN, 0)}, alternating which side goes first.`,
     '',
-    '| side | P1 tasks/s, median [min–max] |',
-    '| --- | ---: |',
-    `| ${sides.base.label} | ${s(res.base)} |`,
-    `| ${sides.head.label} | ${s(res.head)} |`,
-    '',
-    `Paired ratio this/base (median of per-round ratios): **${fmt(res.ratio.median, 3)}** (${pct(res.ratio.median)}; rounds ${fmt(res.ratio.min, 3)}–${fmt(res.ratio.max, 3)}). CPU per task this/base: ${fmt(res.cpuRatio.median, 3)}.`,
-    '',
-    '| round | order | base tasks/s | this tasks/s | this/base |',
-    '| ---: | --- | ---: | ---: | ---: |',
+  ];
+  for (const w of res.options.only) {
+    const x = res.workloads[w];
+    lines.push(
+      `## ${names[w]}`,
+      '',
+      `| side | ${names[w]} tasks/s, median [min–max] | CPU per task, core-ms (all / mariadbd) | producer store calls per 1,000 tasks (tasksInsert / doorbellsMark / doorbellsForget) |`,
+      '| --- | ---: | ---: | ---: |',
+      `| ${sides.base.label} | ${s(x.base)} | ${fmt(x.cpuPerTask.base.median, 3)} / ${fmt(x.mariadbPerTask.base.median, 3)} | ${calls(x.producerCallsPerK.base)} |`,
+      `| ${sides.head.label} | ${s(x.head)} | ${fmt(x.cpuPerTask.head.median, 3)} / ${fmt(x.mariadbPerTask.head.median, 3)} | ${calls(x.producerCallsPerK.head)} |`,
+      '',
+      `Paired ratio this/base (median of per-round ratios): **${fmt(x.ratio.median, 3)}** (${pct(x.ratio.median)}; rounds ${fmt(x.ratio.min, 3)}–${fmt(x.ratio.max, 3)}). CPU per task this/base: ${fmt(x.cpuRatio.median, 3)}.`,
+      '',
+    );
+  }
+  lines.push(
+    `| round | order | ${res.options.only.map((w) => `base ${names[w]} | this ${names[w]} | this/base ${names[w]}`).join(' | ')} |`,
+    `| ---: | --- | ${res.options.only.map(() => '---: | ---: | ---:').join(' | ')} |`,
     ...res.rounds.map(
-      (r) => `| ${r.round} | ${r.order.join(' → ')} | ${fmt(r.base.value, 0)} | ${fmt(r.head.value, 0)} | ${fmt(r.ratio, 3)} |`,
+      (r) =>
+        `| ${r.round} | ${r.order.join(' → ')} | ${res.options.only.map((w) => `${fmt(r.base[w].value, 0)} | ${fmt(r.head[w].value, 0)} | ${fmt(r.ratio[w], 3)}`).join(' | ')} |`,
     ),
-  ].join('\n');
+  );
+  return lines.join('\n');
 }

@@ -58,6 +58,7 @@ export function instrument(obj, method, counters, size, extra) {
 export function instrumentAx(store, broker, counters) {
   instrument(store, 'tasksInsert', counters, (a) => a[0].tasks.length);
   instrument(store, 'doorbellsMark', counters, (a) => a[0].rung.length);
+  instrument(store, 'doorbellsForget', counters, (a) => a[0].rung.length);
   instrument(
     store,
     'tasksClaim',

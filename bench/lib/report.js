@@ -210,7 +210,8 @@ export function renderMarkdown(report, opts) {
   const prod = [
     ['tasksInsert', 'tasksInsert (one transaction: tasks + history)'],
     ['publish', 'broker.publish (confirmed)'],
-    ['doorbellsMark', 'doorbellsMark (UPDATE, in its own transaction)'],
+    ['doorbellsMark', 'doorbellsMark (UPDATE, in its own transaction; before the INSERT marked the rows it rings)'],
+    ['doorbellsForget', 'doorbellsForget (UPDATE, only after a failed publish)'],
   ];
   for (const l of callsTable(R.p2 ?? [], (r) => r.calls, prod)) lines.push(`| P2 producer ${l}`);
   for (const qt of opts.queueTypes) {
