@@ -87,6 +87,7 @@ async function runSide(side, o, round) {
       value: r.value,
       cpuPerTask: r.cpuPerItem?.total,
       mariadbPerTask: r.cpuPerItem?.mariadbd,
+      mariadbOursPerTask: r.cpuPerItem?.['mariadbd (our connections)'],
       lost: r.correctness?.lost,
       duplicates: r.correctness?.duplicates,
       producerCallsPerK: callsPerK(r.producerCalls, r.n),
@@ -99,6 +100,7 @@ async function runSide(side, o, round) {
       value: r.value,
       cpuPerTask: r.cpuPerItem?.total,
       mariadbPerTask: r.cpuPerItem?.mariadbd,
+      mariadbOursPerTask: r.cpuPerItem?.['mariadbd (our connections)'],
       unpublished: r.unpublished,
       producerCallsPerK: callsPerK(r.calls, r.n),
     };
@@ -227,6 +229,8 @@ export async function runCompare({rev, argv}) {
         cpuRatio: med((r) => r.head[w].cpuPerTask / r.base[w].cpuPerTask),
         cpuPerTask: {base: med((r) => r.base[w].cpuPerTask), head: med((r) => r.head[w].cpuPerTask)},
         mariadbPerTask: {base: med((r) => r.base[w].mariadbPerTask), head: med((r) => r.head[w].mariadbPerTask)},
+        mariadbOursPerTask: {base: med((r) => r.base[w].mariadbOursPerTask), head: med((r) => r.head[w].mariadbOursPerTask)},
+        mariadbOursRatio: med((r) => r.head[w].mariadbOursPerTask / r.base[w].mariadbOursPerTask),
         producerCallsPerK: {base: rounds[0].base[w].producerCallsPerK, head: rounds[0].head[w].producerCallsPerK},
       };
     };
@@ -273,6 +277,8 @@ function renderCompare(res, sides) {
     p1: `P1 (${fmt(res.options.n, 0)} no-op tasks end to end${res.options.payloadBytes ? ` with ${fmt(res.options.payloadBytes, 0)}-byte payloads` : ''}, ${res.options.queueType} queue, worker ${res.options.worker})`,
     p2: `P2 (${fmt(res.options.n, 0)} tasks submitted and flushed, nothing consuming)`,
   };
+  const cpu = (x, k) =>
+    `${fmt(x.cpuPerTask[k].median, 3)} / ${fmt(x.mariadbPerTask[k].median, 3)} / ${fmt(x.mariadbOursPerTask[k].median, 3)}`;
   const calls = (c) => `${fmt(c.tasksInsert, 2)} / ${fmt(c.doorbellsMark, 2)} / ${fmt(c.doorbellsForget, 2)}`;
   const lines = [
     `# Same-run comparison (${res.date})`,
@@ -285,12 +291,12 @@ function renderCompare(res, sides) {
     lines.push(
       `## ${names[w]}`,
       '',
-      `| side | ${names[w]} tasks/s, median [min–max] | CPU per task, core-ms (all / mariadbd) | producer store calls per 1,000 tasks (tasksInsert / doorbellsMark / doorbellsForget) |`,
+      `| side | ${names[w]} tasks/s, median [min–max] | CPU per task, core-ms (all / mariadbd / mariadbd for our connections) | producer store calls per 1,000 tasks (tasksInsert / doorbellsMark / doorbellsForget) |`,
       '| --- | ---: | ---: | ---: |',
-      `| ${sides.base.label} | ${s(x.base)} | ${fmt(x.cpuPerTask.base.median, 3)} / ${fmt(x.mariadbPerTask.base.median, 3)} | ${calls(x.producerCallsPerK.base)} |`,
-      `| ${sides.head.label} | ${s(x.head)} | ${fmt(x.cpuPerTask.head.median, 3)} / ${fmt(x.mariadbPerTask.head.median, 3)} | ${calls(x.producerCallsPerK.head)} |`,
+      `| ${sides.base.label} | ${s(x.base)} | ${cpu(x, 'base')} | ${calls(x.producerCallsPerK.base)} |`,
+      `| ${sides.head.label} | ${s(x.head)} | ${cpu(x, 'head')} | ${calls(x.producerCallsPerK.head)} |`,
       '',
-      `Paired ratio this/base (median of per-round ratios): **${fmt(x.ratio.median, 3)}** (${pct(x.ratio.median)}; rounds ${fmt(x.ratio.min, 3)}–${fmt(x.ratio.max, 3)}). CPU per task this/base: ${fmt(x.cpuRatio.median, 3)}.`,
+      `Paired ratio this/base (median of per-round ratios): **${fmt(x.ratio.median, 3)}** (${pct(x.ratio.median)}; rounds ${fmt(x.ratio.min, 3)}–${fmt(x.ratio.max, 3)}). CPU per task this/base: ${fmt(x.cpuRatio.median, 3)} (all), ${fmt(x.mariadbOursRatio.median, 3)} (mariadbd for our connections).`,
       '',
     );
   }

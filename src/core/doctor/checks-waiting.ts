@@ -196,7 +196,7 @@ export const lateCheck: Check = {
         evidence,
         [
           'if workers run and the queues hold messages: consumption is behind — add workers or raise --io-concurrency (see the slow findings)',
-          'if the queues are empty: the tasks were never rung — see dispatch.unrung',
+          "if the queues are empty: the tasks were never rung — see dispatch.unrung (tasks whose producer died between its commit and its publish count as rung until AX_REPUBLISH_AFTER has passed; the scheduler's reconciler then rings them)",
           `ax tasks list --type ${late[0]!.type} --state submitted`,
         ],
       ),
@@ -204,7 +204,11 @@ export const lateCheck: Check = {
   },
 };
 
-/** Due tasks that nobody rang (no scheduler; a producer that lost RabbitMQ) or whose doorbell nobody claimed. */
+/**
+ * Due tasks that nobody rang (no scheduler; a producer that lost RabbitMQ) or whose doorbell nobody
+ * claimed. A producer that died between its commit and its publish left its rows marked rung: they
+ * show here only once the mark is older than republishAfter (the reconciler's own cut).
+ */
 export const unrungCheck: Check = {
   id: 'dispatch.unrung',
   symptom: 'not-running',
