@@ -34,22 +34,50 @@ const OLD_BACKLOG = [
 ];
 
 const idOf = (n) => `${n.toString(16).toUpperCase().padStart(8, '0')}-0000-7000-8000-000000000000`;
-const ID = (n) => `CONCAT(LPAD(HEX(${n}), 8, '0'), '-0000-7000-8000-000000000000')`;
+const PLAIN_ID = (n) => `CONCAT(LPAD(HEX(${n}), 8, '0'), '-0000-7000-8000-000000000000')`;
+/** A lower-case UUIDv7 whose time is the instant `at` (an SQL expression) and whose tail is n: the archive files it under at's day. */
+const TIMED_ID = (n, at) => {
+  const ms = `FLOOR(UNIX_TIMESTAMP(${at}) * 1000)`;
+  return `LOWER(CONCAT(LPAD(HEX(${ms} DIV 65536), 8, '0'), '-', LPAD(HEX(${ms} MOD 65536), 4, '0'), '-7000-8000-', LPAD(HEX(${n}), 12, '0')))`;
+};
 const COLS = 'id, cell, type, pool, state, attempt, max_retries, run_at, fence, content_hash, created_at, updated_at, finished_at, payload';
 
-export async function fill(sql, terminal, live, log) {
+/**
+ * Fills `terminal` finished tasks and `live` pending ones (see the header). Options for other
+ * workloads (bench/archive.js): `ageDays` moves every finish time that many days further back (31:
+ * all past the default 30-day retention), `history: 3` gives each task the history a real one has
+ * (submitted, running — not for cancelled ones — and its terminal transition) instead of the terminal
+ * row alone, `payloadBytes` an order-like payload of about that many bytes instead of '{}', and
+ * `timedIds` ids that are UUIDv7 of the creation time (the archive files a task under its id's day;
+ * the default ids are not time-ordered). Finish times count back from one instant read at the start,
+ * so every statement computes the same id and times for the same n.
+ */
+export async function fill(sql, terminal, live, log, {ageDays = 0, history = 1, payloadBytes = 0, timedIds = false} = {}) {
   await sql('CREATE TABLE IF NOT EXISTS bench_seq (n INT UNSIGNED NOT NULL PRIMARY KEY)');
   await sql(`INSERT IGNORE INTO bench_seq SELECT seq FROM seq_1_to_${CHUNK}`);
+  const [{now}] = await sql("SELECT DATE_FORMAT(NOW(3), '%Y-%m-%d %H:%i:%s.%f') AS now");
   // n → a terminal task: state by n % 100, finished within the last 30 days, one of 20 types.
   const terminalState = "IF(n % 100 = 0, 'dead', IF(n % 100 < 3, 'cancelled', 'succeeded'))";
-  const finished = 'NOW(3) - INTERVAL (n * 7919 % 2592000000) * 1000 MICROSECOND';
+  const finished = `(TIMESTAMP'${now}' - INTERVAL ${Number(ageDays)} DAY - INTERVAL (n * 7919 % 2592000000) * 1000 MICROSECOND)`;
+  const ID = timedIds ? (n) => TIMED_ID(n, `${finished} - INTERVAL 1 SECOND`) : PLAIN_ID;
+  const payload =
+    payloadBytes > 0
+      ? `CONCAT('{"orderId":', n, ',"customer":"c-', n % 9973, '","note":"', REPEAT('x', ${Math.max(1, payloadBytes - 50)}), '"}')`
+      : "'{}'";
   for (let lo = 0; lo < terminal; lo += CHUNK) {
     const t0 = performance.now();
     const k = Math.min(CHUNK, terminal - lo);
     const src = `(SELECT n + ${lo} AS n FROM bench_seq WHERE n <= ${k}) s`;
     await sql(`INSERT INTO tasks (${COLS})
       SELECT ${ID('n')}, 'default', CONCAT('type_', LPAD(n % 20, 2, '0')), 'io', ${terminalState}, 1, 5,
-             ${finished} - INTERVAL 1 SECOND, 1, 'x', ${finished} - INTERVAL 1 SECOND, ${finished}, ${finished}, '{}' FROM ${src}`);
+             ${finished} - INTERVAL 1 SECOND, 1, 'x', ${finished} - INTERVAL 1 SECOND, ${finished}, ${finished}, ${payload} FROM ${src}`);
+    if (history >= 3) {
+      await sql(`INSERT INTO task_history (task_id, from_state, to_state, attempt, worker, at)
+        SELECT ${ID('n')}, NULL, 'submitted', 0, 'api-1:1', ${finished} - INTERVAL 1 SECOND FROM ${src}`);
+      await sql(`INSERT INTO task_history (task_id, from_state, to_state, attempt, worker, at)
+        SELECT ${ID('n')}, 'submitted', 'running', 1, 'w', ${finished} - INTERVAL 500 MICROSECOND FROM ${src}
+         WHERE NOT (n % 100 = 1 OR n % 100 = 2)`);
+    }
     await sql(`INSERT INTO task_history (task_id, from_state, to_state, attempt, worker, at)
       SELECT ${ID('n')}, IF(n % 100 = 1 OR n % 100 = 2, 'submitted', 'running'), ${terminalState}, 1, 'w', ${finished} FROM ${src}`);
     log(`filled ${lo + k} terminal tasks (${Math.round(performance.now() - t0)} ms for this chunk)`);
@@ -57,7 +85,7 @@ export async function fill(sql, terminal, live, log) {
   // The live backlog (state by n DIV 20, type by n % 20): 55% due, 30% delayed, 5% failed and due, 5% failed backing off, 5% running.
   const base = terminal + 1;
   await sql(`INSERT INTO tasks (${COLS})
-    SELECT ${ID(`n + ${base}`)}, 'default', CONCAT('type_', LPAD(n % 20, 2, '0')), 'io',
+    SELECT ${PLAIN_ID(`n + ${base}`)}, 'default', CONCAT('type_', LPAD(n % 20, 2, '0')), 'io',
            CASE WHEN n DIV 20 % 20 = 0 THEN 'running' WHEN n DIV 20 % 20 IN (1, 2) THEN 'failed' ELSE 'submitted' END, 1, 5,
            IF(n DIV 20 % 20 = 2 OR n DIV 20 % 20 >= 14, NOW(3) + INTERVAL n % 7200 SECOND, NOW(3) - INTERVAL n % 3600 SECOND),
            1, 'x', NOW(3) - INTERVAL 1 HOUR, NOW(3), NULL, '{}'
@@ -100,7 +128,7 @@ async function writeCost(sql, n) {
       const t0 = performance.now();
       for (let lo = 0; lo < n; lo += 500) {
         await sql(`INSERT INTO bench_w (${COLS})
-          SELECT ${ID(`n + ${lo}`)}, 'default', CONCAT('type_', LPAD(n % 20, 2, '0')), 'io', 'submitted', 0, 5, NOW(3), 0, 'x', NOW(3), NOW(3), NULL, '{}'
+          SELECT ${PLAIN_ID(`n + ${lo}`)}, 'default', CONCAT('type_', LPAD(n % 20, 2, '0')), 'io', 'submitted', 0, 5, NOW(3), 0, 'x', NOW(3), NOW(3), NULL, '{}'
             FROM bench_seq WHERE n <= 500`);
       }
       const t1 = performance.now();

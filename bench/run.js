@@ -67,6 +67,7 @@ const {values: argv} = parseArgs({
     compare: {type: 'string'},
     metrics: {type: 'boolean', default: false},
     'big-table': {type: 'string'},
+    archive: {type: 'string'},
     'payload-bytes': {type: 'string'},
     help: {type: 'boolean', short: 'h', default: false},
   },
@@ -113,6 +114,10 @@ if (argv.help) {
                        tasks and task_history (order alternating; bench/bigtable.js): p1big.<qt> and
                        ratio.p1big.<qt>/p1.<qt> (the goal: ≥ 0.85), the tables' sizes in the report.
                        The N rows are filled once into ax_bench_big_<N> and kept (5M: ~10 min)
+  --archive N          the archive benchmark (bench/archive.js; off by default, --only archive): N finished
+                       tasks (default 1000000) archived alone (rate, sizes, backlog query before and after),
+                       then P1 alone vs P1 while the archiver deletes a refilled backlog, --runs rounds
+                       (ratio goal ≥ 0.85). AX_ARCHIVE_BATCH / AX_ARCHIVE_PAUSE reach the archiver
   --core-only          only the calibrations, P1, P2 and BullMQ (no P3, P4, P5, P6, wheel)
   --profile            write V8 CPU profiles of the worker children to bench/results/profiles
   --no-write           do not write bench/results/<date>.{json,md}
@@ -146,6 +151,7 @@ const opts = {
   p4N: int(argv['p4-n'], quick ? 5000 : 20_000),
   bigTable: argv['big-table'] === undefined ? 0 : int(argv['big-table']),
   payloadBytes: argv['payload-bytes'] === undefined ? null : Number(argv['payload-bytes']),
+  archive: argv.archive === undefined ? 0 : int(argv.archive),
 };
 try {
   opts.handBuilt = parseHandBuilt(argv['hand-built']);
@@ -166,6 +172,7 @@ if (opts.only) {
   else if (!argv.wheel) opts.wheel = false;
   opts.replay = opts.only.has('replay') || argv.replay === true;
   opts.limits = opts.only.has('limits') || argv.limits === true;
+  if (opts.only.has('archive') && !opts.archive) opts.archive = quick ? 100_000 : 1_000_000;
 }
 let timeoutOf;
 try {
@@ -639,6 +646,7 @@ try {
     const ids = new Array(n);
     await settle();
     const meter = await startMeter(w);
+    const wallStart = Date.now();
     const t0 = performance.now();
     for (let i = 0; i < n; i++) ids[i] = await ax.client.submit({type: 'bench_noop', payload: payloadOf(i)});
     const tSubmitted = performance.now();
@@ -646,6 +654,7 @@ try {
     const tFlushed = performance.now();
     const d = await waitDone(w, n);
     const t1 = performance.now();
+    const wall = {start: wallStart, end: Date.now()};
     const cpu = await meter.stop();
     // Quiescence: nothing in flight at the worker and nothing left in the queue, then a little more.
     for (const deadline = performance.now() + 10_000; performance.now() < deadline;) {
@@ -677,6 +686,7 @@ try {
       worker: stats,
       cpu,
       cpuPerItem: perItem(cpu, n),
+      wall,
     };
   }
 
@@ -847,6 +857,21 @@ try {
         return {error: String(e?.message ?? e)};
       })
     : undefined;
+  // The archive rate, the tables around it and P1 while archiving live in bench/archive.js.
+  const archive = opts.archive
+    ? await runPhase('archive', () =>
+        import('./archive.js').then((m) =>
+          m.runArchiveBench(
+            {...ctx, sql, mysqlUrl, p1: (k) => wP1(opts.queueTypes[0], k, {big: true})},
+            {n: opts.archive, rounds: opts.runs, p1N: opts.n, warmupN: opts.warmupN},
+          ),
+        ),
+      ).catch((e) => {
+        if (e instanceof PhaseTimeoutError) throw e;
+        log(`archive benchmark failed: ${e?.stack ?? e}`);
+        return {error: String(e?.message ?? e)};
+      })
+    : undefined;
   // Claims of a limited type (max running, rate) live in bench/limits.js.
   const limits = opts.limits
     ? await runPhase('limits', () => import('./limits.js').then((m) => m.runLimitsBench({quick}))).catch((e) => {
@@ -894,6 +919,7 @@ try {
     wheel,
     replay,
     limits,
+    archive,
     backlog,
     bigTable: bigTable ? {database: bigTable.name, finishedTasks: opts.bigTable, sizes: await bigTable.sizes()} : undefined,
   };

@@ -271,6 +271,7 @@ export function renderMarkdown(report, opts) {
   }
   if (report.replay)
     lines.push('## Dead-letter replay (bench/replay.js)', '', report.replay.markdown ?? `**failed**: ${report.replay.error}`, '');
+  if (report.archive) lines.push('## Archive (bench/archive.js)', '', report.archive.markdown ?? `**failed**: ${report.archive.error}`, '');
   if (report.limits)
     lines.push('## Claims of a limited type (bench/limits.js)', '', report.limits.markdown ?? `**failed**: ${report.limits.error}`, '');
   if (report.wheel) {
