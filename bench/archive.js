@@ -17,7 +17,7 @@
 //          backlog, order alternating, P1 started once the archiver has committed its first batch;
 //          the paired ratio with ÷ alone (the goal: ≥ 0.85), the archiver's progress within each P1
 //          window, and InnoDB's row-lock waits (global counters: other tenants count too).
-// Batch size and pause are ax's configuration: AX_ARCHIVE_BATCH and AX_ARCHIVE_PAUSE in the
+// AX_BENCH_ARCHIVE_PARTS=a or =b runs one part alone (default a,b). Batch size and pause are ax's configuration: AX_ARCHIVE_BATCH and AX_ARCHIVE_PAUSE in the
 // environment reach the archiver child (defaults 500 and 100ms).
 import {fork} from 'node:child_process';
 import {mkdtemp, readdir, rm, stat} from 'node:fs/promises';
@@ -162,7 +162,8 @@ function archivedAt(events, from, t) {
  * log, and `p1(n)`: one P1 on the table as it is (its own rows scoped by type; returns run.js's P1
  * result with wall-clock start and end).
  */
-export async function runArchiveBench(ctx, {n = 1_000_000, rounds = 3, p1N, warmupN}) {
+export async function runArchiveBench(ctx, {n = 1_000_000, rounds = 3, p1N, warmupN, parts = process.env.AX_BENCH_ARCHIVE_PARTS ?? 'a,b'}) {
+  const want = new Set(parts.split(',').map((x) => x.trim()));
   const {sql, log} = ctx;
   const dir = await mkdtemp(join(tmpdir(), 'ax-bench-archive-'));
   const archiver = await startArchiver({mysqlUrl: ctx.mysqlUrl, archiveDir: dir});
@@ -199,6 +200,11 @@ export async function runArchiveBench(ctx, {n = 1_000_000, rounds = 3, p1N, warm
       const sizes = Object.fromEntries(
         rows.map((r) => [r.t, {rows: Number(r.r), dataBytes: Number(r.d), indexBytes: Number(r.i), freeBytes: Number(r.f)}]),
       );
+      // The .ibd file itself (innodb_file_per_table): what the disk holds, whatever data_length says.
+      for (const f of await sql(
+        "SELECT SUBSTRING_INDEX(NAME, '/', -1) AS t, FILE_SIZE AS b FROM information_schema.INNODB_SYS_TABLESPACES WHERE NAME LIKE CONCAT(DATABASE(), '/%')",
+      ))
+        if (sizes[f.t]) sizes[f.t].fileBytes = Number(f.b);
       const [{c}] = await sql('SELECT COUNT(*) AS c FROM tasks');
       await sql(HOT_SQL.backlog, ['default']); // warm
       const ms = [];
@@ -213,122 +219,120 @@ export async function runArchiveBench(ctx, {n = 1_000_000, rounds = 3, p1N, warm
     };
 
     // A and C: the rate on its own, sizes and the backlog query around it.
-    const fillMsA = await refill();
-    const before = await measure('before archiving');
-    await ctx.settle(20_000);
-    const pids = findServerPids();
-    const procs = {'node (archiver)': archiver.pid, mariadbd: pids.mariadbd ?? []};
-    const cpu0 = snapshot(procs);
-    const runA = archiver.start();
-    const endA = await runA.end;
-    const cpuA = cpuDelta(cpu0, snapshot(procs));
-    if (endA.ev !== 'done') throw new Error(`archive run failed: ${endA.error}`);
-    const progress = archiver.events.slice(runA.from).filter((e) => e.ev === 'progress');
-    const gaps = progress.slice(1).map((e, i) => e.at - progress[i].at);
-    const files = await walk(dir);
-    const r = endA.report;
-    const tasksA = r.tasks.succeeded + r.tasks.dead + r.tasks.cancelled;
-    const rateA = {
-      fillMs: fillMsA,
-      ms: endA.ms,
-      tasks: tasksA,
-      history: r.history,
-      tasksPerSecond: (tasksA * 1000) / endA.ms,
-      historyPerSecond: (r.history * 1000) / endA.ms,
-      rowsPerSecond: ((tasksA + r.history) * 1000) / endA.ms,
-      parts: r.parts,
-      batches: progress.length,
-      files,
-      batch: settings.batch,
-      pauseMs: settings.pauseMs,
-      batchGapMs: {p50: pctOf(gaps, 50), p95: pctOf(gaps, 95), max: pctOf(gaps, 100)},
-      cpuMsPerTask: Object.fromEntries(Object.entries(cpuA.perProcess).map(([k, v]) => [k, v / tasksA])),
-      machineBusyCores: cpuA.machine / cpuA.wallMs,
+    const partA = async () => {
+      const fillMsA = await refill();
+      const before = await measure('before archiving');
+      await ctx.settle(20_000);
+      const pids = findServerPids();
+      const procs = {'node (archiver)': archiver.pid, mariadbd: pids.mariadbd ?? []};
+      const cpu0 = snapshot(procs);
+      const runA = archiver.start();
+      const endA = await runA.end;
+      const cpuA = cpuDelta(cpu0, snapshot(procs));
+      if (endA.ev !== 'done') throw new Error(`archive run failed: ${endA.error}`);
+      const progress = archiver.events.slice(runA.from).filter((e) => e.ev === 'progress');
+      const gaps = progress.slice(1).map((e, i) => e.at - progress[i].at);
+      const files = await walk(dir);
+      const r = endA.report;
+      const tasksA = r.tasks.succeeded + r.tasks.dead + r.tasks.cancelled;
+      const rateA = {
+        fillMs: fillMsA,
+        ms: endA.ms,
+        tasks: tasksA,
+        history: r.history,
+        tasksPerSecond: (tasksA * 1000) / endA.ms,
+        historyPerSecond: (r.history * 1000) / endA.ms,
+        rowsPerSecond: ((tasksA + r.history) * 1000) / endA.ms,
+        parts: r.parts,
+        batches: progress.length,
+        files,
+        batch: settings.batch,
+        pauseMs: settings.pauseMs,
+        batchGapMs: {p50: pctOf(gaps, 50), p95: pctOf(gaps, 95), max: pctOf(gaps, 100)},
+        cpuMsPerTask: Object.fromEntries(Object.entries(cpuA.perProcess).map(([k, v]) => [k, v / tasksA])),
+        machineBusyCores: cpuA.machine / cpuA.wallMs,
+      };
+      log(`archive A: ${JSON.stringify(rateA)}`);
+      const after = await measure('after archiving');
+      await sql('OPTIMIZE TABLE tasks, task_history, task_payloads');
+      const optimized = await measure('after OPTIMIZE TABLE');
+      await rm(dir, {recursive: true, force: true});
+      return {rateA, before, after, optimized};
     };
-    log(`archive A: ${JSON.stringify(rateA)}`);
-    const after = await measure('after archiving');
-    await sql('OPTIMIZE TABLE tasks, task_history, task_payloads');
-    const optimized = await measure('after OPTIMIZE TABLE');
-    await rm(dir, {recursive: true, force: true});
+    const a = want.has('a') ? await partA() : null;
 
     // B: P1 alone vs P1 while the archiver deletes the refilled backlog, alternating.
-    const fillMsB = await refill();
-    await ctx.settle(20_000);
-    if (warmupN) {
-      await ctx.p1(warmupN);
-      await deleteP1Rows();
-    }
-    const lockStatus = async () =>
-      Object.fromEntries(
-        (await sql("SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_row_lock_waits', 'Innodb_row_lock_time')")).map((x) => [
-          x.Variable_name,
-          Number(x.Value),
-        ]),
-      );
-    const p1Run = async (withArchiver) => {
-      const [{c: remaining}] = await sql(
-        "SELECT COUNT(*) AS c FROM tasks WHERE cell = 'default' AND state IN ('succeeded', 'dead', 'cancelled') AND finished_at < NOW(3) - INTERVAL 30 DAY",
-      );
-      const l0 = await lockStatus();
-      let run = null;
-      if (withArchiver) {
-        run = archiver.start();
-        const first = await run.firstBatch;
-        if (first.ev !== 'progress') throw new Error(`the archiver ended before its first batch: ${first.error ?? 'nothing to archive'}`);
-      } else await ctx.settle(20_000);
-      const p1 = await ctx.p1(p1N);
-      const l1 = await lockStatus();
-      if (run) archiver.stop();
-      const out = {
-        value: p1.value,
-        ok: p1.ok,
-        lost: p1.correctness.lost,
-        duplicates: p1.correctness.duplicates,
-        backlogBefore: Number(remaining),
-        latencyMs: p1.latencyMs,
-        cpuPerTask: p1.cpuPerItem,
-        rowLockWaits: l1.Innodb_row_lock_waits - l0.Innodb_row_lock_waits,
-        rowLockMs: l1.Innodb_row_lock_time - l0.Innodb_row_lock_time,
-      };
-      if (run) {
-        const {start, end} = p1.wall;
-        const inWindow = archivedAt(archiver.events, run.from, end) - archivedAt(archiver.events, run.from, start);
-        const ended = archiver.events.slice(run.from).find((e) => e.ev === 'done' || e.ev === 'stopped');
-        const e = await run.end;
-        out.archiver = {
-          tasksInWindow: inWindow,
-          tasksPerSecondInWindow: (inWindow * 1000) / (end - start),
-          finishedBeforeP1Ended: ended !== undefined && ended.at <= end,
-          end: e.ev === 'done' ? 'done' : e.aborted ? 'stopped' : `failed: ${e.error}`,
-        };
-        if (e.ev === 'stopped' && !e.aborted) throw new Error(`archive run failed: ${e.error}`);
+    const partB = async () => {
+      const fillMsB = await refill();
+      await ctx.settle(20_000);
+      if (warmupN) {
+        await ctx.p1(warmupN);
+        await deleteP1Rows();
       }
-      await deleteP1Rows();
-      return out;
-    };
-    const alone = [];
-    const withA = [];
-    for (let round = 1; round <= rounds; round++) {
-      const order = round % 2 === 1 ? [false, true] : [true, false];
-      for (const w of order) {
-        const res = await p1Run(w);
-        (w ? withA : alone).push(res);
-        log(
-          `archive B round ${round}/${rounds}: P1 ${w ? 'while archiving' : 'alone'} ${Math.round(res.value)} tasks/s` +
-            (res.archiver ? `; archiver ${Math.round(res.archiver.tasksPerSecondInWindow)} tasks/s in the window` : '') +
-            `; lock waits ${res.rowLockWaits} (${res.rowLockMs} ms); lost ${res.lost}, duplicates ${res.duplicates}`,
+      const lockStatus = async () =>
+        Object.fromEntries(
+          (await sql("SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_row_lock_waits', 'Innodb_row_lock_time')")).map((x) => [
+            x.Variable_name,
+            Number(x.Value),
+          ]),
         );
+      const p1Run = async (withArchiver) => {
+        const [{c: remaining}] = await sql(
+          "SELECT COUNT(*) AS c FROM tasks WHERE cell = 'default' AND state IN ('succeeded', 'dead', 'cancelled') AND finished_at < NOW(3) - INTERVAL 30 DAY",
+        );
+        const l0 = await lockStatus();
+        let run = null;
+        if (withArchiver) {
+          run = archiver.start();
+          const first = await run.firstBatch;
+          if (first.ev !== 'progress') throw new Error(`the archiver ended before its first batch: ${first.error ?? 'nothing to archive'}`);
+        } else await ctx.settle(20_000);
+        const p1 = await ctx.p1(p1N);
+        const l1 = await lockStatus();
+        if (run) archiver.stop();
+        const out = {
+          value: p1.value,
+          ok: p1.ok,
+          lost: p1.correctness.lost,
+          duplicates: p1.correctness.duplicates,
+          backlogBefore: Number(remaining),
+          latencyMs: p1.latencyMs,
+          cpuPerTask: p1.cpuPerItem,
+          rowLockWaits: l1.Innodb_row_lock_waits - l0.Innodb_row_lock_waits,
+          rowLockMs: l1.Innodb_row_lock_time - l0.Innodb_row_lock_time,
+        };
+        if (run) {
+          const {start, end} = p1.wall;
+          const inWindow = archivedAt(archiver.events, run.from, end) - archivedAt(archiver.events, run.from, start);
+          const ended = archiver.events.slice(run.from).find((e) => e.ev === 'done' || e.ev === 'stopped');
+          const e = await run.end;
+          out.archiver = {
+            tasksInWindow: inWindow,
+            tasksPerSecondInWindow: (inWindow * 1000) / (end - start),
+            finishedBeforeP1Ended: ended !== undefined && ended.at <= end,
+            end: e.ev === 'done' ? 'done' : e.aborted ? 'stopped' : `failed: ${e.error}`,
+          };
+          if (e.ev === 'stopped' && !e.aborted) throw new Error(`archive run failed: ${e.error}`);
+        }
+        await deleteP1Rows();
+        return out;
+      };
+      const alone = [];
+      const withA = [];
+      for (let round = 1; round <= rounds; round++) {
+        const order = round % 2 === 1 ? [false, true] : [true, false];
+        for (const w of order) {
+          const res = await p1Run(w);
+          (w ? withA : alone).push(res);
+          log(
+            `archive B round ${round}/${rounds}: P1 ${w ? 'while archiving' : 'alone'} ${Math.round(res.value)} tasks/s` +
+              (res.archiver ? `; archiver ${Math.round(res.archiver.tasksPerSecondInWindow)} tasks/s in the window` : '') +
+              `; lock waits ${res.rowLockWaits} (${res.rowLockMs} ms); lost ${res.lost}, duplicates ${res.duplicates}`,
+          );
+        }
       }
-    }
-    const ratios = withA.map((x, i) => x.value / alone[i].value);
-    const result = {
-      n,
-      live: LIVE,
-      fill: FILL,
-      settings,
-      rate: rateA,
-      sizes: {before, after, optimized},
-      p1: {
+      const ratios = withA.map((x, i) => x.value / alone[i].value);
+      return {
         n: p1N,
         rounds,
         fillMs: fillMsB,
@@ -338,7 +342,16 @@ export async function runArchiveBench(ctx, {n = 1_000_000, rounds = 3, p1N, warm
         ratios,
         archiverTasksPerSecond: summary(withA.map((x) => x.archiver.tasksPerSecondInWindow)),
         runs: {alone, withArchiver: withA},
-      },
+      };
+    };
+    const result = {
+      n,
+      live: LIVE,
+      fill: FILL,
+      settings,
+      rate: a?.rateA ?? null,
+      sizes: a ? {before: a.before, after: a.after, optimized: a.optimized} : null,
+      p1: want.has('b') ? await partB() : null,
     };
     result.markdown = markdown(result);
     return result;
@@ -352,37 +365,47 @@ function markdown(r) {
   const f = (x, d = 0) => (Number.isFinite(x) ? x.toLocaleString('en-US', {maximumFractionDigits: d, minimumFractionDigits: d}) : 'n/a');
   const mb = (b) => `${f(b / 1048576, 1)} MB`;
   const s = (x, d = 0) => `${f(x.median, d)} [${f(x.min, d)}–${f(x.max, d)}]`;
-  const a = r.rate;
   const size = (m) =>
     ['tasks', 'task_history', 'task_payloads']
-      .map((t) => (m.sizes[t] ? `${t} ${mb(m.sizes[t].dataBytes)} + ${mb(m.sizes[t].indexBytes)} (free ${mb(m.sizes[t].freeBytes)})` : ''))
+      .map((t) => {
+        const x = m.sizes[t];
+        return x ? `${t} ${mb(x.dataBytes)} + ${mb(x.indexBytes)} (free ${mb(x.freeBytes)}, file ${mb(x.fileBytes ?? NaN)})` : '';
+      })
       .filter(Boolean)
       .join('; ');
-  return [
-    `### Archive (${f(r.n)} finished tasks, ${f(r.live)} live; batch ${r.settings.batch}, pause ${r.settings.pauseMs} ms)`,
-    '',
-    `**Rate on its own** (fill ${f(a.fillMs / 1000, 1)} s): ${f(a.tasks)} tasks and ${f(a.history)} history rows in ${f(a.ms / 1000, 1)} s = ` +
-      `**${f(a.tasksPerSecond)} tasks/s** (${f(a.historyPerSecond)} history rows/s, ${f(a.rowsPerSecond)} rows/s); ${a.batches} batches, ` +
-      `${a.parts} parts, ${a.files.files} files, ${mb(a.files.bytes)} (data ${mb(a.files.dataBytes)}); time between two batches ` +
-      `p50 ${f(a.batchGapMs.p50)} ms, p95 ${f(a.batchGapMs.p95)} ms, max ${f(a.batchGapMs.max)} ms (pause included); CPU per task: ` +
-      Object.entries(a.cpuMsPerTask)
-        .map(([k, v]) => `${k} ${f(v * 1000, 1)} µs`)
-        .join(', ') +
-      `; machine busy ${f(a.machineBusyCores, 2)} cores.`,
-    '',
-    '| table state | tasks rows | sizes (data + index) | backlog query ms, median [min–max] of 11 |',
-    '| --- | ---: | --- | ---: |',
-    ...[r.sizes.before, r.sizes.after, r.sizes.optimized].map((m) => `| ${m.label} | ${f(m.tasks)} | ${size(m)} | ${s(m.backlogMs, 1)} |`),
-    '',
-    `**P1 while archiving** (${f(r.p1.n)} tasks per run, ${r.p1.rounds} rounds, order alternating; fill ${f(r.p1.fillMs / 1000, 1)} s): ` +
-      `alone ${s(r.p1.alone)} tasks/s, while archiving ${s(r.p1.withArchiver)} tasks/s, **paired ratio ${s(r.p1.pairedRatio, 3)}** ` +
-      `(goal ≥ 0.85); the archiver meanwhile ${s(r.p1.archiverTasksPerSecond)} tasks/s.`,
-    '',
-    '| round | alone tasks/s | while archiving | ratio | archiver tasks in the window (tasks/s) | row-lock waits alone / archiving | backlog rows at start |',
-    '| ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
-    ...r.p1.runs.withArchiver.map((w, i) => {
-      const al = r.p1.runs.alone[i];
-      return `| ${i + 1} | ${f(al.value)} | ${f(w.value)} | ${f(r.p1.ratios[i], 3)} | ${f(w.archiver.tasksInWindow)} (${f(w.archiver.tasksPerSecondInWindow)})${w.archiver.finishedBeforeP1Ended ? ' finished early' : ''} | ${al.rowLockWaits} / ${w.rowLockWaits} | ${f(w.backlogBefore)} |`;
-    }),
-  ].join('\n');
+  const out = [`### Archive (${f(r.n)} finished tasks, ${f(r.live)} live; batch ${r.settings.batch}, pause ${r.settings.pauseMs} ms)`, ''];
+  const a = r.rate;
+  if (a)
+    out.push(
+      `**Rate on its own** (fill ${f(a.fillMs / 1000, 1)} s): ${f(a.tasks)} tasks and ${f(a.history)} history rows in ${f(a.ms / 1000, 1)} s = ` +
+        `**${f(a.tasksPerSecond)} tasks/s** (${f(a.historyPerSecond)} history rows/s, ${f(a.rowsPerSecond)} rows/s); ${a.batches} batches, ` +
+        `${a.parts} parts, ${a.files.files} files, ${mb(a.files.bytes)} (data ${mb(a.files.dataBytes)}); time between two batches ` +
+        `p50 ${f(a.batchGapMs.p50)} ms, p95 ${f(a.batchGapMs.p95)} ms, max ${f(a.batchGapMs.max)} ms (pause included); CPU per task: ` +
+        Object.entries(a.cpuMsPerTask)
+          .map(([k, v]) => `${k} ${f(v * 1000, 1)} µs`)
+          .join(', ') +
+        `; machine busy ${f(a.machineBusyCores, 2)} cores.`,
+      '',
+      '| table state | tasks rows | data + index (data_free, .ibd file) | backlog query ms, median [min–max] of 11 |',
+      '| --- | ---: | --- | ---: |',
+      ...[r.sizes.before, r.sizes.after, r.sizes.optimized].map(
+        (m) => `| ${m.label} | ${f(m.tasks)} | ${size(m)} | ${s(m.backlogMs, 1)} |`,
+      ),
+      '',
+    );
+  const p = r.p1;
+  if (p)
+    out.push(
+      `**P1 while archiving** (${f(p.n)} tasks per run, ${p.rounds} rounds, order alternating; fill ${f(p.fillMs / 1000, 1)} s): ` +
+        `alone ${s(p.alone)} tasks/s, while archiving ${s(p.withArchiver)} tasks/s, **paired ratio ${s(p.pairedRatio, 3)}** ` +
+        `(goal ≥ 0.85); the archiver meanwhile ${s(p.archiverTasksPerSecond)} tasks/s.`,
+      '',
+      '| round | alone tasks/s | while archiving | ratio | archiver tasks in the window (tasks/s) | row-lock waits alone / archiving | backlog rows at start |',
+      '| ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+      ...p.runs.withArchiver.map((w, i) => {
+        const al = p.runs.alone[i];
+        return `| ${i + 1} | ${f(al.value)} | ${f(w.value)} | ${f(p.ratios[i], 3)} | ${f(w.archiver.tasksInWindow)} (${f(w.archiver.tasksPerSecondInWindow)})${w.archiver.finishedBeforeP1Ended ? ' finished early' : ''} | ${al.rowLockWaits} / ${w.rowLockWaits} | ${f(w.backlogBefore)} |`;
+      }),
+    );
+  return out.join('\n');
 }
