@@ -87,22 +87,27 @@ export function createClient(p: ClientParts): AxClient {
       ...(p.giveUpAfterMs === undefined ? {} : {giveUpAfterMs: p.giveUpAfterMs}),
     });
   const producer = producerOf(p);
-  /** The producers of the other cells, by cell, each opened at its cell's first submit. */
-  const others = new Map<string, Promise<{producer: Producer; release: () => Promise<void>}>>();
+  /** The other cells' connections and producers, by cell, each opened at its cell's first submit (or cron add). */
+  const others = new Map<string, Promise<{conn: CellConnection; producer: Producer; release: () => Promise<void>}>>();
   /** The cell a submit goes to; an invalid type goes to the own producer, whose validation refuses it. */
   const cellFor = (spec: TaskSpec): string => {
     const type = spec !== null && typeof spec === 'object' ? spec.type : undefined;
     return p.route && typeof type === 'string' ? cellOf(p.route.cellOf, type) : p.config.cell;
   };
-  const otherProducer = async (cell: string, route: NonNullable<ClientParts['route']>): Promise<Producer> => {
+  const otherCell = (cell: string, route: NonNullable<ClientParts['route']>) => {
     let opening = others.get(cell);
     if (!opening) {
-      opening = route.open(cell).then((c) => ({producer: producerOf(c), release: c.release}));
+      opening = route.open(cell).then((c) => ({conn: c, producer: producerOf(c), release: c.release}));
       others.set(cell, opening);
       opening.catch(() => others.delete(cell));
     }
-    return (await opening).producer;
+    return opening;
   };
+  const otherProducer = async (cell: string, route: NonNullable<ClientParts['route']>): Promise<Producer> =>
+    (await otherCell(cell, route)).producer;
+  const cronOf = (c: Pick<CellConnection, 'config' | 'store' | 'broker'>): CronAdmin =>
+    createCronAdmin({config: c.config, store: c.store, broker: c.broker, clock: p.clock, logger: p.logger, actor: p.actor});
+  const cron = cronOf(p);
   /** Runs `f` on every producer (this cell's first); the reports merged, the first failure thrown after all ran. */
   const everyProducer = async (f: (pr: Producer) => Promise<FlushReport>): Promise<FlushReport> => {
     const opened = await Promise.allSettled(others.values());
@@ -123,7 +128,15 @@ export function createClient(p: ClientParts): AxClient {
   let closing: Promise<FlushReport> | undefined;
   return {
     // Only the admin API: the scheduler's cron policy (materialize, repair, …) is not the SDK's.
-    cron: createCronAdmin({config: p.config, store: p.store, broker: p.broker, clock: p.clock, logger: p.logger, actor: p.actor}),
+    // A schedule is kept in its type's cell, whose scheduler fires it; the other calls act on this cell.
+    cron: {
+      ...cron,
+      add: async (input) => {
+        const cell =
+          input !== null && typeof input === 'object' && typeof input.type === 'string' ? cellFor({type: input.type}) : p.config.cell;
+        return cell === p.config.cell || !p.route ? cron.add(input) : cronOf((await otherCell(cell, p.route)).conn).add(input);
+      },
+    },
     dlq: createDlqAdmin({...p, payloadLimitBytes: p.config.payloadLimitBytes}),
     types: createTypesAdmin({...p, flowRefreshMs: p.config.flowRefreshMs}),
     // The own cell's submit is the producer's own call (no extra promise on the hot path).

@@ -174,12 +174,19 @@ describe('the client routes submits to their type’s cell', () => {
           return {inserted: tasks.map((t) => t.id), existing: [], conflicts: []};
         },
         doorbellsMark: async () => undefined,
+        clockNow: async () => new Date(),
+        // The cron admin's write: recorded with its cell, then stopped (only the routing is tested here).
+        schedulesAdd: async ({schedule}: {schedule: {type: string}}) => {
+          schedules.push(`${schedule.type}@${cell}`);
+          throw new Error('stop after the write');
+        },
       },
       broker: {publish: async () => undefined, on: () => undefined},
       release: async () => void released.push(cell),
     };
   }
   const released: string[] = [];
+  const schedules: string[] = [];
 
   test('each cell opened at its first submit, flushed and closed with the others', async () => {
     const written: Array<{cell: string; id: string; type: string}> = [];
@@ -215,5 +222,34 @@ describe('the client routes submits to their type’s cell', () => {
       'user_register_credit@small',
     ]);
     expect(released.sort()).toEqual(['big', 'default', 'small']);
+  });
+
+  test("a cron schedule is added in its type's cell, whose scheduler fires it", async () => {
+    const opened: string[] = [];
+    const client = createClient({
+      ...(fakeCell('default', []) as never as Parameters<typeof createClient>[0]),
+      clock: systemClock,
+      random: () => 0.5,
+      logger: createLogger('silent'),
+      actor: 'test',
+      operator: () => 'test',
+      route: {
+        cellOf: cellMap(CELLS, 'default'),
+        open: async (cell) => {
+          opened.push(cell);
+          return fakeCell(cell, []) as never;
+        },
+      },
+    });
+    schedules.length = 0;
+    await expect(client.cron.add({name: 'nightly-notify', cron: '0 2 * * *', tz: 'UTC', type: 'order_notify'})).rejects.toThrow(
+      'stop after the write',
+    );
+    await expect(client.cron.add({name: 'nightly-invoice', cron: '0 2 * * *', tz: 'UTC', type: 'invoice_send'})).rejects.toThrow(
+      'stop after the write',
+    );
+    expect(schedules).toEqual(['order_notify@big', 'invoice_send@default']);
+    expect(opened).toEqual(['big']);
+    await client.close();
   });
 });
