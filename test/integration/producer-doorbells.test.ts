@@ -7,7 +7,7 @@
  *   until the mark is older than republishAfter, then the scheduler's reconciler does.
  */
 import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest';
-import {Producer, type ProducerOptions} from '../../src/core/producer/producer.js';
+import {type Producer, type ProducerOptions} from '../../src/core/producer/producer.js';
 import {AxError} from '../../src/core/errors.js';
 import {createSchedulerService} from '../../src/core/scheduler/service.js';
 import type {Scheduler} from '../../src/core/scheduler/scheduler.js';
@@ -15,6 +15,7 @@ import type {Broker} from '../../src/core/broker/types.js';
 import type {DoorbellsMarkParams, TaskStore} from '../../src/core/store/types.js';
 import type {AxConfig} from '../../src/core/config/config.js';
 import {createTestEnv, takeRung, type TestEnv} from '../helpers/env.js';
+import {testProducer} from '../helpers/producer.js';
 
 /** `p`, or a failure naming `what` after `ms` (a bound, not a synchronisation). */
 async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
@@ -36,20 +37,7 @@ describe('producer doorbells', () => {
   const calls: Record<string, DoorbellsMarkParams[]> = {};
   let counting: TaskStore;
 
-  const producer = (o: Partial<ProducerOptions> = {}): Producer =>
-    new Producer({
-      store: counting,
-      broker,
-      clock: env.rt.clock,
-      random: env.rt.random,
-      logger: env.rt.logger,
-      defaults: {maxRetries: 5, payloadLimitBytes: 65_536, cell: 'default'},
-      batchSize: 500,
-      flushMs: 1000,
-      bufferLimit: 10_000,
-      actor: 'test:producer',
-      ...o,
-    });
+  const producer = (o: Partial<ProducerOptions> = {}): Producer => testProducer(env, counting, broker, o);
   /** A scheduler whose own loops stay quiet during a test (long periods): the test drives it. */
   const scheduler = async (id: string, config: Partial<AxConfig> = {}): Promise<Scheduler> => {
     const s = createSchedulerService({

@@ -3,32 +3,20 @@
  * broker to count or hold calls (the data still goes to the real servers).
  */
 import {afterAll, beforeAll, describe, expect, it} from 'vitest';
-import {Producer, type ProducerOptions} from '../../src/core/producer/producer.js';
+import {type Producer, type ProducerOptions} from '../../src/core/producer/producer.js';
 import {AxError, isAxError} from '../../src/core/errors.js';
 import {reconcile} from '../../src/core/reconcile/reconcile.js';
 import type {Broker} from '../../src/core/broker/types.js';
 import type {TaskStore, TasksInsertParams} from '../../src/core/store/types.js';
 import {createTestEnv, takeRung, type TestEnv} from '../helpers/env.js';
+import {testProducer} from '../helpers/producer.js';
 
 describe('producer', () => {
   let env: TestEnv;
   let store: TaskStore;
   let broker: Broker;
 
-  const producer = (o: Partial<ProducerOptions> = {}): Producer =>
-    new Producer({
-      store,
-      broker,
-      clock: env.rt.clock,
-      random: env.rt.random,
-      logger: env.rt.logger,
-      defaults: {maxRetries: 5, payloadLimitBytes: 65_536, cell: 'default'},
-      batchSize: 500,
-      flushMs: 1000,
-      bufferLimit: 10_000,
-      actor: 'test:producer',
-      ...o,
-    });
+  const producer = (o: Partial<ProducerOptions> = {}): Producer => testProducer(env, store, broker, o);
 
   const count = async (where = '1=1', params: unknown[] = []) =>
     Number((await env.sql<{n: number}>(`SELECT COUNT(*) AS n FROM tasks WHERE ${where}`, params))[0]!.n);

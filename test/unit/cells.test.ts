@@ -187,13 +187,10 @@ describe('the client routes submits to their type’s cell', () => {
   }
   const released: string[] = [];
   const schedules: string[] = [];
-
-  test('each cell opened at its first submit, flushed and closed with the others', async () => {
-    const written: Array<{cell: string; id: string; type: string}> = [];
-    const opened: string[] = [];
-    const own = fakeCell('default', written);
-    const client = createClient({
-      ...(own as never as Parameters<typeof createClient>[0]),
+  /** A client of the default cell routing by CELLS; every cell it opens is recorded in `opened` and writes to `written`. */
+  const routedClient = (opened: string[], written: Array<{cell: string; id: string; type: string}> = []) =>
+    createClient({
+      ...(fakeCell('default', written) as never as Parameters<typeof createClient>[0]),
       clock: systemClock,
       random: () => 0.5,
       logger: createLogger('silent'),
@@ -207,6 +204,11 @@ describe('the client routes submits to their type’s cell', () => {
         },
       },
     });
+
+  test('each cell opened at its first submit, flushed and closed with the others', async () => {
+    const written: Array<{cell: string; id: string; type: string}> = [];
+    const opened: string[] = [];
+    const client = routedClient(opened, written);
     await client.submit({type: 'invoice_send', payload: {}});
     await client.submit({type: 'order_notify', payload: {}});
     await client.submit({type: 'order_ship', payload: {}});
@@ -226,21 +228,7 @@ describe('the client routes submits to their type’s cell', () => {
 
   test("a cron schedule is added in its type's cell, whose scheduler fires it", async () => {
     const opened: string[] = [];
-    const client = createClient({
-      ...(fakeCell('default', []) as never as Parameters<typeof createClient>[0]),
-      clock: systemClock,
-      random: () => 0.5,
-      logger: createLogger('silent'),
-      actor: 'test',
-      operator: () => 'test',
-      route: {
-        cellOf: cellMap(CELLS, 'default'),
-        open: async (cell) => {
-          opened.push(cell);
-          return fakeCell(cell, []) as never;
-        },
-      },
-    });
+    const client = routedClient(opened);
     schedules.length = 0;
     await expect(client.cron.add({name: 'nightly-notify', cron: '0 2 * * *', tz: 'UTC', type: 'order_notify'})).rejects.toThrow(
       'stop after the write',
