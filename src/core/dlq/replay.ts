@@ -277,8 +277,13 @@ export async function runReplay(run: ReplayRun, sel: ReplaySelection, plan: Repl
     inFlight.push(job);
     if (inFlight.length >= window) await inFlight.shift();
     if (run.rate !== undefined) {
-      const due = ((out.replayed + out.skipped.length) / run.rate) * 1000 - (run.clock.monotonic() - started);
-      if (due > 0) await sleep(run.clock, due);
+      // Until the tasks so far are within the rate. Timers fire on a whole-millisecond clock and
+      // may come a fraction of a millisecond early: wait whole milliseconds, and check again.
+      for (;;) {
+        const due = ((out.replayed + out.skipped.length) / run.rate) * 1000 - (run.clock.monotonic() - started);
+        if (due <= 0) break;
+        await sleep(run.clock, Math.ceil(due));
+      }
     }
   }
   try {
