@@ -34,8 +34,8 @@ export type FlowRefusal = Omit<LimitRefusal, 'parked'> & {parked: 'paused' | 'br
 export const runningCountSql = (n: number): string =>
   `SELECT type, COUNT(*) AS n FROM tasks WHERE cell = ? AND state = 'running' AND type IN (${marks(n)}) GROUP BY type`;
 
-const SHARED_COLUMNS = 'type, paused, paused_by, paused_reason, breaker_state, breaker_until, breaker_changed_at, NOW(3) AS now';
-const LOCKED_COLUMNS = `${SHARED_COLUMNS}, settings, probe_episode, probes_used, rate_tokens, rate_at`;
+const SHARED_COLUMNS = 'type, paused, paused_by, paused_reason, settings, breaker_state, breaker_until, breaker_changed_at, NOW(3) AS now';
+const LOCKED_COLUMNS = `${SHARED_COLUMNS}, probe_episode, probes_used, rate_tokens, rate_at`;
 
 function flowStateOf(r: Row, settings: Record<string, unknown>): FlowState {
   return {
@@ -109,7 +109,8 @@ export async function admitClaim(
   const limitsDue: Array<{r: Row; mine: ClaimRow[]; l: ReturnType<typeof limitsOf>}> = [];
   for (const {r, locked: isLocked} of regs) {
     const type = r.type as string;
-    const settings = isLocked ? parseSettings(r.settings as string | null) : {};
+    // Read with either lock: a half-open type's probe recheck follows its own cool-down.
+    const settings = parseSettings(r.settings as string | null);
     const state = flowStateOf(r, settings);
     const nowMs = (r.now as Date).getTime();
     const mine = rows.filter((x) => x.type === type);
