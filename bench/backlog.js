@@ -123,7 +123,10 @@ async function writeCost(sql, n) {
       const alters = variants[name];
       await sql('DROP TABLE IF EXISTS bench_w');
       await sql('CREATE TABLE bench_w LIKE tasks');
-      await sql('ALTER TABLE bench_w DROP INDEX idx_tasks_state_type, ADD INDEX idx_tasks_type_state (cell, type, state)');
+      // The indexes as migration 11 left them (migration 17 reshaped idx_tasks_due and idx_tasks_dispatch).
+      await sql(`ALTER TABLE bench_w DROP INDEX idx_tasks_due, ADD INDEX idx_tasks_due (cell, state, run_at),
+        DROP INDEX idx_tasks_dispatch, ADD INDEX idx_tasks_dispatch (cell, published_at, state, run_at),
+        ADD INDEX idx_tasks_type_state (cell, type, state)`);
       if (alters.length) await sql(`ALTER TABLE bench_w ${alters.join(', ')}`);
       const t0 = performance.now();
       for (let lo = 0; lo < n; lo += 500) {

@@ -27,7 +27,10 @@ describe('query plan of the archive batch read', () => {
 
   it('reads a range of idx_tasks_due in order, with and without a cursor', async () => {
     const cutoff = new Date(Date.now() - 86_400_000);
-    for (const after of [null, {runAt: new Date(Date.now() - 5 * 86_400_000), id: '00000100-0000-7000-8000-000000000000'}]) {
+    for (const after of [
+      null,
+      {runAt: new Date(Date.now() - 5 * 86_400_000), type: 'order_notify', id: '00000100-0000-7000-8000-000000000000'},
+    ]) {
       const q = archiveCandidatesSql('default', {state: 'succeeded', finishedBefore: cutoff, after, limit: 500});
       const p = (await env.sql<Plan>(`EXPLAIN ${q.sql}`, q.params))[0]!;
       expect(p.key).toBe('idx_tasks_due');

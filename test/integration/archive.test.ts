@@ -94,6 +94,25 @@ describe('archiver', () => {
     expect((await a.run()).tasks).toEqual({succeeded: 0, dead: 0, cancelled: 0});
   });
 
+  it('walks rows of several types due at the same instant in (run_at, type, id) order: each archived once', async () => {
+    const ids = [
+      ...(await finished(store, 'arch_tie_b', 9, 'complete')),
+      ...(await finished(store, 'arch_tie_a', 9, 'complete')),
+      ...(await finished(store, 'arch_tie_c', 9, 'complete')),
+    ];
+    // One run_at for all 27 (batches of 7 end inside a type and between types), finished long ago.
+    await env.sql(`${ageSql(40)} WHERE id IN (?)`, [ids]);
+    await env.sql('UPDATE tasks SET run_at = (SELECT MIN(t.run_at) FROM (SELECT run_at FROM tasks WHERE id IN (?)) t) WHERE id IN (?)', [
+      ids,
+      ids,
+    ]);
+    const r = await createArchiver(env.rt, store, target).run();
+    expect(r.tasks.succeeded).toBe(ids.length);
+    const archived = (await archivedIds()).filter((id) => ids.includes(id));
+    expect(archived).toEqual([...ids].sort());
+    expect((await env.sql<{n: number}>('SELECT COUNT(*) AS n FROM tasks WHERE id IN (?)', [ids]))[0]!.n).toBe(0);
+  });
+
   it('show finds an archived task by id; restore round-trips it byte for byte and refuses a second time', async () => {
     const id = old[0]!;
     const f = await showArchived(target, 'default', id);

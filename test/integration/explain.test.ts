@@ -7,7 +7,14 @@ import {DOCTOR_SQL} from '../../src/core/store/mysql/doctor.js';
 import {failureGroupsSql} from '../../src/core/store/mysql/failures.js';
 import {runningCountSql} from '../../src/core/store/mysql/admit-claim.js';
 import {HOT_SQL} from '../../src/core/store/mysql/read.js';
-import {claimSelectSql, claimUpdateSql, earlyResetSql, markPublishedSql, outcomeUpdateSql} from '../../src/core/store/mysql/write.js';
+import {
+  claimSelectSql,
+  claimUpdateSql,
+  earlyResetSql,
+  holdForDispatchSql,
+  markPublishedSql,
+  outcomeUpdateSql,
+} from '../../src/core/store/mysql/write.js';
 import {createTestEnv, type TestEnv} from '../helpers/env.js';
 
 interface Plan {
@@ -33,10 +40,12 @@ describe('query plans of the hot statements', () => {
   beforeAll(async () => {
     env = await createTestEnv();
     // 20k rows: most finished, some due, some running — roughly what a busy day leaves behind.
-    await env.sql(`INSERT INTO tasks (id, cell, type, pool, state, attempt, max_retries, run_at, lease_until, fence, content_hash, created_at, updated_at, payload)
+    await env.sql(`INSERT INTO tasks (id, cell, type, pool, state, attempt, max_retries, run_at, lease_until, fence, content_hash, created_at, updated_at, payload, published_at)
       SELECT CONCAT(LPAD(HEX(seq), 8, '0'), '-0000-7000-8000-000000000000'), 'default', ELT(1 + seq % 4, 'order_notify', 'user_register_credit', 'report_build', 'payment_capture'), 'io',
              ELT(1 + seq % 20, 'submitted', 'running', 'failed', 'succeeded', 'succeeded', 'succeeded', 'succeeded', 'succeeded', 'succeeded', 'succeeded', 'succeeded', 'succeeded', 'succeeded', 'succeeded', 'succeeded', 'succeeded', 'succeeded', 'dead', 'succeeded', 'cancelled'),
-             1, 5, NOW(3) - INTERVAL seq SECOND, IF(seq % 20 = 1, NOW(3) + INTERVAL 30 SECOND, NULL), 1, 'x', NOW(3) - INTERVAL seq SECOND, NOW(3), '{}'
+             1, 5, NOW(3) - INTERVAL seq SECOND, IF(seq % 20 = 1, NOW(3) + INTERVAL 30 SECOND, NULL), 1, 'x', NOW(3) - INTERVAL seq SECOND, NOW(3), '{}',
+             -- Every row that left the waiting states was rung (or marked when it left them unrung).
+             IF(1 + seq % 20 IN (1, 3), NULL, NOW(3) - INTERVAL seq SECOND)
         FROM seq_1_to_20000`);
     await env.sql('ANALYZE TABLE tasks');
     // History spread over the last ~6 hours: every task submitted, claimed and finished; one in
@@ -117,31 +126,41 @@ describe('query plans of the hot statements', () => {
     expect(Number((p as unknown as {rows: number}).rows)).toBeLessThan(2000);
   });
 
+  it('scheduler: its hold of due-soon unrung rows is a range of idx_tasks_dispatch (the unrung rows only)', async () => {
+    const q = holdForDispatchSql('default', {owner: 's1', horizonMs: 60_000, holdMs: 30_000, limit: 1000});
+    const p = (await env.sql<Plan & {rows: number}>(`EXPLAIN ${q.sql}`, q.params))[0]!;
+    expect(p.key).toBe('idx_tasks_dispatch');
+    expect(p.type).toBe('range');
+    // The unrung rows only: the 2,000 waiting ones of 20,000 (sorted by run_at: MariaDB's UPDATE …
+    // ORDER BY … LIMIT sorts the range it read, as it did with `state` in the index).
+    expect(Number(p.rows)).toBeLessThan(4000);
+  });
+
   it('reconciler: due undispatched tasks through idx_tasks_due', async () => {
     expect((await explain(HOT_SQL.undispatched, ['default', 300_000_000, 1000])).key).toBe('idx_tasks_due');
   });
 
-  it('stats: a covering scan of idx_tasks_state_type', async () => {
+  it('stats: a covering scan of idx_tasks_due', async () => {
     const p = await explain(HOT_SQL.stats, ['default']);
-    expect(p.key).toBe('idx_tasks_state_type');
+    expect(p.key).toBe('idx_tasks_due');
     expect(p.Extra).toContain('Using index');
   });
 
-  it('running rows of capped types (the claim of a type with --max-running): an index-only range of idx_tasks_state_type', async () => {
+  it('running rows of capped types (the claim of a type with --max-running): an index-only range of idx_tasks_due', async () => {
     const p = (await env.sql<Plan & {rows: number}>(`EXPLAIN ${runningCountSql(2)}`, ['default', 'order_notify', 'report_build']))[0]!;
-    expect(p.key).toBe('idx_tasks_state_type');
-    expect(p.type).toBe('range');
+    expect(p.key).toBe('idx_tasks_due');
+    expect(['ref', 'range']).toContain(p.type);
     expect(p.Extra).toContain('Using index');
-    // Only the running entries of the two types: ~500 of 20,000.
+    // Only the running entries (the type checked in the index): ~1,000 of 20,000.
     expect(Number(p.rows)).toBeLessThan(2000);
   });
 
-  it('backlog: an index-only range of idx_tasks_state_type over the live and dead states, grouped in index order', async () => {
+  it('backlog: an index-only range of idx_tasks_due over the live and dead states, grouped without a sort', async () => {
     const p = (await env.sql<Plan & {rows: number}>(`EXPLAIN ${HOT_SQL.backlog}`, ['default']))[0]!;
-    expect(p.key).toBe('idx_tasks_state_type');
+    expect(p.key).toBe('idx_tasks_due');
     expect(p.type).toBe('range');
     expect(p.Extra).toContain('Using index');
-    expect(p.Extra).not.toMatch(/temporary|filesort/);
+    expect(p.Extra).not.toMatch(/filesort/);
     // 4 of the 20 states' buckets are live or dead (submitted, running, failed, dead): ~4,000 of 20,000.
     expect(Number(p.rows)).toBeLessThan(8000);
   });

@@ -60,3 +60,53 @@ describe('the claim UPDATE carries its own guard', () => {
     }
   });
 });
+
+describe('a row that leaves the waiting states unrung gets its mark (idx_tasks_dispatch holds waiting rows only)', () => {
+  it('claim and cancel set published_at when it was NULL and keep it when it was set', async () => {
+    const env = await createTestEnv();
+    try {
+      const store = await env.store();
+      const newId = createIdGenerator(() => Date.now());
+      const spec = (n: number, delayMs = 0) =>
+        validateTaskSpec(
+          {type: 'order_notify', payload: {n}, ...(delayMs ? {delay: `${delayMs}ms`} : {})},
+          {maxRetries: 5, payloadLimitBytes: 65_536, cell: 'default'},
+          Date.now(),
+          newId,
+        );
+      const [unrung, rung, delayed, many] = [spec(1), spec(2), spec(3, 3_600_000), spec(4, 3_600_000)];
+      await store.tasksInsert({tasks: [unrung!, rung!, delayed!, many!], actor: 'test', markPublished: [rung!.id]});
+      const marks = async () =>
+        new Map(
+          (await env.sql<{id: string; published_at: Date | null}>('SELECT id, published_at FROM tasks')).map((r) => [r.id, r.published_at]),
+        );
+      const before = await marks();
+      expect(before.get(unrung!.id)).toBeNull();
+      expect(before.get(rung!.id)).toBeInstanceOf(Date);
+      expect(before.get(delayed!.id)).toBeNull();
+
+      await store.tasksClaim({ids: [unrung!.id, rung!.id], worker: 'w1', leaseMs: 30_000});
+      await store.tasksCancel({id: delayed!.id, actor: 'op', reason: 'not needed'});
+      await store.tasksCancelMany({
+        type: 'order_notify',
+        states: ['submitted'],
+        limit: 10,
+        actor: 'op',
+        reason: 'all',
+        audit: {operator: 'op', command: 'tasks cancel', filter: {type: 'order_notify'}, reason: 'all'},
+      });
+      const after = await marks();
+      expect(after.get(unrung!.id)).toBeInstanceOf(Date);
+      expect(after.get(rung!.id)).toEqual(before.get(rung!.id));
+      expect(after.get(delayed!.id)).toBeInstanceOf(Date);
+      expect(after.get(many!.id)).toBeInstanceOf(Date);
+      expect(
+        (
+          await env.sql<{n: number}>("SELECT COUNT(*) AS n FROM tasks WHERE published_at IS NULL AND state NOT IN ('submitted', 'failed')")
+        )[0]!.n,
+      ).toBe(0);
+    } finally {
+      await env.dispose();
+    }
+  });
+});

@@ -20,9 +20,10 @@ export interface ArchivedTask {
 export type ArchivableState = 'succeeded' | 'dead' | 'cancelled';
 export const ARCHIVABLE_STATES: readonly ArchivableState[] = ['succeeded', 'dead', 'cancelled'];
 
-/** Where a batch walk stands in idx_tasks_due (cell, state, run_at, id) order. */
+/** Where a batch walk stands in idx_tasks_due (cell, state, run_at, type, id) order. */
 export interface ArchiveCursor {
   runAt: Date;
+  type: string;
   id: string;
 }
 

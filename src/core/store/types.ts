@@ -464,10 +464,11 @@ export interface InspectStore extends DbClockStore {
   /** Cancels a submitted or failed task. Returns the state it was in (null: unknown id). */
   tasksCancel(p: TasksCancelParams): Promise<{from: TaskState | null; cancelled: boolean}>;
   /**
-   * Cancels up to `limit` tasks of `type` in `states` (submitted and/or failed), smallest ids first,
-   * in one transaction: a locking read through idx_tasks_state_type, one UPDATE guarded by the
-   * cancel transition, one history INSERT, one audit row (none when nothing was cancelled). Call
-   * again until fewer than `limit` come back.
+   * Cancels up to `limit` tasks of `type` in `states` (submitted and/or failed), smallest ids first:
+   * a plain read of the candidates (idx_tasks_due, the waiting entries), then a transaction that
+   * locks them by primary key, re-checks them and cancels those still waiting (one guarded UPDATE,
+   * one history INSERT, one audit row; none when nothing was cancelled); candidates that moved in
+   * between are replaced by a next round. Call again until fewer than `limit` come back.
    */
   tasksCancelMany(p: TasksCancelManyParams): Promise<Array<{id: string; from: TaskState}>>;
   /** The audit trail, newest first (append-only: nothing edits or deletes it). */
@@ -587,8 +588,8 @@ export interface DeadReplayResult {
 }
 
 /**
- * The dead-letter queue: dead tasks, read through a range of idx_tasks_due (cell, state = 'dead')
- * or idx_tasks_state_type; the cost is a scan of the dead rows the filter keeps, sorted.
+ * The dead-letter queue: dead tasks, read through a range of idx_tasks_due (cell, state = 'dead');
+ * the cost is a scan of the dead rows the filter keeps, sorted.
  */
 export interface DeadLetterStore {
   /** Newest death first (finished_at, then id, descending). */
@@ -597,8 +598,7 @@ export interface DeadLetterStore {
   deadErrorGroups(p: DeadFilter): Promise<DeadErrorGroup[]>;
   /**
    * Dead tasks in id order after `afterId`, at most `limit`: the pages a replay (and its --patch
-   * check) walks. With a type, a range of idx_tasks_type_state already in id order; without, the
-   * dead rows of idx_tasks_due past the cursor, sorted.
+   * check) walks: the dead rows of idx_tasks_due past the cursor (a type checked in the index), sorted.
    */
   deadPage(p: DeadPageParams): Promise<DeadPageRow[]>;
   /**

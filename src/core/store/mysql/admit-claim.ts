@@ -28,8 +28,8 @@ export type FlowRefusal = Omit<LimitRefusal, 'parked'> & {parked: 'paused' | 'br
 
 /**
  * Running rows of `n` capped types (params: cell, the types). An index-only range of
- * idx_tasks_state_type (cell, 'running', type): at most the types' caps of entries. Exported for
- * the plan test.
+ * idx_tasks_due (cell, 'running'), the type checked in the index: one entry per running task of
+ * the cell (what the workers hold, never the backlog). Exported for the plan test.
  */
 export const runningCountSql = (n: number): string =>
   `SELECT type, COUNT(*) AS n FROM tasks WHERE cell = ? AND state = 'running' AND type IN (${marks(n)}) GROUP BY type`;

@@ -126,7 +126,7 @@ export async function archiveCount(db: Db, cell: string, finishedBefore: Date): 
 
 /**
  * The candidates of a batch: a range of idx_tasks_due (cell, state, run_at < cutoff) read in index
- * order past the cursor (run_at, id: the primary key is the index's last part), filtered by
+ * order past the cursor (run_at, type, id: the primary key is the index's last part), filtered by
  * finished_at. run_at ≤ finished_at for every finished row (a task finishes after it was due), so
  * the range holds every row of the window; a cancelled delayed task whose run_at is still ahead is
  * archived once its run_at too is past the cutoff (later, never sooner).
@@ -135,18 +135,19 @@ export function archiveCandidatesSql(
   cell: string,
   p: Pick<ArchiveBatchParams, 'state' | 'finishedBefore' | 'after' | 'limit'>,
 ): {sql: string; params: unknown[]} {
-  const cursor = p.after === null ? '' : ' AND (run_at > ? OR (run_at = ? AND id > ?))';
+  const cursor = p.after === null ? '' : ' AND (run_at > ? OR (run_at = ? AND (type > ? OR (type = ? AND id > ?))))';
+  const at = p.after;
   return {
-    sql: `SELECT id, run_at FROM tasks FORCE INDEX (idx_tasks_due)
+    sql: `SELECT id, run_at, type FROM tasks FORCE INDEX (idx_tasks_due)
       WHERE cell = ? AND state = ? AND run_at < ?${cursor} AND finished_at < ?
-      ORDER BY run_at, id LIMIT ?`,
-    params: [cell, p.state, p.finishedBefore, ...(p.after ? [p.after.runAt, p.after.runAt, p.after.id] : []), p.finishedBefore, p.limit],
+      ORDER BY run_at, type, id LIMIT ?`,
+    params: [cell, p.state, p.finishedBefore, ...(at ? [at.runAt, at.runAt, at.type, at.type, at.id] : []), p.finishedBefore, p.limit],
   };
 }
 
 /**
  * One archive batch (see ArchiveStore.archiveBatch). Candidates: a range of idx_tasks_due
- * (cell, state, run_at < finishedBefore, then id) past the cursor, filtered by finished_at, in index
+ * (cell, state, run_at < finishedBefore, then type, id) past the cursor, filtered by finished_at, in index
  * order, without locks. Then one transaction: the rows by primary key FOR UPDATE, re-checked; their
  * history through idx_history_task; `write`; two multi-row DELETEs by primary key / task id.
  */
@@ -154,7 +155,7 @@ export async function archiveBatch(db: Db, cell: string, p: ArchiveBatchParams):
   const q = archiveCandidatesSql(cell, p);
   const candidates = await select(db, db.pool, q.sql, q.params);
   const last = candidates.at(-1);
-  const next = candidates.length < p.limit || !last ? null : {runAt: last.run_at as Date, id: last.id as string};
+  const next = candidates.length < p.limit || !last ? null : {runAt: last.run_at as Date, type: last.type as string, id: last.id as string};
   if (candidates.length === 0) return {deleted: [], next};
   const ids = candidates.map((r) => r.id as string);
   const deleted = await tx(db, async (c) => {

@@ -40,7 +40,7 @@ function deadWhere(cell: string, f: DeadFilter): Where {
 /**
  * Dead tasks, newest death first. Params: the filter, limit, and the cursor `after` (a task id:
  * only rows before it in (finished_at, id) order; an unknown cursor selects nothing). Index:
- * idx_tasks_due (cell, state) or idx_tasks_state_type (cell, state, type); a sort of the rows kept.
+ * idx_tasks_due (cell, 'dead', …), the type checked in the index; a sort of the rows kept.
  */
 export async function listDead(db: Db, cell: string, p: DeadListParams): Promise<DeadTaskRow[]> {
   const w = deadWhere(cell, p);
@@ -86,8 +86,8 @@ export async function deadErrorGroups(db: Db, cell: string, f: DeadFilter): Prom
 
 /**
  * Dead tasks in id order past `afterId` (see DeadLetterStore.deadPage); payloads only when asked.
- * With a type: a range of idx_tasks_type_state (cell, type, state, id) read in order, `limit` rows;
- * without: the rows of idx_tasks_due (cell, 'dead') past the cursor, sorted by id.
+ * The rows of idx_tasks_due (cell, 'dead', …) past the cursor (the type, when given, checked in the
+ * index), sorted by id.
  */
 export async function deadPage(db: Db, cell: string, p: DeadPageParams): Promise<DeadPageRow[]> {
   const w = deadWhere(cell, p).if(p.afterId !== undefined, 'id > ?', p.afterId);

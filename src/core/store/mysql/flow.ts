@@ -25,7 +25,7 @@ import type {
 } from '../types.js';
 import {insertAudit} from './audit.js';
 import {type Conn, type Db, exec, marks, type Row, select, tx} from './db.js';
-import {type FencedRef, guardedWhere, inList} from './guards.js';
+import {type FencedRef, MARK_LEFT_UNRUNG, guardedWhere, inList} from './guards.js';
 import {clipError, historyInsert, type HistoryRow} from './rows.js';
 
 const TYPE_COLUMNS =
@@ -283,7 +283,7 @@ export async function deferTasks(db: Db, cell: string, p: TasksDeferParams): Pro
       await exec(
         db,
         c,
-        `UPDATE tasks SET state = '${TRANSITIONS.unhandledDead.to}', finished_at = NOW(3), updated_at = NOW(3), parked = NULL,
+        `UPDATE tasks SET state = '${TRANSITIONS.unhandledDead.to}', finished_at = NOW(3), updated_at = NOW(3), parked = NULL, ${MARK_LEFT_UNRUNG},
                 last_error = CONCAT('no live worker has a handler for type "', type, '" (waited AX_UNHANDLED_DEAD_AFTER)')
           WHERE ${where.sql}`,
         where.params,
@@ -298,35 +298,60 @@ export async function deferTasks(db: Db, cell: string, p: TasksDeferParams): Pro
   });
 }
 
-/** See FlowStore.parkedRelease. Locking read through idx_tasks_state_type (cell, state, type, …), one UPDATE. */
+/** Read-then-lock rounds of one releaseParked call (candidates that moved in between are replaced). */
+const RELEASE_ROUNDS = 5;
+
+/**
+ * See FlowStore.parkedRelease. The candidates: a plain read of the type's parked waiting rows
+ * (idx_tasks_due (cell, state, run_at, type): the waiting entries, the type checked in the index),
+ * without locks, so that it never holds the other types' waiting rows against their claims. Then
+ * one transaction: the candidates by primary key FOR UPDATE, re-checked (a claim or a defer may
+ * have moved one since), and one UPDATE of the rows still parked.
+ */
 export async function releaseParked(db: Db, cell: string, p: ParkedReleaseParams): Promise<Array<DispatchRef & {fence: number}>> {
   if (p.kinds.length === 0) return [];
-  return tx(db, async (c) => {
-    const rows = await select(
-      db,
-      c,
-      `SELECT id, type, pool, priority, fence FROM tasks
-        WHERE cell = ? AND type = ? AND state IN (${inList(TRANSITIONS.defer.from)}) AND parked IN (${marks(p.kinds.length)})
-        ORDER BY id LIMIT ? FOR UPDATE`,
-      [cell, p.type, ...p.kinds, p.limit],
-    );
-    if (rows.length === 0) return [];
-    const ids = rows.map((r) => r.id as string);
-    await exec(
-      db,
-      c,
-      `UPDATE tasks SET run_at = NOW(3), parked = NULL, parked_at = NULL, published_at = NULL, updated_at = NOW(3)
-        WHERE id IN (${marks(ids.length)}) AND state IN (${inList(TRANSITIONS.defer.from)})`,
-      ids,
-    );
-    return rows.map((r) => ({
-      id: r.id as string,
-      type: r.type as string,
-      pool: r.pool as DispatchRef['pool'],
-      priority: r.priority as DispatchRef['priority'],
-      fence: Number(r.fence),
-    }));
-  });
+  const parkedWhere = `cell = ? AND type = ? AND state IN (${inList(TRANSITIONS.defer.from)}) AND parked IN (${marks(p.kinds.length)})`;
+  const out: Array<DispatchRef & {fence: number}> = [];
+  // A candidate that moved between the two reads is no longer parked and is not read again; a few
+  // rounds fill the batch, so that "fewer than limit" still means "no more parked rows".
+  for (let round = 0; round < RELEASE_ROUNDS && out.length < p.limit; round++) {
+    const want = p.limit - out.length;
+    const candidates = await select(db, db.pool, `SELECT id FROM tasks WHERE ${parkedWhere} ORDER BY id LIMIT ?`, [
+      cell,
+      p.type,
+      ...p.kinds,
+      want,
+    ]);
+    if (candidates.length === 0) break;
+    const picked = candidates.map((r) => r.id as string);
+    const released = await tx(db, async (c) => {
+      const rows = await select(
+        db,
+        c,
+        `SELECT id, type, pool, priority, fence FROM tasks WHERE id IN (${marks(picked.length)}) AND ${parkedWhere} ORDER BY id FOR UPDATE`,
+        [...picked, cell, p.type, ...p.kinds],
+      );
+      if (rows.length === 0) return [];
+      const ids = rows.map((r) => r.id as string);
+      await exec(
+        db,
+        c,
+        `UPDATE tasks SET run_at = NOW(3), parked = NULL, parked_at = NULL, published_at = NULL, updated_at = NOW(3)
+          WHERE id IN (${marks(ids.length)}) AND state IN (${inList(TRANSITIONS.defer.from)})`,
+        ids,
+      );
+      return rows.map((r) => ({
+        id: r.id as string,
+        type: r.type as string,
+        pool: r.pool as DispatchRef['pool'],
+        priority: r.priority as DispatchRef['priority'],
+        fence: Number(r.fence),
+      }));
+    });
+    out.push(...released);
+    if (candidates.length < want) break;
+  }
+  return out;
 }
 
 /** See FlowStore.outcomeCounts. Params: cell, window (s). Index: idx_type_outcomes_second range. */

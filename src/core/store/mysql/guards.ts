@@ -9,6 +9,15 @@ import {marks} from './db.js';
 /** `'a', 'b'`: states are a fixed enum, never user input. */
 export const inList = (states: readonly TaskState[]): string => states.map((s) => `'${s}'`).join(', ');
 
+/**
+ * The SET item of every transition that leaves the claimable states (claim, cancel, dead-letter of
+ * an unhandled type): a row that was never rung gets its mark, so `published_at IS NULL` holds for
+ * claimable rows only and the scheduler's range of idx_tasks_dispatch (cell, published_at, run_at),
+ * which carries no state, stays as small as the unrung backlog (migration 17). A row already rung
+ * keeps its value: InnoDB then leaves that index entry alone.
+ */
+export const MARK_LEFT_UNRUNG = 'published_at = COALESCE(published_at, NOW(3))';
+
 /** A row a guarded statement targets: its id and the fence the caller holds. */
 export interface FencedRef {
   id: string;

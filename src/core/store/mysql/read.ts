@@ -16,7 +16,7 @@ import type {
   WorkerRow,
   WorkerStatsDoc,
 } from '../types.js';
-import {TASK_STATES, type TaskState} from '../../task/state.js';
+import type {TaskState} from '../../task/state.js';
 import {type Db, exec, marks, select} from './db.js';
 import {LAST_ERROR_CONTAINS, likeLiteral} from './dlq.js';
 import {TASK_COLUMNS, toDueTask, toHistoryEntry, toTaskRecord} from './rows.js';
@@ -30,21 +30,24 @@ export const HOT_SQL = {
   /** Params: cell, limit. Index: idx_tasks_due (cell, state, …): running rows are few. */
   expiredLeases: `SELECT id, fence, attempt, max_retries, retry_base, worker FROM tasks
       WHERE cell = ? AND state = 'running' AND lease_until < NOW(3) ORDER BY lease_until LIMIT ?`,
-  /** Params: cell, republishAfter µs, limit. Index: idx_tasks_due (cell, state, run_at). */
-  undispatched: `SELECT id, type, pool, priority, run_at, schedule_name, attempt, fence, dedup_key FROM tasks
+  /**
+   * Params: cell, republishAfter µs, limit. Index: idx_tasks_due (cell, state, run_at), forced:
+   * idx_tasks_dispatch's range for "rung before" would hold every finished row.
+   */
+  undispatched: `SELECT id, type, pool, priority, run_at, schedule_name, attempt, fence, dedup_key FROM tasks FORCE INDEX (idx_tasks_due)
       WHERE cell = ? AND state IN ('submitted', 'failed') AND run_at <= NOW(3)
         AND (published_at IS NULL OR published_at < NOW(3) - INTERVAL ? MICROSECOND)
       ORDER BY run_at LIMIT ?`,
-  /** Params: cell. Index: idx_tasks_state_type, covering (a scan of the cell's entries: all-time counts). */
+  /** Params: cell. Index: idx_tasks_due (cell, state, run_at, type), covering (a scan of the cell's entries: all-time counts). */
   stats: 'SELECT type, state, COUNT(*) AS n FROM tasks WHERE cell = ? GROUP BY type, state ORDER BY type, state',
   /**
-   * Params: cell. Index: idx_tasks_state_type (cell, state, type, run_at), covering: a range over
-   * the live states and the dead one, grouped in index order (no temporary table, no row lookup).
-   * Cost: one index entry per live or dead task; the finished tasks are never read.
+   * Params: cell. Index: idx_tasks_due (cell, state, run_at, type), covering: a range over the
+   * live states and the dead one (no row lookup), grouped in a small temporary table (a row per
+   * state × type). Cost: one index entry per live or dead task; the finished tasks are never read.
    */
   backlog: `SELECT state, type, COUNT(*) AS n, SUM(run_at <= NOW(3)) AS due,
         IF(MIN(run_at) <= NOW(3), MIN(run_at), NULL) AS oldest_due
-      FROM tasks WHERE cell = ? AND state IN ('submitted', 'failed', 'running', 'dead') GROUP BY state, type`,
+      FROM tasks WHERE cell = ? AND state IN ('submitted', 'failed', 'running', 'dead') GROUP BY state, type ORDER BY NULL`,
   /**
    * Params: since, cell. Index: idx_history_failures (to_state, at): a range over the terminal
    * transitions of the window, then each task by PRIMARY (cell, type); a temporary table of the
@@ -89,8 +92,8 @@ export async function history(db: Db, id: string): Promise<HistoryEntry[]> {
 }
 
 /**
- * Newest tasks first, filtered by state/type/creation time (idx_tasks_created, or
- * idx_tasks_state_type when a type is given), dedup key (uq_tasks_dedup), a substring of the last
+ * Newest tasks first, filtered by state/type/creation time (idx_tasks_created read newest first,
+ * or idx_tasks_due (cell, state, …) for a state), dedup key (uq_tasks_dedup), a substring of the last
  * error and a payload field (both checked on each row the index range yields). All filter values
  * are bound parameters.
  */
@@ -99,9 +102,6 @@ export async function listTasks(db: Db, cell: string, f: ListFilter): Promise<Ta
     .and('cell = ?', cell)
     .if(Boolean(f.state), 'state = ?', f.state)
     .if(Boolean(f.type), 'type = ?', f.type)
-    // idx_tasks_state_type leads with the state: naming every state keeps a type-only filter a
-    // range of that index (one per state) instead of a scan of the cell.
-    .if(Boolean(f.type) && !f.state, `state IN (${TASK_STATES.map((x) => `'${x}'`).join(', ')})`)
     .if(Boolean(f.since), 'created_at >= ?', f.since)
     .if(f.dedupKey !== undefined, 'dedup_key = ?', f.dedupKey)
     .if(f.errorContains !== undefined, LAST_ERROR_CONTAINS, likeLiteral(f.errorContains ?? ''))
@@ -117,7 +117,7 @@ export async function listTasks(db: Db, cell: string, f: ListFilter): Promise<Ta
   return rows.map(toTaskRecord);
 }
 
-/** Counts per type × state (a covering scan of idx_tasks_state_type). */
+/** Counts per type × state (a covering scan of idx_tasks_due). */
 export async function stats(db: Db, cell: string): Promise<StatsRow[]> {
   const rows = await select(db, db.pool, HOT_SQL.stats, [cell]);
   return rows.map((r) => ({type: r.type as string, state: r.state as TaskState, count: Number(r.n)}));
@@ -151,7 +151,7 @@ export async function terminalCounts(db: Db, cell: string, {since}: {since: Date
   return rows.map((r) => ({type: r.type as string, state: r.state as TerminalCountRow['state'], count: Number(r.n)}));
 }
 
-/** Running rows whose lease is before NOW(3), oldest lease first (idx_tasks_lease). */
+/** Running rows whose lease is before NOW(3), oldest lease first (idx_tasks_due: the running entries). */
 export async function findExpiredLeases(db: Db, cell: string, {limit}: LeasesFindExpiredParams): Promise<ExpiredLease[]> {
   const rows = await select(db, db.pool, HOT_SQL.expiredLeases, [cell, limit]);
   return rows.map((r) => ({

@@ -20,7 +20,7 @@ import {admitClaim, type ClaimRow} from './admit-claim.js';
 import {AxError, errorMessage} from '../../errors.js';
 import {insertAudit} from './audit.js';
 import {caseById, clipError, clipStack, historyInsert, parseReplay, toDueTask, type HistoryRow} from './rows.js';
-import {type FencedRef, fenceCondition, guardedWhere, inList, rungWhere} from './guards.js';
+import {type FencedRef, MARK_LEFT_UNRUNG, fenceCondition, guardedWhere, inList, rungWhere} from './guards.js';
 import {PAYLOAD_APART, PAYLOAD_BODY_LOCKED, bodiesUpserts, chunkByBytes, packBig, payloadText} from './payloads.js';
 const MAX_DUP_RETRIES = 3;
 
@@ -231,28 +231,33 @@ export async function forgetPublished(db: Db, rung: readonly FencedRef[]): Promi
  */
 const PRODUCER_GRACE_US = 2_000_000;
 
+/** The scheduler's hold of due-soon unrung rows (see holdForDispatch). Exported for the plan test. */
+export function holdForDispatchSql(cell: string, {owner, horizonMs, holdMs, limit}: HoldsTakeParams): {sql: string; params: unknown[]} {
+  return {
+    // Forced: idx_tasks_due (state, run_at) looks as good to the optimizer, but its range holds
+    // the rung, unclaimed backlog too, and this UPDATE locks every entry it reads.
+    sql: `UPDATE tasks FORCE INDEX (idx_tasks_dispatch) SET sched_owner = ?, sched_until = GREATEST(run_at, NOW(3)) + INTERVAL ? MICROSECOND
+      WHERE cell = ? AND published_at IS NULL AND state IN (${inList(guardOf('claim').from)}) AND run_at <= NOW(3) + INTERVAL ? MICROSECOND
+        AND (sched_owner IS NULL OR sched_owner = ? OR sched_until < NOW(3))
+        AND (state = 'failed' OR fence > 0 OR run_at > created_at OR created_at < NOW(3) - INTERVAL ${PRODUCER_GRACE_US} MICROSECOND)
+      ORDER BY run_at LIMIT ?`,
+    params: [owner, holdMs * 1000, cell, horizonMs * 1000, owner, limit],
+  };
+}
+
 /**
  * See TaskStore.holdForDispatch. Two statements: one guarded UPDATE … ORDER BY run_at LIMIT n
- * (idx_tasks_dispatch) and a read of the holds.
+ * (idx_tasks_dispatch (cell, published_at, run_at): the unrung rows, claimable only, see
+ * MARK_LEFT_UNRUNG) and a read of the holds.
  */
 export async function holdForDispatch(
   db: Db,
   cell: string,
   {owner, horizonMs, holdMs, limit}: HoldsTakeParams,
 ): Promise<HeldForDispatch[]> {
+  const q = holdForDispatchSql(cell, {owner, horizonMs, holdMs, limit});
   // Deadlocks with claims and outcomes are retried by tx().
-  await tx(db, (c) =>
-    exec(
-      db,
-      c,
-      `UPDATE tasks SET sched_owner = ?, sched_until = GREATEST(run_at, NOW(3)) + INTERVAL ? MICROSECOND
-      WHERE cell = ? AND published_at IS NULL AND state IN (${inList(guardOf('claim').from)}) AND run_at <= NOW(3) + INTERVAL ? MICROSECOND
-        AND (sched_owner IS NULL OR sched_owner = ? OR sched_until < NOW(3))
-        AND (state = 'failed' OR fence > 0 OR run_at > created_at OR created_at < NOW(3) - INTERVAL ${PRODUCER_GRACE_US} MICROSECOND)
-      ORDER BY run_at LIMIT ?`,
-      [owner, holdMs * 1000, cell, horizonMs * 1000, owner, limit],
-    ),
-  );
+  await tx(db, (c) => exec(db, c, q.sql, q.params));
   const rows = await select(
     db,
     db.pool,
@@ -318,7 +323,7 @@ export function claimUpdateSql(rows: readonly FencedRef[], worker: string, lease
   const where = guardedWhere('claim', rows);
   return {
     sql: `UPDATE tasks SET state = '${TRANSITIONS.claim.to}', attempt = attempt + 1, fence = fence + 1, worker = ?,
-                lease_until = NOW(3) + INTERVAL ? MICROSECOND, updated_at = NOW(3), parked = NULL, parked_at = NULL
+                lease_until = NOW(3) + INTERVAL ? MICROSECOND, updated_at = NOW(3), parked = NULL, parked_at = NULL, ${MARK_LEFT_UNRUNG}
           WHERE ${where.sql}`,
     params: [worker, leaseMs * 1000, ...where.params],
   };
@@ -663,16 +668,52 @@ function outcomeCountsUpsert(
   };
 }
 
-/** See InspectStore.tasksCancelMany. affectedRows must equal the rows read, else it rolls back. */
+/** Read-then-lock rounds of one cancelMany call (candidates that moved in between are replaced). */
+const CANCEL_ROUNDS = 5;
+
+/**
+ * See InspectStore.tasksCancelMany. The candidates: a plain read of the type's rows in the states
+ * (idx_tasks_due, the type checked in the index), without locks, so that the other types' waiting
+ * rows are never held against their claims. Then per round one transaction: the candidates by
+ * primary key FOR UPDATE, re-checked, one guarded UPDATE (affectedRows must equal the rows read,
+ * else it rolls back), one history INSERT, one audit row. Rounds refill what moved in between.
+ */
 export async function cancelMany(db: Db, cell: string, p: TasksCancelManyParams): Promise<Array<{id: string; from: TaskState}>> {
   const states = p.states.filter((s) => guardOf('cancel').from.includes(s));
   if (states.length === 0) return [];
+  const match = `cell = ? AND type = ? AND state IN (${marks(states.length)})`;
+  const out: Array<{id: string; from: TaskState}> = [];
+  for (let round = 0; round < CANCEL_ROUNDS && out.length < p.limit; round++) {
+    const want = p.limit - out.length;
+    const candidates = await select(db, db.pool, `SELECT id FROM tasks WHERE ${match} ORDER BY id LIMIT ?`, [
+      cell,
+      p.type,
+      ...states,
+      want,
+    ]);
+    if (candidates.length === 0) break;
+    const picked = candidates.map((r) => r.id as string);
+    out.push(...(await cancelLocked(db, cell, p, match, states, picked)));
+    if (candidates.length < want) break;
+  }
+  return out;
+}
+
+/** One round of cancelMany: the picked rows that still match, locked by primary key, cancelled. */
+async function cancelLocked(
+  db: Db,
+  cell: string,
+  p: TasksCancelManyParams,
+  match: string,
+  states: readonly TaskState[],
+  picked: readonly string[],
+): Promise<Array<{id: string; from: TaskState}>> {
   return tx(db, async (c) => {
     const rows = await select(
       db,
       c,
-      `SELECT id, state, attempt FROM tasks WHERE cell = ? AND type = ? AND state IN (${marks(states.length)}) ORDER BY id LIMIT ? FOR UPDATE`,
-      [cell, p.type, ...states, p.limit],
+      `SELECT id, state, attempt FROM tasks WHERE id IN (${marks(picked.length)}) AND ${match} ORDER BY id FOR UPDATE`,
+      [...picked, cell, p.type, ...states],
     );
     if (rows.length === 0) return [];
     const where = guardedWhere(
@@ -682,7 +723,7 @@ export async function cancelMany(db: Db, cell: string, p: TasksCancelManyParams)
     const res = await exec(
       db,
       c,
-      `UPDATE tasks SET state = '${TRANSITIONS.cancel.to}', finished_at = NOW(3), updated_at = NOW(3), lease_until = NULL WHERE ${where.sql} AND cell = ?`,
+      `UPDATE tasks SET state = '${TRANSITIONS.cancel.to}', finished_at = NOW(3), updated_at = NOW(3), lease_until = NULL, ${MARK_LEFT_UNRUNG} WHERE ${where.sql} AND cell = ?`,
       [...where.params, cell],
     );
     if (res.affectedRows !== rows.length)
@@ -714,7 +755,7 @@ export async function cancel(
     await exec(
       db,
       c,
-      `UPDATE tasks SET state = '${TRANSITIONS.cancel.to}', finished_at = NOW(3), updated_at = NOW(3), lease_until = NULL WHERE ${where.sql}`,
+      `UPDATE tasks SET state = '${TRANSITIONS.cancel.to}', finished_at = NOW(3), updated_at = NOW(3), lease_until = NULL, ${MARK_LEFT_UNRUNG} WHERE ${where.sql}`,
       where.params,
     );
     const h = historyInsert([[id, from, TRANSITIONS.cancel.to, Number(r.attempt), actor, clipError(reason), null]]);
