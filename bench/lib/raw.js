@@ -1,15 +1,13 @@
 // Physical-limit calibrations built from the raw drivers (mysql2, amqplib) with no ax code: a
 // batched INSERT of rows shaped like ax's task rows, confirmed publish + manual-ack consume on
 // classic and quorum queues, and the pieces of a hand-built batched durable pipeline. Only the
-// table definition is taken from ax's migration, so the rows and indexes are exactly ax's.
+// table is a copy of ax's migrated `tasks` (CREATE TABLE … LIKE tasks, after ax's migrate()), so the
+// rows and indexes are exactly ax's of this tree.
 import {createHash, randomUUID} from 'node:crypto';
-import {MIGRATIONS} from '../../dist/core/store/mysql/migrations.js';
 
-/** ax's `tasks` CREATE TABLE statement, renamed to `table`. */
+/** A copy of ax's migrated `tasks` table (its columns and every index), named `table`. */
 export function taskTableDdl(table) {
-  const ddl = MIGRATIONS[0].statements.find((s) => /CREATE TABLE IF NOT EXISTS tasks \(/.test(s));
-  if (!ddl) throw new Error('could not find the tasks DDL in ax migrations');
-  return ddl.replace('CREATE TABLE IF NOT EXISTS tasks (', `CREATE TABLE IF NOT EXISTS \`${table}\` (`);
+  return `CREATE TABLE IF NOT EXISTS \`${table}\` LIKE tasks`;
 }
 
 /** Time-ordered UUIDv7-style ids like ax's producer makes (48 bits of ms, then random bits). */

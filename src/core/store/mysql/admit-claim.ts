@@ -32,7 +32,7 @@ export type FlowRefusal = Omit<LimitRefusal, 'parked'> & {parked: 'paused' | 'br
  * the cell (what the workers hold, never the backlog). Exported for the plan test.
  */
 export const runningCountSql = (n: number): string =>
-  `SELECT type, COUNT(*) AS n FROM tasks WHERE cell = ? AND state = 'running' AND type IN (${marks(n)}) GROUP BY type`;
+  `SELECT type, COUNT(*) AS n FROM tasks WHERE cell = ? AND state = 'running' AND type IN (${marks(n)}) GROUP BY type ORDER BY NULL`;
 
 const SHARED_COLUMNS = 'type, paused, paused_by, paused_reason, settings, breaker_state, breaker_until, breaker_changed_at, NOW(3) AS now';
 const LOCKED_COLUMNS = `${SHARED_COLUMNS}, probe_episode, probes_used, rate_tokens, rate_at`;
