@@ -21,4 +21,6 @@ process.on('message', async (m) => {
 });
 // The parent going away (Ctrl-C, crash) ends this process too.
 process.on('disconnect', () => setTimeout(() => process.exit(0), 100).unref());
+// A SIGTERM from the parent's cleanup exits normally, so that --cpu-prof (bench --profile) writes its profile.
+process.on('SIGTERM', () => process.exit(0));
 process.send({ev: 'ready', pid: process.pid});
