@@ -110,3 +110,96 @@ describe('a row that leaves the waiting states unrung gets its mark (idx_tasks_d
     }
   });
 });
+
+describe("a worker's outcome batch without a read first (the guarded UPDATEs decide)", () => {
+  it('mixed kinds: history copied from the updated rows (to, attempt, error, stack), breaker counts by the given type; a stale one sends the batch the careful way', async () => {
+    const env = await createTestEnv();
+    try {
+      const store = await env.store();
+      const newId = createIdGenerator(() => Date.now());
+      const specs = [1, 2, 3, 4, 5].map((n) =>
+        validateTaskSpec(
+          {type: 'order_notify', payload: {n}},
+          {maxRetries: 5, payloadLimitBytes: 65_536, cell: 'default'},
+          Date.now(),
+          newId,
+        ),
+      );
+      await store.tasksInsert({tasks: specs, actor: 'test'});
+      const {claimed} = await store.tasksClaim({ids: specs.map((t) => t.id), worker: 'w1', leaseMs: 30_000});
+      const [a, b, c, d, e] = claimed.sort((x, y) => (x.id < y.id ? -1 : 1));
+      const type = 'order_notify';
+      const res = await store.outcomesApply({
+        actor: 'w1',
+        outcomes: [
+          {kind: 'complete', id: a!.id, fence: a!.fence, breaker: 'ok', type},
+          {
+            kind: 'fail',
+            id: b!.id,
+            fence: b!.fence,
+            error: 'boom',
+            stack: 'Error: boom\n    at x',
+            retryDelayMs: 60_000,
+            breaker: 'failed',
+            type,
+          },
+          {kind: 'deadLetter', id: c!.id, fence: c!.fence, error: 'bad payload', type},
+          {kind: 'release', id: d!.id, fence: d!.fence, reason: 'released: shutdown', type},
+          {kind: 'park', id: e!.id, fence: e!.fence, reason: 'paused', delayMs: 1000, parked: 'paused', type},
+        ],
+      });
+      expect(res.stale).toEqual([]);
+      expect([...res.applied].sort()).toEqual([a, b, c, d, e].map((x) => x!.id).sort());
+      const last = async (id: string) =>
+        (
+          await env.sql<{
+            from_state: string;
+            to_state: string;
+            attempt: number;
+            worker: string;
+            error: string | null;
+            stack: string | null;
+          }>('SELECT from_state, to_state, attempt, worker, error, stack FROM task_history WHERE task_id = ? ORDER BY seq DESC LIMIT 1', [
+            id,
+          ])
+        )[0];
+      expect(await last(a!.id)).toMatchObject({
+        from_state: 'running',
+        to_state: 'succeeded',
+        attempt: 1,
+        worker: 'w1',
+        error: null,
+        stack: null,
+      });
+      expect(await last(b!.id)).toMatchObject({to_state: 'failed', attempt: 1, error: 'boom', stack: 'Error: boom\n    at x'});
+      expect(await last(c!.id)).toMatchObject({to_state: 'dead', attempt: 1, error: 'bad payload'});
+      // A hand-back and a park give the attempt back: their rows say attempt 0, as the task row does.
+      expect(await last(d!.id)).toMatchObject({to_state: 'failed', attempt: 0, error: 'released: shutdown'});
+      expect(await last(e!.id)).toMatchObject({to_state: 'submitted', attempt: 0, error: 'paused'});
+      expect(await env.sql('SELECT type, SUM(ok) AS ok, SUM(failed) AS failed FROM type_outcomes GROUP BY type')).toEqual([
+        {type, ok: '1', failed: '1'},
+      ]);
+
+      // One stale outcome among current ones: the stale one is reported and writes nothing.
+      const more = [6, 7].map((n) =>
+        validateTaskSpec({type, payload: {n}}, {maxRetries: 5, payloadLimitBytes: 65_536, cell: 'default'}, Date.now(), newId),
+      );
+      await store.tasksInsert({tasks: more, actor: 'test'});
+      const [f, g] = (await store.tasksClaim({ids: more.map((t) => t.id), worker: 'w1', leaseMs: 30_000})).claimed;
+      const before = (await env.sql<{n: number}>('SELECT COUNT(*) AS n FROM task_history WHERE task_id = ?', [g!.id]))[0]!.n;
+      const mixed = await store.outcomesApply({
+        actor: 'w1',
+        outcomes: [
+          {kind: 'complete', id: f!.id, fence: f!.fence, breaker: 'ok', type},
+          {kind: 'complete', id: g!.id, fence: g!.fence - 1, breaker: 'ok', type},
+        ],
+      });
+      expect(mixed).toEqual({applied: [f!.id], stale: [g!.id]});
+      expect((await store.tasksGet({id: g!.id}))?.state).toBe('running');
+      expect((await env.sql<{n: number}>('SELECT COUNT(*) AS n FROM task_history WHERE task_id = ?', [g!.id]))[0]!.n).toBe(before);
+      expect(await env.sql('SELECT SUM(ok) AS ok FROM type_outcomes')).toEqual([{ok: '2'}]);
+    } finally {
+      await env.dispose();
+    }
+  });
+});

@@ -58,6 +58,11 @@ interface OutcomeBase {
    * failures, hand-backs, aborts, rescues).
    */
   breaker?: 'ok' | 'failed';
+  /**
+   * The task's type, when the writer knows it (a worker does: types never change). With it the
+   * store counts the breaker outcome without reading the row first (write.ts applyOutcomes).
+   */
+  type?: string;
 }
 
 /** A failed attempt's error as recorded: the message, and the first lines of its stack when known. */

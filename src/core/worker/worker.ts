@@ -425,6 +425,7 @@ export class Worker implements Service {
         kind: 'park',
         id: t.id,
         fence: t.fence,
+        type: t.type,
         reason: refusal.reason,
         delayMs: refusal.delayMs,
         parked: refusal.parked,
@@ -472,7 +473,7 @@ export class Worker implements Service {
 
   private finish(t: HeldTask, r: JobResult | NotStarted): void {
     t.endedAt = this.o.clock.monotonic();
-    this.outcomes.push(decideOutcome(t, r, this.o.backoff, this.o.random));
+    this.outcomes.push({...decideOutcome(t, r, this.o.backoff, this.o.random), type: t.type});
   }
 
   private async writeOutcomes(batch: Outcome[]): Promise<void> {

@@ -584,15 +584,22 @@ export function outcomeUpdateSql(t: TransitionName, group: Outcome[]): {sql: str
 }
 
 /**
- * Applies outcomes (see TaskStore.outcomesApply): a locking read decides which are current (and
- * the attempt each history row records), then one UPDATE per transition present, each carrying
- * its own guard from the transition table, and one history INSERT, in one transaction. Each UPDATE
- * must change exactly the rows the read decided on (so history is written only for rows updated);
- * otherwise the transaction rolls back and re-reads (AxError('conflict') after 5 tries).
+ * Applies outcomes (see TaskStore.outcomesApply). A worker's batch (outcomes from running, fenced,
+ * no lease condition, each counted for the breaker carrying its type) takes the fast path first
+ * (applyFast): no read, the guarded UPDATEs decide. Otherwise, or when the fast path finds a row
+ * that moved: a locking read decides which are current (and the attempt each history row records),
+ * then one UPDATE per transition present, each carrying its own guard from the transition table,
+ * and one history INSERT, in one transaction. Each UPDATE must change exactly the rows the read
+ * decided on (so history is written only for rows updated); otherwise the transaction rolls back
+ * and re-reads (AxError('conflict') after 5 tries).
  */
 export async function applyOutcomes(db: Db, cell: string, outcomes: Outcome[], actor: string): Promise<OutcomeResult> {
   if (outcomes.length === 0) return {applied: [], stale: []};
   const byId = new Map(outcomes.map((o) => [o.id, o]));
+  if ([...byId.values()].every(fastEligible)) {
+    const fast = await applyFast(db, cell, [...byId.values()], actor);
+    if (fast) return fast;
+  }
   const ids = [...byId.keys()].sort();
   return txGuarded(db, 'outcomes', async (c) => {
     const rows = await select(
@@ -646,6 +653,79 @@ export async function applyOutcomes(db: Db, cell: string, outcomes: Outcome[], a
     }
     return {applied: [...groups.values()].flat().map((o) => o.id), stale};
   });
+}
+
+/** Outcomes the fast path may write: a worker's, from running, fenced, without a lease condition. */
+function fastEligible(o: Outcome): boolean {
+  const g = guardOf(TRANSITION_OF[o.kind]);
+  return g.fenced && !g.leaseExpired && g.from.length === 1 && g.from[0] === 'running' && (o.breaker === undefined || o.type !== undefined);
+}
+
+/** A row of the fast path's batch had moved (stale fence, not running): roll back, take the careful path. */
+class FastPathMiss extends Error {}
+
+/**
+ * The fast path of applyOutcomes, one transaction without a read: one guarded UPDATE per
+ * transition (each must change every row of its group: it locks them), then the history rows
+ * copied from the rows just updated (INSERT … SELECT: their new state and attempt, so a hand-back's
+ * given-back attempt too) and the breaker counts from the outcomes' types. Returns null, having
+ * written nothing, when a row had moved: the careful path then sorts stale from current.
+ */
+async function applyFast(db: Db, cell: string, outcomes: Outcome[], actor: string): Promise<OutcomeResult | null> {
+  const groups = new Map<TransitionName, Outcome[]>();
+  for (const o of [...outcomes].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))) {
+    const t = TRANSITION_OF[o.kind];
+    const group = groups.get(t);
+    if (group) group.push(o);
+    else groups.set(t, [o]);
+  }
+  try {
+    return await tx(db, async (c) => {
+      for (const [t, group] of groups) {
+        const q = outcomeUpdateSql(t, group);
+        if ((await exec(db, c, q.sql, q.params)).affectedRows !== group.length) throw new FastPathMiss();
+      }
+      const h = historyFromRows(outcomes, actor);
+      await exec(db, c, h.sql, h.params);
+      const counts = new Map<string, {ok: number; failed: number}>();
+      for (const o of outcomes) {
+        if (o.breaker === undefined || o.type === undefined) continue;
+        const n = counts.get(o.type) ?? {ok: 0, failed: 0};
+        n[o.breaker]++;
+        counts.set(o.type, n);
+      }
+      if (counts.size > 0) {
+        const q = outcomeCountsUpsert(cell, actor, counts);
+        await exec(db, c, q.sql, q.params);
+      }
+      return {applied: [...groups.values()].flat().map((o) => o.id), stale: []};
+    });
+  } catch (e) {
+    if (e instanceof FastPathMiss) return null;
+    throw e;
+  }
+}
+
+/**
+ * The outcome history rows of the fast path, copied in id order from the task rows its UPDATEs
+ * just changed (from running; to and attempt as they are now), with each outcome's error and stack.
+ */
+function historyFromRows(outcomes: Outcome[], actor: string): {sql: string; params: unknown[]} {
+  const errors: Array<[string, unknown]> = [];
+  const stacks: Array<[string, unknown]> = [];
+  for (const o of outcomes) {
+    const e = errorOf(o);
+    if (e.error !== null) errors.push([o.id, clipError(e.error)]);
+    if (e.stack !== null) stacks.push([o.id, clipStack(e.stack)]);
+  }
+  const error = caseById(errors, 'NULL');
+  const stack = caseById(stacks, 'NULL');
+  const ids = outcomes.map((o) => o.id);
+  return {
+    sql: `INSERT INTO task_history (task_id, from_state, to_state, attempt, worker, at, error, stack)
+          SELECT id, 'running', state, attempt, ?, NOW(3), ${error.sql}, ${stack.sql} FROM tasks WHERE id IN (${marks(ids.length)}) ORDER BY id`,
+    params: [actor, ...error.params, ...stack.params, ...ids],
+  };
 }
 
 /**
