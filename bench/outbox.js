@@ -90,7 +90,7 @@ async function environment() {
   const db = await openDatabase(rt);
   await migrate(db);
   const outbox = await openOutbox(rt, {requireTable: false});
-  await outbox.migrate();
+  await outbox.outboxCreateTable();
   const store = await openStore(rt);
   const broker = await openBroker(rt, {reconnect: true});
   const bizPool = mysql.createPool({uri: `${MYSQL_ROOT}/${biz}`, connectionLimit: 2});
