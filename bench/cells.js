@@ -92,8 +92,8 @@ async function fastRound(round) {
   await until(`round ${round}`, async () => (await started()) >= FAST);
   const rows = await sql(
     'fast',
-    `SELECT TIMESTAMPDIFF(MICROSECOND, t.run_at, h.at) / 1000 AS late FROM tasks t
-      JOIN task_history h ON h.task_id = t.id AND h.to_state = 'running' AND h.attempt = 1
+    `SELECT TIMESTAMPDIFF(MICROSECOND, t.run_at, h.started_at) / 1000 AS late FROM tasks t
+      JOIN task_history h ON h.task_id = t.id AND h.from_state = 'running' AND h.attempt = 1 AND h.started_at IS NOT NULL
       WHERE JSON_VALUE(t.payload, '$.round') = ?`,
     [round],
   );

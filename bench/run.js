@@ -624,9 +624,11 @@ try {
       `SELECT COUNT(*) AS dups FROM (SELECT h.task_id FROM task_history h JOIN tasks t ON t.id = h.task_id
         WHERE h.to_state = 'succeeded' AND ${scope} GROUP BY h.task_id HAVING COUNT(*) > 1) x`,
     );
+    // Re-executed: tasks claimed more than once. A claim writes no history row (schema version 18):
+    // each attempt is one row from running, written with its outcome (all are finished here).
     const [{reruns}] = await sql(
       `SELECT COUNT(*) AS reruns FROM (SELECT h.task_id FROM task_history h JOIN tasks t ON t.id = h.task_id
-        WHERE h.to_state = 'running' AND ${scope} GROUP BY h.task_id HAVING COUNT(*) > 1) x`,
+        WHERE h.from_state = 'running' AND ${scope} GROUP BY h.task_id HAVING COUNT(*) > 1) x`,
     );
     const states = Object.fromEntries(
       (await sql(`SELECT state, COUNT(*) AS n FROM tasks t WHERE ${scope} GROUP BY state`)).map((r) => [r.state, Number(r.n)]),

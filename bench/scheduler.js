@@ -121,7 +121,8 @@ async function delayedRun({n, dueAt, timeoutMs}) {
     await client.flush();
     await waitAllStarted(e, n, timeoutMs);
     const rows = await e.sql(
-      "SELECT TIMESTAMPDIFF(MICROSECOND, t.run_at, h.at) / 1000 AS late FROM tasks t JOIN task_history h ON h.task_id = t.id AND h.to_state = 'running' AND h.attempt = 1",
+      // The first attempt's start: on its outcome row (started_at), all finished here.
+      "SELECT TIMESTAMPDIFF(MICROSECOND, t.run_at, h.started_at) / 1000 AS late FROM tasks t JOIN task_history h ON h.task_id = t.id AND h.from_state = 'running' AND h.attempt = 1 AND h.started_at IS NOT NULL",
     );
     const late = rows.map((r) => Number(r.late)).sort((a, b) => a - b);
     await scheduler.stop();

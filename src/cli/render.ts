@@ -1,5 +1,5 @@
 /** Plain-text rendering shared by the commands' human output (the --json output is the data). */
-import type {JsonObject, TaskRecord} from '../core/task/model.js';
+import type {HistoryEntry, JsonObject, TaskRecord} from '../core/task/model.js';
 
 export const iso = (d: Date | null): string | null => (d === null ? null : d.toISOString());
 
@@ -83,9 +83,13 @@ export function table(
 }
 
 /** A task row for --json output: dates as ISO strings. */
-export interface TaskJson extends Omit<TaskRecord, 'runAt' | 'leaseUntil' | 'publishedAt' | 'createdAt' | 'updatedAt' | 'finishedAt'> {
+export interface TaskJson extends Omit<
+  TaskRecord,
+  'runAt' | 'leaseUntil' | 'startedAt' | 'publishedAt' | 'createdAt' | 'updatedAt' | 'finishedAt'
+> {
   runAt: string;
   leaseUntil: string | null;
+  startedAt: string | null;
   publishedAt: string | null;
   createdAt: string;
   updatedAt: string;
@@ -93,11 +97,22 @@ export interface TaskJson extends Omit<TaskRecord, 'runAt' | 'leaseUntil' | 'pub
   payload: JsonObject;
 }
 
+/** A timeline entry for --json output: dates as ISO strings. */
+export interface HistoryJson extends Omit<HistoryEntry, 'at' | 'startedAt'> {
+  at: string;
+  startedAt: string | null;
+}
+
+export function historyJson(h: HistoryEntry): HistoryJson {
+  return {...h, at: h.at.toISOString(), startedAt: iso(h.startedAt)};
+}
+
 export function taskJson(t: TaskRecord): TaskJson {
   return {
     ...t,
     runAt: t.runAt.toISOString(),
     leaseUntil: iso(t.leaseUntil),
+    startedAt: iso(t.startedAt),
     publishedAt: iso(t.publishedAt),
     createdAt: t.createdAt.toISOString(),
     updatedAt: t.updatedAt.toISOString(),

@@ -5,7 +5,8 @@ import {printable, table, when} from './render.js';
 const PAYLOAD_PREVIEW = 400;
 
 /**
- * The human view of a task: its row, then its history as a table; `stacks: 'last'` adds the
+ * The human view of a task: its row, then its timeline as a table (showTask: each attempt's start
+ * on the worker it ran on, then its end); `stacks: 'last'` adds the
  * latest failed attempt's stack (`ax tasks show`), `'none'` leaves stacks to the caller.
  */
 export function renderTask({task: t, history}: TaskDetail, opts: {stacks: 'last' | 'none'} = {stacks: 'last'}): string[] {
@@ -16,7 +17,8 @@ export function renderTask({task: t, history}: TaskDetail, opts: {stacks: 'last'
     `  run at    ${when(t.runAt)}    published ${when(t.publishedAt)}`,
     `  created   ${when(t.createdAt)}    updated   ${when(t.updatedAt)}    finished ${when(t.finishedAt)}`,
   ];
-  if (t.worker !== null || t.leaseUntil !== null) lines.push(`  worker    ${t.worker ?? '-'}    lease until ${when(t.leaseUntil)}`);
+  if (t.worker !== null || t.leaseUntil !== null)
+    lines.push(`  worker    ${t.worker ?? '-'}    started   ${when(t.startedAt)}    lease until ${when(t.leaseUntil)}`);
   if (t.dedupKey !== null) lines.push(`  dedup key ${printable(t.dedupKey)}`);
   if (t.lastError !== null) lines.push(`  last error ${printable(t.lastError)}`);
   lines.push(

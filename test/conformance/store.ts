@@ -202,6 +202,8 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
         for (const c of claimed) {
           const fromRunning = (await s.historyList({taskId: c.id})).filter((e) => e.from === 'running');
           expect(fromRunning, c.id).toHaveLength(1);
+          // Whichever won, the attempt's row says where it ran (w1) and since when.
+          expect(fromRunning[0], c.id).toMatchObject({worker: 'w1', startedAt: (await s.tasksGet({id: c.id}))!.startedAt});
         }
       }
     });
@@ -259,7 +261,50 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
       const row = await s.tasksGet({id: t.id});
       expect(row).toMatchObject({state: 'succeeded', leaseUntil: null});
       expect(row?.finishedAt).toBeInstanceOf(Date);
-      expect((await s.historyList({taskId: t.id})).map((e) => e.to)).toEqual(['submitted', 'running', 'succeeded']);
+      expect((await s.historyList({taskId: t.id})).map((e) => e.to)).toEqual(['submitted', 'succeeded']);
+    });
+
+    it('an attempt is one history row, written with its outcome: its start and worker from the claim, its end; a rescue row names the dead worker', async () => {
+      const [ok, crashed] = [1, 2].map((i) => task({type: 'order_notify', payload: {attempt: i}}));
+      await s.tasksInsert({tasks: [ok!, crashed!], actor: 'test'});
+      const before = await s.clockNow();
+      const claimed = (await s.tasksClaim({ids: [ok!.id, crashed!.id], worker: 'w1', leaseMs: 1})).claimed;
+      const after = await s.clockNow();
+      // The claim writes no history: the attempt's start is on the row.
+      for (const id of [ok!.id, crashed!.id]) expect((await s.historyList({taskId: id})).map((e) => e.to)).toEqual(['submitted']);
+      const row = await s.tasksGet({id: ok!.id});
+      expect(row).toMatchObject({state: 'running', worker: 'w1'});
+      expect(row!.startedAt!.getTime()).toBeGreaterThanOrEqual(before.getTime());
+      expect(row!.startedAt!.getTime()).toBeLessThanOrEqual(after.getTime());
+      await h.waitDbMs(5);
+      const fence = (id: string) => claimed.find((c) => c.id === id)!.fence;
+      await s.outcomesApply({outcomes: [{kind: 'complete', id: ok!.id, fence: fence(ok!.id)}], actor: 'w1'});
+      const rescue = {kind: 'rescue' as const, id: crashed!.id, fence: fence(crashed!.id), retryDelayMs: 0, error: 'lease expired'};
+      expect((await s.outcomesApply({outcomes: [rescue], actor: 'rescuer'})).applied).toEqual([crashed!.id]);
+      const [, done] = await s.historyList({taskId: ok!.id});
+      expect(done).toMatchObject({from: 'running', to: 'succeeded', attempt: 1, worker: 'w1', startedAt: row!.startedAt});
+      expect(done!.at.getTime()).toBeGreaterThan(row!.startedAt!.getTime());
+      const started = (await s.tasksGet({id: crashed!.id}))!.startedAt;
+      expect((await s.historyList({taskId: crashed!.id})).at(-1)).toMatchObject({
+        from: 'running',
+        to: 'failed',
+        attempt: 1,
+        worker: 'w1',
+        error: 'lease expired',
+        startedAt: started,
+      });
+      // The next attempt's start replaces the row's; the first attempt keeps its own on its row.
+      await h.waitDbMs(5);
+      const [again] = (await s.tasksClaim({ids: [crashed!.id], worker: 'w2', leaseMs: 30_000})).claimed;
+      const second = await s.tasksGet({id: crashed!.id});
+      expect(second).toMatchObject({worker: 'w2', attempt: 2});
+      expect(second!.startedAt!.getTime()).toBeGreaterThan(started!.getTime());
+      await s.outcomesApply({outcomes: [{kind: 'complete', id: crashed!.id, fence: again!.fence}], actor: 'w2'});
+      expect((await s.historyList({taskId: crashed!.id})).map((e) => [e.to, e.attempt, e.worker, e.startedAt])).toEqual([
+        ['submitted', 0, 'test', null],
+        ['failed', 1, 'w1', started],
+        ['succeeded', 2, 'w2', second!.startedAt],
+      ]);
     });
 
     it('a batch of successes with one zombie among them: the others apply, the zombie changes nothing', async () => {
@@ -280,16 +325,14 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
         expect(await s.tasksGet({id: id})).toMatchObject({state: 'succeeded', leaseUntil: null});
         expect((await s.historyList({taskId: id})).map((e) => [e.to, e.attempt, e.worker])).toEqual([
           ['submitted', 0, 'test'],
-          ['running', 1, 'w1'],
           ['succeeded', 1, 'w1'],
         ]);
       }
-      expect((await s.historyList({taskId: b})).map((e) => e.to)).toEqual(['submitted', 'running']);
+      expect((await s.historyList({taskId: b})).map((e) => e.to)).toEqual(['submitted']);
       // The current worker's own outcome for b still applies.
       expect(await s.outcomesApply({outcomes: [success(b)], actor: 'w1'})).toEqual({applied: [b], stale: []});
       expect((await s.historyList({taskId: b})).map((e) => [e.to, e.attempt])).toEqual([
         ['submitted', 0],
-        ['running', 1],
         ['succeeded', 1],
       ]);
     });
@@ -327,7 +370,6 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
       // The stack goes to the failed attempt's history row only; a release records its reason there.
       expect((await s.historyList({taskId: f!.id})).map((e) => [e.to, e.error, e.stack])).toEqual([
         ['submitted', null, null],
-        ['running', null, null],
         ['failed', 'boom', 'Error: boom\n    at handler (h.js:1:1)'],
       ]);
       expect((await s.historyList({taskId: r!.id})).at(-1)).toMatchObject({
@@ -915,7 +957,7 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
         expect(await s.outcomesApply({outcomes: [o], actor: 'zombie'}), o.kind).toEqual({applied: [], stale: [t.id]});
       }
       expect(await s.tasksGet({id: t.id})).toEqual(before);
-      expect((await s.historyList({taskId: t.id})).map((e) => e.to)).toEqual(['submitted', 'running', 'failed']);
+      expect((await s.historyList({taskId: t.id})).map((e) => e.to)).toEqual(['submitted', 'failed']);
       // An unknown id is stale too.
       expect(await s.outcomesApply({outcomes: [{kind: 'complete', id: newId(), fence: 1}], actor: 'w1'})).toMatchObject({applied: []});
     });

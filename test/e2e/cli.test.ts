@@ -421,6 +421,67 @@ describe('ax tasks show', () => {
     expect(human.stdout).toMatch(/stack of attempt 1\n {2}Error: payment gateway said no\n {6}at capture \(handlers\.js:12:9\)/);
   });
 
+  test('each attempt, from its one history row: its start on its worker, then its end (a failure, a rescued crash, a success)', async () => {
+    const store = await testEnv.store();
+    const t = validateTaskSpec(
+      {type: 'show_attempts', payload: {}},
+      {maxRetries: 5, payloadLimitBytes: 65_536, cell: 'default'},
+      Date.now(),
+      createIdGenerator(Date.now),
+    );
+    await store.tasksInsert({tasks: [t], actor: 'e2e:1'});
+    const attempt = async (worker: string, leaseMs = 60_000) => {
+      const [c] = (await store.tasksClaim({ids: [t.id], worker, leaseMs})).claimed;
+      return {c: c!, startedAt: (await store.tasksGet({id: t.id}))!.startedAt!.toISOString()};
+    };
+    const a1 = await attempt('e2e:w1');
+    await store.outcomesApply({
+      outcomes: [{kind: 'fail', id: t.id, fence: a1.c.fence, retryDelayMs: 0, error: 'first try'}],
+      actor: 'e2e:w1',
+    });
+    // The second attempt's worker dies: the rescuer ends it, and the row keeps its start and worker.
+    const a2 = await attempt('e2e:w2', 1);
+    await new Promise((r) => setTimeout(r, 20));
+    const rescued = await store.outcomesApply({
+      outcomes: [{kind: 'rescue', id: t.id, fence: a2.c.fence, retryDelayMs: 0, error: 'lease expired: worker e2e:w2 stopped renewing it'}],
+      actor: 'scheduler:9',
+    });
+    expect(rescued.applied).toEqual([t.id]);
+    const a3 = await attempt('e2e:w3');
+    // Running now: its start is on the task row only.
+    const running = await ax(['tasks', 'show', t.id, '--json']);
+    expect(running.json.task).toMatchObject({state: 'running', worker: 'e2e:w3', startedAt: a3.startedAt});
+    expect(running.json.history.at(-1)).toMatchObject({from: 'failed', to: 'running', attempt: 3, worker: 'e2e:w3', at: a3.startedAt});
+    await store.outcomesApply({outcomes: [{kind: 'complete', id: t.id, fence: a3.c.fence}], actor: 'e2e:w3'});
+
+    const r = await ax(['tasks', 'show', t.id, '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    type H = {from: string | null; to: string; attempt: number; worker: string; at: string; startedAt: string | null};
+    expect(r.json.history.map((h: H) => [h.from, h.to, h.attempt, h.worker])).toEqual([
+      [null, 'submitted', 0, 'e2e:1'],
+      ['submitted', 'running', 1, 'e2e:w1'],
+      ['running', 'failed', 1, 'e2e:w1'],
+      ['failed', 'running', 2, 'e2e:w2'],
+      ['running', 'failed', 2, 'e2e:w2'],
+      ['failed', 'running', 3, 'e2e:w3'],
+      ['running', 'succeeded', 3, 'e2e:w3'],
+    ]);
+    const h: H[] = r.json.history;
+    for (const [i, a] of [a1, a2, a3].entries()) {
+      expect(h[2 * i + 1]!.at).toBe(a.startedAt);
+      expect(h[2 * i + 2]!.startedAt).toBe(a.startedAt);
+    }
+    expect(h[4]).toMatchObject({error: 'lease expired: worker e2e:w2 stopped renewing it'});
+    // Stored: the submit and one row per attempt.
+    const stored = await testEnv.sql<{n: number}>('SELECT COUNT(*) AS n FROM task_history WHERE task_id = ?', [t.id]);
+    expect(Number(stored[0]!.n)).toBe(4);
+    const human = await ax(['tasks', 'show', t.id]);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(/failed → running +2 +e2e:w2/);
+    expect(human.stdout).toMatch(/running → failed +2 +e2e:w2 +lease expired/);
+    expect(human.stdout).toMatch(/worker +e2e:w3 +started +\d{4}-/);
+  });
+
   test.concurrent.each<[string, string[], number, RegExp]>([
     ['malformed id', ['not-an-id'], 2, /"not-an-id" is not a task id/],
     ['SQL in the id', ["x' OR '1'='1"], 2, /is not a task id/],

@@ -95,7 +95,7 @@ describe('ax dlq replay --rate at size', () => {
       `SELECT replays, runs, successes, COUNT(*) AS n FROM (
          SELECT h.task_id,
                 SUM(h.from_state = 'dead' AND h.to_state = 'submitted') AS replays,
-                SUM(h.to_state = 'running') AS runs,
+                SUM(h.from_state = 'running') AS runs,
                 SUM(h.to_state = 'succeeded') AS successes
          FROM task_history h JOIN tasks t ON t.id = h.task_id WHERE t.type = ? GROUP BY h.task_id) per_task
        GROUP BY replays, runs, successes`,

@@ -19,6 +19,7 @@ import type {JsonObject} from '../../src/core/task/model.js';
 import {eventually, type TestEnv} from '../helpers/env.js';
 import {createProcessTestEnv, type ProcessTestEnv} from '../helpers/processes.js';
 import {runCli, ROOT, type Spawned} from '../helpers/spawn.js';
+import {ATTEMPT_STARTS} from '../helpers/history.js';
 
 const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -51,10 +52,7 @@ describe('flow control at full size (worker processes)', () => {
   };
   /** Attempts used by the type's tasks must equal its claims minus the claims given back (park, crash rescue counts as used). */
   const attemptsBalance = async (type: string) => {
-    const claims = await count(
-      "SELECT COUNT(*) AS n FROM task_history h JOIN tasks t ON t.id = h.task_id WHERE t.type = ? AND h.to_state = 'running'",
-      [type],
-    );
+    const claims = await count(`SELECT COUNT(*) AS n FROM ${ATTEMPT_STARTS} h JOIN tasks t ON t.id = h.task_id WHERE t.type = ?`, [type]);
     const given = await count(
       `SELECT COUNT(*) AS n FROM task_history h JOIN tasks t ON t.id = h.task_id
         WHERE t.type = ? AND h.from_state = 'running' AND h.to_state = 'submitted'`,
@@ -149,8 +147,8 @@ describe('flow control at full size (worker processes)', () => {
         "SELECT COUNT(*) AS n FROM task_type_history WHERE type = 'test_downstream' AND event = 'breaker:half-open'",
       );
       const duringOpen = await count(
-        `SELECT COUNT(*) AS n FROM task_history h JOIN tasks t ON t.id = h.task_id
-          WHERE t.type = 'test_downstream' AND h.to_state = 'running' AND h.at > ? AND h.at < ?`,
+        `SELECT COUNT(*) AS n FROM ${ATTEMPT_STARTS} h JOIN tasks t ON t.id = h.task_id
+          WHERE t.type = 'test_downstream' AND h.at > ? AND h.at < ?`,
         [new Date(openedAt), new Date(closedAt)],
       );
       console.info(
@@ -194,7 +192,7 @@ describe('flow control at full size (worker processes)', () => {
       );
       expect(Date.now() - pausedAt).toBeLessThan(5000);
       const claimsBefore = await count(
-        "SELECT COUNT(*) AS n FROM task_history h JOIN tasks t ON t.id = h.task_id WHERE t.type = 'test_noop' AND h.to_state = 'running'",
+        `SELECT COUNT(*) AS n FROM ${ATTEMPT_STARTS} h JOIN tasks t ON t.id = h.task_id WHERE t.type = 'test_noop'`,
       );
       const n = 2000;
       await submit('test_noop', n, (i) => ({i}));
@@ -205,11 +203,9 @@ describe('flow control at full size (worker processes)', () => {
       );
       workers[1]!.child.kill('SIGKILL');
       await workers[1]!.exited;
-      expect(
-        await count(
-          "SELECT COUNT(*) AS n FROM task_history h JOIN tasks t ON t.id = h.task_id WHERE t.type = 'test_noop' AND h.to_state = 'running'",
-        ),
-      ).toBe(claimsBefore);
+      expect(await count(`SELECT COUNT(*) AS n FROM ${ATTEMPT_STARTS} h JOIN tasks t ON t.id = h.task_id WHERE t.type = 'test_noop'`)).toBe(
+        claimsBefore,
+      );
 
       const rate = 200;
       const r = await ax(['types', 'resume', 'test_noop', '--rate', String(rate), '--json']);
@@ -221,7 +217,7 @@ describe('flow control at full size (worker processes)', () => {
         'all to succeed',
       );
       const [span] = await env.sql<{first: Date; last: Date}>(
-        "SELECT MIN(h.at) AS first, MAX(h.at) AS last FROM task_history h JOIN tasks t ON t.id = h.task_id WHERE t.type = 'test_noop' AND h.to_state = 'running'",
+        `SELECT MIN(h.at) AS first, MAX(h.at) AS last FROM ${ATTEMPT_STARTS} h JOIN tasks t ON t.id = h.task_id WHERE t.type = 'test_noop'`,
       );
       const achieved = (n - 1) / ((span!.last.getTime() - span!.first.getTime()) / 1000);
       console.info(`[flow-full] resume --rate ${rate}: ${achieved.toFixed(1)} tasks/s achieved over ${n} tasks`);

@@ -97,16 +97,12 @@ describe('cluster-wide limits per type (3 worker processes)', () => {
       60_000,
       'all to succeed',
     );
-    const rows = await env.sql<{task_id: string; to_state: string; from_state: string; at: Date}>(
-      `SELECT task_id, from_state, to_state, at FROM task_history WHERE ${inIds} AND (to_state = 'running' OR from_state = 'running') ORDER BY seq`,
+    // Each attempt is one history row, written with its outcome: its start (started_at) and its end (at).
+    const rows = await env.sql<{started_at: Date; at: Date}>(
+      `SELECT started_at, at FROM task_history WHERE ${inIds} AND from_state = 'running' ORDER BY seq`,
       ids,
     );
-    const open = new Map<string, number>();
-    const spans: Array<{start: number; end: number}> = [];
-    for (const r of rows) {
-      if (r.to_state === 'running') open.set(r.task_id, r.at.getTime());
-      else spans.push({start: open.get(r.task_id)!, end: r.at.getTime()});
-    }
+    const spans = rows.map((r) => ({start: r.started_at.getTime(), end: r.at.getTime()}));
     expect(spans).toHaveLength(n); // one attempt each: the deferrals used none
     const max = maxConcurrent(spans);
     console.log(`max running observed: ${max} (cap 20)`);
@@ -137,7 +133,10 @@ describe('cluster-wide limits per type (3 worker processes)', () => {
       'all to succeed',
     );
     const starts = (
-      await env.sql<{at: Date}>(`SELECT at FROM task_history WHERE to_state = 'running' AND task_id IN (${idList}) ORDER BY at`, ids)
+      await env.sql<{at: Date}>(
+        `SELECT started_at AS at FROM task_history WHERE from_state = 'running' AND task_id IN (${idList}) ORDER BY started_at`,
+        ids,
+      )
     ).map((r) => r.at.getTime());
     expect(starts).toHaveLength(n);
     // The steady window: after the first second's burst (a full bucket) until the last second.

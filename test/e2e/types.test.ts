@@ -13,6 +13,7 @@ import type {AxClient} from '../../src/core/client.js';
 import {eventually, type TestEnv} from '../helpers/env.js';
 import {createProcessTestEnv, logLines, type ProcessTestEnv} from '../helpers/processes.js';
 import {runCli, ROOT, type Spawned} from '../helpers/spawn.js';
+import {ATTEMPT_STARTS} from '../helpers/history.js';
 
 describe('flow control per type (worker processes)', () => {
   let fx: ProcessTestEnv;
@@ -51,7 +52,7 @@ describe('flow control per type (worker processes)', () => {
     expect(list.json.types.find((t: {type: string}) => t.type === 'test_noop')).toMatchObject({noHandler: true, parked: {unhandled: 50}});
     // Parked once each, no spinning: one defer row per task, no claim by the worker without the handler.
     expect(await count("SELECT COUNT(*) AS n FROM task_history WHERE from_state = 'submitted' AND to_state = 'submitted'", [])).toBe(50);
-    expect(await count("SELECT COUNT(*) AS n FROM task_history WHERE to_state = 'running'", [])).toBe(0);
+    expect(await count(`SELECT COUNT(*) AS n FROM ${ATTEMPT_STARTS} s`, [])).toBe(0);
     // The new deploy's worker registers the type and rings them at once. The old worker still
     // consumes the same queue during the rolling deploy: what it gets it hands back for a second
     // (its handler is on another live worker), and the scheduler rings those again.
@@ -88,7 +89,7 @@ describe('flow control per type (worker processes)', () => {
       5000,
       'both workers to see the pause',
     );
-    const claimsBefore = await count("SELECT COUNT(*) AS n FROM task_history WHERE to_state = 'running'", []);
+    const claimsBefore = await count(`SELECT COUNT(*) AS n FROM ${ATTEMPT_STARTS} s`, []);
     const n = 400;
     const ids = await submitMany('test_noop', n);
     const inIds = `id IN (${ids.map(() => '?').join(',')})`;
@@ -97,7 +98,7 @@ describe('flow control per type (worker processes)', () => {
       20_000,
       'every submit accepted and parked',
     );
-    expect(await count("SELECT COUNT(*) AS n FROM task_history WHERE to_state = 'running'", [])).toBe(claimsBefore);
+    expect(await count(`SELECT COUNT(*) AS n FROM ${ATTEMPT_STARTS} s`, [])).toBe(claimsBefore);
     const shown = await ax(['types', 'show', 'test_noop', '--json']);
     expect(shown.json).toMatchObject({paused: {by: 'ops-test'}, parked: {paused: n}});
     expect(shown.json.history[0]).toMatchObject({event: 'paused', actor: 'ops-test', detail: 'downstream outage'});
@@ -112,7 +113,7 @@ describe('flow control per type (worker processes)', () => {
       'all to succeed',
     );
     const [span] = await env.sql<{first: Date; last: Date}>(
-      `SELECT MIN(at) AS first, MAX(at) AS last FROM task_history WHERE to_state = 'running' AND task_id IN (${ids.map(() => '?').join(',')})`,
+      `SELECT MIN(at) AS first, MAX(at) AS last FROM ${ATTEMPT_STARTS} s WHERE task_id IN (${ids.map(() => '?').join(',')})`,
       ids,
     );
     // The released backlog started no faster than the rate: n tasks need at least (n − one batch) / rate.
@@ -196,7 +197,7 @@ describe('circuit breaker per type (worker processes)', () => {
         'closed',
       );
       // No attempt used while parked: each task's attempts are its claims minus the claims given back by a park.
-      const claims = await count("SELECT COUNT(*) AS n FROM task_history WHERE to_state = 'running'");
+      const claims = await count(`SELECT COUNT(*) AS n FROM ${ATTEMPT_STARTS} s`);
       const given = await count("SELECT COUNT(*) AS n FROM task_history WHERE from_state = 'running' AND to_state = 'submitted'");
       expect(await count(`SELECT SUM(attempt) AS n FROM tasks WHERE ${inIds}`, ids)).toBe(claims - given);
       expect(await count("SELECT COUNT(*) AS n FROM task_history WHERE error LIKE 'parked: breaker%'")).toBeGreaterThan(0);

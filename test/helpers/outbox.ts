@@ -134,7 +134,7 @@ export interface InvariantReport {
   notSucceeded: number;
   /** Tasks with more than one `succeeded` history row: must be 0. */
   duplicated: number;
-  /** Tasks with more than one `running` history row (re-executed, e.g. after a lost lease). */
+  /** Tasks claimed more than once (re-executed, e.g. after a lost lease): more than one attempt row (from `running`). */
   reexecuted: number;
 }
 
@@ -151,7 +151,7 @@ export async function checkInvariants(env: TestEnv, biz: BusinessDb, run: string
   let lost = 0;
   for (let k = 0; k < expected; k++) if (!byKey.has(k)) lost++;
   const hist = await env.sql<{succeeded: number; running: number}>(
-    `SELECT SUM(h.to_state = 'succeeded') AS succeeded, SUM(h.to_state = 'running') AS running
+    `SELECT SUM(h.to_state = 'succeeded') AS succeeded, SUM(h.from_state = 'running') AS running
        FROM tasks t JOIN task_history h ON h.task_id = t.id
       WHERE JSON_VALUE(t.payload, '$.run') = ? GROUP BY t.id`,
     [run],

@@ -26,6 +26,7 @@ import {idFromDedupKey} from '../../src/core/task/id.js';
 import {createWorkerService} from '../../src/core/worker/service.js';
 import type {Worker} from '../../src/core/worker/worker.js';
 import {createTestEnv, eventually, type TestEnv} from '../helpers/env.js';
+import {ATTEMPT_STARTS} from '../helpers/history.js';
 
 const HANDLERS = new URL('../fixtures/handlers.js', import.meta.url).href;
 const SCHED = {schedulerHorizonMs: 2000, schedulerLoadEveryMs: 200, schedulerHoldMs: 1000, rescueEveryMs: 500};
@@ -91,9 +92,7 @@ describe('cron schedules', () => {
 
   /** Times (database clock) a task started running, in order. */
   const starts = async (id: string) =>
-    (await env.sql<{at: Date}>("SELECT at FROM task_history WHERE task_id = ? AND to_state = 'running' ORDER BY seq", [id])).map((r) =>
-      r.at.getTime(),
-    );
+    (await env.sql<{at: Date}>(`SELECT at FROM ${ATTEMPT_STARTS} s WHERE task_id = ? ORDER BY attempt`, [id])).map((r) => r.at.getTime());
 
   const stateOf = async (id: string) => (await env.sql<{state: string}>('SELECT state FROM tasks WHERE id = ?', [id]))[0]?.state;
 

@@ -31,6 +31,7 @@ import {
   outboxCounts,
   waitForQuiescence,
 } from '../helpers/outbox.js';
+import {ATTEMPT_STARTS} from '../helpers/history.js';
 
 const SCHED = {schedulerHorizonMs: 2000, schedulerLoadEveryMs: 200, schedulerHoldMs: 1000, rescueEveryMs: 500, retryBaseMs: 200};
 
@@ -156,7 +157,7 @@ describe('transactional outbox', () => {
       'the task to run',
     );
     const hist = await env.sql<{to_state: string}>('SELECT to_state FROM task_history WHERE task_id = ? ORDER BY seq', [t.id]);
-    expect(hist.map((h) => h.to_state)).toEqual(['submitted', 'running', 'succeeded']);
+    expect(hist.map((h) => h.to_state)).toEqual(['submitted', 'succeeded']);
     const [row] = await biz.sql<{payload: string; sent_at: Date | null; claimed_by: string | null}>(
       "SELECT payload, sent_at, claimed_by FROM task_outbox WHERE JSON_VALUE(payload, '$.run') = ?",
       [run],
@@ -323,7 +324,7 @@ describe('transactional outbox', () => {
       'the io tasks to run',
     );
     const startsAt = await env.sql<{id: string; at: Date; run_at: Date}>(
-      "SELECT t.id, h.at, t.run_at FROM tasks t JOIN task_history h ON h.task_id = t.id AND h.to_state = 'running' WHERE t.id IN (?)",
+      `SELECT t.id, s.at, t.run_at FROM tasks t JOIN ${ATTEMPT_STARTS} s ON s.task_id = t.id WHERE t.id IN (?)`,
       [[t.get(3)!.id, t.get(4)!.id]],
     );
     expect(startsAt).toHaveLength(2);

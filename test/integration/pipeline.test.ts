@@ -93,6 +93,12 @@ describe('core pipeline', () => {
     expect(task).toMatchObject({state: 'succeeded', attempt: 1, publishedAt: expect.any(Date)});
     expect(history.map((h) => `${h.from ?? ''}>${h.to}`)).toEqual(['>submitted', 'submitted>running', 'running>succeeded']);
     expect(history[1]?.worker).toMatch(/^test-\d$/);
+    // The running event is the attempt's start, on the worker it ran on, from its one stored row.
+    expect(history[1]).toMatchObject({at: task.startedAt, worker: task.worker});
+    expect(history[2]).toMatchObject({worker: task.worker, startedAt: task.startedAt});
+    expect(history[2]!.at.getTime()).toBeGreaterThanOrEqual(task.startedAt!.getTime());
+    const stored = await env.sql<{to_state: string}>('SELECT to_state FROM task_history WHERE task_id = ? ORDER BY seq', [id]);
+    expect(stored.map((r) => r.to_state)).toEqual(['submitted', 'succeeded']);
   });
 
   it('a failure → failed with run_at inside the backoff bounds, then retried to success', async () => {
@@ -143,21 +149,39 @@ describe('core pipeline', () => {
     );
     expect(task.attempt).toBe(3);
     expect(task.lastError).toMatch(/always fails \(attempt 3\).*no retries left/);
-    const rows = await env.sql<{to_state: string; at: Date; attempt: number}>(
-      'SELECT to_state, at, attempt FROM task_history WHERE task_id = ? ORDER BY seq',
+    const rows = await env.sql<{to_state: string; at: Date; attempt: number; started_at: Date | null; worker: string}>(
+      'SELECT to_state, at, attempt, started_at, worker FROM task_history WHERE task_id = ? ORDER BY seq',
       [id],
     );
-    expect(rows.map((r) => r.to_state)).toEqual(['submitted', 'running', 'failed', 'running', 'failed', 'running', 'dead']);
-    const runAts = await env.sql<{n: number}>("SELECT COUNT(*) AS n FROM task_history WHERE task_id = ? AND to_state = 'running'", [id]);
-    expect(Number(runAts[0]!.n)).toBe(3);
+    // One row per attempt, written with its outcome: its start, the worker it ran on, its end.
+    expect(rows.map((r) => [r.to_state, r.attempt])).toEqual([
+      ['submitted', 0],
+      ['failed', 1],
+      ['failed', 2],
+      ['dead', 3],
+    ]);
+    for (const r of rows.slice(1)) {
+      expect(r.worker).toMatch(/^test-\d+$/);
+      expect(r.started_at!.getTime()).toBeLessThanOrEqual(r.at.getTime());
+    }
     // Each retry started no earlier than its backoff allowed.
-    for (const [i, attempt] of [
-      [2, 1],
-      [4, 2],
-    ] as const) {
-      const gap = rows[i + 1]!.at.getTime() - rows[i]!.at.getTime();
+    for (const attempt of [1, 2]) {
+      const gap = rows[attempt + 1]!.started_at!.getTime() - rows[attempt]!.at.getTime();
       expect(gap).toBeGreaterThanOrEqual(retryDelayBounds(attempt, {baseMs: 200, maxMs: 3_600_000})[0] - 1);
     }
+    // The timeline shows each attempt as it ran: its start on its worker, then its end.
+    const {history} = await client.getTask(id);
+    expect(history.map((h) => [h.from, h.to, h.attempt])).toEqual([
+      [null, 'submitted', 0],
+      ['submitted', 'running', 1],
+      ['running', 'failed', 1],
+      ['failed', 'running', 2],
+      ['running', 'failed', 2],
+      ['failed', 'running', 3],
+      ['running', 'dead', 3],
+    ]);
+    for (const [i, r] of rows.slice(1).entries())
+      expect(history[2 * i + 1]).toMatchObject({to: 'running', at: r.started_at, worker: r.worker, startedAt: null});
   });
 
   it('unrecoverable failures and thrown non-Errors', async () => {

@@ -13,6 +13,7 @@ import type {Scheduler} from '../../src/core/scheduler/scheduler.js';
 import type {Worker} from '../../src/core/worker/worker.js';
 import type {DoorbellsMarkParams, RungRef, TaskStore} from '../../src/core/store/types.js';
 import {createTestEnv, createTestWorker, eventually, type TestEnv} from '../helpers/env.js';
+import {ATTEMPT_STARTS} from '../helpers/history.js';
 
 const N = 3000;
 /** A retry that has not started this long after its run_at was left for the reconciler. */
@@ -106,7 +107,7 @@ describe('publish mark vs. a fast failure', () => {
     await eventually(async () => (await dead()) === N, 30_000, 'all tasks dead');
     const late = await env.sql<{n: number}>(
       `SELECT COUNT(*) AS n FROM tasks t JOIN task_history f ON f.task_id = t.id AND f.to_state = 'failed' AND f.attempt = 1
-         JOIN task_history r ON r.task_id = t.id AND r.to_state = 'running' AND r.attempt = 2
+         JOIN ${ATTEMPT_STARTS} r ON r.task_id = t.id AND r.attempt = 2
         WHERE r.at > f.at + INTERVAL ${OVERDUE_MS + 2000} * 1000 MICROSECOND`,
     );
     expect(late[0]!.n, 'first retries that started more than 7 s after their failure').toBe(0);

@@ -11,6 +11,7 @@ import type {Worker} from '../../src/core/worker/worker.js';
 import {retryDelayBounds} from '../../src/core/retry/backoff.js';
 import {createTestEnv, eventually, type TestEnv, createTestWorker} from '../helpers/env.js';
 import {spawnAx} from '../helpers/spawn.js';
+import {ATTEMPT_STARTS} from '../helpers/history.js';
 
 const SCHED = {schedulerHorizonMs: 2000, schedulerLoadEveryMs: 200, schedulerHoldMs: 1000, rescueEveryMs: 500, retryBaseMs: 200};
 
@@ -38,7 +39,7 @@ describe('scheduler', () => {
   /** Per task: its run_at and the time each attempt started, from the database's own clock. */
   const starts = async (ids: string[]) =>
     env.sql<{id: string; run_at: Date; at: Date; attempt: number}>(
-      "SELECT t.id, t.run_at, h.at, h.attempt FROM tasks t JOIN task_history h ON h.task_id = t.id AND h.to_state = 'running' WHERE t.id IN (?)",
+      `SELECT t.id, t.run_at, s.at, s.attempt FROM tasks t JOIN ${ATTEMPT_STARTS} s ON s.task_id = t.id WHERE t.id IN (?)`,
       [ids],
     );
 
@@ -86,24 +87,15 @@ describe('scheduler', () => {
     const id = await client.submit({type: 'test_fail', payload: {}, maxRetries: 3});
     await client.flush();
     await eventually(async () => (await states([id]))[0]?.state === 'dead', 20_000, 'the task to die');
-    const h = await env.sql<{to_state: string; at: Date; attempt: number}>(
-      'SELECT to_state, at, attempt FROM task_history WHERE task_id = ? ORDER BY seq',
+    const h = await env.sql<{to_state: string; at: Date; attempt: number; started_at: Date | null}>(
+      'SELECT to_state, at, attempt, started_at FROM task_history WHERE task_id = ? ORDER BY seq',
       [id],
     );
-    expect(h.map((x) => x.to_state)).toEqual([
-      'submitted',
-      'running',
-      'failed',
-      'running',
-      'failed',
-      'running',
-      'failed',
-      'running',
-      'dead',
-    ]);
+    // One row per attempt, with its start.
+    expect(h.map((x) => x.to_state)).toEqual(['submitted', 'failed', 'failed', 'failed', 'dead']);
     for (const attempt of [1, 2, 3]) {
       const failedAt = h.find((x) => x.to_state === 'failed' && x.attempt === attempt)!.at.getTime();
-      const next = h.find((x) => x.to_state === 'running' && x.attempt === attempt + 1)!.at.getTime();
+      const next = h.find((x) => x.attempt === attempt + 1)!.started_at!.getTime();
       const [lo, hi] = retryDelayBounds(attempt, {baseMs: 200, maxMs: 3_600_000});
       expect(next - failedAt).toBeGreaterThanOrEqual(lo);
       expect(next - failedAt).toBeLessThan(hi + 1000);
@@ -124,7 +116,7 @@ describe('scheduler', () => {
     expect([...rung.entries()].filter(([, n]) => n > 1)).toEqual([]);
     expect(a.summary().published + b.summary().published).toBeGreaterThanOrEqual(300);
     expect(a.summary().published).toBeGreaterThan(0);
-    const runs = await env.sql<{n: number}>("SELECT COUNT(*) AS n FROM task_history WHERE task_id IN (?) AND to_state = 'running'", [ids]);
+    const runs = await env.sql<{n: number}>(`SELECT COUNT(*) AS n FROM ${ATTEMPT_STARTS} s WHERE task_id IN (?)`, [ids]);
     expect(Number(runs[0]!.n)).toBe(300);
     expect(a.ready()).toBe(true);
     await a.stop();

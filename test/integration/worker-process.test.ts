@@ -68,7 +68,12 @@ describe('worker processes', () => {
     await eventually(async () => lines(join(dir, 'started.log')).some((l) => l.startsWith(`${id} 1 `)), 20_000, 'the handler to start');
     first.child.kill('SIGKILL');
     await first.exited;
-    expect((await client.getTask(id)).task.state).toBe('running');
+    const crashed = await client.getTask(id);
+    expect(crashed.task.state).toBe('running');
+    // The attempt running now is on the task row (no history row yet): the timeline shows it.
+    expect(crashed.history.map((h) => h.to)).toEqual(['submitted', 'running']);
+    expect(crashed.history[1]).toMatchObject({from: 'submitted', attempt: 1, worker: crashed.task.worker, at: crashed.task.startedAt});
+    const deadWorker = crashed.task.worker!;
 
     const second = worker();
     const rescued = nextEvent(events, 'lease:expired', (e) => e.id === id);
@@ -92,6 +97,13 @@ describe('worker processes', () => {
     const {history} = await client.getTask(id);
     expect(history.map((h) => h.to)).toEqual(['submitted', 'running', 'failed', 'running', 'succeeded']);
     expect(history[2]?.error).toMatch(/lease expired/);
+    // The crashed attempt keeps its start and its machine: the rescue row carries both.
+    expect(history[1]).toMatchObject({at: crashed.task.startedAt, worker: deadWorker});
+    expect(history[2]).toMatchObject({from: 'running', attempt: 1, worker: deadWorker, startedAt: crashed.task.startedAt});
+    expect(history[3]!.worker).not.toBe(deadWorker);
+    expect(history[4]).toMatchObject({attempt: 2, worker: history[3]!.worker, startedAt: history[3]!.at});
+    // Stored: one row per attempt, written with its end.
+    expect((await (await env.store()).historyList({taskId: id})).map((h) => h.to)).toEqual(['submitted', 'failed', 'succeeded']);
     const execs = lines(join(dir, 'exec.log')).filter((l) => l.startsWith(id));
     expect(execs.map((l) => l.split(' ')[1])).toEqual(['1', '2']);
     expect(new Set(execs.map((l) => l.split(' ')[2])).size).toBe(2);

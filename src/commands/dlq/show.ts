@@ -1,15 +1,14 @@
 import {Args} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
 import {disposable} from '../../cli/dispose.js';
-import {printable, taskJson, type TaskJson, when} from '../../cli/render.js';
+import {historyJson, iso, printable, taskJson, type HistoryJson, type TaskJson, when} from '../../cli/render.js';
 import {openStore} from '../../cli/runtime.js';
 import {renderTask} from '../../cli/task-view.js';
 import {type AttemptFailure, type DeadDetail, showDead} from '../../core/dlq/dlq.js';
 import {invalid} from '../../core/errors.js';
 import {isTaskId} from '../../core/task/id.js';
-import type {HistoryJson} from '../tasks/show.js';
 
-export type AttemptJson = Omit<AttemptFailure, 'at'> & {at: string};
+export type AttemptJson = Omit<AttemptFailure, 'at' | 'startedAt'> & {at: string; startedAt: string | null};
 
 export interface DlqShowResult {
   task: TaskJson;
@@ -44,8 +43,8 @@ Exit codes: 2 malformed id, 3 unknown id, 4 the task is not dead, 5 MySQL unavai
     if (!this.jsonEnabled()) for (const line of render(detail)) this.log(line);
     return {
       task: taskJson(detail.task),
-      attempts: detail.attempts.map((a) => ({...a, at: a.at.toISOString()})),
-      history: detail.history.map((h) => ({...h, at: h.at.toISOString()})),
+      attempts: detail.attempts.map((a) => ({...a, at: a.at.toISOString(), startedAt: iso(a.startedAt)})),
+      history: detail.history.map(historyJson),
     };
   }
 }

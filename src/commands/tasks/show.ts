@@ -5,13 +5,10 @@ import {openStore} from '../../cli/runtime.js';
 import {invalid} from '../../core/errors.js';
 import {showTask} from '../../core/inspect/inspect.js';
 import {isTaskId} from '../../core/task/id.js';
-import type {HistoryEntry} from '../../core/task/model.js';
-import {taskJson, type TaskJson} from '../../cli/render.js';
+import {historyJson, taskJson, type HistoryJson, type TaskJson} from '../../cli/render.js';
 import {renderTask} from '../../cli/task-view.js';
 
-export interface HistoryJson extends Omit<HistoryEntry, 'at'> {
-  at: string;
-}
+export type {HistoryJson};
 
 export interface TaskShowResult {
   task: TaskJson;
@@ -21,7 +18,7 @@ export interface TaskShowResult {
 export default class TasksShow extends AxCommand {
   static override readOnly = true;
   static override summary = 'Show one task and its history.';
-  static override description = `The task row (state, attempts, due time, lease, last error, payload) and its timeline: every transition with its time (UTC), the worker or process (host:pid) that made it, the attempt, and the error or reason recorded with it. --json prints the whole payload; the human view cuts it short.
+  static override description = `The task row (state, attempts, due time, worker and start of the latest attempt, lease, last error, payload) and its timeline: every transition with its time (UTC), the worker or process (host:pid) that made it, the attempt, and the error or reason recorded with it. Each attempt shows as its start (running, on the worker it ran on) and its end, both from its one history row (the attempt running now: from the task row). --json prints the whole payload; the human view cuts it short.
 
 Exit codes: 2 malformed id, 3 unknown id, 5 MySQL unavailable.`;
   static override examples = [
@@ -40,6 +37,6 @@ Exit codes: 2 malformed id, 3 unknown id, 5 MySQL unavailable.`;
     await using store = disposable(await openStore(rt));
     const detail = await showTask(store, args.id);
     if (!this.jsonEnabled()) for (const line of renderTask(detail)) this.log(line);
-    return {task: taskJson(detail.task), history: detail.history.map((h) => ({...h, at: h.at.toISOString()}))};
+    return {task: taskJson(detail.task), history: detail.history.map(historyJson)};
   }
 }

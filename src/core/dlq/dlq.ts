@@ -76,6 +76,9 @@ export async function listDead(
 /** The end of one failed attempt: the transition that recorded its error, and the stack. */
 export interface AttemptFailure {
   attempt: number;
+  /** When it started (its claim); null when its start was never recorded. */
+  startedAt: Date | null;
+  /** When it ended. */
   at: Date;
   /** failed (retried) or dead. */
   to: HistoryEntry['to'];
@@ -99,11 +102,13 @@ export async function showDead(store: Pick<InspectStore, 'tasksGet' | 'historyLi
     throw new AxError('conflict', `task ${id} is ${detail.task.state}, not dead: \`ax tasks show ${id}\` shows any task`);
   const attempts: AttemptFailure[] = [];
   let claimed = -1;
+  let startedAt: Date | null = null;
+  // The timeline has each attempt's running event (stored, or implied by its outcome row).
   for (const h of detail.history) {
-    if (h.to === 'running') claimed = h.attempt;
+    if (h.to === 'running') [claimed, startedAt] = [h.attempt, h.at];
     // A release (pool full, shutdown) gives its attempt back: its row's attempt is one less than the claim's.
     else if (h.from === 'running' && (h.to === 'failed' || h.to === 'dead') && h.attempt === claimed)
-      attempts.push({attempt: h.attempt, at: h.at, to: h.to, worker: h.worker, error: h.error, stack: h.stack});
+      attempts.push({attempt: h.attempt, startedAt, at: h.at, to: h.to, worker: h.worker, error: h.error, stack: h.stack});
   }
   return {...detail, attempts};
 }

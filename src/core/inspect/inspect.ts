@@ -3,6 +3,7 @@ import {parseDuration} from '../duration.js';
 import type {InspectStore, ListFilter} from '../store/types.js';
 import {isTaskId} from '../task/id.js';
 import type {HistoryEntry, TaskRecord} from '../task/model.js';
+import {timeline} from './timeline.js';
 import {TASK_STATES, type TaskState, isTaskState} from '../task/state.js';
 import {MAX_DEDUP_KEY_LENGTH, parseIsoTime, validateTypeName} from '../task/validate.js';
 
@@ -86,15 +87,19 @@ export function listTasks(store: Pick<InspectStore, 'tasksList'>, filter: ListFi
 
 export interface TaskDetail {
   task: TaskRecord;
+  /** Its timeline, oldest first: the stored history rows and the events they imply (timeline.ts). */
   history: HistoryEntry[];
 }
 
-/** A task and its timeline. Throws invalid_input for a malformed id, not_found for an unknown one. */
+/**
+ * A task and its complete timeline (timeline.ts: each attempt's start is on its outcome row, or on
+ * the task row while it runs). Throws invalid_input for a malformed id, not_found for an unknown one.
+ */
 export async function showTask(store: Pick<InspectStore, 'tasksGet' | 'historyList'>, id: string): Promise<TaskDetail> {
   if (!isTaskId(id)) throw invalid(`"${id}" is not a task id (a lower-case UUID)`);
   const task = await store.tasksGet({id});
   if (!task) throw new AxError('not_found', `task ${id} does not exist`);
-  return {task, history: await store.historyList({taskId: id})};
+  return {task, history: timeline(task, await store.historyList({taskId: id}))};
 }
 
 /**

@@ -91,7 +91,10 @@ export interface TaskRecord {
   timeoutMs: number | null;
   leaseUntil: Date | null;
   fence: number;
+  /** The worker of the latest attempt (set by the claim; kept after it ends). */
   worker: string | null;
+  /** The start of the latest attempt (set by the claim; null before the first, and on rows claimed before schema version 18). */
+  startedAt: Date | null;
   dedupKey: string | null;
   lastError: string | null;
   publishedAt: Date | null;
@@ -101,15 +104,26 @@ export interface TaskRecord {
   payload: JsonObject;
 }
 
-/** One appended row of a task's history. */
+/**
+ * One row of a task's history. The stored rows are one per transition after the task's creation
+ * (whose row is the task itself) and one per attempt, written with its outcome: an attempt's row
+ * (from `running`) carries its start (`startedAt`), the worker it ran on and its end (`at`).
+ * A timeline as shown (`showTask`) adds the events those rows imply: see core/inspect/timeline.ts.
+ */
 export interface HistoryEntry {
   taskId: string;
   from: TaskState | null;
   to: TaskState;
   attempt: number;
+  /** The worker or process (host:pid) that made the transition; for an attempt's end, the worker the attempt ran on. */
   worker: string | null;
   at: Date;
   error: string | null;
   /** The first lines of the error's stack, for a failed or dead attempt whose error had one. */
   stack: string | null;
+  /**
+   * On an attempt's end (from `running`): when the attempt started (its claim). Null on other
+   * transitions, and on attempts ended before schema version 18 (their start is a `running` row).
+   */
+  startedAt: Date | null;
 }

@@ -43,6 +43,7 @@ export const ARCHIVE_TASK_COLUMNS = [
   'lease_until',
   'fence',
   'worker',
+  'started_at',
   'sched_owner',
   'sched_until',
   'dedup_key',
@@ -57,9 +58,30 @@ export const ARCHIVE_TASK_COLUMNS = [
 ] as const;
 
 /** Every column of `task_history` an archived row keeps (seq too: the timeline's order). */
-export const ARCHIVE_HISTORY_COLUMNS = ['seq', 'task_id', 'from_state', 'to_state', 'attempt', 'worker', 'at', 'error', 'stack'] as const;
+export const ARCHIVE_HISTORY_COLUMNS = [
+  'seq',
+  'task_id',
+  'from_state',
+  'to_state',
+  'attempt',
+  'worker',
+  'at',
+  'error',
+  'stack',
+  'started_at',
+] as const;
 
-const DATE_COLUMNS = new Set(['run_at', 'lease_until', 'sched_until', 'published_at', 'created_at', 'updated_at', 'finished_at', 'at']);
+const DATE_COLUMNS = new Set([
+  'run_at',
+  'lease_until',
+  'started_at',
+  'sched_until',
+  'published_at',
+  'created_at',
+  'updated_at',
+  'finished_at',
+  'at',
+]);
 
 /** A row as archived: Dates become ISO strings, everything else stays as read. */
 function toArchived(r: Row, columns: readonly string[]): Record<string, ArchivedValue> {

@@ -26,7 +26,8 @@ export const DOCTOR_SQL = {
   /**
    * Params: since, sample, cell. The latest `sample` attempt ends of the window (succeeded, failed,
    * dead: their row ids from idx_history_failures alone, sorted by time), each row by primary key
-   * with its task (primary key) and the latest `running` row of the task before it
+   * with its task (primary key). An attempt's start is on its row (started_at, schema version 18
+   * on); for a row without one (written before), the latest `running` row of the task before it
    * (idx_history_task (task_id, seq): a few rows per task). Hand-backs (`released: …`) never ran
    * and are left out. The start's lateness (claim − run_at) is known for a task's latest attempt
    * only: run_at is rewritten by each retry.
@@ -39,7 +40,8 @@ export const DOCTOR_SQL = {
         MAX(IF(latest AND started >= due, TIMESTAMPDIFF(MICROSECOND, due, started), NULL)) / 1000 AS late_max_ms
       FROM (
         SELECT t.type, h.to_state, h.error, h.at AS ended, t.run_at AS due, h.attempt = t.attempt AS latest,
-          (SELECT MAX(r.at) FROM task_history r WHERE r.task_id = h.task_id AND r.to_state = 'running' AND r.seq < h.seq) AS started
+          IF(h.started_at IS NOT NULL, h.started_at,
+            (SELECT MAX(r.at) FROM task_history r WHERE r.task_id = h.task_id AND r.to_state = 'running' AND r.seq < h.seq)) AS started
         FROM (
           SELECT seq FROM task_history WHERE to_state IN ('succeeded', 'failed', 'dead') AND at >= ? ORDER BY at DESC LIMIT ?
         ) last

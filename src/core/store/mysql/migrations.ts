@@ -408,6 +408,27 @@ export const MIGRATIONS: Migration[] = [
       'SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ',
     ],
   },
+  {
+    version: 18,
+    name: 'one history row per attempt: its start on the task row and on its outcome row',
+    statements: [
+      {
+        // The claim records the attempt's start on the task row (worker is already set by it) instead
+        // of writing a `running` history row; the outcome's history row copies it. Last column,
+        // nullable: an instant ADD (MariaDB 10.3+, MySQL 8.0), no table rebuild; NULL on rows claimed
+        // before this migration, whose attempts have their own `running` history rows.
+        sql: 'ALTER TABLE tasks ADD COLUMN started_at DATETIME(3) NULL, ALGORITHM=INSTANT',
+        unless: columnExists('tasks', 'started_at'),
+      },
+      {
+        // The start of the attempt an outcome row ends (running → succeeded, failed, dead, or handed
+        // back), copied from tasks.started_at; its `worker` is the worker the attempt ran on. NULL on
+        // other transitions and on rows written before this migration. Instant, like the above.
+        sql: 'ALTER TABLE task_history ADD COLUMN started_at DATETIME(3) NULL, ALGORITHM=INSTANT',
+        unless: columnExists('task_history', 'started_at'),
+      },
+    ],
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.reduce((m, x) => Math.max(m, x.version), 0);

@@ -58,7 +58,8 @@ export const HOT_SQL = {
   /** Params: cell, since, until. Index: idx_tasks_created (cell, created_at), covering: a range of the window's tasks. */
   createdCount: 'SELECT COUNT(*) AS n FROM tasks WHERE cell = ? AND created_at >= ? AND created_at < ?',
   /** Params: task id. Index: idx_history_task. */
-  history: 'SELECT task_id, from_state, to_state, attempt, worker, at, error, stack FROM task_history WHERE task_id = ? ORDER BY seq',
+  history:
+    'SELECT task_id, from_state, to_state, attempt, worker, at, error, stack, started_at FROM task_history WHERE task_id = ? ORDER BY seq',
 };
 
 /** One task by id (primary key). */

@@ -5,7 +5,7 @@ import {PAYLOAD_BODY_COLUMN, payloadText} from './payloads.js';
 import type {DeadErrorGroup, HeldForDispatch} from '../types.js';
 
 /** Columns of `tasks` read into a TaskRecord (payload last: it may be large; a stored-apart one comes with it). */
-export const TASK_COLUMNS = `id, cell, type, pool, priority, state, attempt, max_retries, run_at, timeout_ms, lease_until, fence, worker, dedup_key, last_error, published_at, created_at, updated_at, finished_at, payload, ${PAYLOAD_BODY_COLUMN}`;
+export const TASK_COLUMNS = `id, cell, type, pool, priority, state, attempt, max_retries, run_at, timeout_ms, lease_until, fence, worker, started_at, dedup_key, last_error, published_at, created_at, updated_at, finished_at, payload, ${PAYLOAD_BODY_COLUMN}`;
 
 /** A payload column as an object ({} when unreadable: written by ax, so only after a manual edit). */
 export function parsePayload(text: string): JsonObject {
@@ -43,6 +43,7 @@ export function toTaskRecord(r: Row): TaskRecord {
     leaseUntil: (r.lease_until as Date | null) ?? null,
     fence: Number(r.fence),
     worker: (r.worker as string | null) ?? null,
+    startedAt: (r.started_at as Date | null) ?? null,
     dedupKey: (r.dedup_key as string | null) ?? null,
     lastError: (r.last_error as string | null) ?? null,
     publishedAt: (r.published_at as Date | null) ?? null,
@@ -75,11 +76,16 @@ export function toHistoryEntry(r: Row): HistoryEntry {
     at: r.at as Date,
     error: (r.error as string | null) ?? null,
     stack: (r.stack as string | null) ?? null,
+    startedAt: (r.started_at as Date | null) ?? null,
   };
 }
 
-/** A history row to append: (task_id, from_state, to_state, attempt, worker, error, stack). */
-export type HistoryRow = [string, TaskState | null, TaskState, number, string | null, string | null, string | null];
+/**
+ * A history row to append: (task_id, from_state, to_state, attempt, worker, error, stack, and
+ * started_at: the start of the attempt an outcome row ends, as read from tasks.started_at; null on
+ * every other transition).
+ */
+export type HistoryRow = [string, TaskState | null, TaskState, number, string | null, string | null, string | null, (Date | null)?];
 
 export const MAX_ERROR_LENGTH = 4000;
 
@@ -101,11 +107,11 @@ export function historyInsert(rows: HistoryRow[]): {sql: string; params: unknown
   const params: unknown[] = [];
   const values: string[] = [];
   for (const r of rows) {
-    values.push('(?, ?, ?, ?, ?, NOW(3), ?, ?)');
-    params.push(...r);
+    values.push('(?, ?, ?, ?, ?, NOW(3), ?, ?, ?)');
+    params.push(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7] ?? null);
   }
   return {
-    sql: `INSERT INTO task_history (task_id, from_state, to_state, attempt, worker, at, error, stack) VALUES ${values.join(', ')}`,
+    sql: `INSERT INTO task_history (task_id, from_state, to_state, attempt, worker, at, error, stack, started_at) VALUES ${values.join(', ')}`,
     params,
   };
 }

@@ -317,12 +317,13 @@ function expectAffected(res: ResultSetHeader, expected: number, what: string): v
 /**
  * The claim's UPDATE over the rows its read found claimable, each at the fence the read saw
  * (`fence` of `rows` is the fence before the claim). Guard from the table: source states, that
- * fence, and run_at due. Exported for tests.
+ * fence, and run_at due. It records the attempt's start on the row (worker, started_at): no
+ * history row is written for a claim; the attempt's outcome row copies them. Exported for tests.
  */
 export function claimUpdateSql(rows: readonly FencedRef[], worker: string, leaseMs: number): {sql: string; params: unknown[]} {
   const where = guardedWhere('claim', rows);
   return {
-    sql: `UPDATE tasks SET state = '${TRANSITIONS.claim.to}', attempt = attempt + 1, fence = fence + 1, worker = ?,
+    sql: `UPDATE tasks SET state = '${TRANSITIONS.claim.to}', attempt = attempt + 1, fence = fence + 1, worker = ?, started_at = NOW(3),
                 lease_until = NOW(3) + INTERVAL ? MICROSECOND, updated_at = NOW(3), parked = NULL, parked_at = NULL, ${MARK_LEFT_UNRUNG}
           WHERE ${where.sql}`,
     params: [worker, leaseMs * 1000, ...where.params],
@@ -348,8 +349,10 @@ export function earlyResetSql(rows: readonly FencedRef[]): {sql: string; params:
  * Claims due submitted/failed tasks among `ids` (see TaskStore.claim). One transaction: a locking
  * SELECT (rows in primary-key order, so concurrent claimers cannot deadlock on each other), the
  * flow step (admitClaim: the types' registry rows read with a shared lock, or for update for
- * `lockTypes`; pause, breaker and limits decided from them; the refused rows deferred, their
- * history rows defer rows), one UPDATE, one history INSERT. The UPDATE carries its own guard
+ * `lockTypes`; pause, breaker and limits decided from them; the refused rows deferred, each with a
+ * defer history row), one UPDATE (which records each attempt's start on its row: an attempt's
+ * history row is written with its outcome), and a history INSERT only when rows were deferred
+ * (or an early ring reset). The UPDATE carries its own guard
  * (state, the fence read, due), and must change exactly the rows the read decided on; otherwise the
  * transaction rolls back and the claim re-reads (AxError('conflict') after 5 tries).
  */
@@ -396,9 +399,8 @@ export async function claim(db: Db, cell: string, {ids, worker, leaseMs, lockTyp
         lateMs: Math.max(0, Number(r.late_us) / 1000),
         replay: parseReplay(r.replay as string | null),
       });
-      history.push([id, state, TRANSITIONS.claim.to, attempt, worker, null, null]);
     }
-    const deferred = await flowStep(db, c, cell, locked, admission, ids, claimed, found, history);
+    const deferred = await flowStep(db, c, cell, locked, admission, ids, claimed, found, worker, history);
     if (early.length > 0) {
       const q = earlyResetSql(early);
       await exec(db, c, q.sql, q.params);
@@ -421,8 +423,8 @@ export async function claim(db: Db, cell: string, {ids, worker, leaseMs, lockTyp
 
 /**
  * The flow step of a claim: the claimable rows, in the caller's order (delivery order: FIFO),
- * through admitClaim; the refused ones leave `claimed` (in place) and their claim history row
- * becomes a defer row. Returns what was refused (undefined: nothing).
+ * through admitClaim; the refused ones leave `claimed` (in place) and get a defer history row
+ * (a transition, not an attempt) in `history`. Returns what was refused (undefined: nothing).
  */
 async function flowStep(
   db: Db,
@@ -433,6 +435,7 @@ async function flowStep(
   order: readonly string[],
   claimed: ClaimedTask[],
   found: ReadonlyMap<string, Row>,
+  worker: string,
   history: HistoryRow[],
 ): Promise<ClaimResult['deferred']> {
   if (claimed.length === 0) return undefined;
@@ -444,12 +447,12 @@ async function flowStep(
   }
   const refused = await admitClaim(db, c, cell, rows, lockTypes, admission);
   if (refused.size === 0) return undefined;
-  for (let i = claimed.length - 1; i >= 0; i--) if (refused.has(claimed[i]!.id)) claimed.splice(i, 1);
-  for (let i = 0; i < history.length; i++) {
-    const h = history[i]!;
-    const x = refused.get(h[0]);
-    if (x) history[i] = [h[0], h[1], TRANSITIONS.defer.to, h[3] - 1, h[4], clipError(x.reason), null];
+  for (const t of claimed) {
+    const x = refused.get(t.id);
+    if (x)
+      history.push([t.id, found.get(t.id)!.state as TaskState, TRANSITIONS.defer.to, t.attempt - 1, worker, clipError(x.reason), null]);
   }
+  for (let i = claimed.length - 1; i >= 0; i--) if (refused.has(claimed[i]!.id)) claimed.splice(i, 1);
   return [...refused.values()].map(({id, type, delayMs, parked, reason}) => ({id, type, delayMs, parked, reason}));
 }
 
@@ -587,9 +590,10 @@ export function outcomeUpdateSql(t: TransitionName, group: Outcome[]): {sql: str
  * Applies outcomes (see TaskStore.outcomesApply). A worker's batch (outcomes from running, fenced,
  * no lease condition, each counted for the breaker carrying its type) takes the fast path first
  * (applyFast): no read, the guarded UPDATEs decide. Otherwise, or when the fast path finds a row
- * that moved: a locking read decides which are current (and the attempt each history row records),
- * then one UPDATE per transition present, each carrying its own guard from the transition table,
- * and one history INSERT, in one transaction. Each UPDATE must change exactly the rows the read
+ * that moved: a locking read decides which are current (and the attempt each history row records,
+ * with the attempt's start and worker from the row), then one UPDATE per transition present, each
+ * carrying its own guard from the transition table, and one history INSERT (one row per attempt:
+ * the claim wrote none), in one transaction. Each UPDATE must change exactly the rows the read
  * decided on (so history is written only for rows updated); otherwise the transaction rolls back
  * and re-reads (AxError('conflict') after 5 tries).
  */
@@ -605,7 +609,7 @@ export async function applyOutcomes(db: Db, cell: string, outcomes: Outcome[], a
     const rows = await select(
       db,
       c,
-      `SELECT id, type, state, fence, attempt, lease_until < NOW(3) AS expired FROM tasks WHERE id IN (${marks(ids.length)}) FOR UPDATE`,
+      `SELECT id, type, state, fence, attempt, worker, started_at, lease_until < NOW(3) AS expired FROM tasks WHERE id IN (${marks(ids.length)}) FOR UPDATE`,
       ids,
     );
     const current = new Map(rows.map((r) => [r.id as string, r]));
@@ -637,7 +641,11 @@ export async function applyOutcomes(db: Db, cell: string, outcomes: Outcome[], a
       }
       const attempt = Number(r.attempt) - (o.kind === 'release' || o.kind === 'park' ? 1 : 0);
       const e = errorOf(o);
-      history.push([id, r.state as TaskState, TRANSITIONS[t].to, attempt, actor, clipError(e.error), clipStack(e.stack)]);
+      // The attempt's one history row: its start and worker (from the claim, on the row) with its
+      // end. A rescue's worker is the one that stopped renewing the lease, not the rescuer.
+      const ranOn = (r.worker as string | null) ?? actor;
+      const startedAt = (r.started_at as Date | null) ?? null;
+      history.push([id, r.state as TaskState, TRANSITIONS[t].to, attempt, ranOn, clipError(e.error), clipStack(e.stack), startedAt]);
     }
     for (const [t, group] of groups) {
       const q = outcomeUpdateSql(t, group);
@@ -708,7 +716,8 @@ async function applyFast(db: Db, cell: string, outcomes: Outcome[], actor: strin
 
 /**
  * The outcome history rows of the fast path, copied in id order from the task rows its UPDATEs
- * just changed (from running; to and attempt as they are now), with each outcome's error and stack.
+ * just changed (from running; to and attempt as they are now; the attempt's start and worker as
+ * the claim wrote them, which an outcome leaves alone), with each outcome's error and stack.
  */
 function historyFromRows(outcomes: Outcome[], actor: string): {sql: string; params: unknown[]} {
   const errors: Array<[string, unknown]> = [];
@@ -722,8 +731,9 @@ function historyFromRows(outcomes: Outcome[], actor: string): {sql: string; para
   const stack = caseById(stacks, 'NULL');
   const ids = outcomes.map((o) => o.id);
   return {
-    sql: `INSERT INTO task_history (task_id, from_state, to_state, attempt, worker, at, error, stack)
-          SELECT id, 'running', state, attempt, ?, NOW(3), ${error.sql}, ${stack.sql} FROM tasks WHERE id IN (${marks(ids.length)}) ORDER BY id`,
+    sql: `INSERT INTO task_history (task_id, from_state, to_state, attempt, worker, at, error, stack, started_at)
+          SELECT id, 'running', state, attempt, COALESCE(worker, ?), NOW(3), ${error.sql}, ${stack.sql}, started_at
+          FROM tasks WHERE id IN (${marks(ids.length)}) ORDER BY id`,
     params: [actor, ...error.params, ...stack.params, ...ids],
   };
 }

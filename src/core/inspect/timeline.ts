@@ -1,0 +1,43 @@
+/**
+ * A task's complete timeline from its row and its stored history rows.
+ *
+ * What is stored (schema version 18 on): a task's creation is its row (created_at, submitted_by),
+ * every later transition is a history row, and an attempt is one history row written with its
+ * outcome, carrying its start (started_at) and the worker it ran on; the attempt running now is on
+ * the task row (started_at, worker). Rows written before version 18 are kept as they are: a
+ * `submitted` row for the creation and a `running` row for each claim.
+ *
+ * The timeline adds what the rows imply, in the shape of the old rows: the creation (when no
+ * creation row was stored), each attempt's start ("running", at its started_at, on its worker)
+ * before its end, and the start of the attempt running now. Both generations of rows (and a task
+ * with some of each) give the same timeline.
+ */
+import type {HistoryEntry, TaskRecord} from '../task/model.js';
+
+/**
+ * The claim's attempt number of an attempt ended by `end`. A hand-back (a release, `released: …`,
+ * to failed; a park, to submitted) gives its attempt back: its row records one less.
+ */
+function claimedAttempt(end: HistoryEntry): number {
+  const handedBack = end.to === 'submitted' || (end.to === 'failed' && (end.error ?? '').startsWith('released:'));
+  return handedBack ? end.attempt + 1 : end.attempt;
+}
+
+/** The running event of an attempt: from the state before its claim, at its start, on its worker. */
+function started(taskId: string, before: HistoryEntry | undefined, attempt: number, at: Date, worker: string | null): HistoryEntry {
+  return {taskId, from: before?.to ?? 'submitted', to: 'running', attempt, worker, at, error: null, stack: null, startedAt: null};
+}
+
+/** See the module comment. `rows` are the task's stored history rows, oldest first. */
+export function timeline(task: TaskRecord, rows: readonly HistoryEntry[]): HistoryEntry[] {
+  const out: HistoryEntry[] = [];
+  for (const h of rows) {
+    // A stored running row (before version 18, or a claim by an older ax) already says it.
+    if (h.from === 'running' && h.startedAt !== null && out.at(-1)?.to !== 'running')
+      out.push(started(task.id, out.at(-1), claimedAttempt(h), h.startedAt, h.worker));
+    out.push(h);
+  }
+  if (task.state === 'running' && task.startedAt !== null && out.at(-1)?.to !== 'running')
+    out.push(started(task.id, out.at(-1), task.attempt, task.startedAt, task.worker));
+  return out;
+}

@@ -1,0 +1,150 @@
+import {describe, expect, it} from 'vitest';
+import {timeline} from '../../src/core/inspect/timeline.js';
+import {renderTask} from '../../src/cli/task-view.js';
+import type {HistoryEntry, TaskRecord} from '../../src/core/task/model.js';
+import type {TaskState} from '../../src/core/task/state.js';
+
+const id = '0190f1c2-7d3e-7a41-9b2c-5e6f7a8b9c0d';
+const t = (s: number): Date => new Date(Date.UTC(2026, 11, 1, 12, 0, s));
+
+function task(o: Partial<TaskRecord> = {}): TaskRecord {
+  return {
+    id,
+    cell: 'default',
+    type: 'order_notify',
+    pool: 'io',
+    priority: 'normal',
+    state: 'succeeded',
+    attempt: 1,
+    maxRetries: 3,
+    runAt: t(0),
+    timeoutMs: null,
+    leaseUntil: null,
+    fence: 1,
+    worker: 'host-a:1',
+    startedAt: t(1),
+    dedupKey: null,
+    lastError: null,
+    publishedAt: t(0),
+    createdAt: t(0),
+    updatedAt: t(2),
+    finishedAt: t(2),
+    payload: {},
+    ...o,
+  };
+}
+
+function row(from: TaskState | null, to: TaskState, attempt: number, at: Date, o: Partial<HistoryEntry> = {}): HistoryEntry {
+  return {taskId: id, from, to, attempt, worker: 'host-a:1', at, error: null, stack: null, startedAt: null, ...o};
+}
+
+const submitted = row(null, 'submitted', 0, t(0), {worker: 'api:7'});
+const shape = (h: HistoryEntry[]) => h.map((e) => [e.from, e.to, e.attempt, e.worker, e.at.getUTCSeconds()]);
+
+describe('timeline', () => {
+  it('a success: its one attempt row becomes its start on its worker, then its end', () => {
+    const h = timeline(task(), [submitted, row('running', 'succeeded', 1, t(2), {startedAt: t(1)})]);
+    expect(shape(h)).toEqual([
+      [null, 'submitted', 0, 'api:7', 0],
+      ['submitted', 'running', 1, 'host-a:1', 1],
+      ['running', 'succeeded', 1, 'host-a:1', 2],
+    ]);
+    expect(h[1]).toMatchObject({error: null, stack: null, startedAt: null});
+    expect(h[2]!.startedAt).toEqual(t(1));
+  });
+
+  it('a failure, a retry on another worker, a success: two attempts, each with its start and worker', () => {
+    const rows = [
+      submitted,
+      row('running', 'failed', 1, t(3), {startedAt: t(1), error: 'boom', stack: 'Error: boom'}),
+      row('running', 'succeeded', 2, t(6), {startedAt: t(5), worker: 'host-b:2'}),
+    ];
+    expect(shape(timeline(task({attempt: 2, worker: 'host-b:2', startedAt: t(5)}), rows))).toEqual([
+      [null, 'submitted', 0, 'api:7', 0],
+      ['submitted', 'running', 1, 'host-a:1', 1],
+      ['running', 'failed', 1, 'host-a:1', 3],
+      ['failed', 'running', 2, 'host-b:2', 5],
+      ['running', 'succeeded', 2, 'host-b:2', 6],
+    ]);
+  });
+
+  it('a rescued attempt keeps its start and its dead worker; the attempt running now comes from the task row', () => {
+    const rows = [
+      submitted,
+      row('running', 'failed', 1, t(40), {startedAt: t(1), error: 'lease expired: worker host-a:1 stopped renewing it'}),
+    ];
+    const h = timeline(task({state: 'running', attempt: 2, worker: 'host-b:2', startedAt: t(42), finishedAt: null}), rows);
+    expect(shape(h)).toEqual([
+      [null, 'submitted', 0, 'api:7', 0],
+      ['submitted', 'running', 1, 'host-a:1', 1],
+      ['running', 'failed', 1, 'host-a:1', 40],
+      ['failed', 'running', 2, 'host-b:2', 42],
+    ]);
+  });
+
+  it('a hand-back (release, park) shows the claim it gave back with the claim attempt number', () => {
+    const rows = [
+      submitted,
+      row('running', 'failed', 0, t(2), {startedAt: t(1), error: 'released: io pool queue full'}),
+      row('running', 'submitted', 0, t(4), {startedAt: t(3), error: 'not run: paused'}),
+      row('running', 'succeeded', 1, t(6), {startedAt: t(5)}),
+    ];
+    expect(shape(timeline(task(), rows)).map(([from, to, attempt]) => [from, to, attempt])).toEqual([
+      [null, 'submitted', 0],
+      ['submitted', 'running', 1],
+      ['running', 'failed', 0],
+      ['failed', 'running', 1],
+      ['running', 'submitted', 0],
+      ['submitted', 'running', 1],
+      ['running', 'succeeded', 1],
+    ]);
+  });
+
+  it('rows written before schema version 18 (a running row per claim) come out as stored, also mixed with new ones', () => {
+    const old = [
+      submitted,
+      row('submitted', 'running', 1, t(1)),
+      row('running', 'failed', 1, t(2), {error: 'boom'}),
+      row('failed', 'running', 2, t(3)),
+    ];
+    // Claimed before the migration, running now: the task row has no start of its own.
+    expect(timeline(task({state: 'running', attempt: 2, startedAt: null}), old)).toEqual(old);
+    // Its outcome after the migration has no start either; the next attempt is a new one.
+    const mixed = [...old, row('running', 'failed', 2, t(4)), row('running', 'succeeded', 3, t(6), {startedAt: t(5)})];
+    expect(shape(timeline(task({attempt: 3, startedAt: t(5)}), mixed)).map(([, to, a, , s]) => [to, a, s])).toEqual([
+      ['submitted', 0, 0],
+      ['running', 1, 1],
+      ['failed', 1, 2],
+      ['running', 2, 3],
+      ['failed', 2, 4],
+      ['running', 3, 5],
+      ['succeeded', 3, 6],
+    ]);
+  });
+
+  it('a claim by an older ax wrote its own running row: the start on the outcome row is not shown twice', () => {
+    const rows = [submitted, row('submitted', 'running', 1, t(1)), row('running', 'succeeded', 1, t(2), {startedAt: t(0)})];
+    expect(timeline(task(), rows).map((e) => e.to)).toEqual(['submitted', 'running', 'succeeded']);
+  });
+});
+
+describe('renderTask', () => {
+  it('shows each attempt as a running line at its start, on its worker, then its end; the row says when it started', () => {
+    const rows = [
+      submitted,
+      row('running', 'failed', 1, t(3), {startedAt: t(1), error: 'boom'}),
+      row('running', 'succeeded', 2, t(6), {startedAt: t(5), worker: 'host-b:2'}),
+    ];
+    const detail = task({attempt: 2, worker: 'host-b:2', startedAt: t(5)});
+    const lines = renderTask({task: detail, history: timeline(detail, rows)});
+    expect(lines.find((l) => l.trimStart().startsWith('worker'))).toMatch(/host-b:2 +started +2026-12-01 12:00:05\.000/);
+    const table = lines.slice(lines.indexOf('history (UTC)') + 2).map((l) => l.trim().split(/\s{2,}/));
+    expect(table).toEqual([
+      ['2026-12-01 12:00:00.000', '· → submitted', '0', 'api:7'],
+      ['2026-12-01 12:00:01.000', 'submitted → running', '1', 'host-a:1'],
+      ['2026-12-01 12:00:03.000', 'running → failed', '1', 'host-a:1', 'boom'],
+      ['2026-12-01 12:00:05.000', 'failed → running', '2', 'host-b:2'],
+      ['2026-12-01 12:00:06.000', 'running → succeeded', '2', 'host-b:2'],
+    ]);
+  });
+});
