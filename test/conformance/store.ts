@@ -36,7 +36,7 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
     });
     afterAll(async () => h?.dispose());
 
-    it('inserts tasks with a submitted history row and reports idempotent re-submits', async () => {
+    it('inserts tasks, each row its own record of the submit (no history row), and reports idempotent re-submits', async () => {
       const a = task({type: 'order_notify', payload: {orderId: 1}});
       const b = task({type: 'order_notify', payload: {orderId: 2}});
       expect(await s.tasksInsert({tasks: [a, b], actor: 'test:1'})).toEqual({inserted: [a.id, b.id], existing: [], conflicts: []});
@@ -53,9 +53,16 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
         maxRetries: 5,
         payload: {orderId: 1},
       });
-      const hist = await s.historyList({taskId: a.id});
-      expect(hist).toHaveLength(1);
-      expect(hist[0]).toMatchObject({from: null, to: 'submitted', attempt: 0, worker: 'test:1'});
+      // The creation is the row: who submitted it and when (created_at); no history row is written.
+      expect(row).toMatchObject({submittedBy: 'test:1', startedAt: null, worker: null});
+      expect(row!.createdAt).toBeInstanceOf(Date);
+      expect(await s.historyList({taskId: a.id})).toEqual([]);
+      // The careful path (a batch with a task that exists) records its new ones the same way.
+      const c = task({type: 'order_notify', payload: {orderId: 3}});
+      expect((await s.tasksInsert({tasks: [a, c], actor: 'test:2'})).inserted).toEqual([c.id]);
+      expect(await s.tasksGet({id: c.id})).toMatchObject({submittedBy: 'test:2'});
+      expect(await s.tasksGet({id: a.id})).toMatchObject({submittedBy: 'test:1'});
+      expect(await s.historyList({taskId: c.id})).toEqual([]);
     });
 
     it('reads many named tasks at once: the ones that exist, each once', async () => {
@@ -261,7 +268,7 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
       const row = await s.tasksGet({id: t.id});
       expect(row).toMatchObject({state: 'succeeded', leaseUntil: null});
       expect(row?.finishedAt).toBeInstanceOf(Date);
-      expect((await s.historyList({taskId: t.id})).map((e) => e.to)).toEqual(['submitted', 'succeeded']);
+      expect((await s.historyList({taskId: t.id})).map((e) => e.to)).toEqual(['succeeded']);
     });
 
     it('an attempt is one history row, written with its outcome: its start and worker from the claim, its end; a rescue row names the dead worker', async () => {
@@ -271,7 +278,7 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
       const claimed = (await s.tasksClaim({ids: [ok!.id, crashed!.id], worker: 'w1', leaseMs: 1})).claimed;
       const after = await s.clockNow();
       // The claim writes no history: the attempt's start is on the row.
-      for (const id of [ok!.id, crashed!.id]) expect((await s.historyList({taskId: id})).map((e) => e.to)).toEqual(['submitted']);
+      for (const id of [ok!.id, crashed!.id]) expect(await s.historyList({taskId: id})).toEqual([]);
       const row = await s.tasksGet({id: ok!.id});
       expect(row).toMatchObject({state: 'running', worker: 'w1'});
       expect(row!.startedAt!.getTime()).toBeGreaterThanOrEqual(before.getTime());
@@ -281,7 +288,8 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
       await s.outcomesApply({outcomes: [{kind: 'complete', id: ok!.id, fence: fence(ok!.id)}], actor: 'w1'});
       const rescue = {kind: 'rescue' as const, id: crashed!.id, fence: fence(crashed!.id), retryDelayMs: 0, error: 'lease expired'};
       expect((await s.outcomesApply({outcomes: [rescue], actor: 'rescuer'})).applied).toEqual([crashed!.id]);
-      const [, done] = await s.historyList({taskId: ok!.id});
+      const [done, ...more] = await s.historyList({taskId: ok!.id});
+      expect(more).toEqual([]);
       expect(done).toMatchObject({from: 'running', to: 'succeeded', attempt: 1, worker: 'w1', startedAt: row!.startedAt});
       expect(done!.at.getTime()).toBeGreaterThan(row!.startedAt!.getTime());
       const started = (await s.tasksGet({id: crashed!.id}))!.startedAt;
@@ -301,7 +309,6 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
       expect(second!.startedAt!.getTime()).toBeGreaterThan(started!.getTime());
       await s.outcomesApply({outcomes: [{kind: 'complete', id: crashed!.id, fence: again!.fence}], actor: 'w2'});
       expect((await s.historyList({taskId: crashed!.id})).map((e) => [e.to, e.attempt, e.worker, e.startedAt])).toEqual([
-        ['submitted', 0, 'test', null],
         ['failed', 1, 'w1', started],
         ['succeeded', 2, 'w2', second!.startedAt],
       ]);
@@ -323,18 +330,12 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
       expect(await s.tasksGet({id: b})).toMatchObject({state: 'running', fence: 1});
       for (const id of [a, c]) {
         expect(await s.tasksGet({id: id})).toMatchObject({state: 'succeeded', leaseUntil: null});
-        expect((await s.historyList({taskId: id})).map((e) => [e.to, e.attempt, e.worker])).toEqual([
-          ['submitted', 0, 'test'],
-          ['succeeded', 1, 'w1'],
-        ]);
+        expect((await s.historyList({taskId: id})).map((e) => [e.to, e.attempt, e.worker])).toEqual([['succeeded', 1, 'w1']]);
       }
-      expect((await s.historyList({taskId: b})).map((e) => e.to)).toEqual(['submitted']);
+      expect(await s.historyList({taskId: b})).toEqual([]);
       // The current worker's own outcome for b still applies.
       expect(await s.outcomesApply({outcomes: [success(b)], actor: 'w1'})).toEqual({applied: [b], stale: []});
-      expect((await s.historyList({taskId: b})).map((e) => [e.to, e.attempt])).toEqual([
-        ['submitted', 0],
-        ['succeeded', 1],
-      ]);
+      expect((await s.historyList({taskId: b})).map((e) => [e.to, e.attempt])).toEqual([['succeeded', 1]]);
     });
 
     it('fails with a retry time from the database clock, releases without using an attempt, and dead-letters', async () => {
@@ -369,7 +370,6 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
       expect(await s.tasksGet({id: d!.id})).toMatchObject({state: 'dead', lastError: 'fatal'});
       // The stack goes to the failed attempt's history row only; a release records its reason there.
       expect((await s.historyList({taskId: f!.id})).map((e) => [e.to, e.error, e.stack])).toEqual([
-        ['submitted', null, null],
         ['failed', 'boom', 'Error: boom\n    at handler (h.js:1:1)'],
       ]);
       expect((await s.historyList({taskId: r!.id})).at(-1)).toMatchObject({
@@ -957,7 +957,7 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
         expect(await s.outcomesApply({outcomes: [o], actor: 'zombie'}), o.kind).toEqual({applied: [], stale: [t.id]});
       }
       expect(await s.tasksGet({id: t.id})).toEqual(before);
-      expect((await s.historyList({taskId: t.id})).map((e) => e.to)).toEqual(['submitted', 'failed']);
+      expect((await s.historyList({taskId: t.id})).map((e) => e.to)).toEqual(['failed']);
       // An unknown id is stale too.
       expect(await s.outcomesApply({outcomes: [{kind: 'complete', id: newId(), fence: 1}], actor: 'w1'})).toMatchObject({applied: []});
     });

@@ -50,8 +50,8 @@ describe('ax archive', () => {
     expect(await hot(old)).toBe(7);
     const run = await ax(['archive', 'run', '--json']);
     expect(run.code, run.stderr).toBe(0);
-    // Per task: its submit and its one attempt (the claim wrote no row).
-    expect(run.json).toMatchObject({ran: true, tasks: {succeeded: 5, dead: 2}, history: 5 * 2 + 2 * 2});
+    // Per task: its one attempt (the submit is the task row; the claim wrote no row).
+    expect(run.json).toMatchObject({ran: true, tasks: {succeeded: 5, dead: 2}, history: 5 + 2});
     expect(await hot(old)).toBe(0);
     expect(await hot(young)).toBe(2);
 
@@ -64,9 +64,11 @@ describe('ax archive', () => {
     const show = await ax(['archive', 'show', old[5]!, '--json']);
     expect(show.code, show.stderr).toBe(0);
     expect(show.json.task).toMatchObject({id: old[5], state: 'dead', type: 'e2e_dead'});
-    // As archived: the stored rows, one per attempt (its start on it, like on the task row).
-    expect(show.json.history.map((h: {to_state: string}) => h.to_state)).toEqual(['submitted', 'dead']);
-    expect(show.json.history[1].started_at).toBe(show.json.task.started_at);
+    // As archived: the task row (its submit: created_at, submitted_by) and the stored rows, one per
+    // attempt (its start on it, like on the task row).
+    expect(show.json.task).toMatchObject({submitted_by: 'test:1', created_at: expect.any(String)});
+    expect(show.json.history.map((h: {to_state: string}) => h.to_state)).toEqual(['dead']);
+    expect(show.json.history[0].started_at).toBe(show.json.task.started_at);
 
     const restore = await ax(['archive', 'restore', old[5]!, '--json']);
     expect(restore.code, restore.stderr).toBe(0);

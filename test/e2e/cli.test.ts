@@ -472,9 +472,10 @@ describe('ax tasks show', () => {
       expect(h[2 * i + 2]!.startedAt).toBe(a.startedAt);
     }
     expect(h[4]).toMatchObject({error: 'lease expired: worker e2e:w2 stopped renewing it'});
-    // Stored: the submit and one row per attempt.
+    // Stored: one row per attempt; the submit is the task row.
+    expect(r.json.task).toMatchObject({submittedBy: 'e2e:1', createdAt: h[0]!.at});
     const stored = await testEnv.sql<{n: number}>('SELECT COUNT(*) AS n FROM task_history WHERE task_id = ?', [t.id]);
-    expect(Number(stored[0]!.n)).toBe(4);
+    expect(Number(stored[0]!.n)).toBe(3);
     const human = await ax(['tasks', 'show', t.id]);
     expect(human.code).toBe(0);
     expect(human.stdout).toMatch(/failed → running +2 +e2e:w2/);

@@ -157,7 +157,7 @@ describe('transactional outbox', () => {
       'the task to run',
     );
     const hist = await env.sql<{to_state: string}>('SELECT to_state FROM task_history WHERE task_id = ? ORDER BY seq', [t.id]);
-    expect(hist.map((h) => h.to_state)).toEqual(['submitted', 'succeeded']);
+    expect(hist.map((h) => h.to_state)).toEqual(['succeeded']);
     const [row] = await biz.sql<{payload: string; sent_at: Date | null; claimed_by: string | null}>(
       "SELECT payload, sent_at, claimed_by FROM task_outbox WHERE JSON_VALUE(payload, '$.run') = ?",
       [run],

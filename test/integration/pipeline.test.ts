@@ -98,7 +98,10 @@ describe('core pipeline', () => {
     expect(history[2]).toMatchObject({worker: task.worker, startedAt: task.startedAt});
     expect(history[2]!.at.getTime()).toBeGreaterThanOrEqual(task.startedAt!.getTime());
     const stored = await env.sql<{to_state: string}>('SELECT to_state FROM task_history WHERE task_id = ? ORDER BY seq', [id]);
-    expect(stored.map((r) => r.to_state)).toEqual(['submitted', 'succeeded']);
+    // A successful task has exactly one history row: its attempt. Its creation is the task row.
+    expect(stored.map((r) => r.to_state)).toEqual(['succeeded']);
+    expect(history[0]).toMatchObject({from: null, to: 'submitted', attempt: 0, at: task.createdAt, worker: task.submittedBy});
+    expect(task.submittedBy).toMatch(/:\d+$/);
   });
 
   it('a failure → failed with run_at inside the backoff bounds, then retried to success', async () => {
@@ -155,18 +158,17 @@ describe('core pipeline', () => {
     );
     // One row per attempt, written with its outcome: its start, the worker it ran on, its end.
     expect(rows.map((r) => [r.to_state, r.attempt])).toEqual([
-      ['submitted', 0],
       ['failed', 1],
       ['failed', 2],
       ['dead', 3],
     ]);
-    for (const r of rows.slice(1)) {
+    for (const r of rows) {
       expect(r.worker).toMatch(/^test-\d+$/);
       expect(r.started_at!.getTime()).toBeLessThanOrEqual(r.at.getTime());
     }
     // Each retry started no earlier than its backoff allowed.
     for (const attempt of [1, 2]) {
-      const gap = rows[attempt + 1]!.started_at!.getTime() - rows[attempt]!.at.getTime();
+      const gap = rows[attempt]!.started_at!.getTime() - rows[attempt - 1]!.at.getTime();
       expect(gap).toBeGreaterThanOrEqual(retryDelayBounds(attempt, {baseMs: 200, maxMs: 3_600_000})[0] - 1);
     }
     // The timeline shows each attempt as it ran: its start on its worker, then its end.
@@ -180,7 +182,7 @@ describe('core pipeline', () => {
       ['failed', 'running', 3],
       ['running', 'dead', 3],
     ]);
-    for (const [i, r] of rows.slice(1).entries())
+    for (const [i, r] of rows.entries())
       expect(history[2 * i + 1]).toMatchObject({to: 'running', at: r.started_at, worker: r.worker, startedAt: null});
   });
 

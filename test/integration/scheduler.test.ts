@@ -92,7 +92,7 @@ describe('scheduler', () => {
       [id],
     );
     // One row per attempt, with its start.
-    expect(h.map((x) => x.to_state)).toEqual(['submitted', 'failed', 'failed', 'failed', 'dead']);
+    expect(h.map((x) => x.to_state)).toEqual(['failed', 'failed', 'failed', 'dead']);
     for (const attempt of [1, 2, 3]) {
       const failedAt = h.find((x) => x.to_state === 'failed' && x.attempt === attempt)!.at.getTime();
       const next = h.find((x) => x.attempt === attempt + 1)!.started_at!.getTime();

@@ -103,7 +103,7 @@ describe('worker processes', () => {
     expect(history[3]!.worker).not.toBe(deadWorker);
     expect(history[4]).toMatchObject({attempt: 2, worker: history[3]!.worker, startedAt: history[3]!.at});
     // Stored: one row per attempt, written with its end.
-    expect((await (await env.store()).historyList({taskId: id})).map((h) => h.to)).toEqual(['submitted', 'failed', 'succeeded']);
+    expect((await (await env.store()).historyList({taskId: id})).map((h) => h.to)).toEqual(['failed', 'succeeded']);
     const execs = lines(join(dir, 'exec.log')).filter((l) => l.startsWith(id));
     expect(execs.map((l) => l.split(' ')[1])).toEqual(['1', '2']);
     expect(new Set(execs.map((l) => l.split(' ')[2])).size).toBe(2);

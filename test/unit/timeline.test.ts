@@ -23,6 +23,7 @@ function task(o: Partial<TaskRecord> = {}): TaskRecord {
     fence: 1,
     worker: 'host-a:1',
     startedAt: t(1),
+    submittedBy: 'api:7',
     dedupKey: null,
     lastError: null,
     publishedAt: t(0),
@@ -42,20 +43,20 @@ const submitted = row(null, 'submitted', 0, t(0), {worker: 'api:7'});
 const shape = (h: HistoryEntry[]) => h.map((e) => [e.from, e.to, e.attempt, e.worker, e.at.getUTCSeconds()]);
 
 describe('timeline', () => {
-  it('a success: its one attempt row becomes its start on its worker, then its end', () => {
-    const h = timeline(task(), [submitted, row('running', 'succeeded', 1, t(2), {startedAt: t(1)})]);
+  it('a success: the submit from the task row, its one attempt row as its start on its worker, then its end', () => {
+    const h = timeline(task(), [row('running', 'succeeded', 1, t(2), {startedAt: t(1)})]);
     expect(shape(h)).toEqual([
       [null, 'submitted', 0, 'api:7', 0],
       ['submitted', 'running', 1, 'host-a:1', 1],
       ['running', 'succeeded', 1, 'host-a:1', 2],
     ]);
+    expect(h[0]).toMatchObject({at: task().createdAt, error: null, stack: null, startedAt: null});
     expect(h[1]).toMatchObject({error: null, stack: null, startedAt: null});
     expect(h[2]!.startedAt).toEqual(t(1));
   });
 
   it('a failure, a retry on another worker, a success: two attempts, each with its start and worker', () => {
     const rows = [
-      submitted,
       row('running', 'failed', 1, t(3), {startedAt: t(1), error: 'boom', stack: 'Error: boom'}),
       row('running', 'succeeded', 2, t(6), {startedAt: t(5), worker: 'host-b:2'}),
     ];
@@ -69,10 +70,7 @@ describe('timeline', () => {
   });
 
   it('a rescued attempt keeps its start and its dead worker; the attempt running now comes from the task row', () => {
-    const rows = [
-      submitted,
-      row('running', 'failed', 1, t(40), {startedAt: t(1), error: 'lease expired: worker host-a:1 stopped renewing it'}),
-    ];
+    const rows = [row('running', 'failed', 1, t(40), {startedAt: t(1), error: 'lease expired: worker host-a:1 stopped renewing it'})];
     const h = timeline(task({state: 'running', attempt: 2, worker: 'host-b:2', startedAt: t(42), finishedAt: null}), rows);
     expect(shape(h)).toEqual([
       [null, 'submitted', 0, 'api:7', 0],
@@ -84,7 +82,6 @@ describe('timeline', () => {
 
   it('a hand-back (release, park) shows the claim it gave back with the claim attempt number', () => {
     const rows = [
-      submitted,
       row('running', 'failed', 0, t(2), {startedAt: t(1), error: 'released: io pool queue full'}),
       row('running', 'submitted', 0, t(4), {startedAt: t(3), error: 'not run: paused'}),
       row('running', 'succeeded', 1, t(6), {startedAt: t(5)}),
@@ -122,6 +119,12 @@ describe('timeline', () => {
     ]);
   });
 
+  it('a task not claimed yet: its submit, from the row', () => {
+    expect(shape(timeline(task({state: 'submitted', attempt: 0, worker: null, startedAt: null}), []))).toEqual([
+      [null, 'submitted', 0, 'api:7', 0],
+    ]);
+  });
+
   it('a claim by an older ax wrote its own running row: the start on the outcome row is not shown twice', () => {
     const rows = [submitted, row('submitted', 'running', 1, t(1)), row('running', 'succeeded', 1, t(2), {startedAt: t(0)})];
     expect(timeline(task(), rows).map((e) => e.to)).toEqual(['submitted', 'running', 'succeeded']);
@@ -131,7 +134,6 @@ describe('timeline', () => {
 describe('renderTask', () => {
   it('shows each attempt as a running line at its start, on its worker, then its end; the row says when it started', () => {
     const rows = [
-      submitted,
       row('running', 'failed', 1, t(3), {startedAt: t(1), error: 'boom'}),
       row('running', 'succeeded', 2, t(6), {startedAt: t(5), worker: 'host-b:2'}),
     ];

@@ -31,6 +31,19 @@ function started(taskId: string, before: HistoryEntry | undefined, attempt: numb
 /** See the module comment. `rows` are the task's stored history rows, oldest first. */
 export function timeline(task: TaskRecord, rows: readonly HistoryEntry[]): HistoryEntry[] {
   const out: HistoryEntry[] = [];
+  // The creation: the task row itself (a row inserted before version 18 has its own history row).
+  if (rows[0]?.from !== null || rows[0]?.to !== 'submitted')
+    out.push({
+      taskId: task.id,
+      from: null,
+      to: 'submitted',
+      attempt: 0,
+      worker: task.submittedBy,
+      at: task.createdAt,
+      error: null,
+      stack: null,
+      startedAt: null,
+    });
   for (const h of rows) {
     // A stored running row (before version 18, or a claim by an older ax) already says it.
     if (h.from === 'running' && h.startedAt !== null && out.at(-1)?.to !== 'running')

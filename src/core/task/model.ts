@@ -95,6 +95,11 @@ export interface TaskRecord {
   worker: string | null;
   /** The start of the latest attempt (set by the claim; null before the first, and on rows claimed before schema version 18). */
   startedAt: Date | null;
+  /**
+   * Who submitted it (the producer's, relay's or scheduler's host:pid), with created_at the record
+   * of its creation; null on rows created before schema version 18 (their first history row says it).
+   */
+  submittedBy: string | null;
   dedupKey: string | null;
   lastError: string | null;
   publishedAt: Date | null;

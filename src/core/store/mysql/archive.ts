@@ -44,6 +44,7 @@ export const ARCHIVE_TASK_COLUMNS = [
   'fence',
   'worker',
   'started_at',
+  'submitted_by',
   'sched_owner',
   'sched_until',
   'dedup_key',

@@ -410,7 +410,7 @@ export const MIGRATIONS: Migration[] = [
   },
   {
     version: 18,
-    name: 'one history row per attempt: its start on the task row and on its outcome row',
+    name: 'history as one row per attempt: the start on the task and outcome rows, the submitter on the task row',
     statements: [
       {
         // The claim records the attempt's start on the task row (worker is already set by it) instead
@@ -426,6 +426,13 @@ export const MIGRATIONS: Migration[] = [
         // other transitions and on rows written before this migration. Instant, like the above.
         sql: 'ALTER TABLE task_history ADD COLUMN started_at DATETIME(3) NULL, ALGORITHM=INSTANT',
         unless: columnExists('task_history', 'started_at'),
+      },
+      {
+        // A task's creation is its row: created_at, and who submitted it (the producer's, relay's or
+        // scheduler's actor), written by the INSERT instead of a `submitted` history row. NULL on
+        // rows inserted before this migration, whose creation is their first history row. Instant.
+        sql: 'ALTER TABLE tasks ADD COLUMN submitted_by VARCHAR(128) NULL, ALGORITHM=INSTANT',
+        unless: columnExists('tasks', 'submitted_by'),
       },
     ],
   },

@@ -25,7 +25,8 @@ import {PAYLOAD_APART, PAYLOAD_BODY_LOCKED, bodiesUpserts, chunkByBytes, packBig
 const MAX_DUP_RETRIES = 3;
 
 /**
- * Writes new tasks and their `submitted` history in one transaction (see TaskStore.insertTasks).
+ * Writes new tasks in one transaction (see TaskStore.insertTasks); a task's creation is its row
+ * (created_at, submitted_by = `actor`): no history row is written for it.
  * `localNowMs` is the producer's clock now: a buffered task's remaining delay is
  * `submittedAt + delay − localNow`, added to the database's NOW(3). Payloads longer than
  * `inlineBytes` are compressed before the transaction and stored apart (payloads.ts) in it.
@@ -139,8 +140,8 @@ async function insertOnce(
 }
 
 /**
- * The multi-row INSERTs of tasks, their stored-apart payloads (`bodies`, when any) and their
- * `submitted` history. Rows whose id is in `marked` are written published (published_at = NOW(3)):
+ * The multi-row INSERTs of tasks (each with its submitter, `actor`: the row is the creation's
+ * record, no history row is written) and their stored-apart payloads (`bodies`, when any). Rows whose id is in `marked` are written published (published_at = NOW(3)):
  * their caller rings them right after the commit, and the mark costs no UPDATE of its own.
  */
 async function writeRows(
@@ -173,7 +174,7 @@ async function writeRows(
         }
       }
       const publishedSql = marked.has(t.id) ? 'NOW(3)' : 'NULL';
-      values.push(`(?, ?, ?, ?, ?, 'submitted', 0, ?, ${runAtSql}, ?, 0, ?, ?, ?, NOW(3), NOW(3), ${publishedSql}, ?)`);
+      values.push(`(?, ?, ?, ?, ?, 'submitted', 0, ?, ${runAtSql}, ?, 0, ?, ?, ?, NOW(3), NOW(3), ${publishedSql}, ?, ?)`);
       params.push(
         t.id,
         cell,
@@ -187,6 +188,7 @@ async function writeRows(
         t.scheduleName ?? null,
         t.contentHash,
         bodies.has(t) ? PAYLOAD_APART : t.payload,
+        actor,
       );
       const body = bodies.get(t);
       if (body) apart.push([t.id, body]);
@@ -194,13 +196,11 @@ async function writeRows(
     await exec(
       db,
       c,
-      `INSERT INTO tasks (id, cell, type, pool, priority, state, attempt, max_retries, run_at, timeout_ms, fence, dedup_key, schedule_name, content_hash, created_at, updated_at, published_at, payload) VALUES ${values.join(', ')}`,
+      `INSERT INTO tasks (id, cell, type, pool, priority, state, attempt, max_retries, run_at, timeout_ms, fence, dedup_key, schedule_name, content_hash, created_at, updated_at, published_at, payload, submitted_by) VALUES ${values.join(', ')}`,
       params,
     );
   }
   for (const b of bodiesUpserts(apart)) await exec(db, c, b.sql, b.params);
-  const h = historyInsert(fresh.map((t): HistoryRow => [t.id, null, 'submitted', 0, actor, null, null]));
-  await exec(db, c, h.sql, h.params);
 }
 
 /** The doorbell mark (guard: rungWhere). Index: PRIMARY (a range of n points). */
