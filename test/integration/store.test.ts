@@ -171,6 +171,15 @@ describe("a worker's outcome batch without a read first (the guarded UPDATEs dec
         error: null,
         stack: null,
       });
+      // The attempt's one row carries its start and worker, copied from the row the claim wrote.
+      for (const x of [a, b, c, d, e]) {
+        const [h] = await env.sql<{started_at: Date; worker: string}>(
+          'SELECT h.started_at, h.worker FROM task_history h WHERE h.task_id = ? ORDER BY seq DESC LIMIT 1',
+          [x!.id],
+        );
+        expect(h).toEqual({started_at: (await store.tasksGet({id: x!.id}))!.startedAt, worker: 'w1'});
+        expect(h!.started_at).toBeInstanceOf(Date);
+      }
       expect(await last(b!.id)).toMatchObject({to_state: 'failed', attempt: 1, error: 'boom', stack: 'Error: boom\n    at x'});
       expect(await last(c!.id)).toMatchObject({to_state: 'dead', attempt: 1, error: 'bad payload'});
       // A hand-back and a park give the attempt back: their rows say attempt 0, as the task row does.
