@@ -9,6 +9,16 @@ import {validateTaskSpec} from '../../src/core/task/validate.js';
 
 storeConformance('MySQL', mysqlStoreHarness);
 
+const newId = createIdGenerator(() => Date.now());
+/** A validated `order_notify` task of the default cell (5 retries); `extra` adds spec fields (delay, …). */
+const orderTask = (payload: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+  validateTaskSpec(
+    {type: 'order_notify', payload, ...extra},
+    {maxRetries: 5, payloadLimitBytes: 65_536, cell: 'default'},
+    Date.now(),
+    newId,
+  );
+
 describe('closable stores', () => {
   it('`await using` closes the task store and the outbox at the end of the block; close() is idempotent', async () => {
     const env = await createTestEnv();
@@ -38,13 +48,7 @@ describe('the claim UPDATE carries its own guard', () => {
     const env = await createTestEnv();
     try {
       const store = await env.store();
-      const newId = createIdGenerator(() => Date.now());
-      const t = validateTaskSpec(
-        {type: 'order_notify', payload: {stale: 1}},
-        {maxRetries: 5, payloadLimitBytes: 65_536, cell: 'default'},
-        Date.now(),
-        newId,
-      );
+      const t = orderTask({stale: 1});
       await store.tasksInsert({tasks: [t], actor: 'test'});
       // What a claimer without a locking read saw: submitted at fence 0, due.
       const [read] = await env.sql<{fence: number}>('SELECT fence FROM tasks WHERE id = ?', [t.id]);
@@ -66,14 +70,7 @@ describe('a row that leaves the waiting states unrung gets its mark (idx_tasks_d
     const env = await createTestEnv();
     try {
       const store = await env.store();
-      const newId = createIdGenerator(() => Date.now());
-      const spec = (n: number, delayMs = 0) =>
-        validateTaskSpec(
-          {type: 'order_notify', payload: {n}, ...(delayMs ? {delay: `${delayMs}ms`} : {})},
-          {maxRetries: 5, payloadLimitBytes: 65_536, cell: 'default'},
-          Date.now(),
-          newId,
-        );
+      const spec = (n: number, delayMs = 0) => orderTask({n}, delayMs ? {delay: `${delayMs}ms`} : {});
       const [unrung, rung, delayed, many] = [spec(1), spec(2), spec(3, 3_600_000), spec(4, 3_600_000)];
       await store.tasksInsert({tasks: [unrung!, rung!, delayed!, many!], actor: 'test', markPublished: [rung!.id]});
       const marks = async () =>
@@ -116,15 +113,7 @@ describe("a worker's outcome batch without a read first (the guarded UPDATEs dec
     const env = await createTestEnv();
     try {
       const store = await env.store();
-      const newId = createIdGenerator(() => Date.now());
-      const specs = [1, 2, 3, 4, 5].map((n) =>
-        validateTaskSpec(
-          {type: 'order_notify', payload: {n}},
-          {maxRetries: 5, payloadLimitBytes: 65_536, cell: 'default'},
-          Date.now(),
-          newId,
-        ),
-      );
+      const specs = [1, 2, 3, 4, 5].map((n) => orderTask({n}));
       await store.tasksInsert({tasks: specs, actor: 'test'});
       const {claimed} = await store.tasksClaim({ids: specs.map((t) => t.id), worker: 'w1', leaseMs: 30_000});
       const [a, b, c, d, e] = claimed.sort((x, y) => (x.id < y.id ? -1 : 1));
@@ -190,9 +179,7 @@ describe("a worker's outcome batch without a read first (the guarded UPDATEs dec
       ]);
 
       // One stale outcome among current ones: the stale one is reported and writes nothing.
-      const more = [6, 7].map((n) =>
-        validateTaskSpec({type, payload: {n}}, {maxRetries: 5, payloadLimitBytes: 65_536, cell: 'default'}, Date.now(), newId),
-      );
+      const more = [6, 7].map((n) => orderTask({n}));
       await store.tasksInsert({tasks: more, actor: 'test'});
       const [f, g] = (await store.tasksClaim({ids: more.map((t) => t.id), worker: 'w1', leaseMs: 30_000})).claimed;
       const before = (await env.sql<{n: number}>('SELECT COUNT(*) AS n FROM task_history WHERE task_id = ?', [g!.id]))[0]!.n;
