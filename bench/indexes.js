@@ -10,7 +10,8 @@
 import {parseArgs} from 'node:util';
 import mysql from 'mysql2/promise';
 import {migrate} from '../dist/core/store/mysql/migrate.js';
-import {claimUpdateSql, outcomeUpdateSql} from '../dist/core/store/mysql/write.js';
+import {outcomeUpdateSql} from '../dist/core/store/mysql/outcomes.js';
+import {claimUpdateSql} from '../dist/core/store/mysql/write.js';
 import {CLK_TCK, findServerPids, procTicks} from './lib/cpu.js';
 import {insertSql, newId, rowParams} from './lib/raw.js';
 import {createRuntime, openDatabase} from './lib/ax.js';

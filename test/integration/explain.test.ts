@@ -7,14 +7,8 @@ import {DOCTOR_SQL} from '../../src/core/store/mysql/doctor.js';
 import {failureGroupsSql} from '../../src/core/store/mysql/failures.js';
 import {runningCountSql} from '../../src/core/store/mysql/admit-claim.js';
 import {HOT_SQL} from '../../src/core/store/mysql/read.js';
-import {
-  claimSelectSql,
-  claimUpdateSql,
-  earlyResetSql,
-  holdForDispatchSql,
-  markPublishedSql,
-  outcomeUpdateSql,
-} from '../../src/core/store/mysql/write.js';
+import {outcomeUpdateSql} from '../../src/core/store/mysql/outcomes.js';
+import {claimSelectSql, claimUpdateSql, earlyResetSql, holdForDispatchSql, markPublishedSql} from '../../src/core/store/mysql/write.js';
 import {createTestEnv, type TestEnv} from '../helpers/env.js';
 
 interface Plan {

@@ -5,7 +5,8 @@
  */
 import {describe, expect, it} from 'vitest';
 import {fenceCondition, guardedWhere, rungWhere} from '../../src/core/store/mysql/guards.js';
-import {claimUpdateSql, earlyResetSql, outcomeUpdateSql} from '../../src/core/store/mysql/write.js';
+import {outcomeUpdateSql} from '../../src/core/store/mysql/outcomes.js';
+import {claimUpdateSql, earlyResetSql} from '../../src/core/store/mysql/write.js';
 import {MAX_STACK_LENGTH, clipStack} from '../../src/core/store/mysql/rows.js';
 import type {Outcome} from '../../src/core/store/types.js';
 import {STACK_BYTES, STACK_LINES, stackHead} from '../../src/core/errors.js';

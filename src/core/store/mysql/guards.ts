@@ -4,7 +4,8 @@
  * guard holds whether or not a locking read ran before it.
  */
 import {guardOf, type TaskState, type TransitionName} from '../../task/state.js';
-import {marks} from './db.js';
+import {AxError} from '../../errors.js';
+import {type Db, type PoolConnection, type ResultSetHeader, marks, tx} from './db.js';
 
 /** `'a', 'b'`: states are a fixed enum, never user input. */
 export const inList = (states: readonly TaskState[]): string => states.map((s) => `'${s}'`).join(', ');
@@ -73,4 +74,32 @@ export function rungWhere(rung: readonly FencedRef[]): {sql: string; params: unk
     sql: `id IN (${marks(rung.length)}) AND state IN (${inList(guardOf('claim').from)}) AND ${f.sql}`,
     params: [...rung.map((r) => r.id), ...f.params],
   };
+}
+
+/** How often a claim or an outcome batch re-reads after a guarded UPDATE matched fewer rows than it read. */
+const MAX_GUARD_RETRIES = 5;
+
+/**
+ * Thrown inside a transaction when a guarded UPDATE changed fewer rows than the read before it
+ * decided: the rows moved in between (only possible without a locking read). The transaction rolls
+ * back and the caller re-reads.
+ */
+export class GuardMismatch extends Error {}
+
+/** Runs `fn` in a transaction, again from a fresh read when a guarded UPDATE did not match what it read. */
+export async function txGuarded<T>(db: Db, what: string, fn: (c: PoolConnection) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await tx(db, fn);
+    } catch (e) {
+      if (!(e instanceof GuardMismatch)) throw e;
+      if (attempt >= MAX_GUARD_RETRIES)
+        throw new AxError('conflict', `${what}: rows kept changing under the guarded UPDATE (${e.message})`);
+    }
+  }
+}
+
+/** Throws GuardMismatch unless a guarded UPDATE changed exactly the `expected` rows the read decided on. */
+export function expectAffected(res: ResultSetHeader, expected: number, what: string): void {
+  if (res.affectedRows !== expected) throw new GuardMismatch(`${what}: ${res.affectedRows} of ${expected} rows matched`);
 }

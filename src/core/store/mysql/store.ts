@@ -61,6 +61,7 @@ import {DEFAULT_PAYLOAD_INLINE_BYTES} from '../../config/config.js';
 import * as r from './read.js';
 import * as scan from './scan.js';
 import * as w from './write.js';
+import {applyOutcomes} from './outcomes.js';
 
 export interface MysqlStoreOptions extends DbOptions {
   cell: string;
@@ -125,7 +126,7 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
     return w.renewLeases(this.db, p);
   }
   outcomesApply(p: OutcomesApplyParams) {
-    return w.applyOutcomes(this.db, this.cell, p.outcomes, p.actor);
+    return applyOutcomes(this.db, this.cell, p.outcomes, p.actor);
   }
   holdsTake(p: HoldsTakeParams) {
     return w.holdForDispatch(this.db, this.cell, p);

@@ -1,5 +1,5 @@
 import type {NewTask} from '../../task/model.js';
-import {TRANSITIONS, guardOf, type TaskState, type TransitionName} from '../../task/state.js';
+import {TRANSITIONS, guardOf, type TaskState} from '../../task/state.js';
 import type {
   ClaimResult,
   ClaimedTask,
@@ -7,20 +7,18 @@ import type {
   HoldsTakeParams,
   InsertResult,
   LeasesRenewParams,
-  Outcome,
-  OutcomeKind,
-  OutcomeResult,
   TasksCancelManyParams,
   TasksCancelParams,
   TasksClaimParams,
   TasksInsertParams,
 } from '../types.js';
-import {type Db, type PoolConnection, type ResultSetHeader, type Row, exec, isDataError, marks, select, tx} from './db.js';
+import {type Db, type PoolConnection, type Row, exec, isDataError, marks, select, tx} from './db.js';
 import {admitClaim, type ClaimRow} from './admit-claim.js';
 import {AxError, errorMessage} from '../../errors.js';
 import {insertAudit} from './audit.js';
-import {caseById, clipError, clipStack, historyInsert, parseReplay, toDueTask, type HistoryRow} from './rows.js';
-import {type FencedRef, MARK_LEFT_UNRUNG, fenceCondition, guardedWhere, inList, rungWhere} from './guards.js';
+import {caseById, clipError, historyInsert, parseReplay, toDueTask, type HistoryRow} from './rows.js';
+import {type FencedRef, MARK_LEFT_UNRUNG, expectAffected, fenceCondition, guardedWhere, inList, rungWhere, txGuarded} from './guards.js';
+import {pickThenLock} from './pick-lock.js';
 import {PAYLOAD_APART, PAYLOAD_BODY_LOCKED, bodiesUpserts, chunkByBytes, packBig, payloadText} from './payloads.js';
 const MAX_DUP_RETRIES = 3;
 
@@ -141,8 +139,9 @@ async function insertOnce(
 
 /**
  * The multi-row INSERTs of tasks (each with its submitter, `actor`: the row is the creation's
- * record, no history row is written) and their stored-apart payloads (`bodies`, when any). Rows whose id is in `marked` are written published (published_at = NOW(3)):
- * their caller rings them right after the commit, and the mark costs no UPDATE of its own.
+ * record, no history row is written) and their stored-apart payloads (`bodies`, when any). Rows
+ * whose id is in `marked` are written published (published_at = NOW(3)): their caller rings them
+ * right after the commit, and the mark costs no UPDATE of its own.
  */
 async function writeRows(
   db: Db,
@@ -285,34 +284,6 @@ export const claimSelectSql = (n: number): string =>
           run_at <= NOW(3) AS due,
           TIMESTAMPDIFF(MICROSECOND, run_at, NOW(3)) AS late_us
      FROM tasks WHERE id IN (${marks(n)}) AND cell = ? FOR UPDATE`;
-
-/** How often a claim or an outcome batch re-reads after a guarded UPDATE matched fewer rows than it read. */
-const MAX_GUARD_RETRIES = 5;
-
-/**
- * Thrown inside a transaction when a guarded UPDATE changed fewer rows than the read before it
- * decided: the rows moved in between (only possible without a locking read). The transaction rolls
- * back and the caller re-reads.
- */
-class GuardMismatch extends Error {}
-
-/** Runs `fn` in a transaction, again from a fresh read when a guarded UPDATE did not match what it read. */
-async function txGuarded<T>(db: Db, what: string, fn: (c: PoolConnection) => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await tx(db, fn);
-    } catch (e) {
-      if (!(e instanceof GuardMismatch)) throw e;
-      if (attempt >= MAX_GUARD_RETRIES)
-        throw new AxError('conflict', `${what}: rows kept changing under the guarded UPDATE (${e.message})`);
-    }
-  }
-}
-
-/** Throws GuardMismatch unless a guarded UPDATE changed exactly the `expected` rows the read decided on. */
-function expectAffected(res: ResultSetHeader, expected: number, what: string): void {
-  if (res.affectedRows !== expected) throw new GuardMismatch(`${what}: ${res.affectedRows} of ${expected} rows matched`);
-}
 
 /**
  * The claim's UPDATE over the rows its read found claimable, each at the fence the read saw
@@ -482,311 +453,24 @@ export async function renewLeases(db: Db, {held, leaseMs}: LeasesRenewParams): P
   });
 }
 
-/** The transition each outcome kind makes: the same names as the table. */
-const TRANSITION_OF: Record<OutcomeKind, TransitionName> = {
-  complete: 'complete',
-  fail: 'fail',
-  deadLetter: 'deadLetter',
-  release: 'release',
-  rescue: 'rescue',
-  rescueDeadLetter: 'rescueDeadLetter',
-  park: 'park',
-};
-
-/** The error an outcome records against the task (last_error) and in history, and its stack. */
-function errorOf(o: Outcome): {error: string | null; stack: string | null} {
-  switch (o.kind) {
-    case 'complete':
-      return {error: null, stack: null};
-    case 'release':
-    case 'park':
-      return {error: o.reason, stack: null};
-    case 'fail':
-    case 'deadLetter':
-      return {error: o.error, stack: o.stack ?? null};
-    case 'rescue':
-    case 'rescueDeadLetter':
-      return {error: o.error, stack: null};
-  }
-}
-
 /**
- * The SET clause of each transition an outcome makes, over its group of outcomes. The target
- * state comes from the table; the guard is added by guardedWhere.
- */
-function setClause(t: TransitionName, group: Outcome[]): {sql: string; params: unknown[]} {
-  const to = TRANSITIONS[t].to;
-  const err = () =>
-    caseById(
-      group.map((o) => [o.id, clipError(errorOf(o).error)]),
-      'last_error',
-    );
-  const delay = () =>
-    caseById(
-      group.map((o) => [o.id, Math.max(0, Math.round('retryDelayMs' in o ? o.retryDelayMs : 'delayMs' in o ? o.delayMs : 0)) * 1000]),
-      '0',
-    );
-  switch (t) {
-    case 'complete':
-      return {sql: `state = '${to}', lease_until = NULL, finished_at = NOW(3), updated_at = NOW(3), last_error = NULL`, params: []};
-    case 'fail':
-    case 'rescue': {
-      const d = delay();
-      const e = err();
-      return {
-        sql: `state = '${to}', lease_until = NULL, published_at = NULL, updated_at = NOW(3), run_at = NOW(3) + INTERVAL ${d.sql} MICROSECOND, last_error = ${e.sql}`,
-        params: [...d.params, ...e.params],
-      };
-    }
-    case 'release': {
-      // No attempt used, no error recorded against the task; due at once, perhaps on another pool.
-      const pool = caseById(
-        group.flatMap((o) => (o.kind === 'release' && o.pool !== undefined ? [[o.id, o.pool] as [string, unknown]] : [])),
-        'pool',
-      );
-      return {
-        sql: `state = '${to}', lease_until = NULL, published_at = NULL, updated_at = NOW(3), run_at = NOW(3), attempt = attempt - 1, pool = ${pool.sql}`,
-        params: pool.params,
-      };
-    }
-    case 'park': {
-      // No attempt used, no error against the task; due after the admission step's delay, marked
-      // with why it waits (parked_at before parked: SET sees the new values left to right).
-      const d = delay();
-      const kind = caseById(
-        group.map((o) => [o.id, o.kind === 'park' ? o.parked : null]),
-        'NULL',
-      );
-      const kind2 = caseById(
-        group.map((o) => [o.id, o.kind === 'park' ? o.parked : null]),
-        'NULL',
-      );
-      return {
-        sql: `state = '${to}', lease_until = NULL, published_at = NULL, updated_at = NOW(3), run_at = NOW(3) + INTERVAL ${d.sql} MICROSECOND, attempt = attempt - 1, parked_at = IF(${kind.sql} IS NULL, NULL, NOW(3)), parked = ${kind2.sql}`,
-        params: [...d.params, ...kind.params, ...kind2.params],
-      };
-    }
-    case 'deadLetter':
-    case 'rescueDeadLetter': {
-      const e = err();
-      return {
-        sql: `state = '${to}', lease_until = NULL, finished_at = NOW(3), updated_at = NOW(3), last_error = ${e.sql}`,
-        params: e.params,
-      };
-    }
-    default:
-      throw new AxError('internal', `transition ${t} is not an outcome`);
-  }
-}
-
-/** One outcome transition's UPDATE over `group` (non-empty), guarded from the table. Exported for tests. */
-export function outcomeUpdateSql(t: TransitionName, group: Outcome[]): {sql: string; params: unknown[]} {
-  const set = setClause(t, group);
-  const where = guardedWhere(t, group);
-  return {sql: `UPDATE tasks SET ${set.sql} WHERE ${where.sql}`, params: [...set.params, ...where.params]};
-}
-
-/**
- * Applies outcomes (see TaskStore.outcomesApply). A worker's batch (outcomes from running, fenced,
- * no lease condition, each counted for the breaker carrying its type) takes the fast path first
- * (applyFast): no read, the guarded UPDATEs decide. Otherwise, or when the fast path finds a row
- * that moved: a locking read decides which are current (and the attempt each history row records,
- * with the attempt's start and worker from the row), then one UPDATE per transition present, each
- * carrying its own guard from the transition table, and one history INSERT (one row per attempt:
- * the claim wrote none), in one transaction. Each UPDATE must change exactly the rows the read
- * decided on (so history is written only for rows updated); otherwise the transaction rolls back
- * and re-reads (AxError('conflict') after 5 tries).
- */
-export async function applyOutcomes(db: Db, cell: string, outcomes: Outcome[], actor: string): Promise<OutcomeResult> {
-  if (outcomes.length === 0) return {applied: [], stale: []};
-  const byId = new Map(outcomes.map((o) => [o.id, o]));
-  if ([...byId.values()].every(fastEligible)) {
-    const fast = await applyFast(db, cell, [...byId.values()], actor);
-    if (fast) return fast;
-  }
-  const ids = [...byId.keys()].sort();
-  return txGuarded(db, 'outcomes', async (c) => {
-    const rows = await select(
-      db,
-      c,
-      `SELECT id, type, state, fence, attempt, worker, started_at, lease_until < NOW(3) AS expired FROM tasks WHERE id IN (${marks(ids.length)}) FOR UPDATE`,
-      ids,
-    );
-    const current = new Map(rows.map((r) => [r.id as string, r]));
-    const groups = new Map<TransitionName, Outcome[]>();
-    const stale: string[] = [];
-    const history: HistoryRow[] = [];
-    const counts = new Map<string, {ok: number; failed: number}>();
-    for (const id of ids) {
-      const o = byId.get(id) as Outcome;
-      const t = TRANSITION_OF[o.kind];
-      const g = guardOf(t);
-      const r = current.get(id);
-      const ok =
-        r &&
-        g.from.includes(r.state as TaskState) &&
-        (!g.fenced || Number(r.fence) === o.fence) &&
-        (!g.leaseExpired || Number(r.expired) === 1);
-      if (!ok) {
-        stale.push(id);
-        continue;
-      }
-      const group = groups.get(t);
-      if (group) group.push(o);
-      else groups.set(t, [o]);
-      if (o.breaker !== undefined) {
-        const c = counts.get(r.type as string) ?? {ok: 0, failed: 0};
-        c[o.breaker]++;
-        counts.set(r.type as string, c);
-      }
-      const attempt = Number(r.attempt) - (o.kind === 'release' || o.kind === 'park' ? 1 : 0);
-      const e = errorOf(o);
-      // The attempt's one history row: its start and worker (from the claim, on the row) with its
-      // end. A rescue's worker is the one that stopped renewing the lease, not the rescuer.
-      const ranOn = (r.worker as string | null) ?? actor;
-      const startedAt = (r.started_at as Date | null) ?? null;
-      history.push([id, r.state as TaskState, TRANSITIONS[t].to, attempt, ranOn, clipError(e.error), clipStack(e.stack), startedAt]);
-    }
-    for (const [t, group] of groups) {
-      const q = outcomeUpdateSql(t, group);
-      expectAffected(await exec(db, c, q.sql, q.params), group.length, `outcomes (${t})`);
-    }
-    if (history.length > 0) {
-      const h = historyInsert(history);
-      await exec(db, c, h.sql, h.params);
-    }
-    if (counts.size > 0) {
-      const q = outcomeCountsUpsert(cell, actor, counts);
-      await exec(db, c, q.sql, q.params);
-    }
-    return {applied: [...groups.values()].flat().map((o) => o.id), stale};
-  });
-}
-
-/** Outcomes the fast path may write: a worker's, from running, fenced, without a lease condition. */
-function fastEligible(o: Outcome): boolean {
-  const g = guardOf(TRANSITION_OF[o.kind]);
-  return g.fenced && !g.leaseExpired && g.from.length === 1 && g.from[0] === 'running' && (o.breaker === undefined || o.type !== undefined);
-}
-
-/** A row of the fast path's batch had moved (stale fence, not running): roll back, take the careful path. */
-class FastPathMiss extends Error {}
-
-/**
- * The fast path of applyOutcomes, one transaction without a read: one guarded UPDATE per
- * transition (each must change every row of its group: it locks them), then the history rows
- * copied from the rows just updated (INSERT … SELECT: their new state and attempt, so a hand-back's
- * given-back attempt too) and the breaker counts from the outcomes' types. Returns null, having
- * written nothing, when a row had moved: the careful path then sorts stale from current.
- */
-async function applyFast(db: Db, cell: string, outcomes: Outcome[], actor: string): Promise<OutcomeResult | null> {
-  const groups = new Map<TransitionName, Outcome[]>();
-  for (const o of [...outcomes].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))) {
-    const t = TRANSITION_OF[o.kind];
-    const group = groups.get(t);
-    if (group) group.push(o);
-    else groups.set(t, [o]);
-  }
-  try {
-    return await tx(db, async (c) => {
-      for (const [t, group] of groups) {
-        const q = outcomeUpdateSql(t, group);
-        if ((await exec(db, c, q.sql, q.params)).affectedRows !== group.length) throw new FastPathMiss();
-      }
-      const h = historyFromRows(outcomes, actor);
-      await exec(db, c, h.sql, h.params);
-      const counts = new Map<string, {ok: number; failed: number}>();
-      for (const o of outcomes) {
-        if (o.breaker === undefined || o.type === undefined) continue;
-        const n = counts.get(o.type) ?? {ok: 0, failed: 0};
-        n[o.breaker]++;
-        counts.set(o.type, n);
-      }
-      if (counts.size > 0) {
-        const q = outcomeCountsUpsert(cell, actor, counts);
-        await exec(db, c, q.sql, q.params);
-      }
-      return {applied: [...groups.values()].flat().map((o) => o.id), stale: []};
-    });
-  } catch (e) {
-    if (e instanceof FastPathMiss) return null;
-    throw e;
-  }
-}
-
-/**
- * The outcome history rows of the fast path, copied in id order from the task rows its UPDATEs
- * just changed (from running; to and attempt as they are now; the attempt's start and worker as
- * the claim wrote them, which an outcome leaves alone), with each outcome's error and stack.
- */
-function historyFromRows(outcomes: Outcome[], actor: string): {sql: string; params: unknown[]} {
-  const errors: Array<[string, unknown]> = [];
-  const stacks: Array<[string, unknown]> = [];
-  for (const o of outcomes) {
-    const e = errorOf(o);
-    if (e.error !== null) errors.push([o.id, clipError(e.error)]);
-    if (e.stack !== null) stacks.push([o.id, clipStack(e.stack)]);
-  }
-  const error = caseById(errors, 'NULL');
-  const stack = caseById(stacks, 'NULL');
-  const ids = outcomes.map((o) => o.id);
-  return {
-    sql: `INSERT INTO task_history (task_id, from_state, to_state, attempt, worker, at, error, stack, started_at)
-          SELECT id, 'running', state, attempt, COALESCE(worker, ?), NOW(3), ${error.sql}, ${stack.sql}, started_at
-          FROM tasks WHERE id IN (${marks(ids.length)}) ORDER BY id`,
-    params: [actor, ...error.params, ...stack.params, ...ids],
-  };
-}
-
-/**
- * Adds a batch's breaker counts to this worker's row of the current second per type (one
- * statement; rows are per worker, so concurrent outcome transactions of other workers never wait
- * on it). Params: cell, type, worker, ok, failed per type.
- */
-function outcomeCountsUpsert(
-  cell: string,
-  worker: string,
-  counts: Map<string, {ok: number; failed: number}>,
-): {sql: string; params: unknown[]} {
-  const params: unknown[] = [];
-  for (const [type, n] of counts) params.push(cell, type, worker.slice(0, 128), n.ok, n.failed);
-  return {
-    sql: `INSERT INTO type_outcomes (cell, type, second, worker, ok, failed)
-          VALUES ${[...counts.keys()].map(() => '(?, ?, NOW(), ?, ?, ?)').join(', ')}
-          ON DUPLICATE KEY UPDATE ok = ok + VALUES(ok), failed = failed + VALUES(failed)`,
-    params,
-  };
-}
-
-/** Read-then-lock rounds of one cancelMany call (candidates that moved in between are replaced). */
-const CANCEL_ROUNDS = 5;
-
-/**
- * See InspectStore.tasksCancelMany. The candidates: a plain read of the type's rows in the states
- * (idx_tasks_due, the type checked in the index), without locks, so that the other types' waiting
- * rows are never held against their claims. Then per round one transaction: the candidates by
- * primary key FOR UPDATE, re-checked, one guarded UPDATE (affectedRows must equal the rows read,
- * else it rolls back), one history INSERT, one audit row. Rounds refill what moved in between.
+ * See InspectStore.tasksCancelMany, read then locked (pickThenLock): the candidates, a plain read of
+ * the type's rows in the states (idx_tasks_due, the type checked in the index); then per round one
+ * transaction: the candidates by primary key FOR UPDATE, re-checked, one guarded UPDATE
+ * (affectedRows must equal the rows read, else it rolls back), one history INSERT, one audit row.
  */
 export async function cancelMany(db: Db, cell: string, p: TasksCancelManyParams): Promise<Array<{id: string; from: TaskState}>> {
   const states = p.states.filter((s) => guardOf('cancel').from.includes(s));
   if (states.length === 0) return [];
   const match = `cell = ? AND type = ? AND state IN (${marks(states.length)})`;
-  const out: Array<{id: string; from: TaskState}> = [];
-  for (let round = 0; round < CANCEL_ROUNDS && out.length < p.limit; round++) {
-    const want = p.limit - out.length;
-    const candidates = await select(db, db.pool, `SELECT id FROM tasks WHERE ${match} ORDER BY id LIMIT ?`, [
-      cell,
-      p.type,
-      ...states,
-      want,
-    ]);
-    if (candidates.length === 0) break;
-    const picked = candidates.map((r) => r.id as string);
-    out.push(...(await cancelLocked(db, cell, p, match, states, picked)));
-    if (candidates.length < want) break;
-  }
-  return out;
+  return pickThenLock(
+    p.limit,
+    async (want) =>
+      (await select(db, db.pool, `SELECT id FROM tasks WHERE ${match} ORDER BY id LIMIT ?`, [cell, p.type, ...states, want])).map(
+        (r) => r.id as string,
+      ),
+    (ids) => cancelLocked(db, cell, p, match, states, ids),
+  );
 }
 
 /** One round of cancelMany: the picked rows that still match, locked by primary key, cancelled. */
