@@ -26,6 +26,7 @@ import type {
 import {insertAudit} from './audit.js';
 import {type Conn, type Db, exec, marks, type Row, select, tx} from './db.js';
 import {type FencedRef, MARK_LEFT_UNRUNG, guardedWhere, inList} from './guards.js';
+import {pickThenLock} from './pick-lock.js';
 import {clipError, historyInsert, type HistoryRow} from './rows.js';
 
 const TYPE_COLUMNS =
@@ -298,33 +299,22 @@ export async function deferTasks(db: Db, cell: string, p: TasksDeferParams): Pro
   });
 }
 
-/** Read-then-lock rounds of one releaseParked call (candidates that moved in between are replaced). */
-const RELEASE_ROUNDS = 5;
-
 /**
- * See FlowStore.parkedRelease. The candidates: a plain read of the type's parked waiting rows
- * (idx_tasks_due (cell, state, run_at, type): the waiting entries, the type checked in the index),
- * without locks, so that it never holds the other types' waiting rows against their claims. Then
- * one transaction: the candidates by primary key FOR UPDATE, re-checked (a claim or a defer may
- * have moved one since), and one UPDATE of the rows still parked.
+ * See FlowStore.parkedRelease, read then locked (pickThenLock): the candidates, a plain read of the
+ * type's parked waiting rows (idx_tasks_due (cell, state, run_at, type): the waiting entries, the
+ * type checked in the index); then per round one transaction: the candidates by primary key FOR
+ * UPDATE, re-checked (a claim or a defer may have moved one since), and one UPDATE of the rows
+ * still parked.
  */
 export async function releaseParked(db: Db, cell: string, p: ParkedReleaseParams): Promise<Array<DispatchRef & {fence: number}>> {
   if (p.kinds.length === 0) return [];
   const parkedWhere = `cell = ? AND type = ? AND state IN (${inList(TRANSITIONS.defer.from)}) AND parked IN (${marks(p.kinds.length)})`;
-  const out: Array<DispatchRef & {fence: number}> = [];
-  // A candidate that moved between the two reads is no longer parked and is not read again; a few
-  // rounds fill the batch, so that "fewer than limit" still means "no more parked rows".
-  for (let round = 0; round < RELEASE_ROUNDS && out.length < p.limit; round++) {
-    const want = p.limit - out.length;
-    const candidates = await select(db, db.pool, `SELECT id FROM tasks WHERE ${parkedWhere} ORDER BY id LIMIT ?`, [
-      cell,
-      p.type,
-      ...p.kinds,
-      want,
-    ]);
-    if (candidates.length === 0) break;
-    const picked = candidates.map((r) => r.id as string);
-    const released = await tx(db, async (c) => {
+  const pick = async (want: number) =>
+    (await select(db, db.pool, `SELECT id FROM tasks WHERE ${parkedWhere} ORDER BY id LIMIT ?`, [cell, p.type, ...p.kinds, want])).map(
+      (r) => r.id as string,
+    );
+  return pickThenLock(p.limit, pick, (picked) =>
+    tx(db, async (c) => {
       const rows = await select(
         db,
         c,
@@ -347,11 +337,8 @@ export async function releaseParked(db: Db, cell: string, p: ParkedReleaseParams
         priority: r.priority as DispatchRef['priority'],
         fence: Number(r.fence),
       }));
-    });
-    out.push(...released);
-    if (candidates.length < want) break;
-  }
-  return out;
+    }),
+  );
 }
 
 /** See FlowStore.outcomeCounts. Params: cell, window (s). Index: idx_type_outcomes_second range. */
