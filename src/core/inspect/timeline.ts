@@ -14,15 +14,6 @@
  */
 import type {HistoryEntry, TaskRecord} from '../task/model.js';
 
-/**
- * The claim's attempt number of an attempt ended by `end`. A hand-back (a release, `released: …`,
- * to failed; a park, to submitted) gives its attempt back: its row records one less.
- */
-function claimedAttempt(end: HistoryEntry): number {
-  const handedBack = end.to === 'submitted' || (end.to === 'failed' && (end.error ?? '').startsWith('released:'));
-  return handedBack ? end.attempt + 1 : end.attempt;
-}
-
 /** The running event of an attempt: from the state before its claim, at its start, on its worker. */
 function started(taskId: string, before: HistoryEntry | undefined, attempt: number, at: Date, worker: string | null): HistoryEntry {
   return {taskId, from: before?.to ?? 'submitted', to: 'running', attempt, worker, at, error: null, stack: null, startedAt: null};
@@ -47,7 +38,9 @@ export function timeline(task: TaskRecord, rows: readonly HistoryEntry[]): Histo
   for (const h of rows) {
     // A stored running row (before version 18, or a claim by an older ax) already says it.
     if (h.from === 'running' && h.startedAt !== null && out.at(-1)?.to !== 'running')
-      out.push(started(task.id, out.at(-1), claimedAttempt(h), h.startedAt, h.worker));
+      // Every row records the task's attempt count after it (a hand-back's is one less: it gave
+      // its attempt back), so the claim that began this attempt made it the previous one's + 1.
+      out.push(started(task.id, out.at(-1), (out.at(-1)?.attempt ?? 0) + 1, h.startedAt, h.worker));
     out.push(h);
   }
   if (task.state === 'running' && task.startedAt !== null && out.at(-1)?.to !== 'running')

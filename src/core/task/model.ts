@@ -119,6 +119,10 @@ export interface HistoryEntry {
   taskId: string;
   from: TaskState | null;
   to: TaskState;
+  /**
+   * The task's attempts used after the transition: an attempt's end keeps its claim's number, a
+   * hand-back (release, park) one less (it gave the attempt back); the timeline relies on it.
+   */
   attempt: number;
   /** The worker or process (host:pid) that made the transition; for an attempt's end, the worker the attempt ran on. */
   worker: string | null;
