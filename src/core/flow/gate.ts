@@ -57,6 +57,7 @@ export class FlowGate {
   private snap: FlowSnapshot = EMPTY_SNAPSHOT;
   private events: AxEvents | undefined;
   private broker: Broker | undefined;
+  private readonly refreshed: Array<() => void> = [];
   private actor = 'worker';
   private refreshes = 0;
   private readonly loop: Periodic;
@@ -110,6 +111,12 @@ export class FlowGate {
       if (was.maxRunning !== now.maxRunning || was.rate !== now.rate)
         this.o.logger.info('type limits in effect', {type, maxRunning: now.maxRunning ?? null, rate: now.rate ?? null});
     }
+    for (const f of this.refreshed) f();
+  }
+
+  /** Calls `f` after each successful refresh, with the new snapshot in place (the worker withdraws what it now refuses). */
+  onRefreshed(f: () => void): void {
+    this.refreshed.push(f);
   }
 
   /** The types of a claim batch whose registry rows the claim locks for update (see lockedAmong); undefined when none. */
