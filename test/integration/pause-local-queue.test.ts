@@ -62,4 +62,45 @@ describe('a pause and the worker-local queue', () => {
     const hist = await env.sql<{n: number}>("SELECT COUNT(*) AS n FROM task_history WHERE error LIKE '%withdrawn from local-1%'");
     expect(Number(hist[0]!.n)).toBeGreaterThanOrEqual(N - 100);
   });
+
+  it('an opening breaker takes back the queued tasks of its type too, parked until the probe time', {timeout: 60_000}, async () => {
+    const N = 300;
+    const env = await createTestEnv({ioConcurrency: 1, poolQueueCapacity: N + 100, flowRefreshMs: 200, submitFlushMs: 5});
+    cleanup.push(() => env.dispose());
+    const worker = await createTestWorker(env, {workerId: 'local-2'});
+    cleanup.push(() => worker.stop({graceMs: 0}));
+    const store = await env.store();
+    const client = createClient({...env.rt, store, broker: await env.broker({reconnect: true}), release: async () => undefined});
+    cleanup.push(() => client.close());
+    await worker.start();
+    const ids = await Promise.all(Array.from({length: N}, (_, i) => client.submit({type: 'test_sleep', payload: {i, ms: 20}})));
+    await client.flush();
+    await eventually(async () => worker.poolStats()[0]!.queued >= N - 50, 30_000, 'the local queue to fill');
+    const firstParked = nextEvent(worker.events, 'task:parked');
+    const now = await store.clockNow();
+    const until = new Date(now.getTime() + 60_000);
+    await store.breakerTransition({
+      type: 'test_sleep',
+      expect: {state: 'closed', changedAt: null},
+      to: {state: 'open', until, openings: 1, changedAt: now},
+      event: 'breaker:opened',
+      detail: 'test',
+      actor: 'test',
+    });
+    expect(await firstParked).toMatchObject({parked: 'breaker', claimed: true});
+    const count = async (where: string) =>
+      Number(
+        (await env.sql<{n: number}>(`SELECT COUNT(*) AS n FROM tasks WHERE id IN (${ids.map(() => '?').join(',')}) AND ${where}`, ids))[0]!
+          .n,
+      );
+    await eventually(
+      async () => (await count("state = 'succeeded'")) + (await count("parked = 'breaker' AND state = 'submitted'")) === N,
+      30_000,
+      'every task succeeded before the opening or parked by it',
+    );
+    expect(await count("parked = 'breaker' AND attempt = 0 AND run_at > NOW(3) + INTERVAL 50 SECOND")).toBe(
+      await count("parked = 'breaker'"),
+    );
+    expect(await count("parked = 'breaker'")).toBeGreaterThanOrEqual(N - 60);
+  });
 });
