@@ -79,6 +79,12 @@ export interface AxEventMap {
     claimed: boolean;
   };
   /**
+   * A worker took tasks back from its local queues before they started, because a flow refresh
+   * found their type may not run now (paused, breaker open); emitted synchronously with the
+   * refresh, before their park outcomes are written (each is a task:parked event once written).
+   */
+  'tasks:withdrawn': {count: number; types: string[]};
+  /**
    * A type's cluster-wide breaker moved (emitted by the worker whose compare-and-set won, or the
    * operator's reset): opened (tasks park until `until`), half-open (probes go through), closed.
    */

@@ -60,6 +60,7 @@ export class FlowGate {
   private readonly refreshed: Array<() => void> = [];
   private actor = 'worker';
   private refreshes = 0;
+  private versions = 0;
   private readonly loop: Periodic;
   readonly admission: AdmissionOptions;
   readonly unhandledDeadAfterMs: number;
@@ -80,6 +81,11 @@ export class FlowGate {
 
   get snapshot(): FlowSnapshot {
     return this.snap;
+  }
+
+  /** Counts the snapshots read: a decision taken before a refresh is stale once it moved. */
+  get version(): number {
+    return this.versions;
   }
 
   /** Reads the registry now. Throws when the store does (the loop logs and keeps the last snapshot). */
@@ -111,6 +117,7 @@ export class FlowGate {
       if (was.maxRunning !== now.maxRunning || was.rate !== now.rate)
         this.o.logger.info('type limits in effect', {type, maxRunning: now.maxRunning ?? null, rate: now.rate ?? null});
     }
+    this.versions++;
     for (const f of this.refreshed) f();
   }
 

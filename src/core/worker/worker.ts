@@ -308,6 +308,8 @@ export class Worker implements Service {
     if (byId.size === 0) return;
     // Pause, breaker and limits are decided again in the claim's transaction, from the types' rows.
     const lockTypes = this.gate.locked(batch);
+    // A refresh during the claim (a pause, an opening) may refuse what the claim took: dispatch re-checks then.
+    const seen = this.gate.version;
     const result = await this.retrying('claim', byId.size, () =>
       this.o.store.tasksClaim({
         ids: [...byId.keys()],
@@ -345,7 +347,7 @@ export class Worker implements Service {
       if (parts.length > 1) this.events.emit('doorbell:duplicate', {id: t.id, type: t.type, extra: parts.length - 1});
       for (const p of parts) p.d.ack();
       for (const p of parts.slice(1)) p.lane.done();
-      this.dispatch(t, parts[0]?.type, parts[0]?.lane);
+      this.dispatch(t, this.gate.version === seen ? parts[0]?.type : undefined, parts[0]?.lane);
     }
   }
 
@@ -400,7 +402,10 @@ export class Worker implements Service {
     }
   }
 
-  /** Runs a claimed task; `admitted` is the type the admission step let through before the claim, `lane` the one its delivery took. */
+  /**
+   * Runs a claimed task; `admitted` is the type the admission step let through before the claim
+   * (undefined when the flow snapshot changed since: decided again here), `lane` the one its delivery took.
+   */
   private dispatch(t: ClaimedTask, admitted?: string, lane?: Lane): void {
     const h = this.o.handlers.byType.get(t.type);
     const startedAt = this.o.clock.monotonic();
@@ -420,7 +425,8 @@ export class Worker implements Service {
     };
     this.held.set(t.id, heldTask);
     // The admission step again when the row's type is not the doorbell's it decided on (a stray
-    // doorbell): refused, it goes back without using an attempt.
+    // doorbell), or when a flow refresh came during the claim (a pause or an opening committed after
+    // the claim read the type's row): refused, it goes back without using an attempt.
     const a: Admission = t.type === admitted && h ? {run: true} : this.gate.admit(t.type, h !== undefined);
     if (!a.run || !h) {
       const refusal = a.run ? {delayMs: 0, parked: null, reason: 'no handler'} : a;
@@ -493,11 +499,10 @@ export class Worker implements Service {
     };
     let n = 0;
     for (const pool of Object.values(this.pools)) n += pool.withdraw(refused).length;
-    if (n > 0)
-      this.log.info('withdrew queued tasks of types that may not run now: parked in storage', {
-        tasks: n,
-        types: [...decided].filter(([, a]) => !a.run).map(([t]) => t),
-      });
+    if (n === 0) return;
+    const types = [...decided].filter(([, a]) => !a.run).map(([t]) => t);
+    this.events.emit('tasks:withdrawn', {count: n, types});
+    this.log.info('withdrew queued tasks of types that may not run now: parked in storage', {tasks: n, types});
   }
 
   /** A task withdrawn from a local queue (withdrawRefused): parked, its attempt given back. */
