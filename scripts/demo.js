@@ -3,6 +3,9 @@
 // retried, one that dead-letters, one unrecoverable), waits until all are finished and prints a
 // summary. Run it through `npm run demo`, which first starts MariaDB/RabbitMQ, builds and migrates.
 import {spawn} from 'node:child_process';
+import {mkdtempSync, openSync} from 'node:fs';
+import {tmpdir} from 'node:os';
+import path from 'node:path';
 import {fileURLToPath} from 'node:url';
 import {connect} from 'ax-executor';
 import {loadConfig} from '../dist/core/config/config.js';
@@ -10,26 +13,39 @@ import {createRuntime, openStore} from '../dist/compose.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 // Short retry delays so the demo reaches `dead` in seconds (production default: 1s, 2s, 4s, ...).
+const userLevel = process.env.AX_LOG_LEVEL;
 const env = {AX_RETRY_BASE: '250ms', AX_LOG_LEVEL: 'warn', ...process.env};
 Object.assign(process.env, env);
 const config = loadConfig();
 const rt = createRuntime(config);
+const childEnv = {...env, AX_LOG_LEVEL: userLevel ?? 'info', NODE_ENV: 'production'};
 
+// The worker's and scheduler's logs go to files, not the screen: the demo's failures are on purpose
+// (their JSON lines would bury the story), and it says in plain words what it waits for.
+const logDir = mkdtempSync(path.join(tmpdir(), 'ax-demo-'));
+const logOf = (name) => openSync(path.join(logDir, `${name}.log`), 'w');
 const worker = spawn(process.execPath, ['bin/run.js', 'worker', '--handlers', 'examples/handlers.js'], {
   cwd: root,
-  env: {...env, NODE_ENV: 'production'},
-  stdio: ['ignore', 'inherit', 'inherit'],
+  env: childEnv,
+  stdio: ['ignore', 'ignore', logOf('worker')],
 });
 const workerExited = new Promise((r) => worker.on('exit', (code, signal) => r({code, signal})));
 // The scheduler rings for delayed tasks and retries when they are due.
 const scheduler = spawn(process.execPath, ['bin/run.js', 'scheduler', '--summary-every', '0'], {
   cwd: root,
-  env: {...env, NODE_ENV: 'production'},
-  stdio: ['ignore', 'inherit', 'inherit'],
+  env: childEnv,
+  stdio: ['ignore', 'ignore', logOf('scheduler')],
 });
+console.log(`worker and scheduler started; their logs: ${logDir}/worker.log, scheduler.log`);
 const schedulerExited = new Promise((r) => scheduler.on('exit', (code, signal) => r({code, signal})));
 
 const ax = await connect();
+// user_register_credit fails on purpose (the first 0–2 attempts of each task, 60 failures in 120
+// attempts): more than the breaker's default 50 %. Raise its threshold for the demo — ahead of the
+// worker's registration, as one would before a deploy — or the breaker would (rightly) park the type.
+await ax.types.set('user_register_credit', {breaker: {threshold: 0.9}});
+console.log('user_register_credit fails on purpose: its breaker opens above 90 % failures for the demo');
+console.log('  (ax types set user_register_credit --breaker-threshold 0.9)');
 const ids = {};
 const track = (type, id) => (ids[type] ??= []).push(id);
 console.log('submitting tasks…');
@@ -56,7 +72,38 @@ async function runStats() {
   for (const r of rows) byState[r.state] += Number(r.n);
   return {rows, byState, total: allIds.length, retried: rows.reduce((n, r) => n + (r.state === 'succeeded' ? Number(r.retried) : 0), 0)};
 }
+/**
+ * What the unfinished tasks of this run wait for, in plain words: delayed tasks and retries not due
+ * yet, and types a pause or an open breaker holds back (with the command that releases them).
+ */
+async function waitingFor() {
+  const [rows] = await store.db.pool.query(
+    `SELECT type, state, parked, COUNT(*) AS n, GREATEST(0, TIMESTAMPDIFF(MICROSECOND, NOW(3), MIN(run_at))) / 1000 AS dueInMs
+       FROM tasks WHERE id IN (?) AND state IN ('submitted', 'failed') GROUP BY type, state, parked`,
+    [allIds],
+  );
+  const flow = new Map((await store.flowView({liveMs: 15_000})).types.map((t) => [t.type, t]));
+  const out = [];
+  for (const r of rows) {
+    const n = Number(r.n);
+    const inS = `${(Number(r.dueInMs) / 1000).toFixed(1)} s`;
+    const t = flow.get(r.type);
+    if (r.parked === 'breaker' || t?.breaker.state === 'open')
+      out.push(
+        `${r.type}: its breaker is ${t?.breaker.state ?? 'open'} (too many failures), ${n} tasks wait until the next probe in ${inS}; ax types breaker ${r.type} --reset releases them`,
+      );
+    else if (r.parked === 'paused' || t?.paused) out.push(`${r.type}: paused, ${n} tasks wait; ax types resume ${r.type} releases them`);
+    else if (r.parked) out.push(`${r.type}: ${n} tasks parked (${r.parked}), next in ${inS}`);
+    else if (Number(r.dueInMs) > 200) {
+      const what = r.state === 'failed' ? (n === 1 ? 'retry' : 'retries') : n === 1 ? 'delayed task' : 'delayed tasks';
+      out.push(`${n} ${what} of ${r.type} due in ${inS}`);
+    }
+  }
+  return out;
+}
+
 let stats;
+let said = '';
 for (;;) {
   stats = await runStats();
   const open = stats.byState.submitted + stats.byState.running + stats.byState.failed;
@@ -66,6 +113,11 @@ for (;;) {
       .join('  ')}   `,
   );
   if (open === 0) break;
+  // A line of its own whenever what the run waits for changes (the counts alone may sit still).
+  const waits = await waitingFor();
+  const line = waits.map((w) => w.replace(/[0-9.]+ s\b/g, '')).join('|');
+  if (waits.length > 0 && line !== said) process.stdout.write(`\n  waiting: ${waits.join('\n  waiting: ')}\n`);
+  said = line;
   if (Date.now() - started > 120_000) {
     console.error('\ndemo did not finish within 120 s');
     process.exitCode = 1;

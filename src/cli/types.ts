@@ -4,6 +4,7 @@ import {iso, table, when} from './render.js';
 import {openBroker, openStore, type Runtime} from './runtime.js';
 import {createTypesAdmin, type TypeLimits, type TypesAdmin, type TypeView} from '../core/types/admin.js';
 import {rateText} from '../core/flow/limits.js';
+import {invalid} from '../core/errors.js';
 
 /** The types admin over a store (and a broker when `broker`: resume rings the released backlog). */
 export async function withTypes<T>(rt: Runtime, fn: (types: TypesAdmin) => Promise<T>, opts: {broker?: boolean} = {}): Promise<T> {
@@ -19,6 +20,13 @@ export async function withTypes<T>(rt: Runtime, fn: (types: TypesAdmin) => Promi
       flowRefreshMs: rt.config.flowRefreshMs,
     }),
   );
+}
+
+/** A release's --rate (`ax types resume`, `ax types breaker --reset`): tasks per second, "N" or "N/s". */
+export function parseReleaseRate(text: string): number {
+  const rate = Number(text.replace(/\/s$/, ''));
+  if (!(Number.isFinite(rate) && rate > 0)) throw invalid(`--rate must be a positive number of tasks per second, got "${text}"`);
+  return rate;
 }
 
 /** A type for --json: dates as ISO strings. */

@@ -282,6 +282,21 @@ export function flowStoreConformance(name: string, make: () => Promise<StoreHarn
       expect((await s.typeHistory({type: 'flow_breaker', limit: 1}))[0]).toMatchObject({event: 'settings', actor: 'alice'});
     });
 
+    it('a breaker that closed stays in the flow view with when it closed (the next compare-and-set expects it)', async () => {
+      const at = new Date(Math.floor(Date.now() / 1000) * 1000);
+      const open = {state: 'open' as const, until: new Date(at.getTime() + 30_000), openings: 1, changedAt: at};
+      const base = {type: 'flow_reopen', event: 'breaker:test', detail: 'test', actor: 'w1'};
+      expect(await s.breakerTransition({...base, expect: {state: 'closed', changedAt: null}, to: open})).toBe(true);
+      const closedAt = new Date(at.getTime() + 1000);
+      const closed = {state: 'closed' as const, until: null, openings: 0, changedAt: closedAt};
+      expect(await s.breakerTransition({...base, expect: {state: 'open', changedAt: at}, to: closed})).toBe(true);
+      const v = (await s.flowView({liveMs: 15_000})).types.find((t) => t.type === 'flow_reopen');
+      expect(v?.breaker).toEqual(closed);
+      // The second episode: from the view's state, not from "never moved".
+      expect(await s.breakerTransition({...base, expect: {state: 'closed', changedAt: null}, to: open})).toBe(false);
+      expect(await s.breakerTransition({...base, expect: {state: 'closed', changedAt: closedAt}, to: {...open, openings: 1}})).toBe(true);
+    });
+
     it('max running: concurrent claims of three handles take exactly the room, the rest deferred capped (no attempt used)', async () => {
       const type = 'flow_capped';
       const ts = Array.from({length: 60}, (_, i) => task({type, payload: {i}}));

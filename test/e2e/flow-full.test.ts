@@ -175,6 +175,63 @@ describe('flow control at full size (worker processes)', () => {
   );
 
   it(
+    'the breaker opens, closes and opens again through five episodes (3 workers); each close releases what it parked at once',
+    {timeout: 150_000},
+    async () => {
+      const vars = {...env.env, AX_LOG_LEVEL: 'info', AX_FLOW_REFRESH: '300ms', AX_RETRY_BASE: '100ms'};
+      fx.spawn(['scheduler'], {...env.env, AX_SCHEDULER_TICK: '20ms', AX_SCHEDULER_LOAD_EVERY: '200ms'});
+      const workers = [1, 2, 3].map(() => fx.spawn(['worker', '--handlers', 'test/fixtures/handlers.js', '--pools', 'io'], vars));
+      await started(workers);
+      // A short cool-down and window so five episodes fit in the test; the rules are the defaults'.
+      const set = await ax([
+        'types',
+        'set',
+        'test_downstream',
+        '--breaker-cooldown',
+        '2s',
+        '--breaker-window',
+        '10s',
+        '--breaker-min-volume',
+        '10',
+      ]);
+      expect(set.code, set.stderr).toBe(0);
+      const dir = mkdtempSync(join(tmpdir(), 'ax-episodes-'));
+      const flag = join(dir, 'down');
+      const state = async () => (await ax(['types', 'show', 'test_downstream', '--json'])).json.breaker.state as string;
+      try {
+        for (let episode = 1; episode <= 5; episode++) {
+          writeFileSync(flag, 'down');
+          await submit('test_downstream', 40, (i) => ({i, episode, flag}), 50);
+          await eventually(async () => (await state()) === 'open', 30_000, `episode ${episode}: the breaker to open`);
+          await eventually(
+            async () => (await count("SELECT COUNT(*) AS n FROM tasks WHERE type = 'test_downstream' AND parked = 'breaker'")) > 0,
+            30_000,
+            `episode ${episode}: tasks parked by the breaker`,
+          );
+          rmSync(flag);
+          // Recovered: the probes close it, and what it parked runs at once (not at its old probe time).
+          await eventually(async () => (await state()) === 'closed', 30_000, `episode ${episode}: the breaker to close`);
+          await eventually(
+            async () => (await count("SELECT COUNT(*) AS n FROM tasks WHERE type = 'test_downstream' AND state <> 'succeeded'")) === 0,
+            20_000,
+            `episode ${episode}: every task to succeed after the close`,
+          );
+        }
+      } finally {
+        rmSync(dir, {recursive: true, force: true});
+      }
+      const hist = await env.sql<{event: string; n: number}>(
+        "SELECT event, COUNT(*) AS n FROM task_type_history WHERE type = 'test_downstream' AND event LIKE 'breaker:%' GROUP BY event",
+      );
+      const by = Object.fromEntries(hist.map((h) => [h.event, Number(h.n)]));
+      expect(by['breaker:opened']).toBeGreaterThanOrEqual(5);
+      expect(by['breaker:closed']).toBe(5);
+      expect(await count("SELECT COUNT(*) AS n FROM tasks WHERE type = 'test_downstream' AND state = 'dead'")).toBe(0);
+      expect(workers.some((w) => w.stderr().includes('rang tasks the breaker had parked: it closed'))).toBe(true);
+    },
+  );
+
+  it(
     'pause with 2,000 waiting and a worker killed while paused, then resume --rate 200: nothing lost, 200/s ± 10 %',
     {timeout: 120_000},
     async () => {

@@ -65,7 +65,10 @@ describe('cluster-wide limits per type (3 worker processes)', () => {
       (async () => ({v: '5 + 0', r: await ax(['types', 'set', 'test_sleep', '--max-running', '5', '--rate', '0']), re: /rate must be/}))(),
     ]);
     for (const {v, r, re} of runs) expect(r, v).toMatchObject({code: 2, stderr: expect.stringMatching(re)});
-    expect((await ax(['types', 'set', 'nobody_knows', '--max-running', '5'])).code).toBe(3);
+    expect(await ax(['types', 'set', 'Nobody-Knows', '--max-running', '5'])).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/type/),
+    });
     const shown = await ax(['types', 'show', 'test_sleep', '--json']);
     expect(shown.json.limits).toEqual({maxRunning: null, rate: null});
     expect(await count("SELECT COUNT(*) AS n FROM admin_audit WHERE command = 'types set'")).toBe(0);
@@ -80,6 +83,11 @@ describe('cluster-wide limits per type (3 worker processes)', () => {
     expect((await client.types.set('test_fail', {rate: null})).limits).toEqual({maxRunning: 3, rate: null});
     expect((await client.types.set('test_fail', {maxRunning: 'none'})).limits).toEqual({maxRunning: null, rate: null});
     expect(await count("SELECT COUNT(*) AS n FROM admin_audit WHERE command = 'types set'")).toBe(3);
+    // A type no worker has registered yet: settings ahead of a deploy, and the output says so.
+    const ahead = await ax(['types', 'set', 'nobody_knows', '--max-running', '5']);
+    expect(ahead).toMatchObject({code: 0, stdout: expect.stringMatching(/no worker, task or operator has used this type yet/)});
+    expect((await client.types.show('nobody_knows')).limits).toEqual({maxRunning: 5, rate: null});
+    expect(await count("SELECT COUNT(*) AS n FROM admin_audit WHERE command = 'types set'")).toBe(4);
   });
 
   it('--max-running 20 with slow handlers: never more than 20 running across the workers, the cap used', {timeout: 90_000}, async () => {

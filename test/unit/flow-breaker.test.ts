@@ -32,6 +32,9 @@ describe('breaker state machine (pure)', () => {
     expect(evaluate(CLOSED, secs(T0 - 61_000, 10, 0, 5), T0, s)).toBeNull();
     expect(evaluate({...CLOSED, changedAt: T0 - 2000}, secs(T0 - 2000, 10, 0, 5), T0, s)).toBeNull();
     expect(evaluate({...CLOSED, changedAt: T0 - 10_000}, secs(T0, 10, 0, 5), T0, s)?.event).toBe('breaker:opened');
+    // Nor those of the second it closed in: a reset in the second of the last failures holds.
+    expect(evaluate({...CLOSED, changedAt: T0 - 500}, [{at: T0 - 1000, ok: 0, failed: 30}], T0, s)).toBeNull();
+    expect(evaluate({...CLOSED, changedAt: T0 - 500}, [{at: T0, ok: 0, failed: 30}], T0 + 500, s)?.event).toBe('breaker:opened');
   });
 
   it('half-opens once the cool-down is over, not before', () => {
@@ -113,7 +116,15 @@ function sharedStore() {
   const counts: OutcomeCount[] = [];
   const transitions: BreakerTransitionParams[] = [];
   const store: GateStore = {
-    flowView: () => Promise.resolve({at: new Date(T0), types: [...types.values()], handlers: {}}),
+    // Like the MySQL store's: only the rows that say something (a breaker that ever moved does).
+    flowView: () =>
+      Promise.resolve({
+        at: new Date(T0),
+        types: [...types.values()].filter(
+          (t) => t.paused || t.breaker.state !== 'closed' || t.breaker.changedAt !== null || Object.keys(t.settings).length > 0,
+        ),
+        handlers: {},
+      }),
     tasksDefer: () => Promise.reject(new Error('unused')),
     typesRegister: () => Promise.resolve(),
     parkedRelease: () => Promise.resolve([]),

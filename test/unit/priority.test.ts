@@ -1,7 +1,7 @@
 import {describe, expect, it} from 'vitest';
 import {leveledPool, validateWeights, WeightedPicker} from '../../src/core/worker/levels.js';
 import {Lane} from '../../src/core/worker/intake.js';
-import {NOT_STARTED, type ExecutionPool, type JobResult, type PoolJob} from '../../src/core/worker/pool.js';
+import {NOT_STARTED, WITHDRAWN, type ExecutionPool, type JobResult, type PoolJob} from '../../src/core/worker/pool.js';
 import {PRIORITIES, type Priority} from '../../src/core/task/model.js';
 import {validatePriority, validateTaskSpec} from '../../src/core/task/validate.js';
 import {validateCronInput} from '../../src/core/cron/schedule.js';
@@ -79,6 +79,14 @@ function manualPool(size: number, capacity = 100): ExecutionPool & {started: str
       runningJobs.get(id)?.({kind: 'aborted', message: 'aborted'});
       runningJobs.delete(id);
     },
+    withdraw(f) {
+      const out = queue.filter((w) => f(w.job));
+      for (const w of out) {
+        queue.splice(queue.indexOf(w), 1);
+        w.resolve({kind: 'aborted', message: WITHDRAWN});
+      }
+      return out.map((w) => w.job.taskId);
+    },
     async finish(id, r = {kind: 'success'}) {
       const f = runningJobs.get(id);
       runningJobs.delete(id);
@@ -150,6 +158,27 @@ describe('leveledPool: one local queue per level in front of a pool', () => {
     await inner.finish('a');
     await inner.finish('h1');
     expect(inner.started).toEqual(['a', 'h1', 'n1']);
+  });
+
+  it('withdraw takes back the waiting jobs it is asked for, at every level, without starting them; running ones go on', async () => {
+    const inner = manualPool(1);
+    const pool = leveledPool(inner, {});
+    const results = new Map<string, Promise<JobResult>>();
+    const put = (id: string, type: string, priority?: Priority) => results.set(id, pool.tryRun({...job(id, priority), type})!);
+    put('r', 'paused_type');
+    put('p1', 'paused_type');
+    put('o1', 'order_notify');
+    put('p2', 'paused_type', 'high');
+    put('p3', 'paused_type', 'low');
+    expect(pool.withdraw((j) => j.type === 'paused_type').sort()).toEqual(['p1', 'p2', 'p3']);
+    expect(pool.queued).toBe(1);
+    for (const id of ['p1', 'p2', 'p3']) expect(await results.get(id)).toEqual({kind: 'aborted', message: WITHDRAWN});
+    await inner.finish('r');
+    expect(await results.get('r')).toEqual({kind: 'success'});
+    // The slot goes to the one left; none of the withdrawn ever starts.
+    await inner.finish('o1');
+    expect(inner.started).toEqual(['r', 'o1']);
+    expect(pool.withdraw(() => true)).toEqual([]);
   });
 
   it('abort removes a waiting job (resolved as aborted) without starting it', async () => {

@@ -1,6 +1,6 @@
 import {Args, Flags} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
-import {withTypes} from '../../cli/types.js';
+import {parseReleaseRate, withTypes} from '../../cli/types.js';
 import {validateTypeName} from '../../core/task/validate.js';
 import {invalid} from '../../core/errors.js';
 
@@ -9,11 +9,15 @@ export interface TypesBreakerResult {
   /** The state it was reset from. */
   from: string;
   to: 'closed';
+  /** Tasks the breaker had parked, made due now. */
+  released: number;
+  /** Released but not rung (RabbitMQ refused): the scheduler rings them. */
+  unrung: number;
 }
 
 export default class TypesBreaker extends AxCommand {
   static override summary = "Reset a task type's circuit breaker: closed now, its cool-down back to the base.";
-  static override description = `For when the downstream is known to be back before the next probe: the breaker closes at once (workers run the type again within AX_FLOW_REFRESH; tasks parked by the breaker run when their park time comes, or at once with the next probe's re-ring). Recorded in the type's history and the audit trail. Without --reset it does nothing: see ax types show for the breaker's state and transitions.
+  static override description = `For when the downstream is known to be back before the next probe: the breaker closes at once, workers run the type again within AX_FLOW_REFRESH, and the tasks the breaker parked are due and rung at once (at most --rate per second when given). Recorded in the type's history and the audit trail. Without --reset it does nothing: see ax types show for the breaker's state and transitions.
 
 Exit codes: 2 malformed type name or no --reset, 3 unknown type, 4 the breaker is closed already (nothing changed), 5 MySQL unavailable.`;
   static override examples = [
@@ -26,6 +30,7 @@ Exit codes: 2 malformed type name or no --reset, 3 unknown type, 4 the breaker i
   static override flags = {
     reset: Flags.boolean({description: 'close the breaker now'}),
     reason: Flags.string({description: 'why (history and audit trail)'}),
+    rate: Flags.string({description: 'release the parked backlog at most this many tasks per second (default: as fast as it goes)'}),
   };
 
   async run(): Promise<TypesBreakerResult> {
@@ -33,8 +38,12 @@ Exit codes: 2 malformed type name or no --reset, 3 unknown type, 4 the breaker i
     const rt = this.runtime(flags);
     const type = validateTypeName(args.type);
     if (!flags.reset) throw invalid('say what to do: --reset (ax types show shows the breaker)');
-    const r = await withTypes(rt, (t) => t.resetBreaker(type, flags.reason ?? null));
-    if (!this.jsonEnabled()) this.log(`reset the breaker of ${type} (was ${r.from}): closed`);
-    return {type: r.type, from: r.from, to: 'closed'};
+    const rate = flags.rate === undefined ? undefined : parseReleaseRate(flags.rate);
+    const r = await withTypes(rt, (t) => t.resetBreaker(type, flags.reason ?? null, rate === undefined ? {} : {rate}), {broker: true});
+    if (!this.jsonEnabled())
+      this.log(
+        `reset the breaker of ${type} (was ${r.from}): closed; released ${r.released} parked task${r.released === 1 ? '' : 's'}${r.unrung > 0 ? ` (${r.unrung} left to the scheduler to ring)` : ''}`,
+      );
+    return {type: r.type, from: r.from, to: 'closed', released: r.released, unrung: r.unrung};
   }
 }

@@ -1,9 +1,8 @@
 import {Args, Flags} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
-import {withTypes} from '../../cli/types.js';
+import {parseReleaseRate, withTypes} from '../../cli/types.js';
 import type {ResumeResult} from '../../core/types/admin.js';
 import {validateTypeName} from '../../core/task/validate.js';
-import {invalid} from '../../core/errors.js';
 
 export default class TypesResume extends AxCommand {
   static override summary = 'Resume a paused task type and release its parked backlog, optionally at N tasks/s.';
@@ -24,11 +23,7 @@ Exit codes: 2 malformed type name or --rate not a positive number, 3 unknown typ
     const {args, flags} = await this.parse(TypesResume);
     const rt = this.runtime(flags);
     const type = validateTypeName(args.type);
-    let rate: number | undefined;
-    if (flags.rate !== undefined) {
-      rate = Number(flags.rate.replace(/\/s$/, ''));
-      if (!(Number.isFinite(rate) && rate > 0)) throw invalid(`--rate must be a positive number of tasks per second, got "${flags.rate}"`);
-    }
+    const rate = flags.rate === undefined ? undefined : parseReleaseRate(flags.rate);
     const r = await withTypes(rt, (t) => t.resume(type, {...(rate === undefined ? {} : {rate}), reason: flags.reason ?? null}), {
       broker: true,
     });

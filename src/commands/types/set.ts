@@ -10,6 +10,8 @@ import type {TypeLimits, TypeSetInput} from '../../core/types/admin.js';
 
 export interface TypesSetResult {
   type: string;
+  /** False: no worker, task or operator had named the type yet; the settings wait for it. */
+  known: boolean;
   /** The breaker settings in effect now (defaults where not set). */
   breaker: BreakerSettings;
   /** The cluster-wide limits in effect now (null: none); rate in tasks per second. */
@@ -24,7 +26,9 @@ export default class TypesSet extends AxCommand {
 
 --max-running N: never more than N attempts of the type running across all workers; a claim takes only what fits, the rest waits in storage (parked "capped", no attempt used) and is looked at again in waves of N every 250 ms. --rate N/s (or N/m, N/h): at most that many claims of the type per second across all workers, a token bucket in MySQL holding one second of burst; tasks over it wait in storage (parked "rate") until the slot reserved for them. "none" clears a limit; the tasks waiting for a limit that changes are made due at once.
 
-Exit codes: 2 malformed type name or value, 3 unknown type, 5 MySQL unavailable.`;
+A type no worker has registered yet is accepted (limits and breaker set ahead of a deploy): the output says so. --breaker-off closes an open breaker at once and its parked tasks are due at once.
+
+Exit codes: 2 malformed type name or value, 5 MySQL unavailable.`;
   static override examples = [
     {
       description: 'A flaky downstream: tolerate more failures',
@@ -75,6 +79,7 @@ Exit codes: 2 malformed type name or value, 3 unknown type, 5 MySQL unavailable.
     // No RabbitMQ needed: tasks a changed limit releases are due and unpublished, the scheduler rings them.
     const r = await withTypes(rt, (t) => t.set(type, {breaker: b, reset: flags.defaults, ...limits}));
     if (!this.jsonEnabled()) {
+      if (!r.known) this.log(`${type}: no worker, task or operator has used this type yet; the settings apply when it appears`);
       const x = r.breaker;
       this.log(
         x.enabled
@@ -82,7 +87,7 @@ Exit codes: 2 malformed type name or value, 3 unknown type, 5 MySQL unavailable.
           : `${type}: no breaker`,
       );
       this.log(`${type}: ${limitsLine(r.limits)}`);
-      if (r.released > 0) this.log(`${type}: ${r.released} tasks that waited for the old limits are due now`);
+      if (r.released > 0) this.log(`${type}: ${r.released} tasks that waited for the old limits or the breaker are due now`);
     }
     return r;
   }

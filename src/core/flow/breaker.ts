@@ -8,7 +8,7 @@
  * probeEpisode; counted in the claim's transaction): a failure among them re-opens it, `closeAfter`
  * successes close it (and reset the cool-down). Timeouts count as failures; unrecoverable failures
  * (bad payloads) and hand-backs do not count at all. Closed, the window starts no earlier than
- * the second it last closed in.
+ * the second after the one it last closed in.
  */
 export type BreakerStateName = 'closed' | 'open' | 'half_open';
 
@@ -101,8 +101,11 @@ export function evaluate(b: BreakerState, counts: readonly SecondCount[], nowMs:
   };
   switch (b.state) {
     case 'closed': {
-      // Not before it last closed: the failures that opened it last time are not counted again.
-      const w = sum(counts, Math.max(nowMs - s.windowMs, b.changedAt === null ? -Infinity : Math.floor(b.changedAt / 1000) * 1000));
+      // Only after it last closed: the failures that opened it last time are not counted again. The
+      // second it closed in is left out too: its counts may be from before the close (an operator's
+      // reset in the second the last failures came in would otherwise re-open it at once).
+      const since = b.changedAt === null ? -Infinity : Math.floor(b.changedAt / 1000) * 1000 + 1000;
+      const w = sum(counts, Math.max(nowMs - s.windowMs, since));
       const total = w.ok + w.failed;
       if (total >= s.minVolume && w.failed / total > s.threshold)
         return open(b.openings + 1, `${w.failed} of ${total} attempts failed in the last ${Math.round(s.windowMs / 1000)} s`);

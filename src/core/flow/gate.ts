@@ -10,7 +10,7 @@ import {errorMessage} from '../errors.js';
 import type {Logger} from '../log.js';
 import {Periodic} from '../lifecycle.js';
 import type {Broker} from '../broker/types.js';
-import type {FlowStore, HotPathStore} from '../store/types.js';
+import type {FlowStore, HotPathStore, ParkedKind} from '../store/types.js';
 import type {Clock} from '../time.js';
 import type {AxEvents} from '../events.js';
 import {limitsOf} from './limits.js';
@@ -50,12 +50,14 @@ export interface FlowGateOptions {
 /** Outcome rows are purged every this many refreshes. */
 const PURGE_EVERY = 60;
 
-/** Parked tasks released per statement when a handler registers. */
+/** Parked tasks released per statement (a handler registers, a breaker closes). */
 const RELEASE_BATCH = 500;
 
 export class FlowGate {
   private snap: FlowSnapshot = EMPTY_SNAPSHOT;
   private events: AxEvents | undefined;
+  private broker: Broker | undefined;
+  private readonly refreshed: Array<() => void> = [];
   private actor = 'worker';
   private refreshes = 0;
   private readonly loop: Periodic;
@@ -109,6 +111,12 @@ export class FlowGate {
       if (was.maxRunning !== now.maxRunning || was.rate !== now.rate)
         this.o.logger.info('type limits in effect', {type, maxRunning: now.maxRunning ?? null, rate: now.rate ?? null});
     }
+    for (const f of this.refreshed) f();
+  }
+
+  /** Calls `f` after each successful refresh, with the new snapshot in place (the worker withdraws what it now refuses). */
+  onRefreshed(f: () => void): void {
+    this.refreshed.push(f);
   }
 
   /** The types of a claim batch whose registry rows the claim locks for update (see lockedAmong); undefined when none. */
@@ -124,7 +132,7 @@ export class FlowGate {
   /**
    * Reads the outcome windows and moves every breaker whose counts say so (compare-and-set: of the
    * workers deciding the same transition one wins, and only it emits and logs). Returns whether
-   * any moved.
+   * any moved (by this worker or, when its compare-and-set lost, by another).
    */
   private async evaluateBreakers(): Promise<boolean> {
     const windowMs = Math.max(60_000, ...[...this.snap.types.values()].map((t) => breakerSettings(t.settings).windowMs));
@@ -159,13 +167,16 @@ export class FlowGate {
         detail: tr.detail,
         actor: this.actor,
       });
-      if (!won) continue;
+      // Won or lost, the row moved: the snapshot is read again (a loser decides from the winner's move).
       moved = true;
+      if (!won) continue;
       const e = {type, from: b.state, to: tr.to.state, until: tr.to.until, openings: tr.to.openings, detail: tr.detail};
       this.events?.emit(tr.event, e);
       const line = `${tr.event.replace(':', ' ')}: ${type}`;
       if (tr.event === 'breaker:opened') this.o.logger.warn(line, e);
       else this.o.logger.info(line, e);
+      // The worker that closed it releases what the breaker parked: due now, not at its old probe time.
+      if (tr.event === 'breaker:closed') await this.release(type, 'breaker', 'rang tasks the breaker had parked: it closed');
     }
     return moved;
   }
@@ -177,28 +188,36 @@ export class FlowGate {
    */
   async start(types: string[], broker: Broker): Promise<void> {
     await this.o.store.typesRegister({types});
+    this.broker = broker;
     await this.refresh().catch((e: unknown) => this.o.logger.warn('flow state read failed at start', {error: errorMessage(e)}));
     this.loop.start();
-    for (const type of types) await this.releaseUnhandled(type, broker);
+    for (const type of types) await this.release(type, 'unhandled', 'rang tasks that waited for a handler');
   }
 
   stop(): Promise<void> {
     return this.loop.stop();
   }
 
-  private async releaseUnhandled(type: string, broker: Broker): Promise<void> {
+  /**
+   * Makes the type's tasks parked as `kind` due now and rings them, in batches. A failure is logged,
+   * never thrown: they stay due at their recheck time and the scheduler rings them then.
+   */
+  private async release(type: string, kind: ParkedKind, line: string): Promise<void> {
+    const broker = this.broker;
     try {
       for (;;) {
-        const refs = await this.o.store.parkedRelease({type, kinds: ['unhandled'], limit: RELEASE_BATCH});
+        const refs = await this.o.store.parkedRelease({type, kinds: [kind], limit: RELEASE_BATCH});
         if (refs.length === 0) return;
-        await broker.publish(refs.map(({id, type: t, pool, priority}) => ({id, type: t, pool, priority})));
-        await this.o.store.doorbellsMark({rung: refs.map(({id, fence}) => ({id, fence}))});
-        this.o.logger.info('rang tasks that waited for a handler', {type, tasks: refs.length});
+        // Without a broker (not started yet) the scheduler rings them: they are due and unpublished.
+        if (broker) {
+          await broker.publish(refs.map(({id, type: t, pool, priority}) => ({id, type: t, pool, priority})));
+          await this.o.store.doorbellsMark({rung: refs.map(({id, fence}) => ({id, fence}))});
+        }
+        this.o.logger.info(line, {type, tasks: refs.length});
         if (refs.length < RELEASE_BATCH) return;
       }
     } catch (e) {
-      // They stay due: the scheduler rings them when their recheck time comes.
-      this.o.logger.warn('could not ring tasks that waited for a handler', {type, error: errorMessage(e)});
+      this.o.logger.warn(`could not ring the ${kind} tasks released`, {type, error: errorMessage(e)});
     }
   }
 }

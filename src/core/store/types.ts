@@ -738,7 +738,11 @@ export interface TypeRecord {
 export interface FlowView {
   /** The database clock when read. */
   at: Date;
-  /** Registry rows that say something (paused, breaker not closed, settings): the rest run freely. */
+  /**
+   * Registry rows that say something (paused, breaker not closed or ever moved, settings): the rest
+   * run freely. A breaker that moved once is in it for good: its changedAt is the next
+   * transition's compare-and-set and the start of its closed window.
+   */
   types: TypeRecord[];
   /** Live workers (heartbeat within `liveMs`, not stopped) per type they have a handler for. */
   handlers: Record<string, string[]>;

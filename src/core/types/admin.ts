@@ -87,12 +87,22 @@ export interface TypesAdmin {
    * per second or text like "100/s"; `null` or "none" clears one; absent keeps it). Every value is
    * validated before anything is stored (invalid_input, nothing changed); audited. A changed rate
    * starts from a full bucket, and the tasks that waited for a changed limit are made due now (and
-   * rung when there is a broker; else the scheduler rings them). Workers apply the limits within
-   * AX_FLOW_REFRESH. Returns the effective settings.
+   * rung when there is a broker; else the scheduler rings them). A breaker turned off is closed at
+   * once and the tasks it parked are released the same way. Workers apply the limits within
+   * AX_FLOW_REFRESH. A well-formed type no one has used yet is accepted (settings ahead of a deploy;
+   * `known: false`). Returns the effective settings.
    */
   set(type: string, input: TypeSetInput): Promise<TypeSetResult>;
-  /** Closes a type's breaker now (cool-down back to its base); audited. Throws conflict when it is closed already. */
-  resetBreaker(type: string, reason?: string | null): Promise<{type: string; from: TypeRecord['breaker']['state']}>;
+  /**
+   * Closes a type's breaker now (cool-down back to its base) and releases the tasks it parked (due
+   * now and rung, at most `rate` per second when given); audited. Throws conflict, changing nothing,
+   * when it is closed already, and invalid_input for a rate that is not a positive number.
+   */
+  resetBreaker(
+    type: string,
+    reason?: string | null,
+    o?: {rate?: number; onProgress?: (released: number) => void},
+  ): Promise<{type: string; from: TypeRecord['breaker']['state']; released: number; unrung: number}>;
 }
 
 export interface TypeSetInput {
@@ -105,6 +115,8 @@ export interface TypeSetInput {
 
 export interface TypeSetResult {
   type: string;
+  /** False: no worker, task or operator had named the type before; the settings wait for it. */
+  known: boolean;
   breaker: BreakerSettings;
   /** The limits in effect now (null: none). */
   limits: TypeLimits;
@@ -186,7 +198,10 @@ export function createTypesAdmin(o: TypesAdminOptions): TypesAdmin {
   return {
     list: views,
     async set(type, input) {
-      const v = await known(type);
+      // Settings may come before the deploy: a well-formed name no one has used yet is accepted.
+      const name = validateTypeName(type);
+      const isKnown = (await views()).types.some((t) => t.type === name);
+      const v = {type: name};
       const current = (await record(v.type))?.settings ?? {};
       const base = input.reset ? {} : ((current.breaker as Partial<BreakerSettings> | undefined) ?? {});
       const breaker = mergeBreaker(base, input.breaker ?? {});
@@ -214,11 +229,31 @@ export function createTypesAdmin(o: TypesAdminOptions): TypesAdmin {
         ...(limits.rate !== before.rate ? (['rate'] as const) : []),
         ...(limits.maxRunning !== before.maxRunning ? (['capped'] as const) : []),
       ];
+      // A breaker turned off closes now (not at the next worker's evaluation) and lets its parked tasks go.
+      if (!breakerSettings(r.settings).enabled) {
+        kinds.push('breaker');
+        if (r.breaker.state !== 'closed')
+          await o.store.breakerTransition({
+            type: v.type,
+            expect: {state: r.breaker.state, changedAt: r.breaker.changedAt},
+            to: {state: 'closed', until: null, openings: 0, changedAt: new Date(o.clock.now())},
+            event: 'breaker:closed',
+            detail: `breaker turned off by ${operator}`,
+            actor: operator,
+          });
+      }
       const released = kinds.length === 0 ? {released: 0, unrung: 0} : await release(v.type, kinds, undefined);
-      if (released.released > 0) o.logger.info('limits changed: released the tasks that waited for them', {type: v.type, ...released});
-      return {type: v.type, breaker: breakerSettings(r.settings), limits: limitsView(r.settings), released: released.released};
+      if (released.released > 0) o.logger.info('released the tasks that waited for what changed', {type: v.type, ...released});
+      return {
+        type: v.type,
+        known: isKnown,
+        breaker: breakerSettings(r.settings),
+        limits: limitsView(r.settings),
+        released: released.released,
+      };
     },
-    async resetBreaker(type, reason = null) {
+    async resetBreaker(type, reason = null, opts = {}) {
+      checkRate(opts.rate);
       const v = await known(type);
       const rec = await record(v.type);
       if (!rec || rec.breaker.state === 'closed') throw new AxError('conflict', `the breaker of "${v.type}" is closed: nothing to reset`);
@@ -234,7 +269,9 @@ export function createTypesAdmin(o: TypesAdminOptions): TypesAdmin {
       });
       if (!won) throw new AxError('conflict', `the breaker of "${v.type}" moved meanwhile; look again (ax types show ${v.type})`);
       o.logger.info('breaker reset', {type: v.type, by: operator, from: rec.breaker.state});
-      return {type: v.type, from: rec.breaker.state};
+      // A worker whose snapshot still says open re-checks the row before it parks one again (tasksDefer).
+      const r = await release(v.type, ['breaker'], opts.rate, opts.onProgress);
+      return {type: v.type, from: rec.breaker.state, released: r.released, unrung: r.unrung};
     },
     async show(type) {
       const v = await known(type);
@@ -254,8 +291,7 @@ export function createTypesAdmin(o: TypesAdminOptions): TypesAdmin {
       return {type: v.type, changed: r.changed, paused: {by: r.record.pausedBy, reason: r.record.pausedReason, since: r.record.pausedAt}};
     },
     async resume(type, opts = {}) {
-      if (opts.rate !== undefined && !(Number.isFinite(opts.rate) && opts.rate > 0))
-        throw invalid('rate must be a positive number of tasks per second');
+      checkRate(opts.rate);
       const v = await known(type);
       if (!v.paused) throw new AxError('conflict', `type "${v.type}" is not paused: nothing to resume`);
       const operator = o.operator();
@@ -274,6 +310,10 @@ export function createTypesAdmin(o: TypesAdminOptions): TypesAdmin {
       return release(v.type, ['paused'], opts.rate, opts.onProgress);
     },
   };
+
+  function checkRate(rate: number | undefined): void {
+    if (rate !== undefined && !(Number.isFinite(rate) && rate > 0)) throw invalid('rate must be a positive number of tasks per second');
+  }
 
   async function release(
     type: string,

@@ -6,7 +6,7 @@ import {errorMessage, invalid, stackHead} from '../errors.js';
 import type {Logger} from '../log.js';
 import type {Clock, TimerHandle} from '../time.js';
 import type {ThreadData, ThreadJob, ThreadMessage, ThreadStray} from './cpu-thread.js';
-import {NOT_STARTED, outcomeToResult, type ExecutionPool, type JobResult, type PoolJob} from './pool.js';
+import {NOT_STARTED, outcomeToResult, WITHDRAWN, type ExecutionPool, type JobResult, type PoolJob} from './pool.js';
 
 export interface CpuPoolOptions {
   size: number;
@@ -253,6 +253,15 @@ export async function createCpuPool(opts: CpuPoolOptions): Promise<ExecutionPool
         return {notStarted};
       });
       return drained;
+    },
+    withdraw(f) {
+      const out: string[] = [];
+      for (const j of [...queue])
+        if (f(j.job)) {
+          out.push(j.job.taskId);
+          finish(j, {kind: 'aborted', message: WITHDRAWN});
+        }
+      return out;
     },
     abort(taskId, reason) {
       for (const j of [...queue]) if (j.job.taskId === taskId) finish(j, {kind: 'aborted', message: reason});

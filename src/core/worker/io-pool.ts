@@ -3,7 +3,7 @@ import {errorMessage, invalid, stackHead} from '../errors.js';
 import type {Logger} from '../log.js';
 import type {Clock, TimerHandle} from '../time.js';
 import {runHandler, type HandlerMap, type TaskContext} from './handlers.js';
-import {abortReason, NOT_STARTED, outcomeToResult, type ExecutionPool, type JobResult, type PoolJob} from './pool.js';
+import {abortReason, NOT_STARTED, outcomeToResult, WITHDRAWN, type ExecutionPool, type JobResult, type PoolJob} from './pool.js';
 
 export interface IoPoolOptions {
   size: number;
@@ -196,6 +196,15 @@ export function createIoPool(opts: IoPoolOptions): ExecutionPool {
         };
       });
       return drained;
+    },
+    withdraw(f) {
+      const out: string[] = [];
+      for (const e of [...entries])
+        if (e.state === 'queued' && f(e.job)) {
+          out.push(e.job.taskId);
+          finish(e, {kind: 'aborted', message: WITHDRAWN});
+        }
+      return out;
     },
     abort(taskId, reason) {
       for (const e of [...entries]) {

@@ -13,7 +13,7 @@
  */
 import {DEFAULT_PRIORITY, PRIORITIES, type Priority} from '../task/model.js';
 import {invalid} from '../errors.js';
-import {NOT_STARTED, type ExecutionPool, type JobResult, type PoolJob} from './pool.js';
+import {NOT_STARTED, WITHDRAWN, type ExecutionPool, type JobResult, type PoolJob} from './pool.js';
 
 /** Relative shares of a pool's slots per level when every level has work waiting. */
 export type PriorityWeights = Record<Priority, number>;
@@ -86,7 +86,7 @@ class Fifo<T> {
     }
     return x;
   }
-  /** Removes and returns the entries matching `f` (abort: rare). */
+  /** Removes and returns the entries matching `f` (abort, withdraw: rare). */
   remove(f: (x: T) => boolean): T[] {
     const live = this.items.slice(this.head);
     const out = live.filter(f);
@@ -200,6 +200,16 @@ export function leveledPool(inner: ExecutionPool, o: LeveledPoolOptions): Execut
         return inner.drain(graceMs).then((r) => ({notStarted: [...refused, ...r.notStarted]}));
       })();
       return drained;
+    },
+    withdraw(f) {
+      const out: string[] = [];
+      for (const l of PRIORITIES)
+        for (const w of waiting[l].remove((x) => f(x.job))) {
+          nWaiting--;
+          out.push(w.job.taskId);
+          w.resolve({kind: 'aborted', message: WITHDRAWN});
+        }
+      return [...out, ...inner.withdraw(f)];
     },
     abort(taskId, reason) {
       for (const l of PRIORITIES)

@@ -4,6 +4,9 @@ import type {TaskOutcome} from './handlers.js';
 /** The `aborted` message of a job that never started before drain's deadline (see ExecutionPool.drain). */
 export const NOT_STARTED = 'not started';
 
+/** The `aborted` message of a job taken back before it started (see ExecutionPool.withdraw). */
+export const WITHDRAWN = 'withdrawn before it started';
+
 /** One attempt of one task, as handed to a pool. */
 export interface PoolJob {
   taskId: string;
@@ -49,6 +52,12 @@ export interface ExecutionPool {
   drain(graceMs: number): Promise<{notStarted: string[]}>;
   /** Aborts one running or queued job (e.g. its lease was lost); it resolves as `aborted` at once. */
   abort(taskId: string, reason: string): void;
+  /**
+   * Takes back every job that has not started and for which `f` is true (a pause or an opening
+   * breaker seen after they were queued): each resolves at once as `{kind: 'aborted', message:
+   * WITHDRAWN}`; their task ids are returned. Running jobs are not touched. Synchronous.
+   */
+  withdraw(f: (job: PoolJob) => boolean): string[];
 }
 
 /** Maps a handler's TaskOutcome to a JobResult. */

@@ -13,7 +13,7 @@ import {countWorkerEvents, logTaskFailures, type WorkerStats} from './subscriber
 import {countTypeStats, type TypeStats} from './type-stats.js';
 import type {HandlerMap} from './handlers.js';
 import {decideOutcome, type Held, type NotStarted} from './outcome.js';
-import {type ExecutionPool, type JobResult, NOT_STARTED} from './pool.js';
+import {type ExecutionPool, type JobResult, NOT_STARTED, type PoolJob, WITHDRAWN} from './pool.js';
 import {leveledPool, type PriorityWeights} from './levels.js';
 import {Lane} from './intake.js';
 import {FlowGate, type GateStore} from '../flow/gate.js';
@@ -118,6 +118,8 @@ export class Worker implements Service {
   private readonly memory: MemorySampler;
   /** Claimed tasks not yet written back. */
   private readonly held = new Map<string, HeldTask>();
+  /** Tasks taken back from a local queue and why (withdrawRefused), until their park outcome is pushed. */
+  private readonly withdrawn = new Map<string, Admission>();
   /** The options' pools, each behind its per-level local queues. */
   private readonly pools: Partial<Record<PoolName, ExecutionPool>>;
   private readonly subs: Subscription[] = [];
@@ -168,6 +170,7 @@ export class Worker implements Service {
     this.memory = new MemorySampler(o.clock, o.memoryUsage);
     this.gate = o.flow ?? new FlowGate({store: o.store, clock: o.clock, logger: this.log});
     this.gate.attach(this.events, this.id);
+    this.gate.onRefreshed(() => this.withdrawRefused());
     logTaskFailures(this.events, this.log);
     this.renewer = new Periodic({
       name: 'lease renewal',
@@ -461,14 +464,56 @@ export class Worker implements Service {
       return;
     }
     this.track(
-      run.then((r: JobResult) =>
+      run.then((r: JobResult) => {
+        if (r.kind === 'aborted' && r.message === WITHDRAWN) return this.parkWithdrawn(heldTask);
         // A job the pool never started (shutdown) goes back to storage without using an attempt.
         this.finish(
           heldTask,
           r.kind === 'aborted' && r.message === NOT_STARTED ? {kind: 'notStarted', message: 'worker shut down before it started'} : r,
-        ),
-      ),
+        );
+      }),
     );
+  }
+
+  /**
+   * After each flow refresh: the tasks waiting in this worker's local queues whose type may not run
+   * now (paused, breaker open) are taken back before they start and parked in storage like the
+   * claim would have parked them — no attempt used, due again at the pause's recheck or the probe
+   * time (a resume or a close releases them earlier). Running ones finish.
+   */
+  private withdrawRefused(): void {
+    if (this.state !== 'running') return;
+    const decided = new Map<string, Admission>();
+    const refused = (job: PoolJob): boolean => {
+      let a = decided.get(job.type);
+      if (!a) decided.set(job.type, (a = this.gate.admit(job.type, true)));
+      if (a.run || a.parked === null) return false;
+      this.withdrawn.set(job.taskId, a);
+      return true;
+    };
+    let n = 0;
+    for (const pool of Object.values(this.pools)) n += pool.withdraw(refused).length;
+    if (n > 0)
+      this.log.info('withdrew queued tasks of types that may not run now: parked in storage', {
+        tasks: n,
+        types: [...decided].filter(([, a]) => !a.run).map(([t]) => t),
+      });
+  }
+
+  /** A task withdrawn from a local queue (withdrawRefused): parked, its attempt given back. */
+  private parkWithdrawn(t: HeldTask): void {
+    const a = this.withdrawn.get(t.id);
+    this.withdrawn.delete(t.id);
+    const refusal = a && !a.run ? a : {delayMs: 0, parked: null, reason: 'withdrawn'};
+    this.outcomes.push({
+      kind: 'park',
+      id: t.id,
+      fence: t.fence,
+      type: t.type,
+      reason: `${refusal.reason} (withdrawn from ${this.id}'s local queue before it started)`,
+      delayMs: refusal.delayMs,
+      parked: refusal.parked,
+    });
   }
 
   private finish(t: HeldTask, r: JobResult | NotStarted): void {

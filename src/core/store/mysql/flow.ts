@@ -98,13 +98,17 @@ async function liveHandlers(db: Db, cell: string, liveMs: number): Promise<{at: 
   return {at: at ?? (await select(db, db.pool, 'SELECT NOW(3) AS now'))[0]!.now, handlers};
 }
 
-/** See FlowStore.flowView. Registry rows that say something, and the live handlers. */
+/**
+ * See FlowStore.flowView. Registry rows that say something, and the live handlers. A closed breaker
+ * that has ever moved says something too: its `breaker_changed_at` is what the next transition's
+ * compare-and-set expects and where its failure window starts (without it a type could open once).
+ */
 export async function flowView(db: Db, cell: string, {liveMs}: FlowViewParams): Promise<FlowView> {
   const rows = await select(
     db,
     db.pool,
     `SELECT ${TYPE_COLUMNS} FROM task_types
-      WHERE cell = ? AND (paused = 1 OR breaker_state <> 'closed' OR settings IS NOT NULL)`,
+      WHERE cell = ? AND (paused = 1 OR breaker_state <> 'closed' OR breaker_changed_at IS NOT NULL OR settings IS NOT NULL)`,
     [cell],
   );
   const live = await liveHandlers(db, cell, liveMs);
@@ -125,7 +129,9 @@ export async function typesReport(db: Db, cell: string, p: FlowViewParams): Prom
   for (const r of counts) (parked[r.type as string] ??= {})[r.parked as ParkedKind] = Number(r.n);
   const live = await liveHandlers(db, cell, p.liveMs);
   const all = rows.map(toTypeRecord);
-  const saying = all.filter((t) => t.paused || t.breaker.state !== 'closed' || Object.keys(t.settings).length > 0);
+  const saying = all.filter(
+    (t) => t.paused || t.breaker.state !== 'closed' || t.breaker.changedAt !== null || Object.keys(t.settings).length > 0,
+  );
   return {at: live.at, types: saying, handlers: live.handlers, all, parked};
 }
 
@@ -216,8 +222,8 @@ export async function deferTasks(db: Db, cell: string, p: TasksDeferParams): Pro
       [p.unhandledDeadAfterMs * 1000, ...ids, cell],
     );
     const found = new Map(rows.map((r) => [r.id as string, r]));
-    // The worker decided from a snapshot up to AX_FLOW_REFRESH old: a resume, or a worker with the
-    // handler, may have come since. Those tasks are not parked but due again at once.
+    // The worker decided from a snapshot up to AX_FLOW_REFRESH old: a resume, a closed breaker, or a
+    // worker with the handler, may have come since. Those tasks are not parked but due again at once.
     const typesOf = (kind: ParkedKind): string[] =>
       [...new Set(p.tasks.filter((t) => t.parked === kind).map((t) => found.get(t.id)?.type as string | undefined))].filter(
         (t): t is string => t !== undefined,
@@ -231,6 +237,19 @@ export async function deferTasks(db: Db, cell: string, p: TasksDeferParams): Pro
               cell,
               ...pausedTypes,
             ])
+          ).map((r) => r.type as string),
+    );
+    const breakerTypes = typesOf('breaker');
+    const stillBreaking = new Set(
+      breakerTypes.length === 0
+        ? []
+        : (
+            await select(
+              db,
+              c,
+              `SELECT type FROM task_types WHERE cell = ? AND breaker_state <> 'closed' AND type IN (${marks(breakerTypes.length)})`,
+              [cell, ...breakerTypes],
+            )
           ).map((r) => r.type as string),
     );
     const handledNow =
@@ -251,9 +270,11 @@ export async function deferTasks(db: Db, cell: string, p: TasksDeferParams): Pro
       const t2 =
         t.parked === 'paused' && !stillPaused.has(type)
           ? {...t, delayMs: 0, parked: null, reason: 'not parked: its type was resumed meanwhile'}
-          : t.parked === 'unhandled' && handledNow.has(type)
-            ? {...t, delayMs: 0, parked: null, reason: 'not parked: a worker with its handler started meanwhile'}
-            : t;
+          : t.parked === 'breaker' && !stillBreaking.has(type)
+            ? {...t, delayMs: 0, parked: null, reason: 'not parked: its breaker closed meanwhile'}
+            : t.parked === 'unhandled' && handledNow.has(type)
+              ? {...t, delayMs: 0, parked: null, reason: 'not parked: a worker with its handler started meanwhile'}
+              : t;
       if (t2.parked === 'unhandled' && r.parked === 'unhandled' && Number(r.overdue) === 1) {
         const why = `no live worker has a handler for type "${r.type as string}" (waited AX_UNHANDLED_DEAD_AFTER)`;
         dead.push({...ref, type: r.type as string});
