@@ -6,18 +6,23 @@
  * one fake clock the test pins the database clock to.
  *
  * The contract it states:
- * - closed → open when, over the type's window (but not before the second it last closed), at
- *   least minVolume attempts were counted and failed/total > threshold; the cool-down of the n-th
+ * - closed → open when, over the type's window (but only from the second after the one it last
+ *   closed in: that second's counts may be from before the close), at least minVolume attempts
+ *   were counted and failed/total > threshold; the cool-down of the n-th
  *   opening in a row is cooldown·2^(n−1), capped at maxCooldown;
  * - open → half_open once its probe time (`until`) has come;
  * - half_open → open (one more opening) on any failure counted since the second it turned
  *   half-open; → closed after closeAfter successes (openings back to 0);
- * - a disabled breaker is closed at the next evaluation and never opens; a reset closes it now;
+ * - a breaker turned off is closed at once (by the settings change) and never opens while off;
+ *   a reset closes it now;
  * - tasks of a paused type are parked `paused`; of an open breaker parked `breaker` until the
- *   probe time; half-open, `probes` tasks per probe episode run cluster-wide, the rest are parked
+ *   probe time; half-open, `probes` tasks per probe episode run cluster-wide (claims that hold the
+ *   type's row for update: the claimer's snapshot says it is not closed), the rest are parked
  *   `breaker` for max(probe recheck, cool-down);
+ * - a worker's own check before the claim decides from its snapshot (possibly stale), but what it
+ *   parks is re-checked against the row: no longer paused / breaker closed → not parked, due now;
  * - release is prompt: a resume releases the `paused` ones; a breaker that closes (probes, reset,
- *   disabled) releases the `breaker` ones in the same step (due now, no longer parked).
+ *   turned off) releases the `breaker` ones in the same step (due now, no longer parked).
  */
 
 export type BreakerStateName = 'closed' | 'open' | 'half_open';
@@ -102,7 +107,16 @@ export const floorSecond = (ms: number): number => Math.floor(ms / 1000) * 1000;
 
 export const CLOSED: Breaker = {state: 'closed', until: null, openings: 0, changedAt: null};
 
-/** What a claim of a type's tasks does now (its registry row decides; the claimer's snapshot is fresh). */
+/** What a worker's snapshot says of a type (its last refresh). */
+export interface SnapType {
+  paused: boolean;
+  breaker: Breaker;
+}
+
+/** What a worker's check before the claim does with a type's tasks, the row re-checked by tasksDefer. */
+export type PreClaim = {kind: 'claim'} | {kind: 'defer'; parked: ParkedKind | null; runAt: number};
+
+/** What a claim of a type's tasks does now (its registry row decides). */
 export type ClaimRule =
   {kind: 'run'} | {kind: 'park'; parked: ParkedKind; runAt: number} | {kind: 'probe'; left: number; parkRunAt: number; episode: number};
 
@@ -170,7 +184,7 @@ export class FlowModel {
     });
     switch (b.state) {
       case 'closed': {
-        const from = Math.max(nowMs - s.windowMs, b.changedAt === null ? -Infinity : floorSecond(b.changedAt));
+        const from = Math.max(nowMs - s.windowMs, b.changedAt === null ? -Infinity : floorSecond(b.changedAt) + 1000);
         const w = this.sum(t, from, nowMs);
         const total = w.ok + w.failed;
         return total >= s.minVolume && w.failed / total > s.threshold ? open(b.openings + 1) : null;
@@ -251,8 +265,34 @@ export class FlowModel {
     return since + Math.floor(Math.max(0, nowMs - since) / every) * every;
   }
 
-  /** What a claim of the type's tasks does at `nowMs` (a worker first parks what its fresh snapshot refuses; same rules). */
-  claimRule(name: string, nowMs: number): ClaimRule {
+  /** The type as a worker refreshing now sees it. */
+  snap(name: string): SnapType {
+    const t = this.type(name);
+    return {paused: t.paused, breaker: {...t.breaker}};
+  }
+
+  /**
+   * A worker's check before the claim from its snapshot `s` (undefined: nothing said about the type):
+   * paused, or open until a later probe time → parked, unless the row says otherwise by now (then
+   * due at once, not parked); else on to the claim.
+   */
+  preClaim(name: string, s: SnapType | undefined, nowMs: number): PreClaim {
+    const t = this.type(name);
+    if (s?.paused)
+      return t.paused ? {kind: 'defer', parked: 'paused', runAt: nowMs + RECHECK.pausedMs} : {kind: 'defer', parked: null, runAt: nowMs};
+    const b = s?.breaker;
+    if (b && b.state === 'open' && b.until !== null && b.until > nowMs)
+      return t.breaker.state !== 'closed'
+        ? {kind: 'defer', parked: 'breaker', runAt: b.until}
+        : {kind: 'defer', parked: null, runAt: nowMs};
+    return {kind: 'claim'};
+  }
+
+  /**
+   * What a claim of the type's tasks does at `nowMs`, from the type's row; `locked`: the claimer's
+   * snapshot says the breaker is not closed, so the claim holds the row for update and may spend probes.
+   */
+  claimRule(name: string, nowMs: number, locked = true): ClaimRule {
     const t = this.type(name);
     const s = this.settings(name);
     if (t.paused) return {kind: 'park', parked: 'paused', runAt: nowMs + RECHECK.pausedMs};
@@ -261,14 +301,24 @@ export class FlowModel {
     if (b.state === 'open' && b.until !== null && b.until > nowMs) return {kind: 'park', parked: 'breaker', runAt: b.until};
     const episode = this.episode(name, nowMs);
     const used = t.probeEpisode === episode ? t.probesUsed : 0;
-    return {kind: 'probe', left: Math.max(0, s.probes - used), parkRunAt: nowMs + Math.max(RECHECK.probeMs, s.cooldownMs), episode};
+    return {
+      kind: 'probe',
+      left: locked ? Math.max(0, s.probes - used) : 0,
+      parkRunAt: nowMs + Math.max(RECHECK.probeMs, s.cooldownMs),
+      episode,
+    };
   }
 
-  /** Records a claim: `ran` now running; `parked` waiting, parked as said. Spent probes count in their episode. */
-  claimed(name: string, rule: ClaimRule, ran: string[], parked: Array<{id: string; parked: ParkedKind; runAt: number}>): void {
+  /** Records a claim: `ran` now running; `parked` waiting (parked as said, or not). Spent probes count in their episode. */
+  claimed(
+    name: string,
+    rule: ClaimRule | null,
+    ran: string[],
+    parked: Array<{id: string; parked: ParkedKind | null; runAt: number}>,
+  ): void {
     for (const id of ran) Object.assign(this.task(id), {state: 'running', parked: null});
     for (const p of parked) Object.assign(this.task(p.id), {state: 'waiting', parked: p.parked, runAt: [p.runAt, p.runAt]});
-    if (rule.kind === 'probe' && ran.length > 0) {
+    if (rule?.kind === 'probe' && ran.length > 0) {
       const t = this.type(name);
       t.probesUsed = (t.probeEpisode === rule.episode ? t.probesUsed : 0) + ran.length;
       t.probeEpisode = rule.episode;

@@ -41,7 +41,18 @@ import type {Clock} from '../../src/core/time.js';
 import {createTypesAdmin, type TypesAdmin} from '../../src/core/types/admin.js';
 import {type FakeClock, fakeClock} from '../helpers/clock.js';
 import {createTestEnv, type TestEnv} from '../helpers/env.js';
-import {type Breaker, DEFAULTS, FlowModel, type ParkedKind, type RunAt, type Settings} from '../helpers/flow-model.js';
+import {
+  type Breaker,
+  CLOSED,
+  type ClaimRule,
+  DEFAULTS,
+  floorSecond,
+  FlowModel,
+  type ParkedKind,
+  type RunAt,
+  type Settings,
+  type SnapType,
+} from '../helpers/flow-model.js';
 import {pinDbClock, type PinnedClock} from '../helpers/pinned-db-clock.js';
 
 const RUNS = Number(process.env.AX_MODEL_RUNS ?? 2);
@@ -61,7 +72,7 @@ type SetInput = {reset?: boolean; breaker: Partial<Record<'enabled' | keyof Omit
 type Step =
   | {k: 'drive'; type: number; failRatio: number; probeFails: boolean; jitterMs: number; mode: RefreshMode; gates: number}
   | {k: 'submit'; type: number; n: number}
-  | {k: 'claim'; type: number; gates: number[]; n: number}
+  | {k: 'claim'; type: number; gates: number[]; n: number; fresh: boolean}
   | {k: 'outcomes'; type: number; ok: number; failed: number}
   | {k: 'refresh'; mode: RefreshMode}
   | {k: 'pause'; type: number}
@@ -116,6 +127,7 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
       type: typeArb,
       gates: fc.shuffledSubarray([0, 1, 2], {minLength: 1}),
       n: fc.integer({min: 1, max: 8}),
+      fresh: fc.boolean(),
     }),
   },
   {
@@ -165,6 +177,8 @@ class Run {
   readonly gateEvents: string[] = [];
   gateTransitions = 0;
   readonly fences = new Map<string, number>();
+  /** Each gate's snapshot as the model knows it (null: unknown, after gates moved a breaker at once). */
+  readonly snaps: Array<Map<string, SnapType> | null> = Array.from({length: GATES}, () => null);
   readonly log: string[] = [];
   private readonly newId: () => string;
   private stepStart = 0;
@@ -248,7 +262,7 @@ class Run {
         await this.submit(s.type, s.n);
         break;
       case 'claim':
-        await this.claim(s.type, s.gates, s.n);
+        await this.claim(s.type, s.gates, s.n, s.fresh);
         break;
       case 'outcomes':
         await this.outcomes(s.type, s.ok, s.failed);
@@ -290,6 +304,10 @@ class Run {
       const ran = await this.claim(s.type, gates, this.model.due(name, this.now).length);
       await this.outcomes(s.type, ran.length - (s.probeFails ? 1 : 0), s.probeFails && ran.length > 0 ? 1 : 0);
     } else {
+      // The second it closed in does not count: failures come from the next one on.
+      const closedAt = t.breaker.changedAt;
+      if (closedAt !== null && floorSecond(this.now) <= floorSecond(closedAt))
+        this.clock.advance(floorSecond(closedAt) + 1000 - this.now + (s.jitterMs % 1000));
       const n = Math.max(this.model.settings(name).minVolume, 4) + 2;
       await this.submit(s.type, n);
       const ran = await this.claim(s.type, gates, n);
@@ -314,22 +332,31 @@ class Run {
   }
 
   /**
-   * Each gate in `gates` refreshes (in that order, one after the other), then they claim up to `n`
-   * of the type's due tasks at once, split between them, as a worker does: the gate's admission
-   * check parks what its snapshot refuses (tasksDefer), the claim's transaction decides the rest
-   * from the type's row. Returns the ids that run.
+   * Up to `n` of the type's due tasks, split between the gates in `gates`, claimed by them at once as
+   * workers do: the gate's own check parks what its snapshot refuses (tasksDefer re-checks the row),
+   * the claim's transaction decides the rest from the type's row (probes only for a claim holding it
+   * for update: the gate's snapshot says the breaker is not closed). `fresh`: each gate refreshes
+   * first (one after the other); else it decides from the snapshot it has, however stale (a gate
+   * whose snapshot the model cannot know refreshes). Returns the ids that run.
    */
-  async claim(type: number, gates: readonly number[], n: number): Promise<string[]> {
+  async claim(type: number, gates: readonly number[], n: number, fresh = true): Promise<string[]> {
     const name = this.names[type]!;
-    for (const g of gates) await this.refreshOne(g);
-    const candidates = this.model.due(name, this.now).slice(0, n);
+    for (const g of gates) if (fresh || !this.snaps[g]) await this.refreshOne(g);
+    const now = this.now;
+    const candidates = this.model.due(name, now).slice(0, n);
     if (candidates.length === 0) return [];
-    const rule = this.model.claimRule(name, this.now);
+    const plans = gates.map((g) => {
+      const snap = this.snaps[g]!.get(name);
+      const pre = this.model.preClaim(name, snap, now);
+      const locked = snap !== undefined && snap.breaker.state !== 'closed';
+      return {g, pre, rule: pre.kind === 'claim' ? this.model.claimRule(name, now, locked) : null};
+    });
     const batches = gates.map((_, i) => candidates.filter((_, j) => j % gates.length === i).map((c) => c.id));
+    type Parked = {id: string; parked: string | null; delayMs: number};
     const results = await Promise.all(
       gates.map(async (g, i) => {
         const ids = batches[i]!;
-        if (ids.length === 0) return {ids, ran: [] as string[], parked: [] as Array<{id: string; parked: string | null; delayMs: number}>};
+        if (ids.length === 0) return {ids, ran: [] as string[], parked: [] as Parked[], deferred: false};
         const gate = this.gates[g]!;
         const store = this.gateStores[g]!;
         const a = gate.admit(name, true);
@@ -340,8 +367,8 @@ class Run {
             unhandledDeadAfterMs: gate.unhandledDeadAfterMs,
             liveMs: gate.liveMs,
           });
-          expect(r.deferred.sort(), 'the admission check parks the whole batch').toEqual([...ids].sort());
-          return {ids, ran: [], parked: ids.map((id) => ({id, parked: a.parked, delayMs: a.delayMs}))};
+          expect(r.deferred.sort(), 'the admission check defers the whole batch').toEqual([...ids].sort());
+          return {ids, ran: [], parked: ids.map((id) => ({id, parked: a.parked, delayMs: a.delayMs})), deferred: true};
         }
         const lockTypes = gate.locked(ids.map(() => ({type: name})));
         const r = await store.tasksClaim({
@@ -353,44 +380,58 @@ class Run {
         });
         expect(r.skipped, `claim of ${name} by gate ${g}: every candidate is due and claimable`).toEqual([]);
         for (const c of r.claimed) this.fences.set(c.id, c.fence);
-        return {
-          ids,
-          ran: r.claimed.map((c) => c.id),
-          parked: (r.deferred ?? []).map((d) => ({id: d.id, parked: d.parked, delayMs: d.delayMs})),
-        };
+        const parked = (r.deferred ?? []).map((d) => ({id: d.id, parked: d.parked, delayMs: d.delayMs}));
+        return {ids, ran: r.claimed.map((c) => c.id), parked, deferred: false};
       }),
     );
-    const ran = results.flatMap((r) => r.ran);
-    const parked = results.flatMap((r) => r.parked);
     const want = (what: string, ok: boolean) => {
-      if (!ok) throw new Error(`claim of ${name} (${JSON.stringify(rule)}): ${what}; got ${JSON.stringify(results)}`);
+      if (!ok) throw new Error(`claim of ${name} (${JSON.stringify(plans)}): ${what}; got ${JSON.stringify(results)}`);
     };
-    const modelParked = (kind: ParkedKind, runAt: number) => parked.map((p) => ({id: p.id, parked: kind, runAt}));
-    switch (rule.kind) {
-      case 'run':
-        want('all run', ran.length === candidates.length);
-        this.model.claimed(name, rule, ran, []);
-        break;
-      case 'park':
-        want(
-          `all parked ${rule.parked} for ${rule.runAt - this.now} ms`,
-          ran.length === 0 && parked.every((p) => p.parked === rule.parked),
-        );
-        this.model.claimed(name, rule, [], modelParked(rule.parked, rule.runAt));
-        break;
-      case 'probe': {
-        // Cluster-wide: exactly the probes left run, each gate's in its batch's order; the rest wait for the probe recheck.
-        want(`${Math.min(rule.left, candidates.length)} probes run`, ran.length === Math.min(rule.left, candidates.length));
-        for (const r of results)
-          want(
-            'probes in delivery order',
-            r.ran.every((id, i) => r.ids[i] === id),
-          );
-        want('the rest parked breaker', parked.length === candidates.length - ran.length && parked.every((p) => p.parked === 'breaker'));
-        this.model.claimed(name, rule, ran, modelParked('breaker', rule.parkRunAt));
-        break;
+    const ran: string[] = [];
+    const parked: Array<{id: string; parked: ParkedKind | null; runAt: number}> = [];
+    let probe: ClaimRule | null = null;
+    let probeCandidates = 0;
+    for (const [i, {g, pre, rule}] of plans.entries()) {
+      const r = results[i]!;
+      if (r.ids.length === 0) continue;
+      if (pre.kind === 'defer') {
+        // The gate's snapshot refused them; the row re-checked: parked as it still says, or due now.
+        want(`gate ${g} defers its batch (${pre.parked ?? 'not parked'})`, r.deferred);
+        parked.push(...r.ids.map((id) => ({id, parked: pre.parked, runAt: pre.runAt})));
+        continue;
       }
+      want(`gate ${g} claims its batch`, !r.deferred);
+      switch (rule!.kind) {
+        case 'run':
+          want(`gate ${g}: all run`, r.ran.length === r.ids.length);
+          break;
+        case 'park':
+          want(`gate ${g}: all parked ${rule!.parked}`, r.ran.length === 0 && r.parked.every((p) => p.parked === rule!.parked));
+          parked.push(...r.ids.map((id) => ({id, parked: rule!.parked, runAt: rule!.runAt})));
+          break;
+        case 'probe':
+          // Probes in its batch's order; the rest wait for the probe recheck.
+          want(
+            `gate ${g}: probes in delivery order`,
+            r.ran.every((id, j) => r.ids[j] === id),
+          );
+          want(
+            `gate ${g}: the rest parked breaker`,
+            r.parked.length === r.ids.length - r.ran.length && r.parked.every((p) => p.parked === 'breaker'),
+          );
+          parked.push(...r.parked.map((p) => ({id: p.id, parked: 'breaker' as const, runAt: rule!.parkRunAt})));
+          if (rule!.left > 0) {
+            probe = rule;
+            probeCandidates += r.ids.length;
+          } else want(`gate ${g}: no probe without the row locked or with the budget spent`, r.ran.length === 0);
+          break;
+      }
+      ran.push(...r.ran);
     }
+    // Cluster-wide: of the claims that may spend probes, exactly the probes left run in all.
+    if (probe?.kind === 'probe')
+      want(`${Math.min(probe.left, probeCandidates)} probes in all`, ran.length === Math.min(probe.left, probeCandidates));
+    this.model.claimed(name, probe, ran, parked);
     return ran;
   }
 
@@ -424,7 +465,7 @@ class Run {
     for (const p of plan) this.model.outcome(p.id, p.ok, this.now);
   }
 
-  /** One gate's refresh: it moves each breaker at most once (the model's next transition). */
+  /** One gate's refresh: it moves each breaker at most once (the model's next transition); its snapshot is then the model's state. */
   async refreshOne(g: number): Promise<void> {
     const expected = this.names.map((n) => [n, this.model.next(n, this.now)] as const);
     await this.gates[g]!.refresh();
@@ -433,6 +474,7 @@ class Run {
         this.model.apply(n, tr, this.span());
         this.gateTransitions++;
       }
+    this.snaps[g] = new Map(this.names.map((n) => [n, this.model.snap(n)]));
   }
 
   /**
@@ -448,6 +490,9 @@ class Run {
     }
     const chains = this.names.map((n) => [n, this.model.chain(n, this.now, GATES)] as const);
     await Promise.all(mode.order.map((g) => this.gates[g]!.refresh()));
+    // Which gate read what is the database's to say: their snapshots are known only when nothing moved.
+    const still = chains.every(([, chain]) => chain.length === 0);
+    for (let g = 0; g < GATES; g++) this.snaps[g] = still ? new Map(this.names.map((n) => [n, this.model.snap(n)])) : null;
     const rows = await this.breakers();
     for (const [n, chain] of chains) {
       const db = rows.get(n)!;
@@ -493,8 +538,10 @@ class Run {
       await expect(this.admin.resetBreaker(name, 'model'), `reset of ${name}, closed`).rejects.toMatchObject({code: 'conflict'});
       return;
     }
+    const parked = this.parkedCount(name, 'breaker');
     const r = await this.admin.resetBreaker(name, 'model');
     expect(r.from).toBe(t.breaker.state);
+    if (this.mode === 'full') expect(r.released, `reset of ${name} releases what its breaker parked`).toBe(parked);
     const db = (await this.breakers()).get(name)!;
     const at = db.changedAt ?? Number.NaN;
     if (!(at >= this.stepStart && at <= this.now)) throw new Error(`reset of ${name}: closed at ${at}, not during the call`);
@@ -534,16 +581,21 @@ class Run {
     t.history.push('settings');
     expect(r.breaker, `set ${name}: the effective settings`).toEqual({...DEFAULTS, ...merged});
     if (merged.enabled === false) {
-      // Disabled: its parked tasks are released in the same call; the breaker is closed now or at
-      // the next evaluation (either is the contract), never opened again while disabled.
-      this.model.release(name, 'breaker', this.span());
-      const db = (await this.breakers()).get(name)!;
-      if (t.breaker.state !== 'closed' && db.state === 'closed') {
-        this.model.apply(name, {to: db, event: 'breaker:closed', why: 'disabled'}, this.span());
-        const hist = await this.history(name);
-        t.history.splice(-2, 2, ...hist.slice(-2).filter((e) => e === 'settings' || e === 'breaker:closed'));
+      // Turned off: closed at once (after the settings row: its history row comes second), its parked tasks released.
+      const parked = this.parkedCount(name, 'breaker');
+      if (t.breaker.state !== 'closed') {
+        const at = (await this.breakers()).get(name)!.changedAt ?? Number.NaN;
+        if (!(at >= this.stepStart && at <= this.now))
+          throw new Error(`set ${name} --breaker-off: not closed during the call (changedAt ${at})`);
+        this.model.apply(name, {to: {...CLOSED, changedAt: at}, event: 'breaker:closed', why: 'disabled'}, this.span());
       }
+      this.model.release(name, 'breaker', this.span());
+      if (this.mode === 'full') expect(r.released, `set ${name} --breaker-off releases what its breaker parked`).toBe(parked);
     }
+  }
+
+  private parkedCount(name: string, kind: ParkedKind): number {
+    return [...this.model.tasks.values()].filter((x) => x.type === name && x.state === 'waiting' && x.parked === kind).length;
   }
 
   // -- finishing: drive each type through its episodes ----------------------------------------------
@@ -558,10 +610,25 @@ class Run {
         `finish ${name}: settings`,
       );
     }
+    const operatorDone = [false, false];
+    const offDone = [false, false];
     for (let i = 0; this.names.some((n) => this.model.type(n).cycles < CYCLES); i++) {
       if (i > 200) throw new Error(`no progress: episodes ${this.names.map((n) => `${n} ${this.model.type(n).cycles}`).join(', ')}`);
       for (let type = 0; type < 2; type++) {
         if (this.model.type(this.names[type]!).cycles >= CYCLES) continue;
+        // Once per type, while its breaker is open with tasks parked by it: a reset, then a turn-off.
+        if (this.model.type(this.names[type]!).breaker.state === 'open' && this.model.type(this.names[type]!).cycles >= 1) {
+          if (!operatorDone[type]) {
+            operatorDone[type] = true;
+            await this.operatorEpisode(type, 'reset');
+            continue;
+          }
+          if (!offDone[type]) {
+            offDone[type] = true;
+            await this.operatorEpisode(type, 'off');
+            continue;
+          }
+        }
         const mode = {concurrent: i % 2 === 0, order: i % 3 === 0 ? [2, 0, 1] : [0, 1, 2]};
         await this.step(
           {k: 'drive', type, failRatio: 1, probeFails: i % 7 === 3, jitterMs: (i * 137) % 1000, mode, gates: 1 + (i % GATES)},
@@ -571,6 +638,23 @@ class Run {
     }
     for (const n of this.names)
       expect(this.model.type(n).cycles, `${n}: open → half-open → closed → open again`).toBeGreaterThanOrEqual(CYCLES);
+  }
+
+  /**
+   * An open breaker with tasks parked by it, every gate's snapshot saying open; then an operator
+   * closes it (a reset, or turning the breaker off and on again): its parked tasks are released in
+   * the same call, and a gate still deciding from its stale snapshot parks nothing new.
+   */
+  private async operatorEpisode(type: number, how: 'reset' | 'off'): Promise<void> {
+    const tag = `finish ${this.names[type]!}: ${how}`;
+    await this.step({k: 'submit', type, n: 3}, `${tag}: submit`);
+    await this.step({k: 'claim', type, gates: [0, 1, 2], n: 3, fresh: true}, `${tag}: parked by the open breaker`);
+    await this.step({k: 'refresh', mode: {concurrent: false, order: [2, 1, 0]}}, `${tag}: every snapshot says open`);
+    if (how === 'reset') await this.step({k: 'reset', type}, tag);
+    else await this.step({k: 'set', type, input: {breaker: {enabled: false}}}, tag);
+    await this.step({k: 'submit', type, n: 3}, `${tag}: submit`);
+    await this.step({k: 'claim', type, gates: [1], n: 6, fresh: false}, `${tag}: a stale snapshot`);
+    if (how === 'off') await this.step({k: 'set', type, input: {breaker: {enabled: true}}}, `${tag}: on again`);
   }
 
   // -- the comparison after every step ---------------------------------------------------------
