@@ -157,7 +157,11 @@ export class FlowModel {
   }
 
   private sum(t: ModelType, fromMs: number, nowMs: number): {ok: number; failed: number} {
-    // What a gate can see at all: the seconds of the fetched window.
+    // What a gate can see at all: the seconds of the window it reads (a minute, or the longest
+    // window of a type). Half-open, probes' outcomes older than that are not counted: a breaker
+    // whose closeAfter successes take longer than that to come (probes < closeAfter, a long
+    // cool-down between probe episodes) never closes. That is a defect of the gate, reported with a
+    // reproduction; the model says what the gate does so the rest can be compared.
     const visible = floorSecond(nowMs) - Math.ceil(this.fetchWindowMs() / 1000) * 1000;
     let ok = 0;
     let failed = 0;

@@ -1,31 +1,49 @@
 /**
  * Model-based test of flow control (issue 20, "tests that would have caught defect 1"): random
- * sequences (fast-check) of outcome bursts, claims, pause/resume, breaker resets, setting changes
- * (thresholds, breaker disabled/enabled, back to defaults) and time steps, driven through the real
- * MySQL store, three real FlowGates (three workers on one database) and the real types admin, and
- * compared after EVERY step with the pure model in test/helpers/flow-model.ts: each type's
- * breaker (state, probe time, openings, changedAt to the millisecond), its history (exactly one
- * row per transition: of the gates deciding at once one wins), the breaker events the gates emit,
- * and every task (waiting/running/done, parked kind, run_at) with the parked counts per kind.
+ * sequences (fast-check) of outcome bursts, claims, pause/resume (--rate too), breaker resets
+ * (--rate too), setting changes (thresholds, breaker off/on, back to the defaults, and invalid
+ * ones) and time steps, driven through the real MySQL store, three real FlowGates (three workers,
+ * each with its own pool, on one database) and the real types admin, and compared after EVERY step
+ * with the pure model in test/helpers/flow-model.ts: each type's breaker (state, probe time,
+ * openings, changedAt to the millisecond), pause and stored settings, its history (exactly one row
+ * per transition: of the gates deciding at once one wins), the breaker events the gates emit, and
+ * every task (waiting/running/done, parked kind, run_at) with the parked counts per kind.
+ *
+ * Several gates decide at once: refreshes one after the other in a random order or all at once
+ * (the breaker must end on the model's chain of next transitions, one history row each), claims
+ * split between gates running at once (probes counted cluster-wide), outcomes recorded by the three
+ * workers at once, and claims from a gate's stale snapshot (the model knows each gate's snapshot
+ * wherever it can be known; tasksDefer must re-check the row).
  *
  * Two types per run: `alpha` on the default breaker settings (no settings row: the case defect 1
  * broke), `beta` scaled down (min volume 4, window 10 s, cool-down 2 s, cap 8 s, 2 probes). The
  * random steps include "drive" steps that push a type to its next transition (a burst of failures
- * over several gates' claims, the wait for the probe time, probes that succeed or fail); after them
- * a finishing phase drives each type until it went open → half-open → closed → open again at least
- * five times (it fails when a type stops making progress, e.g. a breaker that never reopens).
+ * over several gates' claims, the wait for the probe time, probes that succeed or fail); then a
+ * finishing phase drives each type until it went open → half-open → closed (by probes) → open
+ * again at least five times (it fails when a type stops making progress, e.g. a breaker that never
+ * reopens), with, once per type, an open breaker holding parked tasks closed by an operator: a
+ * reset, then turning the breaker off (each followed by a claim from a stale snapshot).
+ *
+ * Two properties: `breaker` compares the breaker, history, events, pause and settings and takes
+ * the tasks from the database after each step (so a breaker defect shows even when parking is
+ * wrong too: on the code before the fix it fails on defect 1 alone); `full` compares every task as
+ * well (parking and release, defect 2).
  *
  * Time: one fake clock (test/helpers/clock.ts) for the gates and the admin, and the database clock
  * pinned to it (test/helpers/pinned-db-clock.ts: every session of the test's stores runs with
  * `SET timestamp` = the fake now). The breaker's until/changedAt come from the injected clock,
  * while the outcome seconds (type_outcomes), due times, the claim's "now" and probe episodes come
  * from NOW(): pinning makes both the same clock, so every window and due time is exact to the
- * millisecond and time steps of minutes cost nothing. No sleeps: the admin's own waits (resume
- * waits a flow refresh) run on a clock that advances the fake time by the wait at once.
+ * millisecond and time steps of minutes cost nothing (writing outcome rows with explicit seconds
+ * instead would bypass the store's outcome path, and following the real database clock would need
+ * real waits). No sleeps: the admin's own waits (resume waits a flow refresh; --rate paces) run on
+ * a clock that moves the fake time on by the wait at once; the model knows only that a release
+ * happened during its step.
  *
- * Size: by default a few runs of ~40 random steps (plus the finishing phase), seconds in all.
- * Larger: AX_MODEL_RUNS=<runs> (e.g. 200), AX_MODEL_STEPS=<max random steps per run>,
- * AX_MODEL_SEED=<seed> to replay a failure (fast-check prints its seed and the failing steps), and
+ * Size: by default 2 runs per property of up to 40 random steps plus the finishing phase (10–30 s
+ * in all, depending on the machine's load). Larger: AX_MODEL_RUNS=<runs per property> (e.g. 200),
+ * AX_MODEL_STEPS=<max random steps per run>, AX_MODEL_SEED=<seed> to replay a failure (fast-check
+ * prints its seed and the failing steps; the error names the step and the last steps), and
  * AX_MODEL_SHRINK=1 to let fast-check shrink a failure (slow: every shrink step is a full run).
  */
 import fc from 'fast-check';
@@ -76,13 +94,15 @@ type Step =
   | {k: 'outcomes'; type: number; ok: number; failed: number}
   | {k: 'refresh'; mode: RefreshMode}
   | {k: 'pause'; type: number}
-  | {k: 'resume'; type: number}
-  | {k: 'reset'; type: number}
+  | {k: 'resume'; type: number; rate?: number}
+  | {k: 'reset'; type: number; rate?: number}
   | {k: 'set'; type: number; input: SetInput}
   | {k: 'advance'; ms: number};
 
 const typeArb = fc.integer({min: 0, max: 1});
 const orderArb = fc.shuffledSubarray([0, 1, 2], {minLength: GATES, maxLength: GATES});
+/** --rate of a resume or reset: paced releases (their waits move the fake clock on). */
+const rateArb = fc.constantFrom(1, 4, 50);
 const modeArb: fc.Arbitrary<RefreshMode> = fc.record({concurrent: fc.boolean(), order: orderArb});
 const setArb: fc.Arbitrary<SetInput> = fc.oneof(
   {weight: 2, arbitrary: fc.constant({reset: true, breaker: {}})},
@@ -141,8 +161,14 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
   },
   {weight: 3, arbitrary: fc.record({k: fc.constant('refresh' as const), mode: modeArb})},
   {weight: 1, arbitrary: fc.record({k: fc.constant('pause' as const), type: typeArb})},
-  {weight: 1, arbitrary: fc.record({k: fc.constant('resume' as const), type: typeArb})},
-  {weight: 2, arbitrary: fc.record({k: fc.constant('reset' as const), type: typeArb})},
+  {
+    weight: 1,
+    arbitrary: fc.record({k: fc.constant('resume' as const), type: typeArb, rate: rateArb}, {requiredKeys: ['k', 'type']}),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({k: fc.constant('reset' as const), type: typeArb, rate: rateArb}, {requiredKeys: ['k', 'type']}),
+  },
   {weight: 2, arbitrary: fc.record({k: fc.constant('set' as const), type: typeArb, input: setArb})},
   {
     weight: 3,
@@ -274,10 +300,10 @@ class Run {
         await this.pause(s.type);
         break;
       case 'resume':
-        await this.resume(s.type);
+        await this.resume(s.type, s.rate);
         break;
       case 'reset':
-        await this.reset(s.type);
+        await this.reset(s.type, s.rate);
         break;
       case 'set':
         await this.set(s.type, s.input);
@@ -517,21 +543,21 @@ class Run {
     t.paused = true;
   }
 
-  async resume(type: number): Promise<void> {
+  async resume(type: number, rate?: number): Promise<void> {
     const name = this.names[type]!;
     const t = this.model.type(name);
     if (!t.paused) {
       await expect(this.admin.resume(name), `resume of ${name}, not paused`).rejects.toMatchObject({code: 'conflict'});
       return;
     }
-    const r = await this.admin.resume(name, {reason: 'model resume'});
+    const r = await this.admin.resume(name, {reason: 'model resume', ...(rate === undefined ? {} : {rate})});
     t.paused = false;
     t.history.push('resumed');
     const released = this.model.release(name, 'paused', this.span());
     if (this.mode === 'full') expect(r.released, `resume of ${name} releases its paused tasks`).toBe(released);
   }
 
-  async reset(type: number): Promise<void> {
+  async reset(type: number, rate?: number): Promise<void> {
     const name = this.names[type]!;
     const t = this.model.type(name);
     if (t.breaker.state === 'closed') {
@@ -539,7 +565,7 @@ class Run {
       return;
     }
     const parked = this.parkedCount(name, 'breaker');
-    const r = await this.admin.resetBreaker(name, 'model');
+    const r = await this.admin.resetBreaker(name, 'model', rate === undefined ? {} : {rate});
     expect(r.from).toBe(t.breaker.state);
     if (this.mode === 'full') expect(r.released, `reset of ${name} releases what its breaker parked`).toBe(parked);
     const db = (await this.breakers()).get(name)!;
@@ -650,7 +676,8 @@ class Run {
     await this.step({k: 'submit', type, n: 3}, `${tag}: submit`);
     await this.step({k: 'claim', type, gates: [0, 1, 2], n: 3, fresh: true}, `${tag}: parked by the open breaker`);
     await this.step({k: 'refresh', mode: {concurrent: false, order: [2, 1, 0]}}, `${tag}: every snapshot says open`);
-    if (how === 'reset') await this.step({k: 'reset', type}, tag);
+    // alpha's reset paced (--rate 4: its waits move the fake clock on), beta's at once.
+    if (how === 'reset') await this.step({k: 'reset', type, ...(type === 0 ? {rate: 4} : {})}, tag);
     else await this.step({k: 'set', type, input: {breaker: {enabled: false}}}, tag);
     await this.step({k: 'submit', type, n: 3}, `${tag}: submit`);
     await this.step({k: 'claim', type, gates: [1], n: 6, fresh: false}, `${tag}: a stale snapshot`);
