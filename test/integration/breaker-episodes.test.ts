@@ -137,6 +137,39 @@ describe('breaker episodes on MySQL (three gates)', () => {
     expect(hist.filter((e) => e.event === 'breaker:closed')).toHaveLength(5);
   });
 
+  it('--breaker-off closes an open breaker at once and releases its parked tasks; a reset follows --rate', async () => {
+    const admin = createTypesAdmin({store, broker, clock, logger: createLogger('silent'), operator: () => 'bob', flowRefreshMs: 1000});
+    await open();
+    await parkSome(5);
+    const off = await admin.set(TYPE, {breaker: {enabled: false}});
+    expect(off).toMatchObject({known: true, released: 5, breaker: {enabled: false}});
+    expect(await breaker()).toBe('closed');
+    expect(await parked()).toBe(0);
+    expect((await store.typeHistory({type: TYPE, limit: 2})).map((e) => [e.event, e.detail])).toContainEqual([
+      'breaker:closed',
+      'breaker turned off by bob',
+    ]);
+    await env.sql('DELETE FROM tasks WHERE type = ?', [TYPE]);
+    // On again; a reset at 20 tasks/s releases in batches of 2 (a tenth of a second's worth each).
+    await admin.set(TYPE, {breaker: {enabled: true}});
+    await open();
+    await parkSome(5);
+    const progress: number[] = [];
+    const realClockAdmin = createTypesAdmin({
+      store,
+      broker,
+      clock: env.rt.clock,
+      logger: createLogger('silent'),
+      operator: () => 'bob',
+      flowRefreshMs: 1000,
+    });
+    const r = await realClockAdmin.resetBreaker(TYPE, null, {rate: 20, onProgress: (n) => progress.push(n)});
+    expect(r).toMatchObject({released: 5, unrung: 0});
+    expect(progress).toEqual([2, 4, 5]);
+    await expect(realClockAdmin.resetBreaker(TYPE, null, {rate: 0})).rejects.toMatchObject({code: 'invalid_input'});
+    await env.sql('DELETE FROM tasks WHERE type = ?', [TYPE]);
+  });
+
   it('a worker whose snapshot still says open does not park a task again once the breaker has closed', async () => {
     expect(await breaker()).toBe('closed');
     const [id] = await parkSome(1);
