@@ -813,7 +813,7 @@ async function property(clock: FakeClock, mode: Run['mode'], tag: string): Promi
   const episodes: number[] = [];
   let runs = 0;
   await fc.assert(
-    fc.asyncProperty(fc.array(stepArb, {minLength: Math.min(10, MAX_STEPS), maxLength: MAX_STEPS}), async (steps) => {
+    fc.asyncProperty(fc.array(stepArb, {minLength: Math.min(10, MAX_STEPS), maxLength: MAX_STEPS, size: 'max'}), async (steps) => {
       const env = await createTestEnv();
       const run = new Run(env, clock, `${tag}${++runs}`, mode);
       try {
