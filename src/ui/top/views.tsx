@@ -8,7 +8,7 @@
 import {Box, Text} from 'ink';
 import type {TopSample, TopSnapshot, TopTypeRow} from '../../core/inspect/top.js';
 import {formatCount} from '../../cli/format.js';
-import {sortLabel} from '../../core/inspect/top-sort.js';
+import {DEFAULT_SORT, sortLabel} from '../../core/inspect/top-sort.js';
 import {type UiState, selectedIn, selectedTask} from './keymap.js';
 import {errorLines, fit, headerLines, HELP_LINES, KEYS_LINE, MIN_WIDTH, sparkLines, typeTableLines} from './layout.js';
 import {taskDetailLines, taskListLines, workerLines} from './layout-drill.js';
@@ -183,7 +183,8 @@ export function Footer({snapshot, ui, types, width}: Pick<TopViewProps, 'snapsho
       : `resume ${a.type}? its parked tasks are released (audited, reason "ax top") y/N`;
   // A y/N question keeps its end in view: the "y/N" is what the operator must see.
   const shown = prompt === null ? null : prompt.length > width && prompt.endsWith('y/N') ? `${prompt.slice(0, width - 5)}… y/N` : prompt;
-  const status = `${ui.filter && ui.mode !== 'filter' ? `[${ui.filter}] ` : ''}[${sortLabel(ui.sort)}] `;
+  const sorted = ui.sort.column !== DEFAULT_SORT.column || ui.sort.desc !== DEFAULT_SORT.desc;
+  const status = `${ui.filter && ui.mode !== 'filter' ? `[${ui.filter}] ` : ''}${sorted ? `[sort ${sortLabel(ui.sort)}] ` : ''}`;
   return (
     <Box flexDirection="column">
       {(snapshot?.failures ?? []).slice(0, 2).map((f, i) => (
