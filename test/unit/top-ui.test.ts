@@ -7,6 +7,7 @@ import {TopApp} from '../../src/ui/top/app.js';
 import {initialUi, reduceKey, reduceKeys, splitKeys, type KeyContext} from '../../src/ui/top/keymap.js';
 import {binned, headerLines, sparkline, sparkSpanMs, typeTableLines} from '../../src/ui/top/layout.js';
 import {parseSort, sortRows} from '../../src/core/inspect/top-sort.js';
+import {taskDetailLines, taskListLines} from '../../src/ui/top/layout-drill.js';
 import {AxError} from '../../src/core/errors.js';
 import {TopView} from '../../src/ui/top/views.js';
 import type {TaskDetail} from '../../src/core/inspect/inspect.js';
@@ -528,3 +529,34 @@ function task(type: string, id: string): TaskRecord {
     lastError: 'boom\u001B[31m red',
   } as unknown as TaskRecord;
 }
+
+describe('drill-down layout', () => {
+  it('task ids are never cut, even at 60 columns; the last error gives way', () => {
+    const t = task('order_notify', '01a234ec-c8ef-7024-ac87-2a99b2c7e897');
+    for (const width of [60, 80, 120]) {
+      const [, line] = taskListLines([t], width);
+      expect(line).toContain('01a234ec-c8ef-7024-ac87-2a99b2c7e897 dead');
+      expect(line!.length).toBeLessThanOrEqual(Math.max(width - 2, 36));
+    }
+    expect(taskListLines([t], 120)[1]).toContain('boom\uFFFD[31m red');
+  });
+
+  it('a timeline longer than the screen keeps the task and its newest rows, and says how many older rows are left out', () => {
+    const t = task('order_notify', '01a234ec-c8ef-7024-ac87-2a99b2c7e897');
+    const history = Array.from({length: 40}, (_, i) => ({
+      at: new Date(Date.parse('2026-12-01T11:00:00Z') + i * 1000),
+      from: 'running',
+      to: 'failed',
+      attempt: i + 1,
+      worker: 'h:1',
+      error: `e${i}`,
+      stack: null,
+    })) as unknown as TaskDetail['history'];
+    const lines = taskDetailLines({task: t, history}, 100, 20);
+    expect(lines).toHaveLength(20);
+    expect(lines[0]).toContain('01a234ec-c8ef-7024-ac87-2a99b2c7e897  order_notify  DEAD');
+    expect(lines.join('\n')).toMatch(/… \d+ older rows \(ax tasks show 01a234ec-c8ef-7024-ac87-2a99b2c7e897\)/);
+    expect(lines[lines.length - 1]).toContain('e39');
+    expect(lines.join('\n')).not.toContain(' e0 ');
+  });
+});
