@@ -230,6 +230,7 @@ describe('ax workers and ax top', () => {
       await t.shows(/resume test_fail\? .*y\/N/, 'the resume prompt');
       t.keys('y');
       clean(await t.shows(/resumed test_fail/, 'the resume done'), 100);
+      await t.shows(/› test_fail .* no /, 'the PAUSE column after the resume');
       // Narrower and shorter, then wider again: one frame each time.
       t.resize(70, 20);
       clean(await t.shows(/^q quit .*…\s*$/m, 'the frame at 70 columns'), 70);
@@ -238,6 +239,8 @@ describe('ax workers and ax top', () => {
       // p and y in one write: both act (and n answers no).
       t.burst('py');
       clean(await t.shows(/paused test_fail/, 'the pause from a burst'), 120);
+      // (p asks to resume only once a refresh shows the type paused)
+      await t.shows(/› test_fail .* yes /, 'the PAUSE column after the burst');
       t.burst('pn');
       clean(await t.shows(/resume cancelled: nothing changed/, 'the answer no from a burst'), 120);
       t.burst('py');
