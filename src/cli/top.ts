@@ -1,13 +1,16 @@
 /**
  * What `ax top` runs on: a source that opens the task store on first use (and again after a
  * failed open: the TUI starts and keeps retrying while MySQL is down), refreshes through the core
- * inspector, and carries out the keys' actions (replay through core/dlq, pause and resume through
+ * inspector, reads the drill-down (the newest tasks of a type, a task's timeline) through the
+ * same core functions as `ax tasks list --type` and `ax tasks show`, and carries out the keys' actions (replay through core/dlq, pause and resume through
  * the type registry: core/types/top-flow.ts). Every method resolves: failures come back as messages
  * or in the snapshot.
  */
 import {errorMessage} from '../core/errors.js';
+import {listTasks, showTask, type TaskDetail} from '../core/inspect/inspect.js';
+import type {TaskRecord} from '../core/task/model.js';
 import {planReplay, runReplay} from '../core/dlq/replay.js';
-import {type FlowControl, refreshTop, type TopSnapshot, type TopState} from '../core/inspect/top.js';
+import {type FlowControl, refreshTop, type TopSnapshot, type TopState, unreachableSnapshot} from '../core/inspect/top.js';
 import type {AxStore} from '../core/store/types.js';
 import {createTypesAdmin} from '../core/types/admin.js';
 import {topFlowControl} from '../core/types/top-flow.js';
@@ -23,28 +26,18 @@ export interface TopSource {
   /** Replays every dead task of `type` (audited as `top replay`); resolves with what to tell the operator. */
   replay(type: string): Promise<string>;
   pause(type: string, paused: boolean): Promise<string>;
+  /** The newest tasks of `type` (what `ax tasks list --type` lists); throws the store's error. */
+  tasks(type: string): Promise<TaskRecord[]>;
+  /** A task and its timeline (what `ax tasks show` shows); throws not_found for an unknown id. */
+  task(id: string): Promise<TaskDetail>;
   close(): Promise<void>;
-}
-
-/** A snapshot for a read that could not start (the store did not open). */
-function unreachable(cell: string, failure: string): TopSnapshot {
-  return {
-    at: null,
-    cell,
-    workers: {live: 0, stale: 0, stopped: 0},
-    submitRate: null,
-    consumeRate: null,
-    backlog: null,
-    alert: {level: 'ok', reason: 'no data'},
-    types: [],
-    errors: null,
-    flowControl: false,
-    failures: [failure],
-  };
 }
 
 /** The registry's live handlers window (unused by top's columns, required by the read). */
 const FLOW_LIVE_MS = 15_000;
+
+/** Tasks listed when drilling down into a type (the newest first). */
+export const DRILL_TASKS = 50;
 
 /** The source; `o.flow` replaces the registry-backed flow control (tests). */
 export function createTopSource(rt: Runtime, o: {flow?: FlowControl} = {}): TopSource {
@@ -89,7 +82,7 @@ export function createTopSource(rt: Runtime, o: {flow?: FlowControl} = {}): TopS
       try {
         s = await open();
       } catch (e) {
-        return {state, snapshot: unreachable(cell, errorMessage(e))};
+        return {state, snapshot: unreachableSnapshot(cell, errorMessage(e), state.history)};
       }
       return refreshTop(s, state, {cell, errorsType, flow});
     },
@@ -116,6 +109,12 @@ export function createTopSource(rt: Runtime, o: {flow?: FlowControl} = {}): TopS
       } catch (e) {
         return `${paused ? 'pause' : 'resume'} of ${type} failed: ${errorMessage(e)}`;
       }
+    },
+    async tasks(type) {
+      return listTasks(await open(), {type, limit: DRILL_TASKS});
+    },
+    async task(id) {
+      return showTask(await open(), id);
     },
     async close() {
       const s = await store?.catch(() => undefined);

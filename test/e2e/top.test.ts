@@ -30,6 +30,9 @@ function tmux(session: string, cols: number, rows: number, command: string) {
     /** Polls the pane until it matches (or the deadline passes): never a blind sleep. */
     shows: (re: RegExp, what: string) => eventually(async () => (re.test(pane()) ? pane() : null), 20_000, what),
     keys: (...keys: string[]) => execFileSync('tmux', ['send-keys', '-t', session, ...keys]),
+    /** Several keys written at once (one read for the program): `send-keys -l`. */
+    burst: (text: string) => execFileSync('tmux', ['send-keys', '-t', session, '-l', text]),
+    resize: (w: number, h: number) => execFileSync('tmux', ['resize-window', '-t', session, '-x', String(w), '-y', String(h)]),
     /** Resolves once the session ended (the program in it exited). */
     ended: () => eventually(async () => !alive(), 10_000, `${session} to end`),
     kill: () => {
@@ -96,6 +99,14 @@ describe('ax workers and ax top', () => {
     expect(text.stdout).toMatch(new RegExp(`:${worker.child.pid}\\s+LIVE\\s+io:10\\s+\\d+\\s+\\S+\\s+\\d+M\\s`));
   });
 
+  it('ax top --once --sort dead: the type with the most dead tasks first; PARKED from the registry', async () => {
+    const r = await cli(['top', '--once', '--json', '--sort', 'dead']);
+    expect(r.code).toBe(0);
+    expect(r.json.types[0]).toMatchObject({type: 'test_fail', dead: 5, parked: 0});
+    const text = await cli(['top', '--once', '--sort', 'dead:asc']);
+    expect(text.stdout).toMatch(/↑DEAD/);
+  });
+
   it('ax top --once --json: backlog, consume rate, per-type rate, p95 and dead counts', async () => {
     const s = await eventually(
       async () => {
@@ -134,6 +145,18 @@ describe('ax workers and ax top', () => {
     expect(unknown.stderr).toContain('nothing_here');
     const interval = await cli(['top', '--interval', '5ms', '--once']);
     expect(interval.code).toBe(2);
+    // An unknown sort column names the valid ones; checked before anything starts (even off a terminal).
+    for (const args of [
+      ['top', '--sort', 'size', '--once'],
+      ['top', '--sort', 'size'],
+    ]) {
+      const sort = await cli(args);
+      expect(sort.code).toBe(2);
+      // (oclif wraps the message at the terminal's width and indents it with "›")
+      expect(sort.stderr.replace(/\s*\n\s*›?\s*/g, ' ')).toContain(
+        'sort "size" is not a column: use one of type, due, delay, parked, run, rate, fail, p95, brk, pause, dead',
+      );
+    }
     const down = await cli(['top', '--once', '--json'], {AX_MYSQL_URL: 'mysql://root@127.0.0.1:1/ax'});
     expect(down.code).toBe(5);
     const since = await cli(['workers', '--since', 'yesterday']);
@@ -176,6 +199,78 @@ describe('ax workers and ax top', () => {
     }
   });
 
+  it('the TUI leaves no piece of an old frame after a y/N prompt or a resize, acts on every key of a burst, drills down and lists the workers', async () => {
+    // AX_LOG_LEVEL=info as an operator's default: a pause logs a line, which must not land on the screen.
+    const vars = Object.entries({
+      ...env.env,
+      AX_LOG_LEVEL: 'info',
+      AX_HEARTBEAT: HEARTBEAT,
+      NODE_ENV: 'production',
+      AX_CONFIG: '',
+      CI: 'true',
+    })
+      .map(([k, v]) => `${k}='${v}'`)
+      .join(' ');
+    const t = tmux(`axtop_${process.pid}_frames`, 100, 30, `cd '${ROOT}' && env ${vars} node bin/run.js top --interval 300ms`);
+    /** One frame on screen: one header, no log line, no answered prompt, nothing wider than the terminal. */
+    const clean = (pane: string, width: number): void => {
+      expect(pane.match(/ax top · cell default/g)).toHaveLength(1);
+      expect(pane).not.toMatch(/"level"|"msg"/);
+      expect(pane).not.toContain('y/N');
+      for (const line of pane.split('\n')) expect(line.length).toBeLessThanOrEqual(width);
+    };
+    try {
+      await t.shows(/› test_fail/, 'the table');
+      t.keys('p');
+      await t.shows(/pause test_fail\? .*y\/N/, 'the pause prompt');
+      t.keys('y');
+      clean(await t.shows(/paused test_fail/, 'the pause done'), 100);
+      await t.shows(/› test_fail .* yes /, 'the PAUSE column');
+      t.keys('p');
+      await t.shows(/resume test_fail\? .*y\/N/, 'the resume prompt');
+      t.keys('y');
+      clean(await t.shows(/resumed test_fail/, 'the resume done'), 100);
+      await t.shows(/› test_fail .* no /, 'the PAUSE column after the resume');
+      // Narrower and shorter, then wider again: one frame each time.
+      t.resize(70, 20);
+      clean(await t.shows(/^q quit .*…\s*$/m, 'the frame at 70 columns'), 70);
+      t.resize(120, 30);
+      clean(await t.shows(/PAUSE +DEAD/, 'the frame at 120 columns'), 120);
+      // p and y in one write: both act (and n answers no).
+      t.burst('py');
+      clean(await t.shows(/paused test_fail/, 'the pause from a burst'), 120);
+      // (p asks to resume only once a refresh shows the type paused)
+      await t.shows(/› test_fail .* yes /, 'the PAUSE column after the burst');
+      t.burst('pn');
+      clean(await t.shows(/resume cancelled: nothing changed/, 'the answer no from a burst'), 120);
+      t.burst('py');
+      await t.shows(/resumed test_fail/, 'the resume from a burst');
+      // Drill-down: Enter lists the newest tasks of test_fail (ids whole), Enter a timeline, Esc and Backspace back.
+      t.keys('Enter');
+      const list = await t.shows(/› [0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12} dead/, 'the tasks of test_fail');
+      expect(list).toContain('newest tasks of test_fail');
+      const id = /› ([0-9a-f-]{36}) dead/.exec(list)![1]!;
+      t.keys('Enter');
+      const detail = await t.shows(/history \(UTC\)/, 'the timeline');
+      expect(detail).toContain(`${id}  test_fail  DEAD`);
+      expect(detail).toMatch(/running → dead/);
+      t.keys('Escape');
+      await t.shows(/newest tasks of test_fail/, 'back to the tasks');
+      t.keys('BSpace');
+      await t.shows(/› test_fail/, 'back to the table');
+      // The workers, and a sort: s s → by DUE (largest first), marked in the head.
+      t.keys('w');
+      await t.shows(new RegExp(`:${worker.child.pid} +LIVE`), 'the worker line');
+      t.keys('w');
+      t.burst('ss');
+      await t.shows(/↓DELAY/, 'sorted by DELAY');
+      t.keys('q');
+      await t.ended();
+    } finally {
+      t.kill();
+    }
+  });
+
   it('the TUI with MySQL unreachable: shows the error, keeps drawing, quits on q', async () => {
     const t = tmux(
       `axtop_${process.pid}_down`,
@@ -186,6 +281,9 @@ describe('ax workers and ax top', () => {
     try {
       const shown = await t.shows(/! MySQL at .* \(retrying\)/, 'the MySQL error');
       expect(shown).toContain('database unreachable');
+      // No data is not "ok": the header says the data is stale (none read yet), the alert is "—".
+      expect(shown).toContain('STALE: no data');
+      expect(shown).not.toContain('alert ok');
       expect(shown).toContain('q quit');
       t.keys('q');
       await t.ended();

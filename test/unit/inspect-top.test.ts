@@ -8,7 +8,11 @@ import {
   type TopReading,
   type TopSample,
   HISTORY_MS,
+  backlogTrendPerMin,
+  staleAlert,
+  unreachableSnapshot,
 } from '../../src/core/inspect/top.js';
+import {HISTORY_FULL_MS, HISTORY_THIN_MS, historySpanMs} from '../../src/core/inspect/top-history.js';
 import {typeActivity, workerView} from '../../src/core/inspect/workers.js';
 import {workerStatus} from '../../src/core/liveness.js';
 import {workerRow} from '../helpers/worker-row.js';
@@ -187,10 +191,10 @@ describe('ax top: submit window, alert level, snapshot', () => {
     expect(alertLevel([]).level).toBe('ok');
   });
 
-  it('the history keeps a little more than the P2 window', () => {
+  it('the history keeps more than the P2 window: all of a run shorter than HISTORY_MS', () => {
     const h = series(() => 1, 1000);
-    expect(h[h.length - 1]!.t - h[0]!.t).toBeLessThanOrEqual(HISTORY_MS);
-    expect(h[h.length - 1]!.t - h[0]!.t).toBeGreaterThanOrEqual(HISTORY_MS - 10_000);
+    expect(h[h.length - 1]!.t - h[0]!.t).toBe(1_000_000);
+    expect(h.length).toBe(101);
   });
 
   it('builds rows per type from the backlog and the live workers, and keeps the parts that failed apart', () => {
@@ -238,15 +242,87 @@ describe('ax top: submit window, alert level, snapshot', () => {
       {
         ...reading,
         backlog: {at: new Date(T0), rows: [...reading.backlog!.rows, {...reading.backlog!.rows[0]!, type: 'mail_send'}]},
-        flow: new Map([['order_notify', {breaker: 'open', paused: true}]]),
+        flow: new Map([['order_notify', {breaker: 'open', paused: true, parked: 12}]]),
       },
       [],
       'default',
     );
     expect(flowed.flowControl).toBe(true);
-    expect(flowed.types.map((t) => [t.type, t.breaker, t.paused])).toEqual([
-      ['mail_send', 'closed', false],
-      ['order_notify', 'open', true],
+    expect(flowed.types.map((t) => [t.type, t.breaker, t.paused, t.parked])).toEqual([
+      ['mail_send', 'closed', false, 0],
+      ['order_notify', 'open', true, 12],
     ]);
+    // Without the registry read, parked is unknown (—), not zero.
+    expect(s.types[0]!.parked).toBeNull();
+  });
+});
+
+describe('ax top: the trend beside the backlog, stale data, a long history', () => {
+  const sample = (s: number, backlog: number): TopSample => ({
+    t: T0 + s * 1000,
+    backlog,
+    due: backlog,
+    submitRate: null,
+    consumeRate: null,
+  });
+  const reading = (at: number, backlog: number | null): TopReading => ({
+    backlog:
+      backlog === null
+        ? null
+        : {at: new Date(T0 + at * 1000), rows: [{type: 'a_b', due: backlog, delayed: 0, running: 0, dead: 0, oldestDueAt: null}]},
+    workers: [],
+    submitted: null,
+    errors: null,
+    flow: null,
+    failures: backlog === null ? ['backlog: connect ECONNREFUSED'] : [],
+  });
+
+  it('a burst of 4k submits then a steady drain of 100/s reads as draining (↓6k/min), as the numbers beside it do', () => {
+    // 30 s flat at 0, one refresh sees the burst, then 25 s of draining: the sparkline goes down.
+    let h: TopSample[] = [];
+    for (let s = -30; s < 0; s++) h = pushSample(h, sample(s, 0));
+    for (let s = 0; s <= 25; s++) h = pushSample(h, sample(s, 4000 - s * 100));
+    const snap = buildSnapshot(reading(25, 1500), h, 'default');
+    expect(snap.backlog!.total).toBe(1500);
+    expect(snap.backlog!.trendPerMin).toBeCloseTo(-6000);
+    expect(backlogTrendPerMin(h)).toBeCloseTo(-6000);
+  });
+
+  it('a backlog that drained to zero and stays there reads as flat, not as still falling', () => {
+    let h: TopSample[] = [];
+    for (let s = 0; s <= 40; s++) h = pushSample(h, sample(s, 0));
+    for (let s = 41; s <= 60; s++) h = pushSample(h, sample(s, 0));
+    h = [...[sample(-60, 6000), sample(-30, 3000)], ...h];
+    expect(backlogTrendPerMin(h)).toBe(0);
+    // A steady climb reads as one; fewer than two samples: no trend.
+    const climb = [0, 1, 2, 3].map((s) => sample(s, 100 + s * 10));
+    expect(backlogTrendPerMin(climb)).toBeCloseTo(600);
+    expect(backlogTrendPerMin([sample(0, 5)])).toBeNull();
+  });
+
+  it('a refresh that cannot read the backlog is stale since the last good read: never "ok" from old or missing data', () => {
+    const h = [sample(0, 50), sample(1, 40)];
+    const snap = buildSnapshot(reading(2, null), h, 'default');
+    expect(snap.alert.level).toBe('stale');
+    expect(snap.alert.reason).toContain(`no data since ${new Date(T0 + 1000).toISOString().slice(11, 19)} UTC`);
+    expect(snap.alert.lastReadAt).toBe(new Date(T0 + 1000).toISOString());
+    expect(buildSnapshot(reading(2, null), [], 'default').alert).toMatchObject({
+      level: 'stale',
+      reason: expect.stringContaining('not been read yet'),
+    });
+    expect(unreachableSnapshot('default', 'MySQL down', h).alert.level).toBe('stale');
+    expect(staleAlert([])).toMatchObject({level: 'stale', lastReadAt: null});
+  });
+
+  it('keeps up to an hour of history in bounded memory: every sample of the last 6 minutes, one per 10 s before', () => {
+    let h: TopSample[] = [];
+    // Two hours at a 200 ms refresh.
+    for (let ms = 0; ms <= 2 * 3_600_000; ms += 200)
+      h = pushSample(h, {t: T0 + ms, backlog: 1, due: 1, submitRate: null, consumeRate: null});
+    expect(historySpanMs(h)).toBeGreaterThan(HISTORY_MS - 20_000);
+    expect(historySpanMs(h)).toBeLessThanOrEqual(HISTORY_MS);
+    expect(h.length).toBeLessThan(HISTORY_FULL_MS / 200 + HISTORY_MS / HISTORY_THIN_MS + 2);
+    // The alert's 5-minute window is still at full resolution.
+    expect(h.filter((x) => x.t >= h[h.length - 1]!.t - 60_000).length).toBe(301);
   });
 });

@@ -19,14 +19,25 @@ function admin(): TypesAdmin {
 describe('ax top flow control', () => {
   it("maps the registry's breaker (half_open → half-open) and pause per type", () => {
     const m = flowStatesOf([rec('a', {paused: true}), rec('b', {breaker: {state: 'half_open', until: null, openings: 1, changedAt: at}})]);
-    expect(Object.fromEntries(m)).toEqual({a: {breaker: 'closed', paused: true}, b: {breaker: 'half-open', paused: false}});
+    expect(Object.fromEntries(m)).toEqual({
+      a: {breaker: 'closed', paused: true, parked: 0},
+      b: {breaker: 'half-open', paused: false, parked: 0},
+    });
+  });
+
+  it('parked per type from the same registry read (TypesReport.parked, every kind added up), types without a row too', () => {
+    const m = flowStatesOf([rec('a', {paused: true})], {a: {paused: 40, unhandled: 2}, c: {breaker: 7}});
+    expect(Object.fromEntries(m)).toEqual({
+      a: {breaker: 'closed', paused: true, parked: 42},
+      c: {breaker: 'closed', paused: false, parked: 7},
+    });
   });
 
   it('pauses and resumes through TypesAdmin as the operator, with the reason "ax top"', async () => {
     const a = admin();
     const operators: string[] = [];
     const flow = topFlowControl({
-      report: async () => ({all: []}),
+      report: async () => ({all: [], parked: {}}),
       withAdmin: async (operator, fn) => {
         operators.push(operator);
         return fn(a);

@@ -4,14 +4,20 @@ import {describe, expect, it, vi} from 'vitest';
 import type {TopSnapshot, TopState, TopTypeRow} from '../../src/core/inspect/top.js';
 import {PAUSE_UNAVAILABLE} from '../../src/core/inspect/top.js';
 import {TopApp} from '../../src/ui/top/app.js';
-import {initialUi, reduceKey, type KeyContext} from '../../src/ui/top/keymap.js';
-import {binned, sparkline, typeTableLines} from '../../src/ui/top/layout.js';
+import {initialUi, reduceKey, reduceKeys, splitKeys, type KeyContext} from '../../src/ui/top/keymap.js';
+import {binned, headerLines, sparkline, sparkSpanMs, typeTableLines} from '../../src/ui/top/layout.js';
+import {parseSort, sortRows} from '../../src/core/inspect/top-sort.js';
+import {taskDetailLines, taskListLines} from '../../src/ui/top/layout-drill.js';
+import {AxError} from '../../src/core/errors.js';
 import {TopView} from '../../src/ui/top/views.js';
+import type {TaskDetail} from '../../src/core/inspect/inspect.js';
+import type {TaskRecord} from '../../src/core/task/model.js';
 
 const typeRow = (type: string, o: Partial<TopTypeRow> = {}): TopTypeRow => ({
   type,
   due: 0,
   delayed: 0,
+  parked: null,
   running: 0,
   dead: 0,
   rate: null,
@@ -35,6 +41,7 @@ const snapshot = (o: Partial<TopSnapshot> = {}): TopSnapshot => ({
     typeRow('order_notify', {due: 10_000, running: 300, rate: 100, failurePct: 2.5, p95Ms: 240, dead: 7}),
     typeRow('user_register_credit', {delayed: 2000, running: 45, rate: 18.4, p95Ms: 1200}),
   ],
+  workerList: [],
   errors: {
     type: 'order_notify',
     groups: [
@@ -124,6 +131,68 @@ describe('keymap (pure)', () => {
   });
 });
 
+describe('keys in one burst, sorting, drill-down (pure)', () => {
+  it('several keys in one read each act: "py" asks and confirms a pause, "/us\\r" applies a filter', () => {
+    const c = ctx({canPause: true});
+    const py = reduceKeys(initialUi(), splitKeys('py', {}), c);
+    expect(py.effects).toEqual([{kind: 'pause', type: 'order_notify', paused: true}]);
+    expect(py.state.mode).toBe('table');
+    const filtered = reduceKeys(initialUi(), splitKeys('/us\r', {}), c).state;
+    expect(filtered).toMatchObject({mode: 'table', filter: 'us'});
+    // Backspace and Ctrl-C inside a burst; q stops what follows it.
+    expect(reduceKeys(initialUi(), splitKeys('/ux\u007f\r', {}), c).state.filter).toBe('u');
+    expect(reduceKeys(initialUi(), splitKeys('qr', {}), c).effects).toEqual([{kind: 'quit'}]);
+    expect(splitKeys('\u0003', {})).toEqual([{input: '\u0003', key: {}}]);
+    expect(splitKeys('a\u0003', {}).at(-1)).toEqual({input: 'c', key: {ctrl: true}});
+    // One key, or an arrow, passes as it is.
+    expect(splitKeys('', {downArrow: true})).toEqual([{input: '', key: {downArrow: true}}]);
+  });
+
+  it('s sorts by the next column (numbers largest first), S reverses; rows follow the sort, unknowns last', () => {
+    let s = initialUi();
+    expect(s.sort).toEqual({column: 'type', desc: false});
+    s = reduceKey(s, 's', {}, ctx()).state;
+    expect(s.sort).toEqual({column: 'due', desc: true});
+    s = reduceKey(s, 'S', {}, ctx()).state;
+    expect(s.sort).toEqual({column: 'due', desc: false});
+    const rows = [typeRow('a_a', {due: 5, rate: null}), typeRow('b_b', {due: 50, rate: 3}), typeRow('c_c', {due: 7, rate: 9})];
+    expect(sortRows(rows, {column: 'due', desc: true}).map((r) => r.type)).toEqual(['b_b', 'c_c', 'a_a']);
+    expect(sortRows(rows, {column: 'rate', desc: false}).map((r) => r.type)).toEqual(['b_b', 'c_c', 'a_a']);
+    expect(sortRows(rows, {column: 'type', desc: true}).map((r) => r.type)).toEqual(['c_c', 'b_b', 'a_a']);
+    expect(typeTableLines(rows, 100, {column: 'due', desc: true})[0]).toMatch(/ ↓DUE /);
+  });
+
+  it('--sort: a column name, optionally :asc or :desc; anything else names the valid columns', () => {
+    expect(parseSort('DUE')).toEqual({column: 'due', desc: true});
+    expect(parseSort('parked:asc')).toEqual({column: 'parked', desc: false});
+    expect(parseSort('type')).toEqual({column: 'type', desc: false});
+    expect(() => parseSort('size')).toThrow(AxError);
+    expect(() => parseSort('size')).toThrow(/type, due, delay, parked, run, rate, fail, p95, brk, pause, dead/);
+    expect(() => parseSort('due:up')).toThrow(/neither asc nor desc/);
+  });
+
+  it('Enter drills into the selected type, Enter again into a task, Esc and Backspace go back one level; w toggles the workers', () => {
+    const tasks = [{id: 't1'}, {id: 't2'}];
+    let s = reduceKey(initialUi(), '', {downArrow: true}, ctx()).state;
+    s = reduceKey(s, '', {return: true}, ctx()).state;
+    expect(s).toMatchObject({mode: 'tasks', drill: {type: 'user_register_credit', task: null}});
+    s = reduceKey(s, '', {downArrow: true}, ctx({tasks})).state;
+    s = reduceKey(s, '', {return: true}, ctx({tasks})).state;
+    expect(s).toMatchObject({mode: 'task', drill: {type: 'user_register_credit', task: 't2'}});
+    s = reduceKey(s, '', {escape: true}, ctx({tasks})).state;
+    expect(s).toMatchObject({mode: 'tasks', drill: {selected: 't2', task: null}});
+    s = reduceKey(s, '', {backspace: true}, ctx({tasks})).state;
+    expect(s).toMatchObject({mode: 'table', drill: {type: null}});
+    expect(s.selected).toBe('user_register_credit');
+    const w = reduceKey(s, 'w', {}, ctx()).state;
+    expect(w.mode).toBe('workers');
+    expect(reduceKey(w, 'w', {}, ctx()).state.mode).toBe('table');
+    // p and r do nothing inside the drill-down (they act on types, from the table).
+    const inTasks = reduceKey(initialUi(), '', {return: true}, ctx()).state;
+    expect(reduceKey(inTasks, 'r', {}, ctx()).state).toBe(inTasks);
+  });
+});
+
 describe('layout at fixed widths', () => {
   it('every table line fits the width, narrow terminals drop the least needed columns', () => {
     const rows = snapshot().types;
@@ -131,9 +200,10 @@ describe('layout at fixed widths', () => {
       const lines = typeTableLines(rows, width);
       for (const l of lines) expect(l.length, `width ${width}`).toBeLessThanOrEqual(width - 2);
     }
-    expect(typeTableLines(rows, 80)[0]).toContain('PAUSE');
-    expect(typeTableLines(rows, 60)[0]).not.toContain('PAUSE');
+    expect(typeTableLines(rows, 100)[0]).toContain('PAUSE');
+    expect(typeTableLines(rows, 80)[0]).not.toContain('PAUSE');
     expect(typeTableLines(rows, 60)[0]).toContain('DEAD');
+    expect(typeTableLines(rows, 60)[0]).toContain('PARKED');
   });
 
   it('sparklines scale to the largest value and pad to the width', () => {
@@ -148,6 +218,36 @@ describe('layout at fixed widths', () => {
     // 10 columns of 30 s: -300 falls in the first, -150 in the sixth, -1 and 0 in the last (the latest wins).
     expect(binned(history, (s) => s.backlog, 10)).toEqual([1, null, null, null, null, 2, null, null, null, 4]);
     expect(binned([], (s) => s.backlog, 3)).toEqual([null, null, null]);
+  });
+
+  it('the sparkline window grows with the history, 5m up to 60m, and is named', () => {
+    const t = Date.parse('2026-12-01T12:00:00Z');
+    const h = (minutes: number) => [0, minutes].map((m) => ({t: t + m * 60_000, backlog: 1, due: 1, submitRate: null, consumeRate: null}));
+    expect(sparkSpanMs(h(2))).toBe(5 * 60_000);
+    expect(sparkSpanMs(h(12))).toBe(15 * 60_000);
+    expect(sparkSpanMs(h(45))).toBe(60 * 60_000);
+    // A sample 40 minutes back lands in the first columns of a 60-minute line.
+    expect(binned(h(45), (s) => s.backlog, 12, sparkSpanMs(h(45)))).toEqual([null, null, null, 1, ...new Array(7).fill(null), 1]);
+  });
+
+  it('stale data says so first, with since when, and never "alert ok"', () => {
+    const at = '2026-12-01T11:58:07.000Z';
+    const s = snapshot({
+      at: null,
+      backlog: null,
+      alert: {level: 'stale', reason: 'no data since 11:58:07 UTC (the last successful read)', lastReadAt: at},
+    });
+    const [, two] = headerLines(s, 80, 1000);
+    expect(two).toMatch(/^STALE: no data since 11:58:07 UTC/);
+    expect(two).not.toContain('alert ok');
+    expect(headerLines(s, 200, 1000)[1]).toMatch(/alert —$/);
+  });
+
+  it('PARKED is a column of its own, "—" when the registry was not read', () => {
+    const [head, a, b] = typeTableLines([typeRow('a_a', {delayed: 9, parked: 4}), typeRow('b_b', {delayed: 3})], 100);
+    expect(head).toMatch(/DELAY +PARKED/);
+    expect(a).toMatch(/a_a +0 +9 +4 /);
+    expect(b).toMatch(/b_b +0 +3 +— /);
   });
 });
 
@@ -192,7 +292,7 @@ describe('views (ink-testing-library, 80 columns)', () => {
       ['b_open', 'open', true],
       ['c_half', 'half-open', false],
     ].map(([type, breaker, paused]) => typeRow(type as string, {breaker: breaker as 'closed', paused: paused as boolean}));
-    const [, ...lines] = typeTableLines(rows, 80);
+    const [, ...lines] = typeTableLines(rows, 100);
     expect(lines.map((l) => l.trim().split(/\s+/).slice(-3, -1))).toEqual([
       ['ok', 'no'],
       ['OPEN', 'yes'],
@@ -230,6 +330,10 @@ describe('the app with a fake source (data hook + keymap + views)', () => {
     refresh: vi.fn(async (state: TopState, _errorsType: string | null) => ({state, snapshot: snap()})),
     replay: vi.fn(async (type: string) => `replayed 7 dead tasks of ${type}`),
     pause: vi.fn(async () => 'x'),
+    tasks: vi.fn(async (_type: string): Promise<TaskRecord[]> => []),
+    task: vi.fn(async (id: string): Promise<TaskDetail> => {
+      throw new Error(`no ${id}`);
+    }),
   });
 
   it('refreshes, selects with arrows, asks before replaying, shows help, quits on q', async () => {
@@ -301,5 +405,158 @@ describe('the app with a fake source (data hook + keymap + views)', () => {
     await new Promise((res) => setTimeout(res, 100));
     expect(src.refresh.mock.calls.length).toBeGreaterThan(calls);
     r.unmount();
+  });
+});
+
+describe('the app: bursts, drill-down, workers, a fixed frame height', () => {
+  const source = () => ({
+    canPause: true,
+    refresh: vi.fn(async (state: TopState, _errorsType: string | null) => ({
+      state,
+      snapshot: snapshot({
+        workerList: [
+          {
+            id: 'host-a:41',
+            status: 'live' as const,
+            pools: {io: 10},
+            inFlight: 3,
+            rate: 42,
+            rssBytes: 80 * 1024 * 1024,
+            heartbeatAgeMs: 900,
+            startedAt: '2026-12-01T11:00:00.000Z',
+            types: ['order_notify'],
+          },
+        ],
+      }),
+    })),
+    replay: vi.fn(async (type: string) => `replayed 7 dead tasks of ${type}`),
+    pause: vi.fn(async (type: string) => `paused ${type}`),
+    tasks: vi.fn(async (type: string) => [
+      task(type, '01a234ec-c8ef-7024-ac87-2a99b2c7e897'),
+      task(type, '01a234ec-c8ef-7024-ac87-2a99b2c7e898'),
+    ]),
+    task: vi.fn(async (id: string): Promise<TaskDetail> => {
+      const t = task('order_notify', id);
+      return {
+        task: t,
+        history: [
+          {
+            at: t.createdAt,
+            from: null,
+            to: 'submitted',
+            attempt: 0,
+            worker: null,
+            error: null,
+            stack: null,
+          } as TaskDetail['history'][number],
+        ],
+      };
+    }),
+  });
+
+  it('keys that arrive in one read each act ("py": the prompt, then yes)', async () => {
+    const src = source();
+    const r = render(createElement(TopApp, {source: src, intervalMs: 20, width: 100, height: 30}));
+    await frameWith(r, '› order_notify');
+    r.stdin.write('py');
+    await frameWith(r, 'paused order_notify');
+    expect(src.pause).toHaveBeenCalledWith('order_notify', true);
+    r.unmount();
+  });
+
+  it('Enter lists the newest tasks (ids whole), Enter shows the timeline, Esc and Backspace go back; w lists the workers', async () => {
+    const src = source();
+    const r = render(createElement(TopApp, {source: src, intervalMs: 20, width: 80, height: 24}));
+    await frameWith(r, '› order_notify');
+    r.stdin.write('\r');
+    const list = await frameWith(r, '› 01a234ec-c8ef-7024-ac87-2a99b2c7e897 dead');
+    expect(list).toContain('newest tasks of order_notify');
+    expect(src.tasks).toHaveBeenCalledWith('order_notify');
+    r.stdin.write('\u001B[B');
+    await frameWith(r, '› 01a234ec-c8ef-7024-ac87-2a99b2c7e898');
+    r.stdin.write('\r');
+    const detail = await frameWith(r, 'history (UTC)');
+    expect(src.task).toHaveBeenCalledWith('01a234ec-c8ef-7024-ac87-2a99b2c7e898');
+    // A control character from the task is never drawn as is.
+    expect(detail).toContain('boom\uFFFD[31m');
+    expect(detail).not.toContain('\u001B[31m');
+    r.stdin.write('\u001B');
+    await frameWith(r, 'newest tasks of order_notify');
+    r.stdin.write('\u007F');
+    await frameWith(r, '› order_notify');
+    r.stdin.write('w');
+    const workers = await frameWith(r, 'host-a:41');
+    expect(workers).toMatch(/host-a:41 +LIVE +3 +42 +80M/);
+    r.unmount();
+  });
+
+  it('every frame is exactly one line shorter than the terminal, whatever the mode', async () => {
+    const src = source();
+    const r = render(createElement(TopApp, {source: src, intervalMs: 20, width: 80, height: 24}));
+    await frameWith(r, '› order_notify');
+    for (const k of ['', '?', '?', 'e', 'e', 'w']) {
+      if (k) r.stdin.write(k);
+      await new Promise((res) => setTimeout(res, 30));
+      expect((r.lastFrame() ?? '').split('\n').length).toBe(23);
+    }
+    r.unmount();
+  });
+});
+
+function task(type: string, id: string): TaskRecord {
+  const at = new Date('2026-12-01T11:59:00Z');
+  return {
+    id,
+    cell: 'default',
+    type,
+    payload: {n: 1},
+    state: 'dead',
+    pool: 'io',
+    priority: 'normal',
+    attempt: 1,
+    maxRetries: 0,
+    timeoutMs: null,
+    runAt: at,
+    createdAt: at,
+    updatedAt: at,
+    finishedAt: at,
+    publishedAt: null,
+    startedAt: null,
+    worker: null,
+    leaseUntil: null,
+    fence: 1,
+    dedupKey: null,
+    lastError: 'boom\u001B[31m red',
+  } as unknown as TaskRecord;
+}
+
+describe('drill-down layout', () => {
+  it('task ids are never cut, even at 60 columns; the last error gives way', () => {
+    const t = task('order_notify', '01a234ec-c8ef-7024-ac87-2a99b2c7e897');
+    for (const width of [60, 80, 120]) {
+      const [, line] = taskListLines([t], width);
+      expect(line).toContain('01a234ec-c8ef-7024-ac87-2a99b2c7e897 dead');
+      expect(line!.length).toBeLessThanOrEqual(Math.max(width - 2, 36));
+    }
+    expect(taskListLines([t], 120)[1]).toContain('boom\uFFFD[31m red');
+  });
+
+  it('a timeline longer than the screen keeps the task and its newest rows, and says how many older rows are left out', () => {
+    const t = task('order_notify', '01a234ec-c8ef-7024-ac87-2a99b2c7e897');
+    const history = Array.from({length: 40}, (_, i) => ({
+      at: new Date(Date.parse('2026-12-01T11:00:00Z') + i * 1000),
+      from: 'running',
+      to: 'failed',
+      attempt: i + 1,
+      worker: 'h:1',
+      error: `e${i}`,
+      stack: null,
+    })) as unknown as TaskDetail['history'];
+    const lines = taskDetailLines({task: t, history}, 100, 20);
+    expect(lines).toHaveLength(20);
+    expect(lines[0]).toContain('01a234ec-c8ef-7024-ac87-2a99b2c7e897  order_notify  DEAD');
+    expect(lines.join('\n')).toMatch(/… \d+ older rows \(ax tasks show 01a234ec-c8ef-7024-ac87-2a99b2c7e897\)/);
+    expect(lines[lines.length - 1]).toContain('e39');
+    expect(lines.join('\n')).not.toContain(' e0 ');
   });
 });

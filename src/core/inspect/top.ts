@@ -7,9 +7,20 @@
 import {groupBySignature, type SignatureRow} from '../dlq/signature.js';
 import {errorMessage} from '../errors.js';
 import type {BacklogReport, InspectStore, WorkerRegistryStore, WorkerRow} from '../store/types.js';
-import {BACKLOG_GROWING_MS, BACKLOG_P1, BACKLOG_P2} from '../thresholds.js';
-import {attempts, failurePct, quantileMs, slopePerS} from './rates.js';
+import {attempts, failurePct, quantileMs} from './rates.js';
+import {alertLevel, backlogTrendPerMin, pushSample, staleAlert, type Alert, type TopSample} from './top-history.js';
 import {summarizeWorkers, typeActivity, workerView, type WorkerStatus} from './workers.js';
+
+export {
+  alertLevel,
+  backlogTrendPerMin,
+  HISTORY_MS,
+  pushSample,
+  staleAlert,
+  type Alert,
+  type AlertLevel,
+  type TopSample,
+} from './top-history.js';
 
 /** Submit counts stop this long before the database's now: inserts still committing are counted next time. */
 export const SUBMIT_SETTLE_MS = 1000;
@@ -21,13 +32,13 @@ export const SUBMIT_MAX_WINDOW_MS = 60_000;
 export const ERRORS_WINDOW_MS = 15 * 60_000;
 /** Stopped and stale workers shown for this long after their last heartbeat. */
 export const WORKERS_SEEN_WITHIN_MS = 60 * 60_000;
-/** History kept for the sparklines and the alert trend: a little more than the P2 window. */
-export const HISTORY_MS = BACKLOG_GROWING_MS + 60_000;
 
-/** Breaker and pause of one type, from the flow-control feature when it exists. */
+/** Breaker, pause and parked tasks of one type, from the flow-control feature when it exists. */
 export interface FlowState {
   breaker: 'closed' | 'open' | 'half-open' | null;
   paused: boolean | null;
+  /** Waiting tasks held back (parked: paused, breaker, no handler, a limit), all kinds together. */
+  parked: number | null;
 }
 
 /**
@@ -36,7 +47,7 @@ export interface FlowState {
  * breaker and paused and says pause is not available.
  */
 export interface FlowControl {
-  /** Breaker and pause of the registered types; a type not listed is closed and not paused. */
+  /** Breaker, pause and parked count per type; a type not listed is closed, not paused, none parked. */
   flowStates(): Promise<Map<string, FlowState>>;
   /** Pauses or resumes a type as `operator` (audited); resolves with what to tell the operator. */
   setPaused(p: {type: string; paused: boolean; operator: string}): Promise<string>;
@@ -45,7 +56,7 @@ export interface FlowControl {
 /** What `p` says without flow control. */
 export const PAUSE_UNAVAILABLE = 'pause/resume needs flow control (the type registry), which this source does not have';
 
-const UNREGISTERED: FlowState = {breaker: 'closed', paused: false};
+const UNREGISTERED: FlowState = {breaker: 'closed', paused: false, parked: 0};
 
 export type TopStore = Pick<InspectStore, 'backlog' | 'failureGroups' | 'tasksCreatedCount'> & Pick<WorkerRegistryStore, 'workersList'>;
 
@@ -111,55 +122,13 @@ export function submitWindow(prevUntil: Date | null, at: Date): {since: Date; un
   return until > since ? {since: new Date(since), until: new Date(until)} : null;
 }
 
-/** One point of the history behind the sparklines and the alert trend. */
-export interface TopSample {
-  /** Database time (ms). */
-  t: number;
-  /** Due + delayed + running (the backlog sparkline). */
-  backlog: number;
-  /** Due tasks alone: what the alert level judges, as the alert rules do (ax_backlog_tasks{state="due"}). */
-  due: number;
-  submitRate: number | null;
-  consumeRate: number | null;
-}
-
-export type AlertLevel = 'ok' | 'P2' | 'P1';
-
-export interface Alert {
-  level: AlertLevel;
-  reason: string;
-}
-
-/**
- * The alert level of the due backlog (due tasks of every type: what the alert rules sum; delayed
- * tasks are not late and running ones are bounded by the slots), with the rules' thresholds: P1
- * above BACKLOG_P1; P2 above BACKLOG_P2 when, over the last BACKLOG_GROWING_MS, it stayed above it
- * and grew (a positive least-squares slope, as Prometheus' deriv()). Needs that much history for
- * P2 (the reason says so). The rules also wait their `for:` before firing; this view does not.
- */
-export function alertLevel(history: readonly TopSample[]): Alert {
-  const last = history[history.length - 1];
-  if (!last) return {level: 'ok', reason: 'no data yet'};
-  if (last.due > BACKLOG_P1) return {level: 'P1', reason: `due ${last.due} > ${BACKLOG_P1}`};
-  if (last.due <= BACKLOG_P2) return {level: 'ok', reason: `due ${last.due} ≤ ${BACKLOG_P2}`};
-  const from = last.t - BACKLOG_GROWING_MS;
-  if ((history[0]?.t ?? last.t) > from) return {level: 'ok', reason: `due > ${BACKLOG_P2}; its trend needs 5m of history`};
-  const window = history.filter((s) => s.t >= from);
-  const slope = slopePerS(window.map((s) => ({t: s.t, v: s.due})));
-  if (window.every((s) => s.due > BACKLOG_P2) && slope !== null && slope > 0)
-    return {level: 'P2', reason: `due > ${BACKLOG_P2} and growing for 5m (+${Math.round(slope * 60)}/min)`};
-  return {level: 'ok', reason: `due > ${BACKLOG_P2} but not growing for 5m`};
-}
-
-/** The history with `s` added and what is older than HISTORY_MS before it dropped. */
-export function pushSample(history: readonly TopSample[], s: TopSample): TopSample[] {
-  return [...history.filter((x) => x.t >= s.t - HISTORY_MS && x.t < s.t), s];
-}
-
 export interface TopTypeRow {
   type: string;
   due: number;
+  /** Waiting for their run_at or a retry (parked tasks included: see `parked`). */
   delayed: number;
+  /** Held back by flow control (pause, breaker, no handler, a limit); null: the registry was not read. */
+  parked: number | null;
   running: number;
   dead: number;
   /** Attempts per second over the live workers' last heartbeat intervals (null: no live worker reported). */
@@ -184,6 +153,8 @@ export interface TopSnapshot {
   backlog: {total: number; due: number; delayed: number; running: number; dead: number; trendPerMin: number | null} | null;
   alert: Alert;
   types: TopTypeRow[];
+  /** Every worker of the registry seen within WORKERS_SEEN_WITHIN_MS: live first (the per-worker view). */
+  workerList: TopWorker[];
   /** Recent errors (ERRORS_WINDOW_MS) of `errors.type`, the largest groups first. */
   errors: {type: string; groups: SignatureRow[]} | null;
   /** Whether breaker and paused come from flow control (false: shown as "—"). */
@@ -192,9 +163,29 @@ export interface TopSnapshot {
   failures: string[];
 }
 
+/** One worker as the per-worker view shows it (a compact WorkerView, as `ax workers` lists it). */
+export interface TopWorker {
+  id: string;
+  status: WorkerStatus;
+  pools: Record<string, number>;
+  inFlight: number;
+  /** Attempts finished per second over its last heartbeat interval (null: not live, or one heartbeat so far). */
+  rate: number | null;
+  rssBytes: number | null;
+  heartbeatAgeMs: number;
+  /** ISO time. */
+  startedAt: string;
+  /** The types it ran in its last interval, most attempts first. */
+  types: string[];
+}
+
+const STATUS_ORDER: Record<WorkerStatus, number> = {live: 0, stale: 1, stopped: 2};
+
 /**
  * The snapshot of a reading. `history` is the samples so far including this reading's (see
- * sampleOf/pushSample); the backlog trend is the slope over its last minute.
+ * sampleOf/pushSample); the backlog trend comes from that history (backlogTrendPerMin). When the
+ * backlog could not be read the alert is `stale` (since the last successful read): never a level
+ * judged from old data.
  */
 export function buildSnapshot(r: TopReading, history: readonly TopSample[], cell: string): TopSnapshot {
   const views = (r.workers ?? []).map((w) => workerView(w));
@@ -213,6 +204,7 @@ export function buildSnapshot(r: TopReading, history: readonly TopSample[], cell
       type,
       due: b?.due ?? 0,
       delayed: b?.delayed ?? 0,
+      parked: flow?.parked ?? null,
       running: b?.running ?? 0,
       dead: b?.dead ?? 0,
       rate: a?.rate ?? null,
@@ -224,9 +216,22 @@ export function buildSnapshot(r: TopReading, history: readonly TopSample[], cell
     };
   });
   const sum = (k: 'due' | 'delayed' | 'running' | 'dead'): number => (r.backlog?.rows ?? []).reduce((n, x) => n + x[k], 0);
-  const last = history[history.length - 1];
-  const minute = last ? history.filter((s) => s.t >= last.t - 60_000) : [];
-  const slope = slopePerS(minute.map((s) => ({t: s.t, v: s.backlog})));
+  const trend = backlogTrendPerMin(history);
+  const workerList: TopWorker[] = views
+    .map((v) => ({
+      id: v.id,
+      status: v.status,
+      pools: v.pools,
+      inFlight: v.inFlight,
+      rate: v.rate,
+      rssBytes: v.rssBytes,
+      heartbeatAgeMs: v.heartbeatAgeMs,
+      startedAt: v.startedAt.toISOString(),
+      types: Object.entries(v.types)
+        .sort(([, a], [, b]) => attempts(b) - attempts(a))
+        .map(([t]) => t),
+    }))
+    .sort((a, b) => STATUS_ORDER[a.status] - STATUS_ORDER[b.status] || a.id.localeCompare(b.id));
   return {
     at: r.backlog?.at.toISOString() ?? null,
     cell,
@@ -242,10 +247,11 @@ export function buildSnapshot(r: TopReading, history: readonly TopSample[], cell
             delayed: sum('delayed'),
             running: sum('running'),
             dead: sum('dead'),
-            trendPerMin: slope === null ? null : slope * 60,
+            trendPerMin: trend,
           },
-    alert: alertLevel(history),
+    alert: r.backlog === null ? staleAlert(history) : alertLevel(history),
     types,
+    workerList,
     errors: r.errors,
     flowControl: r.flow !== null,
     failures: r.failures,
@@ -271,6 +277,27 @@ export function sampleOf(r: TopReading, prev: TopSample | undefined): TopSample 
     due,
     submitRate: submitRate(r) ?? prev?.submitRate ?? null,
     consumeRate: r.workers === null ? (prev?.consumeRate ?? null) : summarizeWorkers(views).rate,
+  };
+}
+
+/**
+ * The snapshot of a refresh that could not read at all (the store did not open): no data, the
+ * alert stale since the last successful read of `history`.
+ */
+export function unreachableSnapshot(cell: string, failure: string, history: readonly TopSample[]): TopSnapshot {
+  return {
+    at: null,
+    cell,
+    workers: {live: 0, stale: 0, stopped: 0},
+    submitRate: null,
+    consumeRate: null,
+    backlog: null,
+    alert: staleAlert(history),
+    types: [],
+    workerList: [],
+    errors: null,
+    flowControl: false,
+    failures: [failure],
   };
 }
 

@@ -1,20 +1,25 @@
 /**
- * The `ax top` app: the data hook, the keymap and the views wired together. Keys are read only
- * when `interactive` (stdin is a terminal: Ink's useInput throws otherwise).
+ * The `ax top` app: the data hooks, the keymap and the views wired together. Keys are read only
+ * when `interactive` (stdin is a terminal: Ink's useInput throws otherwise); keys that arrive in
+ * one read are split and each acts (splitKeys).
  */
 import {useApp, useInput, useStdout} from 'ink';
 import {useEffect, useRef, useState} from 'react';
 import type {TopSource} from '../../cli/top.js';
 import type {TopTypeRow} from '../../core/inspect/top.js';
-import {type Effect, initialUi, reduceKey, selectedIn, type UiState, visible} from './keymap.js';
+import {DEFAULT_SORT, sortRows, type TopSort} from '../../core/inspect/top-sort.js';
+import {type Effect, initialUi, reduceKeys, selectedIn, splitKeys, type UiState, visible} from './keymap.js';
+import {drillKey, useDrill} from './use-drill.js';
 import {useTopData} from './use-top-data.js';
 import {TopView} from './views.js';
 
 export interface TopAppProps {
-  source: Pick<TopSource, 'refresh' | 'canPause' | 'replay' | 'pause'>;
+  source: Pick<TopSource, 'refresh' | 'canPause' | 'replay' | 'pause' | 'tasks' | 'task'>;
   intervalMs: number;
   /** The type filter to start with (`--type`). */
   filter?: string;
+  /** The order of the table to start with (`--sort`). */
+  sort?: TopSort;
   /** Fixed size (tests); otherwise the terminal's, followed on resize. */
   width?: number;
   height?: number;
@@ -37,15 +42,18 @@ function useSize(fixed: {width?: number | undefined; height?: number | undefined
 
 export function TopApp(p: TopAppProps) {
   const {exit} = useApp();
-  const [ui, setUi] = useState<UiState>(() => initialUi(p.filter ?? ''));
+  const [ui, setUi] = useState<UiState>(() => initialUi(p.filter ?? '', p.sort ?? DEFAULT_SORT));
   const {width, height} = useSize(p);
   const types = useRef<TopTypeRow[]>([]);
   const current = useRef<string | null>(null);
   const data = useTopData(p.source, p.intervalMs, current.current);
-  types.current = visible(data.snapshot?.types ?? [], ui.filter);
+  const drill = useDrill(p.source, drillKey(ui.mode, ui.drill), p.intervalMs);
+  types.current = sortRows(visible(data.snapshot?.types ?? [], ui.filter), ui.sort);
   current.current = selectedIn(types.current, ui.selected)?.type ?? null;
   const uiRef = useRef(ui);
   uiRef.current = ui;
+  const tasks = useRef(drill.tasks);
+  tasks.current = drill.tasks;
 
   const run = (effect: Effect): void => {
     if (effect.kind === 'quit') {
@@ -57,10 +65,11 @@ export function TopApp(p: TopAppProps) {
   };
   useInput(
     (input, key) => {
-      const r = reduceKey(uiRef.current, input, key, {types: types.current, canPause: p.source.canPause});
+      const ctx = {types: types.current, tasks: tasks.current ?? [], canPause: p.source.canPause};
+      const r = reduceKeys(uiRef.current, splitKeys(input, key), ctx);
       uiRef.current = r.state;
       setUi(r.state);
-      if (r.effect) run(r.effect);
+      for (const e of r.effects) run(e);
     },
     {isActive: p.interactive !== false},
   );
@@ -70,6 +79,7 @@ export function TopApp(p: TopAppProps) {
       history={data.history}
       ui={ui}
       types={types.current}
+      drill={drill}
       width={width}
       height={height}
       intervalMs={p.intervalMs}
