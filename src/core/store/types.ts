@@ -569,6 +569,11 @@ export interface DeadReplayParams {
    * of this call changes) and is rethrown. Omitted: payloads are kept (and not read).
    */
   rewrite?: (payload: JsonObject, id: string) => string;
+  /**
+   * The patch behind `rewrite`, as recorded (already bounded, see patchRecord in core/dlq/replay.ts):
+   * each replayed task's history note ends with `; patch <it>`.
+   */
+  patch?: string;
 }
 
 export interface DeadPageParams extends DeadFilter {
