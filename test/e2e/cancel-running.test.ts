@@ -136,6 +136,27 @@ describe('ax tasks cancel on a running task', () => {
     expect(lines()).toContain(`ran ${next}`);
   });
 
+  it('in bulk: --type T --state running stops every running task of the type, one audit row, each worker told', async () => {
+    const ids = [await startTask('cancel_io_bulk'), await startTask('cancel_io_bulk')];
+    const dry = await ax(['tasks', 'cancel', '--type', 'cancel_io_bulk', '--state', 'running', '--dry-run', '--json']);
+    expect(dry.json).toMatchObject({dryRun: true, tasks: {running: 2}, total: 2});
+    expect(lines().some((l) => ids.some((id) => l.startsWith(`aborted ${id}`)))).toBe(false);
+    expect((await env.sql<{state: string}>('SELECT state FROM tasks WHERE id IN (?, ?)', ids)).map((t) => t.state)).toEqual([
+      'running',
+      'running',
+    ]);
+    const r = await ax(['tasks', 'cancel', '--type', 'cancel_io_bulk', '--state', 'running', '--reason', 'bad release', '--yes', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.json).toEqual({type: 'cancel_io_bulk', states: ['running'], dryRun: false, tasks: {running: 2}, total: 2, notified: true});
+    for (const id of ids)
+      await eventually(async () => lines().includes(`aborted ${id} cancelled by alice: bad release`), 10_000, `the signal of ${id}`);
+    for (const id of ids) await expectCancelledOnce(id, 'bad release');
+    const [audit] = await env.sql<{command: string; task_count: number}>(
+      'SELECT command, task_count FROM admin_audit ORDER BY id DESC LIMIT 1',
+    );
+    expect(audit).toEqual({command: 'tasks cancel --type', task_count: 2});
+  });
+
   it('bad input: a finished or unknown task, an over-long reason: a clear error, the right exit code, nothing changed', async () => {
     const id = await startTask('cancel_io_honour');
     const snapshot = async () =>
