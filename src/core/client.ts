@@ -3,13 +3,13 @@ import type {Broker} from './broker/types.js';
 import type {Logger} from './log.js';
 import {type FlushReport, Producer} from './producer/producer.js';
 import {failureReport, type FailureFilterInput, type FailureReport, parseFailureFilter} from './inspect/failures.js';
-import {cancelTask, showTask, type TaskDetail} from './inspect/inspect.js';
+import {cancelTask, type CancelResult} from './inspect/cancel.js';
+import {showTask, type TaskDetail} from './inspect/inspect.js';
 import type {ScheduleStore, TaskStore} from './store/types.js';
 import {createCronAdmin, type CronAdmin} from './cron/admin.js';
 import {createDlqAdmin, type DlqAdmin} from './dlq/admin.js';
 import {createTypesAdmin, type TypesAdmin} from './types/admin.js';
 import type {TaskSpec} from './task/model.js';
-import type {TaskState} from './task/state.js';
 import type {Clock, Random} from './time.js';
 import {type CellMap, cellOf} from './cells/cells.js';
 
@@ -20,10 +20,13 @@ export interface AxClient {
   /** Resolves when everything submitted so far is durable (see Producer.flush). */
   flush(): Promise<FlushReport>;
   /**
-   * Cancels a submitted or failed task, recorded in the audit trail; returns its state before. Throws not_found for an unknown
-   * id and conflict for a task that is running or finished.
+   * Cancels a submitted, failed or running task, recorded in its history and the audit trail;
+   * returns its state before. A running attempt is ended in MySQL at once (its outcome becomes
+   * stale, no retry) and its worker is told to stop the handler (see core/inspect/cancel.ts):
+   * `notified` says whether that message went out. Throws invalid_input for a malformed id or a
+   * reason over 1000 characters, not_found for an unknown id and conflict for a finished task.
    */
-  cancel(id: string, reason?: string): Promise<{id: string; from: TaskState}>;
+  cancel(id: string, reason?: string): Promise<CancelResult>;
   /** A task and its history; throws not_found. */
   getTask(id: string): Promise<TaskDetail>;
   /** Cron schedules: add, list, show, pause, resume, remove, trigger (see CronAdmin). */
@@ -145,7 +148,7 @@ export function createClient(p: ClientParts): AxClient {
       return cell === p.config.cell || !p.route ? producer.submit(t) : otherProducer(cell, p.route).then((pr) => pr.submit(t));
     },
     flush: () => everyProducer((pr) => pr.flush()),
-    cancel: (id, reason) => cancelTask(p.store, id, p.actor, reason ?? null, p.operator()),
+    cancel: (id, reason) => cancelTask(p.store, id, p.actor, reason ?? null, p.operator(), p.broker),
     getTask: (id) => showTask(p.store, id),
     errors: async (filter = {}) => {
       const now = p.clock.now();

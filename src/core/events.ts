@@ -103,8 +103,16 @@ export interface AxEventMap {
   'doorbell:duplicate': {id: string; type: string; extra: number};
   /** A message ax cannot use was moved to the poison queue (or dropped). */
   'doorbell:poisoned': {reason: string; bytes: number};
-  /** Another process took over a task this worker held (its lease had expired): the attempt is aborted. */
+  /**
+   * Another process took over a task this worker held (its lease had expired), or an operator
+   * cancelled it and this worker missed the control message: the attempt is aborted.
+   */
   'lease:lost': {id: string; type: string};
+  /**
+   * An operator cancelled a running task this worker runs (a control message, see
+   * core/worker/cancel.ts): its handler is being stopped (signal now, forced after `graceMs`).
+   */
+  'task:cancelled': {id: string; type: string; attempt: number; by: string; reason: string | null; graceMs: number};
   /** The rescuer moved a running task whose lease expired to failed or dead (the attempt counts). */
   'lease:expired': {id: string; attempt: number; to: 'failed' | 'dead'; worker: string | null};
   /** A scheduler load from MySQL succeeded: `held` tasks are in its wheel. */

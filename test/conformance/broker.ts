@@ -3,7 +3,7 @@
  * test/integration/broker.test.ts against RabbitMQ.
  */
 import {afterAll, beforeAll, describe, expect, it} from 'vitest';
-import type {Broker, Delivery, QueueInfo} from '../../src/core/broker/types.js';
+import type {Broker, ControlMessage, Delivery, QueueInfo} from '../../src/core/broker/types.js';
 import {decodeMessage} from '../../src/core/broker/types.js';
 import {createIdGenerator} from '../../src/core/task/id.js';
 
@@ -27,13 +27,13 @@ export interface BrokerHarness {
 
 const newId = createIdGenerator(() => Date.now());
 
-/** Collects deliveries and lets a test await the n-th one. */
-function collector() {
-  const got: Delivery[] = [];
+/** Collects deliveries (or control messages) and lets a test await the n-th one. */
+function collector<T = Delivery>() {
+  const got: T[] = [];
   const waiters: Array<{n: number; resolve: () => void}> = [];
   return {
     got,
-    push(d: Delivery) {
+    push(d: T) {
       got.push(d);
       for (const w of waiters.filter((w) => got.length >= w.n)) {
         waiters.splice(waiters.indexOf(w), 1);
@@ -89,7 +89,7 @@ export function brokerConformance(name: string, make: () => Promise<BrokerHarnes
       await h.batched.publish(msgs);
       await io.until(3);
       await cpu.until(1);
-      const ids = (c: ReturnType<typeof collector>) => c.got.map((d) => decodeMessage(d.body)?.map((r) => r.id));
+      const ids = (c: ReturnType<typeof collector<Delivery>>) => c.got.map((d) => decodeMessage(d.body)?.map((r) => r.id));
       const want = (pool: string) => msgs.filter((m) => m.pool === pool).map((m) => m.id);
       expect(ids(io)).toEqual([want('io').slice(0, 3), want('io').slice(3, 6), want('io').slice(6)]);
       expect(ids(cpu)).toEqual([want('cpu')]);
@@ -211,9 +211,32 @@ export function brokerConformance(name: string, make: () => Promise<BrokerHarnes
       expect(Object.entries(depths).find(([q]) => q.endsWith('.io'))?.[1]).toBe(0);
     });
 
+    it('control messages reach every consumer of the cell, each on a queue of its own', async () => {
+      const a = collector<ControlMessage>();
+      const b = collector<ControlMessage>();
+      const subA = await h.broker.consumeControl((m) => a.push(m));
+      const subB = await h.other.consumeControl((m) => b.push(m));
+      const m: ControlMessage = {kind: 'cancel', tasks: [{id: newId(), fence: 3}], by: 'alice', reason: 'refunded'};
+      await h.other.publishControl(m);
+      await Promise.all([a.until(1), b.until(1)]);
+      expect([a.got, b.got]).toEqual([[m], [m]]);
+      // Control messages never touch the pool queues.
+      expect(Object.values(await h.broker.queueDepths()).reduce((n, d) => n + d, 0)).toBe(0);
+      // A cancelled subscription gets nothing more; the other still does.
+      await subB.cancel();
+      const m2: ControlMessage = {kind: 'cancel', tasks: [{id: newId(), fence: 1}], by: 'bob', reason: null};
+      await h.broker.publishControl(m2);
+      await a.until(2);
+      expect(a.got).toEqual([m, m2]);
+      expect(b.got).toEqual([m]);
+      await subA.cancel();
+    });
+
     it('reconnects and re-subscribes after the server closes its connections', async () => {
       const c = collector();
       const sub = await h.broker.consume('io', 10, (d) => c.push(d));
+      const control = collector<ControlMessage>();
+      const csub = await h.broker.consumeControl((m) => control.push(m));
       const reconnected = new Promise<void>((r) => h.broker.on('connected', () => r()));
       await h.killConnections();
       await reconnected;
@@ -224,6 +247,12 @@ export function brokerConformance(name: string, make: () => Promise<BrokerHarnes
       await c.until(1, 20_000);
       c.got[0]!.ack();
       await sub.cancel();
+      // The control consumer is back too (on a new queue of its own).
+      const m: ControlMessage = {kind: 'cancel', tasks: [{id: newId(), fence: 2}], by: 'carol', reason: null};
+      await h.broker.publishControl(m);
+      await control.until(1);
+      expect(control.got).toEqual([m]);
+      await csub.cancel();
     });
   });
 }

@@ -568,7 +568,11 @@ describe('ax tasks cancel', () => {
     );
     expect(hist.at(-1)).toMatchObject({from_state: 'submitted', to_state: 'cancelled', error: 'order refunded'});
 
-    const again = await refused(['tasks', 'cancel', id], 4, /is cancelled: only submitted or failed tasks can be cancelled/);
+    const again = await refused(
+      ['tasks', 'cancel', id],
+      4,
+      /is cancelled: it has finished; only submitted, failed or running tasks can be cancelled/,
+    );
     expect(again.stdout).toBe('');
     const againJson = await refused(['tasks', 'cancel', id, '--json'], 4, /is cancelled/);
     expect(againJson.json.error.code).toBe('conflict');

@@ -352,11 +352,17 @@ describe('ax dlq replay', () => {
     expect((await store.historyList({taskId: ok})).at(-1)).toMatchObject({
       from: 'succeeded',
       to: 'submitted',
-      error: 'force-replayed by dave: receipt lost',
+      error: 'force-replayed by dave: receipt lost; patch {"order":2,"error":null}',
     });
     expect(await auditCount()).toBe(audits + 1);
     const audit = await ax(['audit', 'list', '--limit', '1', '--json']);
-    expect(audit.json.entries[0]).toMatchObject({operator: 'dave', command: 'dlq replay --force', reason: 'receipt lost', taskCount: 2});
+    expect(audit.json.entries[0]).toMatchObject({
+      operator: 'dave',
+      command: 'dlq replay --force',
+      reason: 'receipt lost',
+      taskCount: 2,
+      filter: {ids: [dead, ok], force: true, patch: '{"order":2,"error":null}'},
+    });
     // The claim carries the stamp to the worker (ctx.replay) in the same statement.
     const [again] = (await store.tasksClaim({ids: [ok], worker: 'w:2', leaseMs: 30_000})).claimed;
     expect(again?.replay).toMatchObject({by: 'dave', reason: 'receipt lost'});
@@ -400,6 +406,18 @@ describe('ax dlq replay', () => {
     expect(JSON.parse(byId.get(ids[2]!)!.payload)).toEqual({blob: near.blob, smtp: {host: 'mx2'}});
     for (const id of ids) expect(byId.get(id)?.state).toBe('submitted');
     expect(byId.get(other)).toMatchObject({state: 'dead', payload: JSON.stringify({error: 'smtp x'})});
+    // The patch is recorded in each replayed task's history and in the audit row (defect 7).
+    const notes = await testEnv.sql<{error: string}>(
+      `SELECT error FROM task_history WHERE task_id IN (?, ?, ?) AND from_state = 'dead' AND to_state = 'submitted'`,
+      ids,
+    );
+    expect(notes.map((n) => n.error)).toEqual(Array(3).fill(expect.stringMatching(/^replayed by .+: mx1 retired; patch /)));
+    for (const n of notes) expect(n.error.endsWith(`; patch ${JSON.stringify(JSON.parse(patch))}`)).toBe(true);
+    const audit = await ax(['audit', 'list', '--limit', '1', '--json']);
+    expect(audit.json.entries[0]).toMatchObject({
+      command: 'dlq replay',
+      filter: {type: 'replay_patchf', patch: JSON.stringify(JSON.parse(patch))},
+    });
   });
 
   test('--rate spreads the replay over time', async () => {

@@ -92,18 +92,21 @@ export async function createTestEnv(overrides: Partial<AxConfig> = {}, opts: {ce
         await c.db.pool.query(`DROP DATABASE IF EXISTS \`${c.name}\``).catch(() => undefined);
         await c.db.pool.end().catch(() => undefined);
       }
-      const queues = [config.cell, ...Object.keys(cells)].flatMap((c) => topology(tag, c, config.queueType).allQueues());
-      await deleteQueues(queues, tag);
+      const names = [config.cell, ...Object.keys(cells)].map((c) => topology(tag, c, config.queueType));
+      await deleteQueues(
+        names.flatMap((n) => n.allQueues()),
+        [tag, ...names.map((n) => n.controlExchange)],
+      );
     },
   };
 }
 
-async function deleteQueues(queues: string[], exchange: string): Promise<void> {
+async function deleteQueues(queues: string[], exchanges: string[]): Promise<void> {
   const conn = await amqp.connect(AMQP_URL);
   try {
     const ch = await conn.createChannel();
     for (const q of queues) await ch.deleteQueue(q).catch(() => undefined);
-    await ch.deleteExchange(exchange).catch(() => undefined);
+    for (const x of exchanges) await ch.deleteExchange(x).catch(() => undefined);
   } finally {
     await conn.close().catch(() => undefined);
   }

@@ -31,6 +31,8 @@ describe('state machine', () => {
         'running>dead',
         'submitted>cancelled',
         'failed>cancelled',
+        // An operator's cancel of a running attempt (fenced: the attempt's late outcome is stale).
+        'running>cancelled',
         'dead>submitted',
         'succeeded>submitted',
         'cancelled>submitted',
@@ -51,6 +53,7 @@ describe('state machine', () => {
     expect(canApply('claim', 'running')).toBe(false);
     expect(canApply('claim', 'failed')).toBe(true);
     expect(canApply('cancel', 'running')).toBe(false);
+    expect(TRANSITIONS.cancelRunning).toEqual({from: ['running'], to: 'cancelled', fenced: true});
   });
 });
 

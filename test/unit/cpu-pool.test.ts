@@ -125,6 +125,41 @@ describe('cpu pool', () => {
     expect(after).toEqual([1, 2, 3, 4].map(() => ({kind: 'success'})));
   });
 
+  it('cancel: the handler in the thread sees its signal aborted and ends with its own result, before the grace period', async () => {
+    const gate = gateChannel();
+    try {
+      const r = run(pool, job('c1', 'pool_until_aborted'));
+      await gate.started('c1');
+      expect(pool.cancel!('c1', 'cancelled by alice: refunded', 30_000)).toBe(true);
+      // Long before the 30 s grace period: the handler saw its signal and returned.
+      expect(await r).toEqual({kind: 'fail', message: 'stopped: cancelled by alice: refunded', unrecoverable: false});
+      expect(await run(pool, job('c1b', 'pool_ok'))).toEqual({kind: 'success'});
+    } finally {
+      gate.close();
+    }
+  });
+
+  it('cancel: a handler that ignores its signal has its thread terminated after the grace period, and the thread is replaced', async () => {
+    const gate = gateChannel();
+    try {
+      const r = run(pool, job('c2', 'pool_spin_gated', 60_000));
+      await gate.started('c2');
+      const t0 = Date.now();
+      pool.cancel!('c2', 'cancelled by bob', 300);
+      expect(await r).toEqual({
+        kind: 'aborted',
+        message: 'cancelled by bob (worker thread terminated after the cancel grace period of 300ms)',
+      });
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(290);
+      expect(await Promise.all([run(pool, job('c2b', 'pool_ok')), run(pool, job('c2c', 'pool_ok'))])).toEqual([
+        {kind: 'success'},
+        {kind: 'success'},
+      ]);
+    } finally {
+      gate.close();
+    }
+  });
+
   it('aborts a running job by terminating its thread', async () => {
     const gate = gateChannel();
     try {

@@ -7,6 +7,9 @@ import {describe, expect, it} from 'vitest';
 import {
   CONFIRM_ABOVE,
   PATCH_CHECK_PAGE,
+  PATCH_CLIPPED_MARKER,
+  PATCH_RECORD_BYTES,
+  patchRecord,
   planReplay,
   REPLAY_BATCH,
   type ReplayRun,
@@ -245,6 +248,35 @@ describe('forced replays and --patch', () => {
     await runReplay(runner(m).run, sel, plan);
     expect(m.byId.get(id(1))?.payload).toEqual({to: 'ops@x', opts: {retry: true}});
     expect(m.byId.get(id(2))?.payload).toEqual({to: 'ops@x', opts: {}});
+  });
+
+  it('--patch is recorded: in the audit filter and, for the history of each task, passed to the store (defect 7)', async () => {
+    const m = memory([{...dead(1), payload: {to: 'a@x'}}]);
+    const sel = {ids: [id(1)]};
+    const patch = {to: 'ops@x', opts: {lang: null}};
+    await runReplay(runner(m).run, sel, await planReplay(m.store, sel, {patch, payloadLimitBytes: 1000}));
+    expect(m.replays[0]?.audit.filter).toEqual({ids: [id(1)], patch: '{"to":"ops@x","opts":{"lang":null}}'});
+    expect(m.replays[0]?.patch).toBe('{"to":"ops@x","opts":{"lang":null}}');
+    // A replay without a patch records none.
+    const n = memory([dead(2)]);
+    await runReplay(runner(n).run, {ids: [id(2)]}, await planReplay(n.store, {ids: [id(2)]}));
+    expect(n.replays[0]?.audit.filter).toEqual({ids: [id(2)]});
+    expect(n.replays[0]?.patch).toBeUndefined();
+  });
+
+  it('patchRecord keeps a patch whole up to PATCH_RECORD_BYTES, cuts a longer one (never inside a character) with a marker', () => {
+    const fits = {s: 'x'.repeat(PATCH_RECORD_BYTES - 8)};
+    expect(JSON.stringify(fits)).toHaveLength(PATCH_RECORD_BYTES);
+    expect(patchRecord(fits)).toBe(JSON.stringify(fits));
+    const long = {s: 'é'.repeat(PATCH_RECORD_BYTES)};
+    const whole = Buffer.byteLength(JSON.stringify(long));
+    const r = patchRecord(long);
+    expect(r.endsWith(`${PATCH_CLIPPED_MARKER} ${whole} bytes in all`)).toBe(true);
+    const head = r.slice(0, r.indexOf(PATCH_CLIPPED_MARKER));
+    expect(Buffer.byteLength(head)).toBeLessThanOrEqual(PATCH_RECORD_BYTES);
+    expect(Buffer.byteLength(head)).toBeGreaterThan(PATCH_RECORD_BYTES - 2);
+    expect(head).not.toContain('\uFFFD');
+    expect(head.startsWith('{"s":"ééé')).toBe(true);
   });
 
   it('--patch by filter checks every selected payload page by page, then patches each replayed task', async () => {

@@ -158,6 +158,50 @@ describe('io pool', () => {
     expect(counter.max).toBe(1); // `b` never started
   });
 
+  it('cancel: aborts the signal with the reason; a handler that stops within the grace period ends with its own result', async () => {
+    const {pool, clock, lines, gate, start, run} = setup(1, 1);
+    const a = run('a', 'test_gate', 60_000);
+    const ctx = await start('a').promise;
+    expect(pool.cancel!('a', 'cancelled by alice: refunded', 500)).toBe(true);
+    expect(ctx.signal.aborted).toBe(true);
+    expect((ctx.signal.reason as DOMException).message).toBe('cancelled by alice: refunded');
+    clock.advance(499);
+    expect(pool.running).toBe(1); // within the grace period the handler keeps its slot
+    gate('a').resolve(); // it honoured the signal
+    expect(await a).toEqual({kind: 'success'});
+    expect(pool.running).toBe(0);
+    expect(clock.pending()).toBe(0); // its timeout and grace timers are gone
+    expect(lines.some((l) => l.includes('ignored its cancel'))).toBe(false);
+    expect(pool.cancel!('zz', 'x', 500)).toBe(false); // not in this pool
+  });
+
+  it('cancel: a handler that ignores its signal is stopped at the end of the grace period like a timeout', async () => {
+    const {pool, clock, lines, start, run} = setup(1, 1);
+    const a = run('a', 'test_gate', 60_000);
+    const b = run('b', 'test_ok');
+    await start('a').promise;
+    pool.cancel!('a', 'cancelled by alice', 500);
+    clock.advance(499);
+    expect(pool.running).toBe(1);
+    clock.advance(1);
+    expect(await a).toEqual({kind: 'aborted', message: 'cancelled by alice (still running after the cancel grace period of 500ms)'});
+    expect(lines.some((l) => l.includes('handler ignored its cancel'))).toBe(true);
+    // Its slot is free: the queued job runs.
+    expect(await b).toEqual({kind: 'success'});
+  });
+
+  it('cancel of a queued job ends it at once, never started', async () => {
+    const {pool, start, run, counter, gate} = setup(1, 1);
+    const a = run('a');
+    const b = run('b');
+    await start('a').promise;
+    expect(pool.cancel!('b', 'cancelled by bob', 500)).toBe(true);
+    expect(await b).toEqual({kind: 'aborted', message: 'cancelled by bob'});
+    gate('a').resolve();
+    expect(await a).toEqual({kind: 'success'});
+    expect(counter.max).toBe(1);
+  });
+
   it('drain lets jobs finish within the grace period', async () => {
     const {pool, clock, gate, start, job, run} = setup(1, 1);
     const a = run('a');

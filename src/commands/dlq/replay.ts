@@ -4,7 +4,15 @@ import {AxCommand} from '../../cli/base.js';
 import {deadFilterFlags} from '../../cli/dlq.js';
 import {disposable} from '../../cli/dispose.js';
 import {openBroker, openStore} from '../../cli/runtime.js';
-import {CONFIRM_ABOVE, planReplay, type ReplayPlan, type ReplayResult, runReplay} from '../../core/dlq/replay.js';
+import {
+  CONFIRM_ABOVE,
+  PATCH_CLIPPED_MARKER,
+  PATCH_RECORD_BYTES,
+  planReplay,
+  type ReplayPlan,
+  type ReplayResult,
+  runReplay,
+} from '../../core/dlq/replay.js';
 import {MAX_REASON, parseReplayRequest} from '../../core/dlq/replay-request.js';
 import {invalid} from '../../core/errors.js';
 
@@ -13,7 +21,7 @@ export type DlqReplayResult =
 
 export default class DlqReplay extends AxCommand {
   static override summary = 'Replay dead tasks: back to submitted with their whole retry budget.';
-  static override description = `By ids, or by filter (--type, --since, --until, --error, or --all for every dead task). Each replayed task is due at once, gets all of its retries again with the backoff starting over at the first delay, and keeps counting attempts (the budget counts from the replay, kept in tasks.retry_base). Its history records "replayed by <operator>: <reason>"; each batch writes an audit row (ax audit list) in its own transaction. Tasks that are no longer dead when their batch runs (another replay took them, a worker runs them) are skipped and reported, never run twice. Succeeded or cancelled tasks named by id are refused (exit 4) unless --force: a forced replay (which needs --reason) runs them again, skipping the idempotency check that keeps a finished task from running twice; history says "force-replayed by <operator>: <reason>", the audit command is "dlq replay --force", and the handler sees ctx.replay = {by, at, reason} (also on its retries) so its own idempotency can decide. --patch applies a JSON Merge Patch (RFC 7396) to the payload of each selected task, named by id or by a filter; every result is validated like submit's payloads before anything is written, and one invalid result refuses the whole replay (exit 2, naming the task, nothing changed; --dry-run with --patch checks a patch without replaying).
+  static override description = `By ids, or by filter (--type, --since, --until, --error, or --all for every dead task). Each replayed task is due at once, gets all of its retries again with the backoff starting over at the first delay, and keeps counting attempts (the budget counts from the replay, kept in tasks.retry_base). Its history records "replayed by <operator>: <reason>"; each batch writes an audit row (ax audit list) in its own transaction. Tasks that are no longer dead when their batch runs (another replay took them, a worker runs them) are skipped and reported, never run twice. Succeeded or cancelled tasks named by id are refused (exit 4) unless --force: a forced replay (which needs --reason) runs them again, skipping the idempotency check that keeps a finished task from running twice; history says "force-replayed by <operator>: <reason>", the audit command is "dlq replay --force", and the handler sees ctx.replay = {by, at, reason} (also on its retries) so its own idempotency can decide. --patch applies a JSON Merge Patch (RFC 7396) to the payload of each selected task, named by id or by a filter; every result is validated like submit's payloads before anything is written, and one invalid result refuses the whole replay (exit 2, naming the task, nothing changed; --dry-run with --patch checks a patch without replaying). The patch is recorded in the audit row (filter.patch) and at the end of each replayed task's history note ("; patch {…}"), as compact JSON of at most ${PATCH_RECORD_BYTES} bytes (a longer one is cut and marked "${PATCH_CLIPPED_MARKER}").
 
 More than ${CONFIRM_ABOVE} tasks, or a filter without --type, asks for confirmation on a terminal and needs --yes otherwise. --dry-run counts what would be replayed and changes nothing. --rate caps tasks per second (batches of rate/10, ten a second: N tasks take at least N/rate seconds); without it, batches of 2000 go as fast as the database allows. The summary gives the time taken (elapsedMs in --json).
 

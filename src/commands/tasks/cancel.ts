@@ -1,10 +1,11 @@
 import {Args, Flags} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
 import {disposable} from '../../cli/dispose.js';
-import {openStore} from '../../cli/runtime.js';
+import {openBroker, openStore, type Runtime} from '../../cli/runtime.js';
+import type {Broker, ControlMessage} from '../../core/broker/types.js';
 import {invalid} from '../../core/errors.js';
 import {CANCEL_BATCH, parseCancelMany, planCancelMany, runCancelMany} from '../../core/inspect/cancel-many.js';
-import {cancelTask} from '../../core/inspect/inspect.js';
+import {cancelTask, checkCancelReason, MAX_CANCEL_REASON, type CancelNotifier} from '../../core/inspect/cancel.js';
 import {isTaskId} from '../../core/task/id.js';
 import type {TaskState} from '../../core/task/state.js';
 
@@ -13,6 +14,11 @@ export interface TaskCancelResult {
   /** The state the task was in. */
   from: TaskState;
   to: 'cancelled';
+  /** A running task: the worker it ran on and the attempt stopped. */
+  stopped?: {worker: string | null; attempt: number};
+  /** A running task: whether its worker was told at once (else it stops the handler at its next lease renewal). */
+  notified?: boolean;
+  notifyError?: string;
 }
 
 /** A bulk cancel (or its --dry-run): tasks per state they were in. */
@@ -23,31 +29,37 @@ export interface TaskCancelManyResult {
   /** Cancelled (with --dry-run: would be) per state. */
   tasks: Record<string, number>;
   total: number;
+  notified?: boolean;
+  notifyError?: string;
 }
 
-const MAX_REASON = 1000;
-
 export default class TasksCancel extends AxCommand {
-  static override summary = 'Cancel a task that has not run yet (or is waiting for a retry).';
-  static override description = `Only submitted and failed (waiting for a retry) tasks can be cancelled; a cancelled task never runs, even if its message is already queued. The reason is recorded in the task's history, and the cancel in the audit trail (ax audit list) as done by $AX_OPERATOR, else user@host.
+  static override summary = 'Cancel a task: one that has not run yet, is waiting for a retry, or is running.';
+  static override description = `Submitted, failed (waiting for a retry) and running tasks can be cancelled; a cancelled task never runs again, even if its message is already queued. The reason is recorded in the task's history, and the cancel in the audit trail (ax audit list) as done by $AX_OPERATOR, else user@host.
 
-In bulk, --type T --state submitted,failed cancels every task of type T in those states, in guarded batches of ${CANCEL_BATCH} (each batch one transaction, with its history rows and its own audit row); a task claimed meanwhile is left alone. --dry-run counts what would be cancelled; otherwise --yes is required.
+A running task is cancelled in MySQL first: its attempt ends cancelled at once (history: "cancelled by <operator>: <reason>", with the worker it ran on), no retry follows, and whatever the worker reports later for that attempt is stale and changes nothing. Then every worker is told (a RabbitMQ control message); the one running it aborts the handler's AbortSignal, and stops a handler still running AX_CANCEL_GRACE later like a timeout (a CPU-pool thread is terminated). A worker that missed the message stops the handler at its next lease renewal (within AX_LEASE / 3). If RabbitMQ cannot be reached the cancel still stands: the output says the workers were not told.
 
-Exit codes: 2 malformed id, bad flag value, an id mixed with --type/--state, a bulk cancel without --yes; 3 unknown id, or a filter that selects nothing; 4 the task is running or finished; 5 MySQL unavailable.`;
+In bulk, --type T --state submitted,failed,running cancels every task of type T in those states, in guarded batches of ${CANCEL_BATCH} (each batch one transaction, with its history rows and its own audit row); a task that moved on meanwhile is left alone. --dry-run counts what would be cancelled; otherwise --yes is required.
+
+Exit codes: 2 malformed id, bad flag value, --reason over ${MAX_CANCEL_REASON} characters, an id mixed with --type/--state, a bulk cancel without --yes; 3 unknown id, or a filter that selects nothing; 4 the task has finished (succeeded, dead, cancelled); 5 MySQL unavailable.`;
   static override examples = [
     {description: 'Cancel a task', command: '<%= config.bin %> tasks cancel 0190f1c2-7d3e-7a41-9b2c-5e6f7a8b9c0d'},
     {
       description: 'With a reason for the history',
       command: '<%= config.bin %> tasks cancel 0190f1c2-7d3e-7a41-9b2c-5e6f7a8b9c0d --reason "order 42 was refunded"',
     },
+    {
+      description: 'Stop every running task of a type',
+      command: '<%= config.bin %> tasks cancel --type report_build --state running --reason "bad release" --yes',
+    },
   ];
   static override args = {
     id: Args.string({description: 'task id (a lower-case UUID); or use --type and --state', required: false, ignoreStdin: true}),
   };
   static override flags = {
-    reason: Flags.string({char: 'r', description: `why, recorded in the task's history (at most ${MAX_REASON} characters)`}),
+    reason: Flags.string({char: 'r', description: `why, recorded in the task's history (at most ${MAX_CANCEL_REASON} characters)`}),
     type: Flags.string({char: 't', description: 'bulk: cancel the tasks of this type (with --state)'}),
-    state: Flags.string({char: 's', description: 'bulk: in these states, comma-separated (submitted, failed)'}),
+    state: Flags.string({char: 's', description: 'bulk: in these states, comma-separated (submitted, failed, running)'}),
     'dry-run': Flags.boolean({description: 'bulk: count what would be cancelled, change nothing'}),
     yes: Flags.boolean({char: 'y', description: 'bulk: confirm the cancel'}),
   };
@@ -55,7 +67,8 @@ Exit codes: 2 malformed id, bad flag value, an id mixed with --type/--state, a b
   async run(): Promise<TaskCancelResult | TaskCancelManyResult> {
     const {args, flags} = await this.parse(TasksCancel);
     const rt = this.runtime(flags);
-    if (flags.reason !== undefined && flags.reason.length > MAX_REASON) throw invalid(`--reason is longer than ${MAX_REASON} characters`);
+    const reason = flags.reason ?? null;
+    checkCancelReason(reason);
     const bulk = flags.type !== undefined || flags.state !== undefined;
     if (args.id !== undefined && (bulk || flags['dry-run'] || flags.yes))
       throw invalid('give a task id, or --type and --state (with --dry-run or --yes), not both');
@@ -66,22 +79,48 @@ Exit codes: 2 malformed id, bad flag value, an id mixed with --type/--state, a b
       const operator = rt.operator();
       await using store = disposable(await openStore(rt));
       const planned = await planCancelMany(store, sel);
-      const tasks = flags['dry-run']
-        ? planned
-        : await runCancelMany(store, sel, {actor: rt.actor, operator, reason: flags.reason ?? null, command: 'tasks cancel --type'});
-      const total = Object.values(tasks).reduce((n, c) => n + c, 0);
+      await using notifier = notifierOf(rt);
+      const done = flags['dry-run']
+        ? {tasks: planned}
+        : await runCancelMany(store, sel, {actor: rt.actor, operator, reason, command: 'tasks cancel --type', notifier});
+      const total = Object.values(done.tasks).reduce((n, c) => n + c, 0);
       if (!this.jsonEnabled()) {
-        const parts = Object.entries(tasks).map(([s, n]) => `${n} ${s}`);
+        const parts = Object.entries(done.tasks).map(([s, n]) => `${n} ${s}`);
         this.log(
           `${flags['dry-run'] ? 'would cancel' : 'cancelled'} ${total} ${sel.type} task${total === 1 ? '' : 's'} (${parts.join(', ') || 'none'})`,
         );
+        if ('notified' in done) this.tellNotified(done);
       }
-      return {...sel, dryRun: flags['dry-run'] === true, tasks, total};
+      return {...sel, dryRun: flags['dry-run'] === true, ...done, total};
     }
     if (!isTaskId(args.id)) throw invalid(`"${args.id}" is not a task id (a lower-case UUID)`);
     await using store = disposable(await openStore(rt));
-    const r = await cancelTask(store, args.id, rt.actor, flags.reason ?? null, rt.operator());
-    if (!this.jsonEnabled()) this.log(`cancelled ${r.id} (was ${r.from})`);
+    await using notifier = notifierOf(rt);
+    const r = await cancelTask(store, args.id, rt.actor, reason, rt.operator(), notifier);
+    if (!this.jsonEnabled()) {
+      const where = r.stopped ? `, attempt ${r.stopped.attempt} on ${r.stopped.worker ?? 'an unknown worker'}` : '';
+      this.log(`cancelled ${r.id} (was ${r.from}${where})`);
+      this.tellNotified(r);
+    }
     return {...r, to: 'cancelled'};
   }
+
+  /** Says on stderr when the workers could not be told of a running task's cancel. */
+  private tellNotified(r: {notified?: boolean; notifyError?: string}): void {
+    if (r.notified === false)
+      this.logToStderr(
+        `the workers were not told (${r.notifyError ?? 'unknown error'}): the cancel stands; the worker stops the handler at its next lease renewal`,
+      );
+  }
+}
+
+/** Opens RabbitMQ only when a running task was cancelled (to tell the workers); closed when disposed. */
+function notifierOf(rt: Runtime): CancelNotifier & AsyncDisposable {
+  let broker: Promise<Broker> | undefined;
+  return {
+    publishControl: async (m: ControlMessage) => (await (broker ??= openBroker(rt, {reconnect: false}))).publishControl(m),
+    [Symbol.asyncDispose]: async () => {
+      if (broker) await (await broker.catch(() => undefined))?.close();
+    },
+  };
 }

@@ -45,6 +45,47 @@ export interface QueueInfo {
 export type BrokerEvent = 'connected' | 'disconnected' | 'blocked' | 'unblocked';
 
 /**
+ * A control message to every worker of a cell: "stop these running attempts" (an operator's
+ * cancel, already committed in MySQL). Best effort and never the truth: a worker that misses it
+ * finds the row no longer its own at its next lease renewal and stops the handler then.
+ */
+export interface ControlMessage {
+  kind: 'cancel';
+  /** The attempts: task id and the fence the attempt held (a worker holding another fence ignores it). */
+  tasks: Array<{id: string; fence: number}>;
+  /** The operator who cancelled. */
+  by: string;
+  reason: string | null;
+}
+
+/** Most attempts one control message names (a bulk cancel sends several messages). */
+export const MAX_CONTROL_TASKS = 1000;
+const MAX_CONTROL_BYTES = 256 * 1024;
+
+export function encodeControl(m: ControlMessage): Buffer {
+  return Buffer.from(JSON.stringify({v: 1, kind: m.kind, tasks: m.tasks.map((t) => [t.id, t.fence]), by: m.by, reason: m.reason}));
+}
+
+/** Parses a control message; null for anything malformed or of a kind this version does not know (ignored). */
+export function decodeControl(body: Buffer): ControlMessage | null {
+  if (body.length === 0 || body.length > MAX_CONTROL_BYTES) return null;
+  try {
+    const o = JSON.parse(body.toString('utf8')) as {kind?: unknown; tasks?: unknown; by?: unknown; reason?: unknown};
+    if (o === null || typeof o !== 'object' || o.kind !== 'cancel' || typeof o.by !== 'string') return null;
+    if (o.reason !== null && typeof o.reason !== 'string') return null;
+    if (!Array.isArray(o.tasks) || o.tasks.length === 0 || o.tasks.length > MAX_CONTROL_TASKS) return null;
+    const tasks: ControlMessage['tasks'] = [];
+    for (const t of o.tasks as unknown[]) {
+      if (!Array.isArray(t) || typeof t[0] !== 'string' || !Number.isSafeInteger(t[1])) return null;
+      tasks.push({id: t[0], fence: t[1] as number});
+    }
+    return {kind: 'cancel', tasks, by: o.by, reason: o.reason};
+  } catch {
+    return null;
+  }
+}
+
+/**
  * The transport seam. RabbitMQ rings doorbells; it never decides anything. Implementations
  * reconnect on their own, re-declare the topology and re-subscribe consumers.
  */
@@ -65,6 +106,18 @@ export interface Broker {
    * another's deliveries). `onDelivery` must not throw. The subscription survives reconnects.
    */
   consume(pool: PoolName, prefetch: number, onDelivery: (d: Delivery) => void, priority?: Priority): Promise<Subscription>;
+  /**
+   * Sends a control message to every worker of the cell consuming control messages now (a fanout
+   * exchange, not persistent, confirmed by the broker; no worker listening is not an error).
+   * Rejects with AxError('unavailable'/'timeout') like publish.
+   */
+  publishControl(m: ControlMessage): Promise<void>;
+  /**
+   * Receives the cell's control messages on a queue of this connection's own (exclusive,
+   * auto-deleted, bound to the control exchange); malformed ones are dropped. Survives reconnects,
+   * but messages sent while disconnected are lost (callers have a fallback). `onMessage` must not throw.
+   */
+  consumeControl(onMessage: (m: ControlMessage) => void): Promise<Subscription>;
   /** Moves an unprocessable delivery to the poison queue (confirmed), then acks it. */
   poison(d: Delivery, reason: string): Promise<void>;
   /** Ready messages per queue (messages, not tasks: one may ring for several; for tests and stats). */

@@ -58,6 +58,8 @@ export interface AxConfig {
   cpuThreads: number;
   leaseMs: number;
   shutdownGraceMs: number;
+  /** How long a cancelled running handler gets to stop after its AbortSignal before it is stopped like a timeout. */
+  cancelGraceMs: number;
   /** How often a worker writes its registry row (in-flight, per-type counters); stale after 3 of them. */
   heartbeatMs: number;
   /** A published-but-unclaimed due task is rung again after this long. */
@@ -241,6 +243,13 @@ export const SETTINGS: Record<keyof AxConfig, Setting> = {
   cpuThreads: {env: 'AX_CPU_THREADS', kind: 'int', default: 0, min: 0, doc: 'CPU pool threads (0: cores + 1)'},
   leaseMs: {env: 'AX_LEASE', kind: 'duration', default: 30_000, min: 100, doc: 'claim lease, renewed while a task runs'},
   shutdownGraceMs: {env: 'AX_SHUTDOWN_GRACE', kind: 'duration', default: 30_000, min: 0, doc: 'time in-flight work gets on SIGTERM'},
+  cancelGraceMs: {
+    env: 'AX_CANCEL_GRACE',
+    kind: 'duration',
+    default: 10_000,
+    min: 0,
+    doc: 'time a cancelled running handler gets after its AbortSignal before it is stopped like a timeout (a CPU thread terminated)',
+  },
   heartbeatMs: {
     env: 'AX_HEARTBEAT',
     kind: 'duration',

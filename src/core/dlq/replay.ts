@@ -47,6 +47,29 @@ export const CONFIRM_ABOVE = 1000;
 const SAMPLE = 10;
 /** The payload limit of patched payloads when the caller gives none (the config default). */
 const DEFAULT_PAYLOAD_LIMIT = 65_536;
+/**
+ * Most bytes (UTF-8) of a --patch kept in the record of a replay: the audit row's filter (`patch`)
+ * and each replayed task's history row. A longer patch is cut there (never inside a character) and
+ * ends with PATCH_CLIPPED_MARKER and its whole size, so the record says it is not the whole patch.
+ */
+export const PATCH_RECORD_BYTES = 1024;
+export const PATCH_CLIPPED_MARKER = '… [clipped]';
+
+/**
+ * The patch as recorded: its compact JSON, at most PATCH_RECORD_BYTES bytes of it, then (when cut)
+ * PATCH_CLIPPED_MARKER and ` <n> bytes in all`.
+ */
+export function patchRecord(patch: JsonObject): string {
+  const text = JSON.stringify(patch);
+  const bytes = Buffer.from(text, 'utf8');
+  if (bytes.length <= PATCH_RECORD_BYTES) return text;
+  // A cut inside a multi-byte character decodes to U+FFFD at the end: drop it.
+  const head = bytes
+    .subarray(0, PATCH_RECORD_BYTES)
+    .toString('utf8')
+    .replace(/\uFFFD+$/, '');
+  return `${head}${PATCH_CLIPPED_MARKER} ${bytes.length} bytes in all`;
+}
 
 export type ReplaySelection = {ids: string[]} | {filter: DeadFilter; all?: boolean};
 
@@ -215,7 +238,8 @@ export interface ReplayRun {
  * the payloads it replays, under its row locks (see the module comment). Tasks
  * another replay (or anything else) moved first are skipped and reported. A forced run
  * (`run.force`) also replays the succeeded and cancelled tasks the plan selected and stamps them
- * for ctx.replay; its audit command ends in ` --force`. Throws invalid_input for a rate that is
+ * for ctx.replay; its audit command ends in ` --force`. A patch is recorded (patchRecord: at most
+ * PATCH_RECORD_BYTES) in the audit row's filter and in each replayed task's history. Throws invalid_input for a rate that is
  * not a positive number, or `force` without a reason.
  */
 export async function runReplay(run: ReplayRun, sel: ReplaySelection, plan: ReplayPlan): Promise<ReplayResult> {
@@ -225,11 +249,17 @@ export async function runReplay(run: ReplayRun, sel: ReplaySelection, plan: Repl
     run.rate === undefined ? REPLAY_BATCH : Math.max(1, Math.min(REPLAY_BATCH, Math.floor(run.rate / PACED_BATCHES_PER_SECOND)));
   const out: ReplayResult = {replayed: 0, ids: [], skipped: [...plan.skipped], unrung: 0, elapsedMs: 0};
   const filter = 'ids' in sel ? {ids: [...new Set(sel.ids)]} : sel.filter;
+  // The patch is part of what was done: recorded (bounded) in the audit row and each task's history.
+  const patchText = plan.patch === undefined ? undefined : patchRecord(plan.patch.patch);
   // A forced replay is its own audit action: `<command> --force`, and force: true in the filter.
   const audit = {
     operator: run.operator,
     command: run.force ? `${run.command} --force` : run.command,
-    filter: run.force ? {...filterJson(filter), force: true} : filterJson(filter),
+    filter: {
+      ...filterJson(filter),
+      ...(run.force ? {force: true} : {}),
+      ...(patchText === undefined ? {} : {patch: patchText}),
+    },
     reason: run.reason,
   };
   const started = run.clock.monotonic();
@@ -262,7 +292,7 @@ export async function runReplay(run: ReplayRun, sel: ReplaySelection, plan: Repl
         actor: run.actor,
         audit,
         ...(run.force ? {force: {at: new Date(run.clock.now())}} : {}),
-        ...(rewrite === undefined ? {} : {rewrite}),
+        ...(rewrite === undefined || patchText === undefined ? {} : {rewrite, patch: patchText}),
       })
       .then((r) => {
         for (const k of r.skipped)

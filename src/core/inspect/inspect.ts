@@ -4,7 +4,7 @@ import type {InspectStore, ListFilter} from '../store/types.js';
 import {isTaskId} from '../task/id.js';
 import type {HistoryEntry, TaskRecord} from '../task/model.js';
 import {timeline} from './timeline.js';
-import {TASK_STATES, type TaskState, isTaskState} from '../task/state.js';
+import {TASK_STATES, isTaskState} from '../task/state.js';
 import {MAX_DEDUP_KEY_LENGTH, parseIsoTime, validateTypeName} from '../task/validate.js';
 
 export const MAX_LIST_LIMIT = 1000;
@@ -102,23 +102,5 @@ export async function showTask(store: Pick<InspectStore, 'tasksGet' | 'historyLi
   return {task, history: timeline(task, await store.historyList({taskId: id}))};
 }
 
-/**
- * Cancels a submitted or failed task; a cancelled task never runs (a worker's claim refuses it).
- * With `operator`, the cancel is audited (command `tasks cancel`, in the same transaction).
- * Throws not_found for an unknown id and conflict when the task is running or finished; nothing
- * is written then, not even the audit row.
- */
-export async function cancelTask(
-  store: Pick<InspectStore, 'tasksCancel'>,
-  id: string,
-  actor: string,
-  reason: string | null,
-  operator?: string,
-): Promise<{id: string; from: TaskState}> {
-  if (!isTaskId(id)) throw invalid(`"${id}" is not a task id (a lower-case UUID)`);
-  const audit = operator === undefined ? undefined : {operator, command: 'tasks cancel', filter: {ids: [id]}, reason};
-  const r = await store.tasksCancel({id, actor, reason, ...(audit ? {audit} : {})});
-  if (r.from === null) throw new AxError('not_found', `task ${id} does not exist`);
-  if (!r.cancelled) throw new AxError('conflict', `task ${id} is ${r.from}: only submitted or failed tasks can be cancelled`);
-  return {id, from: r.from};
-}
+/** Moved to cancel.ts (it also stops running tasks); re-exported for existing importers. */
+export {cancelTask} from './cancel.js';

@@ -394,6 +394,7 @@ export interface HistoryListParams {
 }
 export interface TasksCancelManyParams {
   type: string;
+  /** submitted and/or failed, and running (each running attempt is stopped: see StoppedAttempt). */
   states: TaskState[];
   limit: number;
   actor: string;
@@ -405,8 +406,33 @@ export interface TasksCancelParams {
   id: string;
   actor: string;
   reason: string | null;
+  /**
+   * Also cancel the task when it is running (transition cancelRunning: the fence moves on, see
+   * StoppedAttempt). Without it a running task is left alone (`cancelled: false`), as the cron
+   * admin's cancels of its own occurrences want.
+   */
+  running?: boolean;
   /** When given, an audit row (command `tasks cancel`) is written in the cancel's transaction, only if it cancelled. */
   audit?: AuditContext;
+}
+
+/**
+ * A running attempt a cancel ended in the database (running → cancelled): the fence the attempt
+ * held (the row's is now one more, so its outcome is stale) and the worker that runs it. The
+ * caller tells that worker (a control message) to stop the handler; the row is the truth either way.
+ */
+export interface StoppedAttempt {
+  id: string;
+  fence: number;
+  attempt: number;
+  worker: string | null;
+}
+
+/** A task a bulk cancel cancelled: the state it was in, and for a running one its stopped attempt. */
+export interface CancelledTask {
+  id: string;
+  from: TaskState;
+  stopped?: StoppedAttempt;
 }
 
 /**
@@ -466,16 +492,20 @@ export interface InspectStore extends DbClockStore {
    * the 30-day tables, so callers keep `since` bounded.
    */
   terminalCounts(p: {since: Date}): Promise<TerminalCountRow[]>;
-  /** Cancels a submitted or failed task. Returns the state it was in (null: unknown id). */
-  tasksCancel(p: TasksCancelParams): Promise<{from: TaskState | null; cancelled: boolean}>;
   /**
-   * Cancels up to `limit` tasks of `type` in `states` (submitted and/or failed), smallest ids first:
+   * Cancels a submitted or failed task, and with `running` a running one (its history row, to
+   * cancelled with the attempt's number, notes `cancelled by <audit operator, else actor>[: reason]`).
+   * Returns the state it was in (null: unknown id), and the attempt it stopped if it was running.
+   */
+  tasksCancel(p: TasksCancelParams): Promise<{from: TaskState | null; cancelled: boolean; stopped?: StoppedAttempt}>;
+  /**
+   * Cancels up to `limit` tasks of `type` in `states` (submitted, failed, running), smallest ids first:
    * a plain read of the candidates (idx_tasks_due, the waiting entries), then a transaction that
    * locks them by primary key, re-checks them and cancels those still waiting (one guarded UPDATE,
    * one history INSERT, one audit row; none when nothing was cancelled); candidates that moved in
    * between are replaced by a next round. Call again until fewer than `limit` come back.
    */
-  tasksCancelMany(p: TasksCancelManyParams): Promise<Array<{id: string; from: TaskState}>>;
+  tasksCancelMany(p: TasksCancelManyParams): Promise<CancelledTask[]>;
   /** The audit trail, newest first (append-only: nothing edits or deletes it). */
   auditList(p: AuditListParams): Promise<AuditRecord[]>;
   /**
@@ -569,6 +599,11 @@ export interface DeadReplayParams {
    * of this call changes) and is rethrown. Omitted: payloads are kept (and not read).
    */
   rewrite?: (payload: JsonObject, id: string) => string;
+  /**
+   * The patch behind `rewrite`, as recorded (already bounded, see patchRecord in core/dlq/replay.ts):
+   * each replayed task's history note ends with `; patch <it>`.
+   */
+  patch?: string;
 }
 
 export interface DeadPageParams extends DeadFilter {

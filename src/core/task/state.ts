@@ -48,6 +48,13 @@ export const TRANSITIONS = {
   /** A task no live worker had a handler for during AX_UNHANDLED_DEAD_AFTER. */
   unhandledDead: {from: ['submitted', 'failed'], to: 'dead', fenced: true},
   cancel: {from: ['submitted', 'failed'], to: 'cancelled'},
+  /**
+   * An operator's cancel of a running task (`ax tasks cancel`, the SDK's cancel): guarded by the
+   * fence the cancel read under its row lock, and it moves the fence on, so the attempt's late
+   * outcome (and lease renewals) of the worker that ran it are stale and change nothing. The worker
+   * learns of it by a control message, else at its next lease renewal, and stops the handler.
+   */
+  cancelRunning: {from: ['running'], to: 'cancelled', fenced: true},
   replay: {from: ['dead'], to: 'submitted'},
   /** `ax dlq replay --force`: also finished tasks, skipping the idempotency check of a finished task. */
   forceReplay: {from: ['dead', 'succeeded', 'cancelled'], to: 'submitted'},

@@ -5,7 +5,7 @@ import {Worker} from 'node:worker_threads';
 import {errorMessage, invalid, stackHead} from '../errors.js';
 import type {Logger} from '../log.js';
 import type {Clock, TimerHandle} from '../time.js';
-import type {ThreadData, ThreadJob, ThreadMessage, ThreadStray} from './cpu-thread.js';
+import type {ThreadAbort, ThreadData, ThreadJob, ThreadMessage, ThreadStray} from './cpu-thread.js';
 import {NOT_STARTED, outcomeToResult, WITHDRAWN, type ExecutionPool, type JobResult, type PoolJob} from './pool.js';
 
 export interface CpuPoolOptions {
@@ -29,6 +29,8 @@ interface Job {
   resolve: (r: JobResult) => void;
   thread: Thread | null;
   timer: TimerHandle | null;
+  /** A cancel asked its handler to stop (see ExecutionPool.cancel); the timer is then the grace period's. */
+  cancelling?: boolean;
 }
 
 interface Thread {
@@ -62,7 +64,9 @@ function toModuleUrl(spec: string): string {
  * Creates the CPU pool: `size` worker threads, each loading `handlersModule` once and running one
  * job at a time, with up to `capacity` jobs queued. Resolves once every thread has loaded the
  * module; rejects with invalid_input (and stops the threads) when it cannot be loaded. On timeout
- * or abort the job's thread is terminated and replaced; a thread that dies (uncaught error,
+ * or abort the job's thread is terminated and replaced; on a cancel the handler's signal in the
+ * thread is aborted first and the thread terminated only if the job is still running after the
+ * grace period; a thread that dies (uncaught error,
  * process.exit) fails its job as retryable and is replaced. A replacement that fails to load is
  * retried every second (logged as an error); queued jobs wait meanwhile. A stray error in handler
  * code in a thread is logged at error with its stack and reported to `onStray`: after an
@@ -266,6 +270,39 @@ export async function createCpuPool(opts: CpuPoolOptions): Promise<ExecutionPool
     abort(taskId, reason) {
       for (const j of [...queue]) if (j.job.taskId === taskId) finish(j, {kind: 'aborted', message: reason});
       for (const t of [...threads]) if (t.job?.job.taskId === taskId) kill(t.job, {kind: 'aborted', message: reason});
+    },
+    cancel(taskId, reason, graceMs) {
+      let found = false;
+      for (const j of [...queue])
+        if (j.job.taskId === taskId) {
+          found = true;
+          finish(j, {kind: 'aborted', message: reason});
+        }
+      for (const t of [...threads]) {
+        const j = t.job;
+        if (j?.job.taskId !== taskId) continue;
+        found = true;
+        if (j.cancelling) continue;
+        j.cancelling = true;
+        // The handler's signal in the thread, then the thread itself once the grace period is over.
+        const ask: ThreadAbort = {abort: j.id, reason};
+        try {
+          t.worker.postMessage(ask);
+        } catch {
+          // A thread that cannot take the message is terminated at the grace period's end anyway.
+        }
+        if (j.timer) clock.clearTimeout(j.timer);
+        j.timer = clock.setTimeout(() => {
+          logger.warn('handler ignored its cancel: worker thread terminated after the grace period', {
+            taskId,
+            type: j.job.type,
+            attempt: j.job.attempt,
+            graceMs,
+          });
+          kill(j, {kind: 'aborted', message: `${reason} (worker thread terminated after the cancel grace period of ${graceMs}ms)`});
+        }, graceMs);
+      }
+      return found;
     },
   };
 }

@@ -1,8 +1,9 @@
 /**
  * Entry of a CPU-pool worker thread (see cpu-pool.ts). Loads the handlers module once, reports
  * `{ready: true}` or `{loadError}`, then runs jobs one at a time: `{jobId, ...}` in,
- * `{jobId, outcome}` out. Interruption is by thread termination, so the handler's AbortSignal is
- * local and never aborted from outside; its logger writes JSON lines to stderr.
+ * `{jobId, outcome}` out. `{abort: jobId, reason}` in (an operator's cancel) aborts that job's
+ * AbortSignal; past the cancel's grace period, and on a timeout, the main thread terminates the
+ * thread instead. The handler's logger writes JSON lines to stderr.
  *
  * Stray errors in handler code (outside the awaited attempt) are posted to the main thread as
  * `{stray, message, stack}`: an unhandled rejection, after which the thread keeps running, or an
@@ -26,6 +27,11 @@ export interface ThreadJob {
   payload: JsonObject;
   /** See TaskContext.replay (a Date survives postMessage). */
   replay?: ForcedReplay;
+}
+/** Asks the handler of job `abort` to stop: its AbortSignal is aborted with `reason` (AbortError). */
+export interface ThreadAbort {
+  abort: number;
+  reason: string;
 }
 /** A stray error of handler code in the thread; `stack` is the error's whole stack when it had one. */
 export interface ThreadStray {
@@ -63,17 +69,24 @@ async function main(): Promise<void> {
     return; // no message listener: the thread exits
   }
   const logger = createLogger('info', {thread: 'cpu'});
-  port.on('message', (job: ThreadJob) => {
+  const controllers = new Map<number, AbortController>();
+  port.on('message', (msg: ThreadJob | ThreadAbort) => {
+    if ('abort' in msg) {
+      controllers.get(msg.abort)?.abort(new DOMException(msg.reason, 'AbortError'));
+      return;
+    }
     if (broken) return; // the main thread fails this job when it ends the thread
-    const {jobId, taskId, type, attempt, payload, replay} = job;
+    const {jobId, taskId, type, attempt, payload, replay} = msg;
     const handler = handlers.byType.get(type);
+    const controller = new AbortController();
+    controllers.set(jobId, controller);
     const ctx = {
       taskId,
       type,
       attempt,
       payload,
       ...(replay === undefined ? {} : {replay}),
-      signal: new AbortController().signal,
+      signal: controller.signal,
       logger: logger.child({taskId, type, attempt}),
     };
     const run: Promise<TaskOutcome> = handler
@@ -84,7 +97,10 @@ async function main(): Promise<void> {
         const stack = stackHead(e);
         return {ok: false, message: `handler failed: ${errorMessage(e)}`, unrecoverable: false, ...(stack === undefined ? {} : {stack})};
       })
-      .then((outcome) => post({jobId, outcome}));
+      .then((outcome) => {
+        controllers.delete(jobId);
+        post({jobId, outcome});
+      });
   });
   post({ready: true});
 }

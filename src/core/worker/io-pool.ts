@@ -70,7 +70,9 @@ function taskContext(job: PoolJob, e: Entry, parent: Logger): TaskContext {
  * Creates the IO pool: handlers run on the event loop, at most `size` at once (p-limit), with up to
  * `capacity` more waiting. Each attempt gets its own AbortSignal; on timeout (or abort/drain) the
  * signal is aborted and the job resolves at once, freeing its slot whether or not the handler
- * stops (a handler that settles later is logged as having ignored its abort). Throws invalid_input
+ * stops (a handler that settles later is logged as having ignored its abort). A cancel (see
+ * ExecutionPool.cancel) aborts the signal and waits up to its grace period for the handler to
+ * settle, then ends the attempt the same way. Throws invalid_input
  * for a size < 1 or a negative capacity.
  */
 export function createIoPool(opts: IoPoolOptions): ExecutionPool {
@@ -212,6 +214,30 @@ export function createIoPool(opts: IoPoolOptions): ExecutionPool {
         if (e.state === 'running') abortEntry(e, abortReason(reason, 'AbortError'), clock.monotonic());
         finish(e, {kind: 'aborted', message: reason});
       }
+    },
+    cancel(taskId, reason, graceMs) {
+      let found = false;
+      for (const e of [...entries]) {
+        if (e.job.taskId !== taskId) continue;
+        found = true;
+        if (e.state !== 'running') {
+          finish(e, {kind: 'aborted', message: reason});
+          continue;
+        }
+        if (e.abortReason) continue; // already stopping (timeout, an earlier cancel)
+        abortEntry(e, abortReason(reason, 'AbortError'), clock.monotonic());
+        if (e.timer) clock.clearTimeout(e.timer);
+        e.timer = clock.setTimeout(() => {
+          logger.warn('handler ignored its cancel: still running after the grace period; its attempt ends now', {
+            taskId,
+            type: e.job.type,
+            attempt: e.job.attempt,
+            graceMs,
+          });
+          finish(e, {kind: 'aborted', message: `${reason} (still running after the cancel grace period of ${graceMs}ms)`});
+        }, graceMs);
+      }
+      return found;
     },
   };
 }

@@ -58,6 +58,15 @@ export interface ExecutionPool {
    * WITHDRAWN}`; their task ids are returned. Running jobs are not touched. Synchronous.
    */
   withdraw(f: (job: PoolJob) => boolean): string[];
+  /**
+   * Stops one job on an operator's cancel; returns false when this pool does not have it. A queued
+   * job resolves as `aborted` at once. A running one is asked to stop (its AbortSignal is aborted
+   * with `reason`) and resolves with whatever it returns if it settles within `graceMs`; one still
+   * running then is stopped like a timeout (resolved as `aborted`; IO: its slot is freed whether or
+   * not the handler stops, CPU: the thread is terminated and replaced). Its own timeout no longer
+   * applies. Optional: a pool without it only has `abort`.
+   */
+  cancel?(taskId: string, reason: string, graceMs: number): boolean;
 }
 
 /** Maps a handler's TaskOutcome to a JobResult. */

@@ -196,6 +196,7 @@ async function buildWorker(o: WorkerServiceOptions, handlers: HandlerMap, url: s
     ...(o.workerId === undefined ? {} : {workerId: o.workerId}),
     ...(o.events === undefined ? {} : {events: o.events}),
     shutdownGraceMs: cfg.shutdownGraceMs,
+    cancelGraceMs: cfg.cancelGraceMs,
     heartbeatMs: cfg.heartbeatMs,
     leaseMs: cfg.leaseMs,
     tasksPerMessage: cfg.doorbellBatch,

@@ -19,6 +19,7 @@ import {Lane} from './intake.js';
 import {FlowGate, type GateStore} from '../flow/gate.js';
 import {MemorySampler, type MemoryUsage} from '../memory.js';
 import type {Admission} from '../flow/admission.js';
+import {CancelWatch} from './cancel.js';
 
 /** What a worker needs of the task database: the hot path, its registry row and flow control. */
 export type WorkerStore = Pick<HotPathStore, 'tasksClaim' | 'leasesRenew' | 'outcomesApply' | 'doorbellsMark'> &
@@ -60,6 +61,8 @@ export interface WorkerOptions {
   tasksPerMessage?: number;
   /** The grace period of a stop() without one, and of `await using` disposal (default 30 s). */
   shutdownGraceMs?: number;
+  /** How long a handler an operator cancelled gets after its signal before it is stopped like a timeout (default 10 s; see cancel.ts). */
+  cancelGraceMs?: number;
   /**
    * Where the worker emits its events (default: an emitter of its own, see `events`). The worker
    * subscribes its stats and failure log lines to it, so workers sharing one emitter count, and
@@ -131,6 +134,8 @@ export class Worker implements Service {
   private readonly renewer: Periodic;
   private readonly beat: Periodic;
   private readonly gate: FlowGate;
+  /** Stops running attempts an operator cancelled (control messages; see cancel.ts). */
+  private readonly cancels: CancelWatch;
   private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
   private stopping: Promise<void> | undefined;
   private readonly settled = new Set<Promise<unknown>>();
@@ -172,6 +177,15 @@ export class Worker implements Service {
     this.gate.attach(this.events, this.id);
     this.gate.onRefreshed(() => this.withdrawRefused());
     logTaskFailures(this.events, this.log);
+    this.cancels = new CancelWatch({
+      broker: o.broker,
+      logger: this.log,
+      events: this.events,
+      graceMs: o.cancelGraceMs ?? 10_000,
+      held: (id) => this.held.get(id),
+      pool: (name) => this.pools[name],
+      inner: (name) => o.pools[name],
+    });
     this.renewer = new Periodic({
       name: 'lease renewal',
       clock: o.clock,
@@ -248,6 +262,7 @@ export class Worker implements Service {
         this.subs.push(await this.o.broker.consume(name, prefetch, (d) => this.onDelivery(d, lane), level));
       }
     }
+    await this.cancels.start();
     this.renewer.start();
     this.beat.start();
     this.log.info('worker started', {pools: this.info().pools, leaseMs: this.o.leaseMs});
@@ -536,6 +551,7 @@ export class Worker implements Service {
         for (const o of batch) {
           const held = this.held.get(o.id);
           this.held.delete(o.id);
+          this.cancels.done(o.id);
           held?.lane?.done();
           if (!applied.has(o.id)) continue;
           if (o.kind === 'release' && held)
@@ -601,7 +617,8 @@ export class Worker implements Service {
         for (const id of await this.o.store.leasesRenew({held: held.slice(i, i + 1000), leaseMs: this.o.leaseMs})) renewed.add(id);
       for (const h of held) {
         if (renewed.has(h.id) || !this.held.has(h.id)) continue;
-        // Another process took the task over (our lease had expired): stop working on it.
+        // Another process took the task over (our lease had expired), or an operator cancelled it
+        // and the control message never came (cancel.ts): stop working on it.
         const lost = this.held.get(h.id);
         this.events.emit('lease:lost', {id: h.id, type: lost?.type ?? 'unknown'});
         const pool = this.pools[lost?.pool ?? 'io'];
@@ -654,6 +671,7 @@ export class Worker implements Service {
     await drained;
     while (this.settled.size > 0) await Promise.allSettled([...this.settled]);
     await this.outcomes.flush();
+    await this.cancels.stop(); // kept through the grace period: a cancel then still stops its handler
     await this.renewer.stop();
     this.state = 'stopped';
     if (wasRunning) await this.o.store.workersStop({id: this.id}).catch(() => undefined);

@@ -9,10 +9,13 @@ import {DEFAULT_PRIORITY, POOLS, PRIORITIES, type PoolName, type Priority} from 
 import {
   type Broker,
   type BrokerEvent,
+  type ControlMessage,
   type Delivery,
   type QueueInfo,
   type Subscription,
   type TaskMessage,
+  decodeControl,
+  encodeControl,
   encodeMessage,
   groupDoorbells,
   MAX_TASKS_PER_MESSAGE,
@@ -112,6 +115,13 @@ class Consumer {
   ) {}
 }
 
+/** A consumer of the cell's control messages (consumeControl). */
+class ControlConsumer {
+  ch: Channel | undefined;
+  cancelled = false;
+  constructor(readonly onMessage: (m: ControlMessage) => void) {}
+}
+
 /**
  * The Broker on RabbitMQ (amqplib). One connection; a confirm channel for publishing and one
  * channel per consumer. Any unexpected channel or connection close resets the whole connection,
@@ -126,6 +136,7 @@ export class AmqpBroker implements Broker {
   private chain: Promise<unknown> = Promise.resolve();
   private returned: Set<string> | undefined;
   private readonly consumers = new Set<Consumer>();
+  private readonly controls = new Set<ControlConsumer>();
   private readonly events = new EventEmitter();
 
   constructor(private readonly opts: AmqpBrokerOptions) {
@@ -174,6 +185,7 @@ export class AmqpBroker implements Broker {
       this.conn = c;
       this.pub = pub;
       for (const k of this.consumers) if (!k.cancelled) await this.open(c, k);
+      for (const k of this.controls) if (!k.cancelled) await this.openControl(c, k);
       this.events.emit('connected');
     } catch (e) {
       await conn?.close().catch(() => undefined);
@@ -192,6 +204,7 @@ export class AmqpBroker implements Broker {
           await ch.bindQueue(n.queue(pool, level), n.exchange, n.routingKey(pool, level));
         }
       await ch.assertQueue(n.poisonQueue, {durable: true, arguments: n.queueArgs});
+      await ch.assertExchange(n.controlExchange, 'fanout', {durable: true});
     } catch (e) {
       if ((e as {code?: number}).code === 406) {
         throw new AxError(
@@ -239,6 +252,33 @@ export class AmqpBroker implements Broker {
         });
       },
       {noAck: false},
+    );
+  }
+
+  /**
+   * Subscribes `k` on a channel of its own: a server-named queue (exclusive, auto-deleted with the
+   * connection) bound to the control exchange, no acks (a control message is best effort).
+   */
+  private async openControl(conn: ChannelModel, k: ControlConsumer): Promise<void> {
+    const ch = await conn.createChannel();
+    k.ch = ch;
+    ch.on('error', (e: Error) => this.opts.logger.warn('amqp control channel error', {error: e.message}));
+    ch.on('close', () => {
+      if (!k.cancelled && k.ch === ch) this.reset(conn, ch);
+    });
+    const x = this.names.controlExchange;
+    await ch.assertExchange(x, 'fanout', {durable: true});
+    const {queue} = await ch.assertQueue('', {exclusive: true, autoDelete: true, durable: false});
+    await ch.bindQueue(queue, x, '');
+    await ch.consume(
+      queue,
+      (msg) => {
+        if (msg === null) return this.reset(conn, ch);
+        const m = decodeControl(msg.content);
+        if (m) k.onMessage(m);
+        else this.opts.logger.warn('malformed control message dropped', {bytes: msg.content.length});
+      },
+      {noAck: true},
     );
   }
 
@@ -386,6 +426,31 @@ export class AmqpBroker implements Broker {
     };
   }
 
+  publishControl(m: ControlMessage): Promise<void> {
+    return this.publishRaw([
+      {
+        exchange: this.names.controlExchange,
+        routingKey: '',
+        content: encodeControl(m),
+        options: {persistent: false, mandatory: false, contentType: 'application/json', type: `control.${m.kind}`},
+      },
+    ]);
+  }
+
+  async consumeControl(onMessage: (m: ControlMessage) => void): Promise<Subscription> {
+    const k = new ControlConsumer(onMessage);
+    this.controls.add(k);
+    if (this.conn) await this.openControl(this.conn, k);
+    return {
+      cancel: async () => {
+        if (k.cancelled) return;
+        k.cancelled = true;
+        this.controls.delete(k);
+        if (k.ch) await k.ch.close().catch(() => undefined);
+      },
+    };
+  }
+
   async poison(d: Delivery, reason: string): Promise<void> {
     await this.publishRaw([
       {
@@ -456,6 +521,7 @@ export class AmqpBroker implements Broker {
     if (this.closing) return;
     this.closing = true;
     for (const k of this.consumers) k.cancelled = true;
+    for (const k of this.controls) k.cancelled = true;
     // Let the batch being confirmed finish, but no longer than a confirm may take.
     await this.withTimeout(this.chain, 'closing').catch(() => undefined);
     const conn = this.conn;

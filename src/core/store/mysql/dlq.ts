@@ -134,7 +134,9 @@ export async function replayDead(db: Db, cell: string, p: DeadReplayParams, inli
     const replayed: DeadReplayResult['replayed'] = [];
     const skipped: DeadReplayResult['skipped'] = [];
     const history: HistoryRow[] = [];
-    const note = clipError(`${p.force ? 'force-replayed' : 'replayed'} by ${p.audit.operator}${reason ? `: ${reason}` : ''}`);
+    const note = clipError(
+      `${p.force ? 'force-replayed' : 'replayed'} by ${p.audit.operator}${reason ? `: ${reason}` : ''}${p.patch === undefined ? '' : `; patch ${p.patch}`}`,
+    );
     for (const id of ids) {
       const r = found.get(id);
       const state = (r?.state as TaskState | undefined) ?? null;

@@ -6,7 +6,9 @@ import type {
   HeldForDispatch,
   HoldsTakeParams,
   InsertResult,
+  CancelledTask,
   LeasesRenewParams,
+  StoppedAttempt,
   TasksCancelManyParams,
   TasksCancelParams,
   TasksClaimParams,
@@ -456,11 +458,13 @@ export async function renewLeases(db: Db, {held, leaseMs}: LeasesRenewParams): P
 /**
  * See InspectStore.tasksCancelMany, read then locked (pickThenLock): the candidates, a plain read of
  * the type's rows in the states (idx_tasks_due, the type checked in the index); then per round one
- * transaction: the candidates by primary key FOR UPDATE, re-checked, one guarded UPDATE
- * (affectedRows must equal the rows read, else it rolls back), one history INSERT, one audit row.
+ * transaction: the candidates by primary key FOR UPDATE, re-checked, guarded UPDATEs (cancel for
+ * the waiting ones, cancelRunning at the fences read for the running ones; affectedRows must equal
+ * the rows read, else it rolls back), one history INSERT, one audit row.
  */
-export async function cancelMany(db: Db, cell: string, p: TasksCancelManyParams): Promise<Array<{id: string; from: TaskState}>> {
-  const states = p.states.filter((s) => guardOf('cancel').from.includes(s));
+export async function cancelMany(db: Db, cell: string, p: TasksCancelManyParams): Promise<CancelledTask[]> {
+  const cancellable = [...guardOf('cancel').from, ...guardOf('cancelRunning').from];
+  const states = p.states.filter((s) => cancellable.includes(s));
   if (states.length === 0) return [];
   const match = `cell = ? AND type = ? AND state IN (${marks(states.length)})`;
   return pickThenLock(
@@ -481,60 +485,104 @@ async function cancelLocked(
   match: string,
   states: readonly TaskState[],
   picked: readonly string[],
-): Promise<Array<{id: string; from: TaskState}>> {
+): Promise<CancelledTask[]> {
   return tx(db, async (c) => {
     const rows = await select(
       db,
       c,
-      `SELECT id, state, attempt FROM tasks WHERE id IN (${marks(picked.length)}) AND ${match} ORDER BY id FOR UPDATE`,
+      `SELECT id, state, attempt, fence, worker, started_at FROM tasks WHERE id IN (${marks(picked.length)}) AND ${match} ORDER BY id FOR UPDATE`,
       [...picked, cell, p.type, ...states],
     );
     if (rows.length === 0) return [];
-    const where = guardedWhere(
-      'cancel',
-      rows.map((r) => ({id: r.id as string, fence: 0})),
-    );
-    const res = await exec(
+    const done = await cancelRows(db, c, cell, rows, {actor: p.actor, reason: p.reason, by: p.audit.operator});
+    await insertAudit(
       db,
       c,
-      `UPDATE tasks SET state = '${TRANSITIONS.cancel.to}', finished_at = NOW(3), updated_at = NOW(3), lease_until = NULL, ${MARK_LEFT_UNRUNG} WHERE ${where.sql} AND cell = ?`,
-      [...where.params, cell],
+      cell,
+      p.audit,
+      done.map((d) => d.id),
     );
-    if (res.affectedRows !== rows.length)
-      throw new AxError('internal', `cancel changed ${res.affectedRows} rows, expected ${rows.length}: rolled back`);
-    const note = clipError(p.reason);
-    const h = historyInsert(
-      rows.map((r): HistoryRow => [r.id as string, r.state as TaskState, TRANSITIONS.cancel.to, Number(r.attempt), p.actor, note, null]),
-    );
-    await exec(db, c, h.sql, h.params);
-    const ids = rows.map((r) => r.id as string);
-    await insertAudit(db, c, cell, p.audit, ids);
-    return rows.map((r) => ({id: r.id as string, from: r.state as TaskState}));
+    return done;
   });
 }
 
-/** Cancels a submitted/failed task with history. Returns its previous state (null: unknown id). */
+/**
+ * Cancels `rows` (id, state, attempt, fence, worker, started_at; locked FOR UPDATE on `c`, each in
+ * a state cancel or cancelRunning starts from): one guarded UPDATE per transition, affectedRows
+ * checked (else AxError internal: the transaction rolls back), one history INSERT. A running row's
+ * fence moves on (its worker's outcome becomes stale); its history row is the attempt's, like an
+ * outcome's (the worker it ran on, its start), with the note `cancelled by <by>[: <reason>]`.
+ */
+async function cancelRows(
+  db: Db,
+  c: PoolConnection,
+  cell: string,
+  rows: readonly Row[],
+  who: {actor: string; reason: string | null; by: string},
+): Promise<CancelledTask[]> {
+  const out: CancelledTask[] = [];
+  const history: HistoryRow[] = [];
+  const waiting: FencedRef[] = [];
+  const running: FencedRef[] = [];
+  const stoppedNote = clipError(`cancelled by ${who.by}${who.reason ? `: ${who.reason}` : ''}`);
+  for (const r of rows) {
+    const id = r.id as string;
+    const from = r.state as TaskState;
+    const attempt = Number(r.attempt);
+    if (from === 'running') {
+      running.push({id, fence: Number(r.fence)});
+      out.push({id, from, stopped: {id, fence: Number(r.fence), attempt, worker: (r.worker as string | null) ?? null}});
+      const ranOn = (r.worker as string | null) ?? who.actor;
+      history.push([id, from, TRANSITIONS.cancelRunning.to, attempt, ranOn, stoppedNote, null, (r.started_at as Date | null) ?? null]);
+    } else {
+      waiting.push({id, fence: 0});
+      out.push({id, from});
+      history.push([id, from, TRANSITIONS.cancel.to, attempt, who.actor, clipError(who.reason), null]);
+    }
+  }
+  const set = `finished_at = NOW(3), updated_at = NOW(3), lease_until = NULL`;
+  for (const [t, refs, extra] of [
+    ['cancel', waiting, MARK_LEFT_UNRUNG],
+    ['cancelRunning', running, 'fence = fence + 1'],
+  ] as const) {
+    if (refs.length === 0) continue;
+    const where = guardedWhere(t, refs);
+    const res = await exec(db, c, `UPDATE tasks SET state = '${TRANSITIONS[t].to}', ${set}, ${extra} WHERE ${where.sql} AND cell = ?`, [
+      ...where.params,
+      cell,
+    ]);
+    if (res.affectedRows !== refs.length)
+      throw new AxError('internal', `${t} changed ${res.affectedRows} rows, expected ${refs.length}: rolled back`);
+  }
+  const h = historyInsert(history);
+  await exec(db, c, h.sql, h.params);
+  return out;
+}
+
+/**
+ * Cancels a submitted/failed task, and with `running` a running one (see InspectStore.tasksCancel),
+ * with history, and the audit row when `audit` is given. Returns its previous state (null: unknown
+ * id) and, for a running one, the attempt it stopped.
+ */
 export async function cancel(
   db: Db,
   cell: string,
-  {id, actor, reason, audit}: TasksCancelParams,
-): Promise<{from: TaskState | null; cancelled: boolean}> {
+  {id, actor, reason, audit, running}: TasksCancelParams,
+): Promise<{from: TaskState | null; cancelled: boolean; stopped?: StoppedAttempt}> {
   return tx(db, async (c) => {
-    const rows = await select(db, c, 'SELECT state, attempt FROM tasks WHERE id = ? AND cell = ? FOR UPDATE', [id, cell]);
+    const rows = await select(
+      db,
+      c,
+      'SELECT id, state, attempt, fence, worker, started_at FROM tasks WHERE id = ? AND cell = ? FOR UPDATE',
+      [id, cell],
+    );
     const r = rows[0];
     if (!r) return {from: null, cancelled: false};
     const from = r.state as TaskState;
-    if (!guardOf('cancel').from.includes(from)) return {from, cancelled: false};
-    const where = guardedWhere('cancel', [{id, fence: 0}]);
-    await exec(
-      db,
-      c,
-      `UPDATE tasks SET state = '${TRANSITIONS.cancel.to}', finished_at = NOW(3), updated_at = NOW(3), lease_until = NULL, ${MARK_LEFT_UNRUNG} WHERE ${where.sql}`,
-      where.params,
-    );
-    const h = historyInsert([[id, from, TRANSITIONS.cancel.to, Number(r.attempt), actor, clipError(reason), null]]);
-    await exec(db, c, h.sql, h.params);
+    const allowed = running === true && guardOf('cancelRunning').from.includes(from);
+    if (!guardOf('cancel').from.includes(from) && !allowed) return {from, cancelled: false};
+    const [done] = await cancelRows(db, c, cell, rows, {actor, reason, by: audit?.operator ?? actor});
     if (audit) await insertAudit(db, c, cell, audit, [id]);
-    return {from, cancelled: true};
+    return done?.stopped ? {from, cancelled: true, stopped: done.stopped} : {from, cancelled: true};
   });
 }
