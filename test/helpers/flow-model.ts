@@ -54,8 +54,8 @@ export const DEFAULTS: Settings = {
 /** How long parked tasks wait before they are looked at again (AX_PAUSED_RECHECK, the probe recheck). */
 export const RECHECK = {pausedMs: 300_000, probeMs: 5000};
 
-/** The outcome windows a gate reads: at least a minute, else the longest window of any type. */
-export const MIN_FETCH_WINDOW_MS = 60_000;
+/** How long the outcome rows are kept: what no gate can see any more (src/core/flow/breaker.ts has the same). */
+export const OUTCOMES_KEPT_MS = 660_000;
 
 export interface Breaker {
   state: BreakerStateName;
@@ -151,18 +151,10 @@ export class FlowModel {
     return {...DEFAULTS, ...this.type(name).overrides};
   }
 
-  /** The outcome window the gates read (every type's window counts, a minute at least). */
-  fetchWindowMs(): number {
-    return Math.max(MIN_FETCH_WINDOW_MS, ...[...this.types.keys()].map((n) => this.settings(n).windowMs));
-  }
-
   private sum(t: ModelType, fromMs: number, nowMs: number): {ok: number; failed: number} {
-    // What a gate can see at all: the seconds of the window it reads (a minute, or the longest
-    // window of a type). Half-open, probes' outcomes older than that are not counted: a breaker
-    // whose closeAfter successes take longer than that to come (probes < closeAfter, a long
-    // cool-down between probe episodes) never closes. That is a defect of the gate, reported with a
-    // reproduction; the model says what the gate does so the rest can be compared.
-    const visible = floorSecond(nowMs) - Math.ceil(this.fetchWindowMs() / 1000) * 1000;
+    // What a gate can see at all: the gates read every count a type's evaluation needs (its window,
+    // or everything since it turned half-open), never more than the outcomes kept.
+    const visible = floorSecond(nowMs) - Math.ceil(OUTCOMES_KEPT_MS / 1000) * 1000;
     let ok = 0;
     let failed = 0;
     for (const [at, c] of t.counts)

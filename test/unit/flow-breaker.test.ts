@@ -6,7 +6,18 @@
  */
 import {describe, expect, it} from 'vitest';
 import {ADMISSION_DEFAULTS, admit, flowDecision, probeEpisode, snapshotOf} from '../../src/core/flow/admission.js';
-import {BREAKER_DEFAULTS, breakerSettings, CLOSED, cooldownMs, evaluate, type SecondCount} from '../../src/core/flow/breaker.js';
+import {
+  BREAKER_DEFAULTS,
+  breakerSettings,
+  CLOSED,
+  cooldownMs,
+  countsSpanMs,
+  evaluate,
+  OUTCOMES_KEPT_MS,
+  probeSpanMs,
+  type SecondCount,
+} from '../../src/core/flow/breaker.js';
+import {mergeBreaker} from '../../src/core/flow/settings.js';
 import {FlowGate, type GateStore} from '../../src/core/flow/gate.js';
 import {AxEvents, type BreakerEvent} from '../../src/core/events.js';
 import {createLogger} from '../../src/core/log.js';
@@ -19,6 +30,28 @@ const s = BREAKER_DEFAULTS;
 /** `n` seconds of counts ending at `end`, each with ok/failed. */
 const secs = (end: number, n: number, ok: number, failed: number): SecondCount[] =>
   Array.from({length: n}, (_, i) => ({at: end - (n - i) * 1000, ok, failed}));
+
+describe('breaker settings and the outcome span a gate reads', () => {
+  it('refuses settings whose probes would take longer to close it than the outcomes are kept', () => {
+    // 1 probe per 6 min episode, 3 to close: the third starts 12 min after half-open.
+    expect(() => mergeBreaker({}, {probes: 1, closeAfter: 3, cooldown: '6m', maxCooldown: '10m'})).toThrow(
+      /close-after 3 at 1 probe\(s\) per 360 s cool-down takes more than 10 min of probes/,
+    );
+    expect(mergeBreaker({}, {probes: 1, closeAfter: 3, cooldown: '5m', maxCooldown: '10m'})).toMatchObject({closeAfter: 3});
+    // A stored override counts: lowering the probes later is refused too.
+    expect(() => mergeBreaker({closeAfter: 3, cooldownMs: 400_000, maxCooldownMs: 600_000}, {probes: 1})).toThrow(/close-after 3/);
+    expect(probeSpanMs({probes: 3, closeAfter: 3, cooldownMs: 86_400_000})).toBe(0);
+  });
+
+  it('reads every closed window, and a half-open breaker since it turned half-open, capped at what is kept', () => {
+    const closed = {settings: s, state: CLOSED};
+    expect(countsSpanMs([], T0)).toBe(60_000);
+    expect(countsSpanMs([closed, {settings: {...s, windowMs: 300_000}, state: CLOSED}], T0)).toBe(300_000);
+    const half = (since: number) => ({settings: s, state: {state: 'half_open' as const, until: null, openings: 1, changedAt: since}});
+    expect(countsSpanMs([closed, half(T0 - 150_500)], T0)).toBe(152_000);
+    expect(countsSpanMs([half(T0 - 3_600_000)], T0)).toBe(OUTCOMES_KEPT_MS);
+  });
+});
 
 describe('breaker state machine (pure)', () => {
   it('opens when more than half of at least minVolume attempts of the last minute failed', () => {

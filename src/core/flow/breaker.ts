@@ -51,6 +51,33 @@ export const BREAKER_DEFAULTS: BreakerSettings = {
 /** Longest window any setting may ask for; the windows kept in MySQL cover it. */
 export const MAX_WINDOW_MS = 600_000;
 
+/** How long the per-second outcome rows are kept (type_outcomes is purged beyond it). */
+export const OUTCOMES_KEPT_MS = MAX_WINDOW_MS + 60_000;
+
+/**
+ * How long a half-open breaker may need its probes' outcomes: the probe episodes that closing
+ * takes (closeAfter successes at `probes` per base cool-down) must start within MAX_WINDOW_MS of
+ * turning half-open, so every outcome that counts is still kept. Settings beyond it are refused.
+ */
+export function probeSpanMs(s: Pick<BreakerSettings, 'probes' | 'closeAfter' | 'cooldownMs'>): number {
+  return (Math.ceil(s.closeAfter / Math.max(1, s.probes)) - 1) * s.cooldownMs;
+}
+
+/**
+ * The span of per-second counts a gate reads to evaluate these breakers at `nowMs`: at least a
+ * minute, every closed type's window, and for a half-open one everything since it turned half-open
+ * (its probes may span several episodes); never more than what is kept.
+ */
+export function countsSpanMs(breakers: Iterable<{settings: BreakerSettings; state: BreakerState}>, nowMs: number): number {
+  let span = 60_000;
+  for (const {settings, state} of breakers) {
+    span = Math.max(span, settings.windowMs);
+    if (state.state === 'half_open' && state.changedAt !== null)
+      span = Math.max(span, nowMs - Math.floor(state.changedAt / 1000) * 1000 + 1000);
+  }
+  return Math.min(OUTCOMES_KEPT_MS, span);
+}
+
 /** Outcomes of one second (epoch ms of its start), summed over the workers. */
 export interface SecondCount {
   at: number;

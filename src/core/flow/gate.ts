@@ -10,11 +10,11 @@ import {errorMessage} from '../errors.js';
 import type {Logger} from '../log.js';
 import {Periodic} from '../lifecycle.js';
 import type {Broker} from '../broker/types.js';
-import type {FlowStore, HotPathStore, ParkedKind} from '../store/types.js';
+import type {FlowStore, HotPathStore, ParkedKind, TypeRecord} from '../store/types.js';
 import type {Clock} from '../time.js';
 import type {AxEvents} from '../events.js';
 import {limitsOf} from './limits.js';
-import {type BreakerState, breakerSettings, CLOSED, evaluate, MAX_WINDOW_MS, type SecondCount} from './breaker.js';
+import {type BreakerState, breakerSettings, CLOSED, countsSpanMs, evaluate, OUTCOMES_KEPT_MS, type SecondCount} from './breaker.js';
 import {
   type Admission,
   type AdmissionOptions,
@@ -100,7 +100,7 @@ export class FlowGate {
     this.snap = snapshotOf(await this.o.store.flowView({liveMs: this.liveMs}));
     if (this.o.breakers !== false && (await this.evaluateBreakers()))
       this.snap = snapshotOf(await this.o.store.flowView({liveMs: this.liveMs}));
-    if (++this.refreshes % PURGE_EVERY === 0) await this.o.store.outcomesPurge({olderThanMs: MAX_WINDOW_MS + 60_000});
+    if (++this.refreshes % PURGE_EVERY === 0) await this.o.store.outcomesPurge({olderThanMs: OUTCOMES_KEPT_MS});
     // One line per change this worker sees (operators and tests can tell when a pause took effect).
     for (const [type, t] of this.snap.types)
       if (t.paused && !before.types.get(type)?.paused) this.o.logger.info('type paused: parking its tasks', {type, by: t.pausedBy});
@@ -142,23 +142,19 @@ export class FlowGate {
    * any moved (by this worker or, when its compare-and-set lost, by another).
    */
   private async evaluateBreakers(): Promise<boolean> {
-    const windowMs = Math.max(60_000, ...[...this.snap.types.values()].map((t) => breakerSettings(t.settings).windowMs));
+    const now = this.o.clock.now();
+    const windowMs = countsSpanMs(
+      [...this.snap.types.values()].map((t) => ({settings: breakerSettings(t.settings), state: stateOf(t)})),
+      now,
+    );
     const byType = new Map<string, SecondCount[]>();
     for (const c of await this.o.store.outcomeCounts({windowMs}))
       (byType.get(c.type) ?? byType.set(c.type, []).get(c.type)!).push({at: c.at.getTime(), ok: c.ok, failed: c.failed});
     for (const [type, t] of this.snap.types) if (t.breaker.state !== 'closed' && !byType.has(type)) byType.set(type, []);
-    const now = this.o.clock.now();
     let moved = false;
     for (const [type, counts] of byType) {
       const rec = this.snap.types.get(type);
-      const b: BreakerState = rec
-        ? {
-            state: rec.breaker.state,
-            until: rec.breaker.until?.getTime() ?? null,
-            openings: rec.breaker.openings,
-            changedAt: rec.breaker.changedAt?.getTime() ?? null,
-          }
-        : CLOSED;
+      const b: BreakerState = rec ? stateOf(rec) : CLOSED;
       const tr = evaluate(b, counts, now, breakerSettings(rec?.settings ?? {}));
       if (!tr) continue;
       const won = await this.o.store.breakerTransition({
@@ -227,4 +223,14 @@ export class FlowGate {
       this.o.logger.warn(`could not ring the ${kind} tasks released`, {type, error: errorMessage(e)});
     }
   }
+}
+
+/** A registry row's breaker as the pure state machine reads it (epoch ms). */
+function stateOf(rec: TypeRecord): BreakerState {
+  return {
+    state: rec.breaker.state,
+    until: rec.breaker.until?.getTime() ?? null,
+    openings: rec.breaker.openings,
+    changedAt: rec.breaker.changedAt?.getTime() ?? null,
+  };
 }

@@ -4,7 +4,7 @@
  */
 import {invalid} from '../errors.js';
 import {parseDuration} from '../duration.js';
-import {BREAKER_DEFAULTS, MAX_WINDOW_MS, type BreakerSettings} from './breaker.js';
+import {BREAKER_DEFAULTS, MAX_WINDOW_MS, probeSpanMs, type BreakerSettings} from './breaker.js';
 
 /** What an operator may set, as text (CLI flags) or values (SDK). Absent: unchanged. */
 export interface BreakerInput {
@@ -51,5 +51,11 @@ export function mergeBreaker(current: Partial<BreakerSettings>, input: BreakerIn
   const cool = out.cooldownMs ?? BREAKER_DEFAULTS.cooldownMs;
   const cap = out.maxCooldownMs ?? BREAKER_DEFAULTS.maxCooldownMs;
   if (cool > cap) throw invalid(`breaker cool-down (${cool / 1000} s) is above its cap, the max cool-down (${cap / 1000} s)`);
+  const probes = out.probes ?? BREAKER_DEFAULTS.probes;
+  const closeAfter = out.closeAfter ?? BREAKER_DEFAULTS.closeAfter;
+  if (probeSpanMs({probes, closeAfter, cooldownMs: cool}) > MAX_WINDOW_MS)
+    throw invalid(
+      `breaker close-after ${closeAfter} at ${probes} probe(s) per ${cool / 1000} s cool-down takes more than ${MAX_WINDOW_MS / 60_000} min of probes to close: raise the probes or lower the close-after or the cool-down`,
+    );
   return out;
 }
