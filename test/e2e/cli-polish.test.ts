@@ -191,6 +191,21 @@ describe('help, version, did-you-mean, autocomplete', () => {
     expect(flat(far.stderr)).toMatch(/xyzzy is not an ax command\. Run `ax help` for the list/);
   });
 
+  test('a mistyped command with arguments names the nearest one with its arguments, runs nothing (exit 127)', async () => {
+    const id = '0190f1c2-7d3e-7a41-9b2c-5e6f7a8b9c0d';
+    const replay = await ax(['dlq', 'replya', id, '--force']);
+    expect(replay.code).toBe(127);
+    expect(flat(replay.stderr)).toMatch(new RegExp(`dlq replya is not an ax command\\. Did you mean \`ax dlq replay ${id} --force\`\\?`));
+    const submit = await ax(['submti', 'order_notify', '--payload', '{}']);
+    expect(submit.code).toBe(127);
+    expect(flat(submit.stderr)).toMatch(/submti is not an ax command\. Did you mean `ax submit order_notify --payload \{\}`\?/);
+    const far = await ax(['xyzzy', 'foo']);
+    expect(far.code).toBe(127);
+    expect(flat(far.stderr)).toMatch(/xyzzy foo is not an ax command\. Run `ax help` for the list/);
+    expect(await testEnv.sql('SELECT id FROM tasks')).toEqual([]);
+    expect(await testEnv.sql('SELECT id FROM admin_audit')).toEqual([]);
+  });
+
   test('a mistyped flag names the nearest one (exit 2, nothing written)', async () => {
     const r = await ax(['submit', 'order_notify', '--dealy', '5s']);
     expect(r.code).toBe(2);
