@@ -2,7 +2,7 @@
  * End-to-end tests of the CLI's set-up errors and polish (`node bin/run.js …`, run `npm run build`
  * first): each MySQL set-up problem (wrong password, unknown user, missing database, schema not
  * migrated, missing business database, missing task_outbox) has its own message, hint and exit
- * code; read-only commands never create a database; `-h`, `-v`, `version`, did-you-mean for
+ * code, and so has a RabbitMQ login refused or virtual host missing; read-only commands never create a database; `-h`, `-v`, `version`, did-you-mean for
  * commands and flags, autocomplete, the EXIT CODES section of every command's help.
  */
 import {randomBytes} from 'node:crypto';
@@ -11,7 +11,7 @@ import {tmpdir} from 'node:os';
 import {join} from 'node:path';
 import {afterAll, beforeAll, describe, expect, test} from 'vitest';
 import {ROOT, runCli, type CliRun} from '../helpers/spawn.js';
-import {createTestEnv, MYSQL_ROOT, type TestEnv} from '../helpers/env.js';
+import {AMQP_URL, createTestEnv, MYSQL_ROOT, type TestEnv} from '../helpers/env.js';
 
 let testEnv: TestEnv;
 let cwd: string;
@@ -154,6 +154,41 @@ describe('MySQL set-up problems: a message and a hint each, exit 5, nothing crea
     expect(r.json.error.details).toEqual({reason: 'access_denied', scope: 'outbox'});
     const human = await ax(['outbox', 'stats'], {AX_OUTBOX_MYSQL_URL: `mysql://${PW_USER}:wrong@${host}/${db()}`});
     expect(flat(human.stderr)).toMatch(/Check the user and password in AX_OUTBOX_MYSQL_URL/);
+  });
+});
+
+describe('RabbitMQ set-up problems: a refused login is said as such, exit 5, nothing retried', () => {
+  const amqp = new URL(AMQP_URL);
+  const wrong = `amqp://${amqp.username || 'guest'}:wrong_${randomBytes(3).toString('hex')}@${amqp.host}`;
+
+  test('a wrong password: "refused the login", the AX_AMQP_URL hint, not "Is the server running?"', async () => {
+    for (const cmd of [['queues'], ['submit', 'order_notify', '--payload', '{}']]) {
+      const human = await ax(cmd, {AX_AMQP_URL: wrong});
+      expect(human.code, `${cmd.join(' ')}: ${human.stderr}`).toBe(5);
+      expect(flat(human.stderr)).toMatch(
+        /RabbitMQ at amqp:\/\/[^:]+:\*\*\*@.* refused the login of user "[^"]+": the user does not exist, the password is wrong/,
+      );
+      expect(flat(human.stderr)).toMatch(/Check the user and password in AX_AMQP_URL/);
+      expect(flat(human.stderr)).not.toMatch(/Is the server running|is unavailable/);
+      expect(human.stderr).not.toContain('wrong_');
+      const json = await ax([...cmd, '--json'], {AX_AMQP_URL: wrong});
+      expect(json.code).toBe(5);
+      expect(json.json.error).toMatchObject({code: 'unavailable', details: {reason: 'access_denied', scope: 'amqp'}});
+    }
+  });
+
+  test('a missing virtual host is named, with its own hint', async () => {
+    const r = await ax(['queues'], {AX_AMQP_URL: `${AMQP_URL.replace(/\/+$/, '')}/ax_no_such_vhost`});
+    expect(r.code).toBe(5);
+    expect(flat(r.stderr)).toMatch(/refused to open virtual host "ax_no_such_vhost" for user "[^"]+": the virtual host does not exist/);
+    expect(flat(r.stderr)).toMatch(/Check the virtual host in AX_AMQP_URL/);
+  });
+
+  test('a worker with a wrong password exits 5 at once instead of waiting for the server', async () => {
+    const r = await ax(['worker', '--handlers', join(ROOT, 'test/fixtures/handlers.js'), '--pools', 'io'], {AX_AMQP_URL: wrong});
+    expect(r.code, r.stderr).toBe(5);
+    expect(flat(r.stderr)).toMatch(/refused the login of user/);
+    expect(r.stderr).not.toMatch(/retrying/);
   });
 });
 
