@@ -1,7 +1,7 @@
 /** Flags and JSON shapes shared by the `ax dlq` commands. */
 import {Flags} from '@oclif/core';
 import {MAX_ERROR_FILTER} from '../core/dlq/dlq.js';
-import {clip, table, when} from './render.js';
+import {oneLine, table, when} from './render.js';
 import type {SignatureRow} from '../core/dlq/signature.js';
 import type {DeadTaskRow} from '../core/store/types.js';
 
@@ -33,7 +33,7 @@ export function signatureTable(rows: readonly SignatureRow[], counted: string): 
     when(r.firstSeen, {seconds: true}),
     when(r.lastSeen, {seconds: true}),
     r.sampleId,
-    clip(r.signature, 80),
+    oneLine(r.signature),
   ]);
   return table(['TYPE', counted, 'FIRST (UTC)', 'LAST (UTC)', 'SAMPLE', 'SIGNATURE'], cells, {right: [1]});
 }

@@ -6,7 +6,7 @@ import {openStore} from '../../cli/runtime.js';
 import {listTasks, MAX_LIST_LIMIT, MAX_SEARCH_TEXT, parseListFilter} from '../../core/inspect/inspect.js';
 import type {TaskRecord} from '../../core/task/model.js';
 import {TASK_STATES} from '../../core/task/state.js';
-import {clip, table, taskJson, when} from '../../cli/render.js';
+import {oneLine, table, taskJson, when} from '../../cli/render.js';
 
 /** One task as `ax tasks list --json` shows it: the row without its payload, dates as ISO strings. */
 export interface TaskListItem {
@@ -35,7 +35,7 @@ export interface TaskListResult {
 export default class TasksList extends AxCommand {
   static override readOnly = true;
   static override summary = 'List tasks, newest first.';
-  static override description = `Filters combine (AND); states are ${TASK_STATES.join(', ')}. The table shows ATTEMPT as attempts made / attempts allowed (1 + max retries), times in UTC, and the last error cut to fit: \`ax tasks show <id>\` has the rest.`;
+  static override description = `Filters combine (AND); states are ${TASK_STATES.join(', ')}. The table shows ATTEMPT as attempts made / attempts allowed (1 + max retries), times in UTC, and, on a terminal, the last error cut to fit (a task id never is; piped output is never cut): \`ax tasks show <id>\` has the rest.`;
   static override examples = [
     {description: 'The 50 newest tasks', command: '<%= config.bin %> tasks list'},
     {
@@ -105,6 +105,6 @@ function toCells(t: TaskRecord): string[] {
     `${t.attempt}/${t.maxRetries + 1}`,
     when(t.runAt, {seconds: true}),
     when(t.updatedAt, {seconds: true}),
-    clip(t.lastError, 40),
+    oneLine(t.lastError),
   ];
 }
