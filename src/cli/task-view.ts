@@ -1,5 +1,6 @@
 /** The human view of one task and its timeline, shared by `ax tasks show` and `ax dlq show`. */
 import type {TaskDetail} from '../core/inspect/inspect.js';
+import {attemptBudget, attemptText} from '../core/inspect/timeline.js';
 import {oneLine, printable, table, when} from './render.js';
 
 const PAYLOAD_PREVIEW = 400;
@@ -13,7 +14,7 @@ export function renderTask({task: t, history}: TaskDetail, opts: {stacks: 'last'
   const payload = JSON.stringify(t.payload);
   const lines = [
     `${t.id}  ${t.type}  ${t.state.toUpperCase()}`,
-    `  pool ${t.pool} · priority ${t.priority} · attempt ${t.attempt} of ${t.maxRetries + 1} · timeout ${t.timeoutMs === null ? 'default' : `${t.timeoutMs} ms`} · cell ${t.cell}`,
+    `  pool ${t.pool} · priority ${t.priority} · ${attemptText(attemptBudget(t, history))} · timeout ${t.timeoutMs === null ? 'default' : `${t.timeoutMs} ms`} · cell ${t.cell}`,
     `  run at    ${when(t.runAt)}    published ${when(t.publishedAt)}`,
     `  created   ${when(t.createdAt)}    updated   ${when(t.updatedAt)}    finished ${when(t.finishedAt)}`,
   ];

@@ -47,3 +47,31 @@ export function timeline(task: TaskRecord, rows: readonly HistoryEntry[]): Histo
     out.push(started(task.id, out.at(-1), task.attempt, task.startedAt, task.worker));
   return out;
 }
+
+/** Where a task stands in its retry budget (see attemptBudget). */
+export interface AttemptBudget {
+  /** Attempts made in all (tasks.attempt: it keeps counting across replays). */
+  attempt: number;
+  /** Attempts its budget allows: 1 + max retries, counted from the latest replay when there was one. */
+  allowed: number;
+  /** Attempts made since the latest DLQ replay (attempt − tasks.retry_base); null when never replayed. */
+  sinceReplay: number | null;
+}
+
+/**
+ * The task's attempts against its budget, from its timeline: a DLQ replay (the only transition to
+ * `submitted` from dead, succeeded or cancelled) gives the task a whole budget again and its
+ * history row records the attempts made until then (the store's retry_base), so after a replay
+ * "attempt 2 of 1" reads as attempt 2, 1 of 1 since the replay.
+ */
+export function attemptBudget(task: TaskRecord, history: readonly HistoryEntry[]): AttemptBudget {
+  const replay = history.findLast((h) => h.to === 'submitted' && (h.from === 'dead' || h.from === 'succeeded' || h.from === 'cancelled'));
+  return {attempt: task.attempt, allowed: task.maxRetries + 1, sinceReplay: replay === undefined ? null : task.attempt - replay.attempt};
+}
+
+/** `attempt 2 of 6`, or after a replay `attempt 2 (1 of 1 since the replay)`. */
+export function attemptText(b: AttemptBudget): string {
+  return b.sinceReplay === null
+    ? `attempt ${b.attempt} of ${b.allowed}`
+    : `attempt ${b.attempt} (${b.sinceReplay} of ${b.allowed} since the replay)`;
+}
