@@ -65,6 +65,13 @@ export abstract class AxCommand extends Command {
   };
   /** A command that only reads: it never creates the database (AX_CREATE_DATABASE does not apply). */
   static readOnly = false;
+  /**
+   * A long-running process (worker, scheduler, relay): its logs are its output, at AX_LOG_LEVEL.
+   * Every other command says what it did itself, so the core's info lines (e.g. "type paused")
+   * would only repeat it as a JSON line on the operator's terminal: it logs warnings and errors
+   * only, unless AX_LOG_LEVEL is set.
+   */
+  static daemon = false;
 
   /**
    * Loads the configuration (file, env, then non-secret overrides from flags) and returns the
@@ -89,8 +96,10 @@ export abstract class AxCommand extends Command {
       ...(configFile === undefined ? {} : {file: configFile}),
       overrides: readOnly ? {...overrides, createDatabase: false} : overrides,
     });
-    // In --json mode stdout holds only the JSON document; logs go to stderr and default to warnings.
-    const quiet = this.jsonEnabled() && process.env.AX_LOG_LEVEL === undefined;
+    // In --json mode stdout holds only the JSON document; logs go to stderr and default to warnings,
+    // as they do for every command that is not a daemon (see `daemon`).
+    const daemon = (this.constructor as typeof AxCommand).daemon;
+    const quiet = (this.jsonEnabled() || !daemon) && process.env.AX_LOG_LEVEL === undefined;
     return createRuntime(quiet ? {...cfg, logLevel: 'warn'} : cfg);
   }
 

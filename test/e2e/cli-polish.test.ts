@@ -10,8 +10,8 @@ import {mkdtempSync, readFileSync, rmSync} from 'node:fs';
 import {tmpdir} from 'node:os';
 import {join} from 'node:path';
 import {afterAll, beforeAll, describe, expect, test} from 'vitest';
-import {ROOT, runCli, type CliRun} from '../helpers/spawn.js';
-import {AMQP_URL, createTestEnv, MYSQL_ROOT, type TestEnv} from '../helpers/env.js';
+import {ROOT, runCli, spawnAx, type CliRun} from '../helpers/spawn.js';
+import {AMQP_URL, createTestEnv, eventually, MYSQL_ROOT, type TestEnv} from '../helpers/env.js';
 
 let testEnv: TestEnv;
 let cwd: string;
@@ -189,6 +189,40 @@ describe('RabbitMQ set-up problems: a refused login is said as such, exit 5, not
     expect(r.code, r.stderr).toBe(5);
     expect(flat(r.stderr)).toMatch(/refused the login of user/);
     expect(r.stderr).not.toMatch(/retrying/);
+  });
+});
+
+describe('logs of one-shot commands', () => {
+  // The operator's default: no AX_LOG_LEVEL (the test environment sets warn for every other test).
+  const plain = (args: string[], extra: Record<string, string> = {}): Promise<CliRun> =>
+    runCli(args, {cwd, env: {...testEnv.env, AX_LOG_LEVEL: undefined, ...extra}});
+
+  test('types pause and resume print their sentence, no JSON log line; AX_LOG_LEVEL=info brings the log back', async () => {
+    const type = 'quiet_pause';
+    expect((await ax(['submit', type, '--delay', '1h'])).code).toBe(0);
+    const pause = await plain(['types', 'pause', type, '--reason', 'deploy']);
+    expect(pause.code, pause.stderr).toBe(0);
+    expect(pause.stdout).toMatch(/^paused quiet_pause/);
+    expect(pause.stderr).toBe('');
+    const resume = await plain(['types', 'resume', type]);
+    expect(resume.code, resume.stderr).toBe(0);
+    expect(resume.stdout).toMatch(/^resumed quiet_pause/);
+    expect(resume.stderr).toBe('');
+    const loud = await plain(['types', 'pause', type, '--reason', 'deploy'], {AX_LOG_LEVEL: 'info'});
+    expect(loud.code, loud.stderr).toBe(0);
+    expect(loud.stderr).toMatch(/"msg":"type paused"/);
+    expect((await plain(['types', 'resume', type])).code).toBe(0);
+  });
+
+  test('a daemon (ax worker) still logs at info by default', async () => {
+    const {AX_LOG_LEVEL: _level, ...env} = testEnv.env;
+    const w = spawnAx(['worker', '--handlers', 'test/fixtures/handlers.js', '--pools', 'io'], {...env, AX_CONFIG: ''});
+    try {
+      await eventually(async () => /"level":"info"/.test(w.stderr()), 20_000, 'an info line from the worker');
+    } finally {
+      w.child.kill('SIGTERM');
+      await w.exited;
+    }
   });
 });
 
