@@ -237,6 +237,16 @@ describe('help, version, did-you-mean, autocomplete', () => {
     }
   });
 
+  test('every command listed by ax --help has a description, version too', async () => {
+    const r = await ax(['--help']);
+    expect(r.stdout).toMatch(/^ {2}version\s+Print the version of ax/m);
+    const commands = r.stdout.slice(r.stdout.indexOf('\nCOMMANDS\n'));
+    for (const line of commands.split('\n').filter((l) => /^ {2}\S/.test(l))) expect(line, line).toMatch(/^ {2}\S+\s{2,}\S/);
+    const own = await ax(['version', '--help']);
+    expect(own.code).toBe(0);
+    expect(own.stdout).toMatch(/^Print the version of ax/);
+  });
+
   test('ax -v, ax --version and ax version print the version', async () => {
     const {version} = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {version: string};
     for (const args of [['-v'], ['--version'], ['version']]) {
