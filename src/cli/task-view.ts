@@ -14,7 +14,7 @@ export function renderTask({task: t, history}: TaskDetail, opts: {stacks: 'last'
   const payload = JSON.stringify(t.payload);
   const lines = [
     `${t.id}  ${t.type}  ${t.state.toUpperCase()}`,
-    `  pool ${t.pool} · priority ${t.priority} · ${attemptText(attemptBudget(t, history))} · timeout ${t.timeoutMs === null ? 'default' : `${t.timeoutMs} ms`} · cell ${t.cell}`,
+    `  pool ${t.pool} · priority ${t.priority} · ${attemptText(attemptBudget(t))} · timeout ${t.timeoutMs === null ? 'default' : `${t.timeoutMs} ms`} · cell ${t.cell}`,
     `  run at    ${when(t.runAt)}    published ${when(t.publishedAt)}`,
     `  created   ${when(t.createdAt)}    updated   ${when(t.updatedAt)}    finished ${when(t.finishedAt)}`,
   ];

@@ -288,6 +288,14 @@ describe('ax dlq replay', () => {
     expect(shown.stdout).not.toMatch(/attempt 3 of 2/);
     const fresh = await ax(['tasks', 'show', run]);
     expect(fresh.stdout).toMatch(/ · attempt 1 of 6 · /);
+    const list = await ax(['tasks', 'list', '--type', 'replay_ids']);
+    expect(list.stdout.split('\n').find((l) => l.startsWith(a))).toMatch(/ running {2,}1\/2 \(3 in all\) /);
+    expect(list.stdout.split('\n').find((l) => l.startsWith(run))).toMatch(/ running {2,}1\/6 /);
+    expect((await ax(['tasks', 'list', '--type', 'replay_ids', '--json'])).json.tasks.find((t: {id: string}) => t.id === a)).toMatchObject({
+      attempt: 3,
+      maxRetries: 1,
+      retryBase: 2,
+    });
   });
 
   test('--dry-run counts per type with a sample and changes nothing; the filter needs --yes off a terminal', async () => {

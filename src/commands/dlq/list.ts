@@ -8,6 +8,7 @@ import {openStore} from '../../cli/runtime.js';
 import {listDead, MAX_DLQ_LIMIT, parseDeadFilter} from '../../core/dlq/dlq.js';
 import {invalid} from '../../core/errors.js';
 import {isTaskId} from '../../core/task/id.js';
+import {attemptBudget, attemptCell} from '../../core/inspect/timeline.js';
 import type {DeadTaskRow} from '../../core/store/types.js';
 
 export interface DlqListResult {
@@ -62,5 +63,5 @@ Exit codes: 2 bad flag value, 3 the --after task does not exist, 5 MySQL unavail
 }
 
 function cells(t: DeadTaskRow): string[] {
-  return [t.id, t.type, `${t.attempt}/${t.maxRetries + 1}`, when(t.finishedAt, {seconds: true}), oneLine(t.lastError)];
+  return [t.id, t.type, attemptCell(attemptBudget(t)), when(t.finishedAt, {seconds: true}), oneLine(t.lastError)];
 }

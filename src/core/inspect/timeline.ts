@@ -54,19 +54,22 @@ export interface AttemptBudget {
   attempt: number;
   /** Attempts its budget allows: 1 + max retries, counted from the latest replay when there was one. */
   allowed: number;
-  /** Attempts made since the latest DLQ replay (attempt − tasks.retry_base); null when never replayed. */
+  /** Attempts made since the latest DLQ replay (attempt − tasks.retry_base); null when never replayed (retry_base 0). */
   sinceReplay: number | null;
 }
 
 /**
- * The task's attempts against its budget, from its timeline: a DLQ replay (the only transition to
- * `submitted` from dead, succeeded or cancelled) gives the task a whole budget again and its
- * history row records the attempts made until then (the store's retry_base), so after a replay
- * "attempt 2 of 1" reads as attempt 2, 1 of 1 since the replay.
+ * The task's attempts against its budget: a DLQ replay gives the task a whole budget again and the
+ * store keeps the attempts made until then (tasks.retry_base), so after a replay "attempt 2 of 1"
+ * reads as attempt 2, 1 of 1 since the replay.
  */
-export function attemptBudget(task: TaskRecord, history: readonly HistoryEntry[]): AttemptBudget {
-  const replay = history.findLast((h) => h.to === 'submitted' && (h.from === 'dead' || h.from === 'succeeded' || h.from === 'cancelled'));
-  return {attempt: task.attempt, allowed: task.maxRetries + 1, sinceReplay: replay === undefined ? null : task.attempt - replay.attempt};
+export function attemptBudget(task: Pick<TaskRecord, 'attempt' | 'maxRetries' | 'retryBase'>): AttemptBudget {
+  return {attempt: task.attempt, allowed: task.maxRetries + 1, sinceReplay: task.retryBase > 0 ? task.attempt - task.retryBase : null};
+}
+
+/** The ATTEMPT cell of the lists: `2/6`, or after a replay `1/1 (2 in all)`. */
+export function attemptCell(b: AttemptBudget): string {
+  return b.sinceReplay === null ? `${b.attempt}/${b.allowed}` : `${b.sinceReplay}/${b.allowed} (${b.attempt} in all)`;
 }
 
 /** `attempt 2 of 6`, or after a replay `attempt 2 (1 of 1 since the replay)`. */
