@@ -12,16 +12,21 @@ export {EXIT_CODES} from './exit-codes.js';
 const SERVERS_HINT =
   'Is the server running? `npm run services` starts MariaDB and RabbitMQ locally; check the host and port in AX_MYSQL_URL, AX_OUTBOX_MYSQL_URL and AX_AMQP_URL.';
 
-/** What to do about each reason MySQL could not be used (`details.reason` of an AxError('unavailable')). */
-const DB_HINTS: Record<DbFailureReason, {ax: string; outbox: string}> = {
-  unreachable: {ax: SERVERS_HINT, outbox: SERVERS_HINT},
+/**
+ * What to do about each reason MySQL or RabbitMQ could not be used (`details.reason` of an
+ * AxError('unavailable')), by `details.scope`: none (ax's database), `outbox`, `amqp`.
+ */
+const DB_HINTS: Record<DbFailureReason, {ax: string; outbox: string; amqp?: string}> = {
+  unreachable: {ax: SERVERS_HINT, outbox: SERVERS_HINT, amqp: SERVERS_HINT},
   access_denied: {
     ax: 'Check the user and password in AX_MYSQL_URL (mysql://user:password@host:3306/database), and that the user may connect from this host.',
     outbox: 'Check the user and password in AX_OUTBOX_MYSQL_URL (default AX_MYSQL_URL), and that the user may connect from this host.',
+    amqp: 'Check the user and password in AX_AMQP_URL (amqp://user:password@host:5672/vhost); `rabbitmqctl list_users` lists the users, and guest may only log in from localhost.',
   },
   permission_denied: {
     ax: "Grant the user in AX_MYSQL_URL the rights ax needs on its database, e.g. GRANT ALL ON ax.* TO 'user'@'%'.",
     outbox: 'Grant the user in AX_OUTBOX_MYSQL_URL SELECT, INSERT, UPDATE and DELETE on task_outbox.',
+    amqp: "Check the virtual host in AX_AMQP_URL (`rabbitmqctl list_vhosts`) and the user's permissions on it, e.g. rabbitmqctl set_permissions -p <vhost> <user> '.*' '.*' '.*'.",
   },
   unknown_database: {
     ax: '`ax migrate` creates the database and its tables (or fix the database name in AX_MYSQL_URL).',
@@ -40,6 +45,7 @@ export function hintFor(err: AxError): string | undefined {
   const reason = err.details?.reason as DbFailureReason | undefined;
   const hints = reason === undefined ? undefined : DB_HINTS[reason];
   if (hints === undefined) return SERVERS_HINT;
+  if (err.details?.scope === 'amqp') return hints.amqp ?? SERVERS_HINT;
   return err.details?.scope === 'outbox' ? hints.outbox : hints.ax;
 }
 
@@ -59,6 +65,13 @@ export abstract class AxCommand extends Command {
   };
   /** A command that only reads: it never creates the database (AX_CREATE_DATABASE does not apply). */
   static readOnly = false;
+  /**
+   * A long-running process (worker, scheduler, relay): its logs are its output, at AX_LOG_LEVEL.
+   * Every other command says what it did itself, so the core's info lines (e.g. "type paused")
+   * would only repeat it as a JSON line on the operator's terminal: it logs warnings and errors
+   * only, unless AX_LOG_LEVEL is set.
+   */
+  static daemon = false;
 
   /**
    * Loads the configuration (file, env, then non-secret overrides from flags) and returns the
@@ -83,8 +96,10 @@ export abstract class AxCommand extends Command {
       ...(configFile === undefined ? {} : {file: configFile}),
       overrides: readOnly ? {...overrides, createDatabase: false} : overrides,
     });
-    // In --json mode stdout holds only the JSON document; logs go to stderr and default to warnings.
-    const quiet = this.jsonEnabled() && process.env.AX_LOG_LEVEL === undefined;
+    // In --json mode stdout holds only the JSON document; logs go to stderr and default to warnings,
+    // as they do for every command that is not a daemon (see `daemon`).
+    const daemon = (this.constructor as typeof AxCommand).daemon;
+    const quiet = (this.jsonEnabled() || !daemon) && process.env.AX_LOG_LEVEL === undefined;
     return createRuntime(quiet ? {...cfg, logLevel: 'warn'} : cfg);
   }
 

@@ -1,7 +1,8 @@
 /** Flags and JSON shapes shared by the `ax dlq` commands. */
 import {Flags} from '@oclif/core';
 import {MAX_ERROR_FILTER} from '../core/dlq/dlq.js';
-import {clip, table, when} from './render.js';
+import {oneLine, table, when} from './render.js';
+import type {ReplayPlan} from '../core/dlq/replay.js';
 import type {SignatureRow} from '../core/dlq/signature.js';
 import type {DeadTaskRow} from '../core/store/types.js';
 
@@ -33,7 +34,7 @@ export function signatureTable(rows: readonly SignatureRow[], counted: string): 
     when(r.firstSeen, {seconds: true}),
     when(r.lastSeen, {seconds: true}),
     r.sampleId,
-    clip(r.signature, 80),
+    oneLine(r.signature),
   ]);
   return table(['TYPE', counted, 'FIRST (UTC)', 'LAST (UTC)', 'SAMPLE', 'SIGNATURE'], cells, {right: [1]});
 }
@@ -43,4 +44,15 @@ export type SignatureJson = Omit<SignatureRow, 'firstSeen' | 'lastSeen'> & {firs
 
 export function signatureJson(r: SignatureRow): SignatureJson {
   return {...r, firstSeen: r.firstSeen.toISOString(), lastSeen: r.lastSeen.toISOString()};
+}
+
+/**
+ * `2 dead tasks` when only dead tasks are selected; with succeeded or cancelled ones (a forced
+ * replay by ids) the states are named: `1 task (1 succeeded)`, `3 tasks (2 dead, 1 cancelled)`.
+ */
+export function replayCount(plan: Pick<ReplayPlan, 'total' | 'byState'>): string {
+  const tasks = `task${plan.total === 1 ? '' : 's'}`;
+  const states = Object.entries(plan.byState).filter(([, n]) => (n ?? 0) > 0);
+  if (states.every(([s]) => s === 'dead')) return `${plan.total} dead ${tasks}`;
+  return `${plan.total} ${tasks} (${states.map(([s, n]) => `${n} ${s}`).join(', ')})`;
 }

@@ -31,3 +31,26 @@ export function closest(input: string, candidates: Iterable<string>): string | u
   }
   return best?.c;
 }
+
+/** What a mistyped command line probably meant: the command id and the words after it (its arguments). */
+export interface CommandSuggestion {
+  id: string;
+  args: string[];
+}
+
+/**
+ * The command a mistyped line meant. oclif hands an unknown command over as the leading words of
+ * the line joined with ":" (`dlq replya 0190…` → `dlq:replya:0190…`), arguments included, so the
+ * longest run of leading words that is near a command of as many words wins and the words after it
+ * are kept as its arguments: `submti x` → submit with [x], `dlq:replya:<id>` → dlq:replay with [<id>]. Undefined
+ * when no run of leading words is near a command.
+ */
+export function closestCommand(id: string, commandIds: readonly string[]): CommandSuggestion | undefined {
+  const words = id.split(':');
+  for (let n = words.length; n >= 1; n--) {
+    const sameLength = commandIds.filter((c) => c.split(':').length === n);
+    const near = closest(words.slice(0, n).join(':'), sameLength);
+    if (near !== undefined) return {id: near, args: words.slice(n)};
+  }
+  return undefined;
+}

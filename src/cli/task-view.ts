@@ -1,6 +1,7 @@
 /** The human view of one task and its timeline, shared by `ax tasks show` and `ax dlq show`. */
 import type {TaskDetail} from '../core/inspect/inspect.js';
-import {printable, table, when} from './render.js';
+import {attemptBudget, attemptText} from '../core/inspect/timeline.js';
+import {oneLine, printable, table, when} from './render.js';
 
 const PAYLOAD_PREVIEW = 400;
 
@@ -13,7 +14,7 @@ export function renderTask({task: t, history}: TaskDetail, opts: {stacks: 'last'
   const payload = JSON.stringify(t.payload);
   const lines = [
     `${t.id}  ${t.type}  ${t.state.toUpperCase()}`,
-    `  pool ${t.pool} · priority ${t.priority} · attempt ${t.attempt} of ${t.maxRetries + 1} · timeout ${t.timeoutMs === null ? 'default' : `${t.timeoutMs} ms`} · cell ${t.cell}`,
+    `  pool ${t.pool} · priority ${t.priority} · ${attemptText(attemptBudget(t))} · timeout ${t.timeoutMs === null ? 'default' : `${t.timeoutMs} ms`} · cell ${t.cell}`,
     `  run at    ${when(t.runAt)}    published ${when(t.publishedAt)}`,
     `  created   ${when(t.createdAt)}    updated   ${when(t.updatedAt)}    finished ${when(t.finishedAt)}`,
   ];
@@ -25,14 +26,8 @@ export function renderTask({task: t, history}: TaskDetail, opts: {stacks: 'last'
     `  payload   ${payload.length > PAYLOAD_PREVIEW ? `${payload.slice(0, PAYLOAD_PREVIEW)}… (${payload.length} chars; --json for all)` : payload}`,
   );
   lines.push('', 'history (UTC)');
-  const rows = history.map((h) => [
-    when(h.at),
-    `${h.from ?? '·'} → ${h.to}`,
-    String(h.attempt),
-    h.worker ?? '-',
-    (h.error ?? '').replace(/\s+/g, ' '),
-  ]);
-  lines.push(...table(['TIME', 'TRANSITION', 'ATTEMPT', 'BY', 'ERROR / REASON'], rows, {indent: '  '}));
+  const rows = history.map((h) => [when(h.at), `${h.from ?? '·'} → ${h.to}`, String(h.attempt), h.worker ?? '-', oneLine(h.error)]);
+  lines.push(...table(['TIME', 'TRANSITION', 'ATTEMPT', 'BY', 'ERROR / REASON'], rows, {indent: '  ', keep: [3]}));
   // The latest failed attempt's stack (first lines, as stored); --json has every attempt's.
   const last = opts.stacks === 'last' ? history.findLast((h) => h.stack !== null) : undefined;
   if (last?.stack) lines.push('', `stack of attempt ${last.attempt}`, ...last.stack.split('\n').map((l) => `  ${printable(l)}`));

@@ -81,6 +81,6 @@ export function typesTable(types: TypeView[]): string[] {
       t.paused ? `by ${t.paused.by ?? '?'} since ${when(t.paused.since, {seconds: true})}` : 'no',
       limitsText(t),
     ]),
-    {right: [2, 3, 4]},
+    {right: [2, 3, 4], keep: [0]}, // the type name: what `ax types show|pause|set` take
   );
 }

@@ -38,7 +38,7 @@ Exit codes: 2 bad flag value, 5 RabbitMQ unavailable.`;
         q.exists ? String(q.messages) : 'missing',
         q.exists ? String(q.consumers) : '-',
       ]);
-      for (const line of table(head, rows, {right: [2, 3]})) this.log(line);
+      for (const line of table(head, rows, {right: [2, 3], keep: [0]})) this.log(line);
       const missing = result.queues.filter((q) => !q.exists).length;
       if (missing > 0)
         this.log(

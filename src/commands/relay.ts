@@ -8,6 +8,7 @@ import {oneCellPerEndpoint} from '../cli/cells.js';
 import {startRelay, type RunningRelay} from '../relay.js';
 
 export default class RelayCommand extends AxCommand {
+  static override daemon = true;
   static override summary = 'Move tasks from the business database’s task_outbox into ax, until SIGTERM/SIGINT.';
   static override description = `Every AX_RELAY_INTERVAL (1s) the relay claims up to AX_RELAY_BATCH (500) unsent rows of task_outbox
 with FOR UPDATE SKIP LOCKED (several relays share one table), writes the tasks into ax idempotently,

@@ -19,6 +19,7 @@ import {archiveLoop} from '../core/archive/service.js';
 import {createArchiver} from '../cli/runtime.js';
 
 export default class SchedulerCommand extends AxCommand {
+  static override daemon = true;
   static override summary = 'Fire delayed tasks, retries and cron occurrences on time; rescue and reconcile.';
   static override description = `Holds the tasks due within the next AX_SCHEDULER_HORIZON (10s) — claimed in MySQL so several
 schedulers never ring one twice — in a hashed timing wheel keyed by the database clock, and

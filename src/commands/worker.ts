@@ -22,6 +22,7 @@ function sumStats(workers: Worker[]): Record<string, number> {
 }
 
 export default class WorkerCommand extends AxCommand {
+  static override daemon = true;
   static override summary = 'Run tasks: consume the pool queues and execute handlers until SIGTERM/SIGINT.';
   static override description = `Loads a handlers module (its default export, or its "handlers" export, must be
 defineHandlers({...}, {onStart, onStop})), consumes the queue of each pool it runs, claims tasks in

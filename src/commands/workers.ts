@@ -79,7 +79,10 @@ function render(workers: WorkerView[], counts: Record<WorkerStatus, number>, rat
     w.startedAt.toISOString().slice(0, 19).replace('T', ' '),
   ]);
   return [
-    ...table(['WORKER', 'STATUS', 'POOLS', 'IN-FLIGHT', 'RATE/S', 'RSS', 'HEARTBEAT', 'STARTED (UTC)'], rows, {right: [3, 4, 5]}),
+    ...table(['WORKER', 'STATUS', 'POOLS', 'IN-FLIGHT', 'RATE/S', 'RSS', 'HEARTBEAT', 'STARTED (UTC)'], rows, {
+      right: [3, 4, 5],
+      keep: [0],
+    }),
     head,
   ];
 }

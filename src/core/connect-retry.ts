@@ -41,6 +41,7 @@ export function connectRetryDelay(attempt: number, maxMs: number, random: Random
  */
 export function isRetryableConnectError(e: unknown): boolean {
   if (!isAxError(e, 'unavailable') || e.cause === undefined) return false;
+  if (e.details?.reason === 'access_denied' || e.details?.reason === 'permission_denied') return false;
   for (let c: unknown = e, depth = 0; c && depth < 5; c = (c as {cause?: unknown}).cause, depth++) {
     const code = (c as {code?: unknown}).code;
     if (typeof code === 'string' && /ACCESS_DENIED|NOT_SUPPORTED_AUTH|BAD_DB_ERROR/.test(code)) return false;

@@ -81,6 +81,29 @@ describe('ax archive', () => {
     expect((await ax(['archive', 'show', old[5]!])).code).toBe(3);
   });
 
+  test('tasks show of an archived id points to ax archive show (still exit 3); an unknown id does not exist', async () => {
+    const id = old[0]!;
+    expect(await hot([id])).toBe(0);
+    const human = await ax(['tasks', 'show', id]);
+    expect(human.code).toBe(3);
+    const said = human.stderr.replace(/\s*\n\s*›\s*/g, ' ');
+    expect(said).toMatch(
+      new RegExp(
+        `task ${id} is no longer in the live tables: it was archived \\(\\d{4}-\\d{2}-\\d{2}/[^)]+\\); \`ax archive show ${id}\` shows it`,
+      ),
+    );
+    const json = await ax(['tasks', 'show', id, '--json']);
+    expect(json.code).toBe(3);
+    expect(json.json.error).toMatchObject({code: 'not_found', details: {archived: expect.stringMatching(/^\d{4}-\d{2}-\d{2}\//)}});
+    const unknown = await ax(['tasks', 'show', '0190f1c2-7d3e-7a41-9b2c-5e6f7a8b9c0d', '--json']);
+    expect(unknown.code).toBe(3);
+    expect(unknown.json.error.message).toBe('task 0190f1c2-7d3e-7a41-9b2c-5e6f7a8b9c0d does not exist');
+    // No archive there at all: still a plain not found.
+    const noArchive = await ax(['tasks', 'show', id, '--json'], {AX_ARCHIVE_DIR: join(cwd, 'nowhere')});
+    expect(noArchive.code).toBe(3);
+    expect(noArchive.json.error.message).toBe(`task ${id} does not exist`);
+  });
+
   test('bad input: exit 2 (nothing changed), 3 unknown id', async () => {
     const ids = await finished(store, 'e2e_bad', 2, 'complete');
     await age(ids, 31);

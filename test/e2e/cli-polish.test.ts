@@ -2,7 +2,7 @@
  * End-to-end tests of the CLI's set-up errors and polish (`node bin/run.js …`, run `npm run build`
  * first): each MySQL set-up problem (wrong password, unknown user, missing database, schema not
  * migrated, missing business database, missing task_outbox) has its own message, hint and exit
- * code; read-only commands never create a database; `-h`, `-v`, `version`, did-you-mean for
+ * code, and so has a RabbitMQ login refused or virtual host missing; read-only commands never create a database; `-h`, `-v`, `version`, did-you-mean for
  * commands and flags, autocomplete, the EXIT CODES section of every command's help.
  */
 import {randomBytes} from 'node:crypto';
@@ -10,8 +10,8 @@ import {mkdtempSync, readFileSync, rmSync} from 'node:fs';
 import {tmpdir} from 'node:os';
 import {join} from 'node:path';
 import {afterAll, beforeAll, describe, expect, test} from 'vitest';
-import {ROOT, runCli, type CliRun} from '../helpers/spawn.js';
-import {createTestEnv, MYSQL_ROOT, type TestEnv} from '../helpers/env.js';
+import {ROOT, runCli, spawnAx, type CliRun} from '../helpers/spawn.js';
+import {AMQP_URL, createTestEnv, eventually, MYSQL_ROOT, type TestEnv} from '../helpers/env.js';
 
 let testEnv: TestEnv;
 let cwd: string;
@@ -157,6 +157,77 @@ describe('MySQL set-up problems: a message and a hint each, exit 5, nothing crea
   });
 });
 
+describe('RabbitMQ set-up problems: a refused login is said as such, exit 5, nothing retried', () => {
+  const amqp = new URL(AMQP_URL);
+  const wrong = `amqp://${amqp.username || 'guest'}:wrong_${randomBytes(3).toString('hex')}@${amqp.host}`;
+
+  test('a wrong password: "refused the login", the AX_AMQP_URL hint, not "Is the server running?"', async () => {
+    for (const cmd of [['queues'], ['submit', 'order_notify', '--payload', '{}']]) {
+      const human = await ax(cmd, {AX_AMQP_URL: wrong});
+      expect(human.code, `${cmd.join(' ')}: ${human.stderr}`).toBe(5);
+      expect(flat(human.stderr)).toMatch(
+        /RabbitMQ at amqp:\/\/[^:]+:\*\*\*@.* refused the login of user "[^"]+": the user does not exist, the password is wrong/,
+      );
+      expect(flat(human.stderr)).toMatch(/Check the user and password in AX_AMQP_URL/);
+      expect(flat(human.stderr)).not.toMatch(/Is the server running|is unavailable/);
+      expect(human.stderr).not.toContain('wrong_');
+      const json = await ax([...cmd, '--json'], {AX_AMQP_URL: wrong});
+      expect(json.code).toBe(5);
+      expect(json.json.error).toMatchObject({code: 'unavailable', details: {reason: 'access_denied', scope: 'amqp'}});
+    }
+  });
+
+  test('a missing virtual host is named, with its own hint', async () => {
+    const r = await ax(['queues'], {AX_AMQP_URL: `${AMQP_URL.replace(/\/+$/, '')}/ax_no_such_vhost`});
+    expect(r.code).toBe(5);
+    expect(flat(r.stderr)).toMatch(/refused to open virtual host "ax_no_such_vhost" for user "[^"]+": the virtual host does not exist/);
+    expect(flat(r.stderr)).toMatch(/Check the virtual host in AX_AMQP_URL/);
+  });
+
+  test('a worker with a wrong password exits 5 at once instead of waiting for the server', async () => {
+    const r = await ax(['worker', '--handlers', join(ROOT, 'test/fixtures/handlers.js'), '--pools', 'io'], {AX_AMQP_URL: wrong});
+    expect(r.code, r.stderr).toBe(5);
+    expect(flat(r.stderr)).toMatch(/refused the login of user/);
+    expect(r.stderr).not.toMatch(/retrying/);
+  });
+});
+
+describe('logs of one-shot commands', () => {
+  // The operator's default: no AX_LOG_LEVEL (the test environment sets warn for every other test).
+  const plain = (args: string[], extra: Record<string, string> = {}): Promise<CliRun> =>
+    runCli(args, {cwd, env: {...testEnv.env, AX_LOG_LEVEL: undefined, ...extra}});
+
+  test('types pause and resume print their sentence, no JSON log line; AX_LOG_LEVEL=info brings the log back', async () => {
+    const type = 'quiet_pause';
+    expect((await ax(['submit', type, '--delay', '1h'])).code).toBe(0);
+    const pause = await plain(['types', 'pause', type, '--reason', 'deploy']);
+    expect(pause.code, pause.stderr).toBe(0);
+    expect(pause.stdout).toMatch(/^paused quiet_pause/);
+    expect(pause.stderr).toBe('');
+    const resume = await plain(['types', 'resume', type]);
+    expect(resume.code, resume.stderr).toBe(0);
+    expect(resume.stdout).toMatch(/^resumed quiet_pause/);
+    expect(resume.stderr).toBe('');
+    const loud = await plain(['types', 'pause', type, '--reason', 'deploy'], {AX_LOG_LEVEL: 'info'});
+    expect(loud.code, loud.stderr).toBe(0);
+    expect(loud.stderr).toMatch(/"msg":"type paused"/);
+    expect((await plain(['types', 'resume', type])).code).toBe(0);
+    // Other tests here check that bad input wrote no task at all.
+    await testEnv.sql('DELETE FROM tasks WHERE type = ?', [type]);
+  });
+
+  test('a daemon (ax worker) still logs at info by default', async () => {
+    const {AX_LOG_LEVEL: _level, ...env} = testEnv.env;
+    const w = spawnAx(['worker', '--handlers', 'test/fixtures/handlers.js', '--pools', 'io'], {...env, AX_CONFIG: ''});
+    try {
+      await eventually(async () => /"level":"info"/.test(w.stderr()), 20_000, 'an info line from the worker');
+    } finally {
+      w.child.kill('SIGTERM');
+      await w.exited;
+    }
+  });
+});
+
 describe('help, version, did-you-mean, autocomplete', () => {
   test('ax -h and ax --help list the topics and commands', async () => {
     for (const flag of ['-h', '--help']) {
@@ -166,6 +237,16 @@ describe('help, version, did-you-mean, autocomplete', () => {
       expect(r.stdout).toMatch(/^ {2}submit\s+Submit one task/m);
       expect(r.stdout).toMatch(/^ {2}autocomplete\s/m);
     }
+  });
+
+  test('every command listed by ax --help has a description, version too', async () => {
+    const r = await ax(['--help']);
+    expect(r.stdout).toMatch(/^ {2}version\s+Print the version of ax/m);
+    const commands = r.stdout.slice(r.stdout.indexOf('\nCOMMANDS\n'));
+    for (const line of commands.split('\n').filter((l) => /^ {2}\S/.test(l))) expect(line, line).toMatch(/^ {2}\S+\s{2,}\S/);
+    const own = await ax(['version', '--help']);
+    expect(own.code).toBe(0);
+    expect(own.stdout).toMatch(/^Print the version of ax/);
   });
 
   test('ax -v, ax --version and ax version print the version', async () => {
@@ -189,6 +270,21 @@ describe('help, version, did-you-mean, autocomplete', () => {
     const far = await ax(['xyzzy']);
     expect(far.code).toBe(127);
     expect(flat(far.stderr)).toMatch(/xyzzy is not an ax command\. Run `ax help` for the list/);
+  });
+
+  test('a mistyped command with arguments names the nearest one with its arguments, runs nothing (exit 127)', async () => {
+    const id = '0190f1c2-7d3e-7a41-9b2c-5e6f7a8b9c0d';
+    const replay = await ax(['dlq', 'replya', id, '--force']);
+    expect(replay.code).toBe(127);
+    expect(flat(replay.stderr)).toMatch(new RegExp(`dlq replya is not an ax command\\. Did you mean \`ax dlq replay ${id} --force\`\\?`));
+    const submit = await ax(['submti', 'order_notify', '--payload', '{}']);
+    expect(submit.code).toBe(127);
+    expect(flat(submit.stderr)).toMatch(/submti is not an ax command\. Did you mean `ax submit order_notify --payload \{\}`\?/);
+    const far = await ax(['xyzzy', 'foo']);
+    expect(far.code).toBe(127);
+    expect(flat(far.stderr)).toMatch(/xyzzy foo is not an ax command\. Run `ax help` for the list/);
+    expect(await testEnv.sql("SELECT id FROM tasks WHERE type = 'order_notify'")).toEqual([]);
+    expect(await testEnv.sql("SELECT id FROM admin_audit WHERE command LIKE 'dlq%'")).toEqual([]);
   });
 
   test('a mistyped flag names the nearest one (exit 2, nothing written)', async () => {

@@ -160,8 +160,9 @@ describe('ax dlq list, show, stats', () => {
     const human = await ax(['dlq', 'list', '--limit', '2']);
     expect(human.stdout).toMatch(/ID\s+TYPE\s+ATTEMPTS\s+DIED \(UTC\)\s+LAST ERROR/);
     expect(human.stdout).toContain(`more: --after ${p1.json.next}`);
-    const cut = await ax(['dlq', 'list', '--type', 'dlq_order']);
-    expect(cut.stdout).not.toContain('THE END');
+    // Piped output is never cut (test/e2e/tables.test.ts: cut to fit on a terminal, ids whole).
+    const piped = await ax(['dlq', 'list', '--type', 'dlq_order']);
+    expect(piped.stdout).toContain(long);
     const wide = await ax(['dlq', 'list', '--type', 'dlq_order', '--wide']);
     expect(wide.stdout).toContain(long);
   });
@@ -280,6 +281,21 @@ describe('ax dlq replay', () => {
     // The replayed task is claimable with its whole budget again: attempt 3 is the first of it.
     const [c] = (await store.tasksClaim({ids: [a], worker: 'w:1', leaseMs: 30_000})).claimed;
     expect(c).toMatchObject({attempt: 3, retryBase: 2});
+    // tasks show counts it within the replay's budget, not "attempt 3 of 2".
+    const shown = await ax(['tasks', 'show', a]);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toMatch(/ · attempt 3 \(1 of 2 since the replay\) · /);
+    expect(shown.stdout).not.toMatch(/attempt 3 of 2/);
+    const fresh = await ax(['tasks', 'show', run]);
+    expect(fresh.stdout).toMatch(/ · attempt 1 of 6 · /);
+    const list = await ax(['tasks', 'list', '--type', 'replay_ids']);
+    expect(list.stdout.split('\n').find((l) => l.startsWith(a))).toMatch(/ running {2,}1\/2 \(3 in all\) /);
+    expect(list.stdout.split('\n').find((l) => l.startsWith(run))).toMatch(/ running {2,}1\/6 /);
+    expect((await ax(['tasks', 'list', '--type', 'replay_ids', '--json'])).json.tasks.find((t: {id: string}) => t.id === a)).toMatchObject({
+      attempt: 3,
+      maxRetries: 1,
+      retryBase: 2,
+    });
   });
 
   test('--dry-run counts per type with a sample and changes nothing; the filter needs --yes off a terminal', async () => {
@@ -315,6 +331,27 @@ describe('ax dlq replay', () => {
       "SELECT COUNT(*) AS n FROM task_history h JOIN tasks t ON t.id = h.task_id WHERE t.type = 'replay_race' AND h.from_state = 'dead' AND h.to_state = 'submitted'",
     );
     expect(Number(row?.n)).toBe(ids.length);
+  });
+
+  test('--force --dry-run names the real states of what it would replay, and changes nothing', async () => {
+    const dead = await deadTask('replay_force_dry', 'gone');
+    const store = await testEnv.store();
+    const ok = await submitDelayed('replay_force_dry');
+    await testEnv.sql('UPDATE tasks SET run_at = NOW(3) WHERE id = ?', [ok]);
+    const [c] = (await store.tasksClaim({ids: [ok], worker: 'w:1', leaseMs: 30_000})).claimed;
+    await store.outcomesApply({outcomes: [{kind: 'complete', id: ok, fence: c!.fence}], actor: 'w:1'});
+    const before = await snapshot();
+    const one = await ax(['dlq', 'replay', '--force', '--dry-run', '--reason', 'resend', ok]);
+    expect(one.code, one.stderr).toBe(0);
+    expect(one.stdout).toMatch(/^would replay 1 task \(1 succeeded\)\n/);
+    expect(one.stdout).not.toMatch(/dead/);
+    const both = await ax(['dlq', 'replay', '--force', '--dry-run', '--reason', 'resend', dead, ok]);
+    expect(both.stdout).toMatch(/^would replay 2 tasks \(1 dead, 1 succeeded\)\n/);
+    const json = await ax(['dlq', 'replay', '--force', '--dry-run', '--reason', 'resend', ok, '--json']);
+    expect(json.json).toMatchObject({dryRun: true, total: 1, byState: {succeeded: 1}});
+    const plain = await ax(['dlq', 'replay', '--dry-run', dead]);
+    expect(plain.stdout).toMatch(/^would replay 1 dead task\n/);
+    expect(await snapshot()).toBe(before);
   });
 
   test('--force --patch replays a succeeded and a dead task: patched payloads, stamped for ctx.replay, history and one audit row', async () => {

@@ -1,5 +1,6 @@
 import {describe, expect, it} from 'vitest';
 import {connectRetryDelay, connectWithRetry, isRetryableConnectError} from '../../src/core/connect-retry.js';
+import {amqpConnectError} from '../../src/core/broker/amqp/errors.js';
 import {AxError, isAxError} from '../../src/core/errors.js';
 import {createLogger} from '../../src/core/log.js';
 import type {Clock, TimerHandle} from '../../src/core/time.js';
@@ -80,7 +81,9 @@ describe('connectWithRetry', () => {
     const vhost = new AxError('unavailable', 'RabbitMQ unavailable', {
       cause: new Error('Handshake terminated by server: 403 (ACCESS-REFUSED)'),
     });
-    for (const e of [denied, schema, vhost, new AxError('invalid_input', 'bad url'), new Error('bug')]) {
+    // amqplib's words when the server closes the connection instead of opening a missing virtual host.
+    const noVhost = amqpConnectError(new Error('Expected ConnectionOpenOk; got <ConnectionClose channel:0>'), 'amqp://u:p@h/nope');
+    for (const e of [denied, schema, vhost, noVhost, new AxError('invalid_input', 'bad url'), new Error('bug')]) {
       expect(isRetryableConnectError(e)).toBe(false);
       const s = setup();
       await expect(connectWithRetry(s.ctx, 'MySQL', () => Promise.reject(e))).rejects.toBe(e);

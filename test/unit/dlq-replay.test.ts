@@ -69,7 +69,7 @@ function memory(rows: Row[]) {
         .filter((r) => matches(r, p))
         .sort((a, b) => b.finishedAt.getTime() - a.finishedAt.getTime() || b.id.localeCompare(a.id))
         .slice(0, p.limit)
-        .map((r) => ({...r, pool: 'io' as const, maxRetries: 5, createdAt: r.finishedAt})),
+        .map((r) => ({...r, pool: 'io' as const, maxRetries: 5, retryBase: 0, createdAt: r.finishedAt})),
     deadPage: async (p) => {
       const page = [...byId.values()]
         .filter((r) => matches(r, p) && (p.afterId === undefined || r.id > p.afterId))

@@ -1,5 +1,5 @@
 import {describe, expect, it} from 'vitest';
-import {timeline} from '../../src/core/inspect/timeline.js';
+import {attemptBudget, attemptCell, attemptText, timeline} from '../../src/core/inspect/timeline.js';
 import {renderTask} from '../../src/cli/task-view.js';
 import type {HistoryEntry, TaskRecord} from '../../src/core/task/model.js';
 import type {TaskState} from '../../src/core/task/state.js';
@@ -17,6 +17,7 @@ function task(o: Partial<TaskRecord> = {}): TaskRecord {
     state: 'succeeded',
     attempt: 1,
     maxRetries: 3,
+    retryBase: 0,
     runAt: t(0),
     timeoutMs: null,
     leaseUntil: null,
@@ -148,5 +149,34 @@ describe('renderTask', () => {
       ['2026-12-01 12:00:05.000', 'failed → running', '2', 'host-b:2'],
       ['2026-12-01 12:00:06.000', 'running → succeeded', '2', 'host-b:2'],
     ]);
+  });
+});
+
+describe('attempts against the budget', () => {
+  // maxRetries 0 (1 attempt allowed): died at attempt 1, replayed (retry_base 1), now on attempt 2.
+  const replayedRows = [
+    row('running', 'dead', 1, t(3), {startedAt: t(1), error: 'boom'}),
+    row('dead', 'submitted', 1, t(10), {worker: 'ax-cli:1', error: 'replayed by carol: smtp fixed'}),
+  ];
+
+  it('never replayed: attempt n of 1 + max retries', () => {
+    const detail = task({attempt: 2, maxRetries: 3});
+    expect(attemptBudget(detail)).toEqual({attempt: 2, allowed: 4, sinceReplay: null});
+    expect(attemptCell(attemptBudget(detail))).toBe('2/4');
+    expect(renderTask({task: detail, history: timeline(detail, [])})[1]).toContain(' · attempt 2 of 4 · ');
+  });
+
+  it('after a DLQ replay: counted within the replay\'s budget, never "attempt 2 of 1"', () => {
+    const detail = task({state: 'running', attempt: 2, maxRetries: 0, retryBase: 1, startedAt: t(11), finishedAt: null});
+    expect(attemptBudget(detail)).toEqual({attempt: 2, allowed: 1, sinceReplay: 1});
+    const line = renderTask({task: detail, history: timeline(detail, replayedRows)})[1];
+    expect(line).toContain(' · attempt 2 (1 of 1 since the replay) · ');
+    expect(line).not.toContain('2 of 1');
+    expect(attemptCell(attemptBudget(detail))).toBe('1/1 (2 in all)');
+  });
+
+  it('replayed and not run yet: none of the new budget used', () => {
+    const detail = task({state: 'submitted', attempt: 2, maxRetries: 0, retryBase: 2, finishedAt: null});
+    expect(attemptText(attemptBudget(detail))).toBe('attempt 2 (0 of 1 since the replay)');
   });
 });

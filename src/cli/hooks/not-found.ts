@@ -1,13 +1,16 @@
 import type {Hook} from '@oclif/core';
 import {toConfiguredId} from '@oclif/core';
 import notFound from '@oclif/plugin-not-found';
-import {closest} from '../suggest.js';
+import {printable} from '../render.js';
+import {closestCommand} from '../suggest.js';
 
 /**
  * `ax submti`: on a terminal, @oclif/plugin-not-found asks "Did you mean submit?" and runs it on yes.
  * Elsewhere (scripts, CI, pipes) that plugin prints no suggestion, so this hook names the nearest
- * command itself and exits 127, like a shell's "command not found". Extra words after a known
- * command are an unexpected argument (exit 2, a usage error).
+ * command itself and exits 127, like a shell's "command not found". With arguments (`ax dlq replya
+ * <id>`, `ax submti x`) the suggestion keeps them and nothing is run, on a terminal too: a guess
+ * is never run with the operator's arguments. Extra words after a known command are an unexpected
+ * argument (exit 2, a usage error).
  */
 const hook: Hook.CommandNotFound = async function (opts) {
   // `ax tasks stats extra` is a known command with an argument too many, not a typo: usage error.
@@ -18,12 +21,24 @@ const hook: Hook.CommandNotFound = async function (opts) {
       exit: 2,
     });
   }
-  if (process.stdin.isTTY === true && process.stderr.isTTY === true) return notFound.call(this, opts);
   const ids = opts.config.commands.filter((c) => !c.hidden).flatMap((c) => [c.id, ...c.aliases]);
-  const near = closest(opts.id, ids);
-  const shown = toConfiguredId(opts.id, opts.config);
-  const hint = near === undefined ? '' : ` Did you mean \`${opts.config.bin} ${toConfiguredId(near, opts.config)}\`?`;
-  this.error(`${shown} is not an ${opts.config.bin} command.${hint} Run \`${opts.config.bin} help\` for the list.`, {exit: 127});
+  const near = closestCommand(opts.id, ids);
+  const withArgs = near !== undefined && near.args.length > 0;
+  if (!withArgs && process.stdin.isTTY === true && process.stderr.isTTY === true) return notFound.call(this, opts);
+  const bin = opts.config.bin;
+  const typed =
+    near === undefined
+      ? opts.id
+      : opts.id
+          .split(':')
+          .slice(0, -near.args.length || undefined)
+          .join(':');
+  const shown = printable(toConfiguredId(typed, opts.config));
+  const hint =
+    near === undefined
+      ? ''
+      : ` Did you mean \`${printable([bin, toConfiguredId(near.id, opts.config), ...near.args, ...(opts.argv ?? [])].join(' '))}\`?`;
+  this.error(`${shown} is not an ${bin} command.${hint} Run \`${bin} help\` for the list.`, {exit: 127});
 };
 
 export default hook;

@@ -2,7 +2,7 @@ import {Flags} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
 import {disposable} from '../../cli/dispose.js';
 import {limitFlag} from '../../cli/flags.js';
-import {clip, iso, table, when} from '../../cli/render.js';
+import {iso, oneLine, table, when} from '../../cli/render.js';
 import {openStore} from '../../cli/runtime.js';
 import {listAudit, MAX_AUDIT_LIST} from '../../core/audit/audit.js';
 import type {AuditRecord} from '../../core/store/types.js';
@@ -61,7 +61,7 @@ function toCells(r: AuditRecord): string[] {
     r.operator,
     r.command,
     String(r.taskCount),
-    clip(JSON.stringify(r.filter), 60),
-    clip(r.reason, 60),
+    oneLine(JSON.stringify(r.filter)),
+    oneLine(r.reason),
   ];
 }

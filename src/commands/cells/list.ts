@@ -60,6 +60,7 @@ function render(cells: CellReport[]): string[] {
   ]);
   return table(['CELL', 'TYPES', 'DATABASE', 'RABBITMQ', 'DUE', 'DELAYED', 'RUNNING', 'DEAD', 'WORKERS', 'MISPLACED'], rows, {
     right: [4, 5, 6, 7],
+    keep: [0],
     width: terminalWidth(),
   });
 }

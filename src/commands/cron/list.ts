@@ -48,7 +48,9 @@ Exit codes: 5 MySQL unavailable.`;
     if (!this.jsonEnabled()) {
       if (items.length === 0) this.log('no cron schedules: add one with `ax cron add`');
       else
-        for (const line of table(['NAME', 'CRON', 'TZ', 'TYPE', 'PAUSED', 'NEXT (UTC)', 'LAST FIRE (UTC)'], items.map(toCells)))
+        for (const line of table(['NAME', 'CRON', 'TZ', 'TYPE', 'PAUSED', 'NEXT (UTC)', 'LAST FIRE (UTC)'], items.map(toCells), {
+          keep: [0],
+        }))
           this.log(line);
     }
     return {count: items.length, schedules: items};

@@ -3,11 +3,12 @@ import {AxCommand} from '../../cli/base.js';
 import {deadFilterFlags, deadTaskJson, type DeadTaskJson} from '../../cli/dlq.js';
 import {disposable} from '../../cli/dispose.js';
 import {limitFlag} from '../../cli/flags.js';
-import {clip, printable, table, when} from '../../cli/render.js';
+import {oneLine, table, when} from '../../cli/render.js';
 import {openStore} from '../../cli/runtime.js';
 import {listDead, MAX_DLQ_LIMIT, parseDeadFilter} from '../../core/dlq/dlq.js';
 import {invalid} from '../../core/errors.js';
 import {isTaskId} from '../../core/task/id.js';
+import {attemptBudget, attemptCell} from '../../core/inspect/timeline.js';
 import type {DeadTaskRow} from '../../core/store/types.js';
 
 export interface DlqListResult {
@@ -20,7 +21,7 @@ export interface DlqListResult {
 export default class DlqList extends AxCommand {
   static override readOnly = true;
   static override summary = 'List dead tasks, the newest death first.';
-  static override description = `Dead tasks ran out of retries or failed unrecoverably; they wait here for an operator (ax dlq show, ax dlq replay). Filters combine (AND); --since and --until are about when the task died (UTC). Past --limit, the last line names the --after value of the next page. The last error is cut to fit the table; --wide shows it whole, --json has everything.
+  static override description = `Dead tasks ran out of retries or failed unrecoverably; they wait here for an operator (ax dlq show, ax dlq replay). Filters combine (AND); --since and --until are about when the task died (UTC). Past --limit, the last line names the --after value of the next page. On a terminal the last error is cut to fit the table (a task id never is); --wide shows it whole, and so do piped output and --json.
 
 Exit codes: 2 bad flag value, 3 the --after task does not exist, 5 MySQL unavailable.`;
   static override examples = [
@@ -52,7 +53,7 @@ Exit codes: 2 bad flag value, 3 the --after task does not exist, 5 MySQL unavail
       if (page.tasks.length === 0) this.log('no dead tasks match');
       else {
         const head = ['ID', 'TYPE', 'ATTEMPTS', 'DIED (UTC)', 'LAST ERROR'];
-        const rows = page.tasks.map((t) => cells(t, flags.wide));
+        const rows = page.tasks.map(cells);
         for (const line of table(head, rows, flags.wide ? {width: undefined} : {})) this.log(line);
         if (page.next !== null) this.log(`more: --after ${page.next}`);
       }
@@ -61,7 +62,6 @@ Exit codes: 2 bad flag value, 3 the --after task does not exist, 5 MySQL unavail
   }
 }
 
-function cells(t: DeadTaskRow, wide: boolean): string[] {
-  const error = wide ? printable((t.lastError ?? '').replace(/\s+/g, ' ').trim()) : clip(t.lastError, 60);
-  return [t.id, t.type, `${t.attempt}/${t.maxRetries + 1}`, when(t.finishedAt, {seconds: true}), error];
+function cells(t: DeadTaskRow): string[] {
+  return [t.id, t.type, attemptCell(attemptBudget(t)), when(t.finishedAt, {seconds: true}), oneLine(t.lastError)];
 }

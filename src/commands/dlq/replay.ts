@@ -1,7 +1,7 @@
 import {createInterface} from 'node:readline/promises';
 import {Args, Flags} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
-import {deadFilterFlags} from '../../cli/dlq.js';
+import {deadFilterFlags, replayCount} from '../../cli/dlq.js';
 import {disposable} from '../../cli/dispose.js';
 import {openBroker, openStore} from '../../cli/runtime.js';
 import {
@@ -96,7 +96,7 @@ Exit codes: 2 bad input (malformed ids, ids mixed with a filter, no selection, -
     const plan = await planReplay(store, sel, opts);
     if (flags['dry-run']) {
       if (!this.jsonEnabled()) this.printPlan(plan, 'would replay');
-      return {dryRun: true, total: plan.total, byType: plan.byType, sample: plan.sample, skipped: plan.skipped};
+      return {dryRun: true, total: plan.total, byType: plan.byType, byState: plan.byState, sample: plan.sample, skipped: plan.skipped};
     }
     if (plan.needsConfirmation && !flags.yes) await this.confirm(plan);
     await using broker = disposable(await openBroker(rt, {reconnect: false}));
@@ -129,7 +129,7 @@ Exit codes: 2 bad input (malformed ids, ids mixed with a filter, no selection, -
   }
 
   private printPlan(plan: ReplayPlan, verb: string): void {
-    this.log(`${verb} ${plan.total} dead task${plan.total === 1 ? '' : 's'}`);
+    this.log(`${verb} ${replayCount(plan)}`);
     for (const [type, n] of Object.entries(plan.byType).sort((a, b) => b[1] - a[1])) this.log(`  ${type}  ${n}`);
     if (plan.sample.length > 0) this.log(`sample: ${plan.sample.join(' ')}`);
     for (const s of plan.skipped) this.log(`  skipped ${s.id}: ${s.why}`);

@@ -2,7 +2,7 @@ import {Flags} from '@oclif/core';
 import {limitFlag} from '../../cli/flags.js';
 import {AxCommand} from '../../cli/base.js';
 import {disposable} from '../../cli/dispose.js';
-import {clip, iso, table, when} from '../../cli/render.js';
+import {iso, oneLine, table, when} from '../../cli/render.js';
 import {openOutbox} from '../../cli/runtime.js';
 import type {OutboxRow} from '../../core/store/types.js';
 
@@ -72,9 +72,9 @@ export default class OutboxList extends AxCommand {
                 when(r.createdAt, {seconds: true}),
                 when(r.failedAt, {seconds: true}),
                 String(r.attempts),
-                clip(r.lastError, 60),
+                oneLine(r.lastError),
               ]
-            : [String(r.id), r.type, when(r.createdAt, {seconds: true}), String(r.attempts), clip(r.lastError, 60)],
+            : [String(r.id), r.type, when(r.createdAt, {seconds: true}), String(r.attempts), oneLine(r.lastError)],
         );
         for (const line of table(head, cells, {right: [0, kind === 'failed' ? 4 : 3]})) this.log(line);
       }

@@ -4,9 +4,10 @@ import {AxCommand} from '../../cli/base.js';
 import {disposable} from '../../cli/dispose.js';
 import {openStore} from '../../cli/runtime.js';
 import {listTasks, MAX_LIST_LIMIT, MAX_SEARCH_TEXT, parseListFilter} from '../../core/inspect/inspect.js';
+import {attemptBudget, attemptCell} from '../../core/inspect/timeline.js';
 import type {TaskRecord} from '../../core/task/model.js';
 import {TASK_STATES} from '../../core/task/state.js';
-import {clip, table, taskJson, when} from '../../cli/render.js';
+import {oneLine, table, taskJson, when} from '../../cli/render.js';
 
 /** One task as `ax tasks list --json` shows it: the row without its payload, dates as ISO strings. */
 export interface TaskListItem {
@@ -16,6 +17,8 @@ export interface TaskListItem {
   state: string;
   attempt: number;
   maxRetries: number;
+  /** Attempts made before the latest DLQ replay (0: never replayed). */
+  retryBase: number;
   runAt: string;
   createdAt: string;
   updatedAt: string;
@@ -35,7 +38,7 @@ export interface TaskListResult {
 export default class TasksList extends AxCommand {
   static override readOnly = true;
   static override summary = 'List tasks, newest first.';
-  static override description = `Filters combine (AND); states are ${TASK_STATES.join(', ')}. The table shows ATTEMPT as attempts made / attempts allowed (1 + max retries), times in UTC, and the last error cut to fit: \`ax tasks show <id>\` has the rest.`;
+  static override description = `Filters combine (AND); states are ${TASK_STATES.join(', ')}. The table shows ATTEMPT as attempts made / attempts allowed (1 + max retries), counted since the latest DLQ replay when there was one (then with the attempts in all: 1/6 (4 in all)), times in UTC, and, on a terminal, the last error cut to fit (a task id never is; piped output is never cut): \`ax tasks show <id>\` has the rest.`;
   static override examples = [
     {description: 'The 50 newest tasks', command: '<%= config.bin %> tasks list'},
     {
@@ -102,9 +105,9 @@ function toCells(t: TaskRecord): string[] {
     t.id,
     t.type,
     t.state,
-    `${t.attempt}/${t.maxRetries + 1}`,
+    attemptCell(attemptBudget(t)),
     when(t.runAt, {seconds: true}),
     when(t.updatedAt, {seconds: true}),
-    clip(t.lastError, 40),
+    oneLine(t.lastError),
   ];
 }

@@ -1,7 +1,8 @@
 import {Args} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
 import {disposable} from '../../cli/dispose.js';
-import {openStore} from '../../cli/runtime.js';
+import {openArchiveTarget, openStore} from '../../cli/runtime.js';
+import {archivedAt} from '../../core/archive/admin.js';
 import {invalid} from '../../core/errors.js';
 import {showTask} from '../../core/inspect/inspect.js';
 import {isTaskId} from '../../core/task/id.js';
@@ -20,7 +21,9 @@ export default class TasksShow extends AxCommand {
   static override summary = 'Show one task and its history.';
   static override description = `The task row (state, attempts, due time, worker and start of the latest attempt, lease, last error, payload) and its timeline: its submit (from the task row: when, and who submitted it), then every transition with its time (UTC), the worker or process (host:pid) that made it, the attempt, and the error or reason recorded with it. Each attempt shows as its start (running, on the worker it ran on) and its end, both from its one history row (the attempt running now: from the task row). --json prints the whole payload; the human view cuts it short.
 
-Exit codes: 2 malformed id, 3 unknown id, 5 MySQL unavailable.`;
+A task no longer in the live tables but in the archive (AX_ARCHIVE_DIR) is named as archived, with the \`ax archive show\` that shows it (still exit 3).
+
+Exit codes: 2 malformed id, 3 unknown or archived id, 5 MySQL unavailable.`;
   static override examples = [
     {description: 'Why did this task die?', command: '<%= config.bin %> tasks show 0190f1c2-7d3e-7a41-9b2c-5e6f7a8b9c0d'},
     {description: 'Everything, for a script', command: '<%= config.bin %> tasks show 0190f1c2-7d3e-7a41-9b2c-5e6f7a8b9c0d --json'},
@@ -35,7 +38,8 @@ Exit codes: 2 malformed id, 3 unknown id, 5 MySQL unavailable.`;
     // Checked before connecting so that a typo is exit 2 even when the database is down.
     if (!isTaskId(args.id)) throw invalid(`"${args.id}" is not a task id (a lower-case UUID)`);
     await using store = disposable(await openStore(rt));
-    const detail = await showTask(store, args.id);
+    const target = openArchiveTarget(rt);
+    const detail = await showTask(store, args.id, {archivedAt: (id) => archivedAt(target, rt.config.cell, id)});
     if (!this.jsonEnabled()) for (const line of renderTask(detail)) this.log(line);
     return {task: taskJson(detail.task), history: detail.history.map(historyJson)};
   }

@@ -92,6 +92,20 @@ export async function showArchived(target: ArchiveTarget, cell: string, id: stri
   return f;
 }
 
+/**
+ * Where the archive holds task `id` (`day/part`), or null when it does not or cannot say (no
+ * archive, an unreadable manifest or part): for pointing an operator at `ax archive show`, so it
+ * never throws.
+ */
+export async function archivedAt(target: ArchiveTarget, cell: string, id: string): Promise<string | null> {
+  try {
+    const f = (await findArchived(target, cell, [id])).get(id);
+    return f ? `${f.part.day}/${f.part.part}` : null;
+  } catch {
+    return null;
+  }
+}
+
 export interface RestoreReport {
   restored: string[];
   parts: number;

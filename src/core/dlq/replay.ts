@@ -83,6 +83,8 @@ export interface ReplayPlan {
   /** Tasks selected. */
   total: number;
   byType: Record<string, number>;
+  /** Tasks selected per state: dead only, unless a forced replay names succeeded or cancelled ones. */
+  byState: Partial<Record<TaskState, number>>;
   /** A few of the ids. */
   sample: string[];
   /** Named ids that are not dead (running, submitted again, waiting for a retry): skipped. */
@@ -138,6 +140,7 @@ export async function planReplay(store: ReplayStore, sel: ReplaySelection, opts:
     }
     const selectable: readonly TaskState[] = TRANSITIONS[force ? 'forceReplay' : 'replay'].from;
     const byType: Record<string, number> = {};
+    const byState: ReplayPlan['byState'] = {};
     const skipped: ReplayPlan['skipped'] = [];
     const dead: string[] = [];
     for (const [id, t] of rows) {
@@ -146,11 +149,13 @@ export async function planReplay(store: ReplayStore, sel: ReplaySelection, opts:
         if (patch) patched(t.payload, id, patch);
         dead.push(id);
         byType[t.type] = (byType[t.type] ?? 0) + 1;
+        byState[t.state] = (byState[t.state] ?? 0) + 1;
       } else skipped.push({id, state: t.state, why: `is ${t.state}, not ${force ? 'finished' : 'dead'}`});
     }
     return {
       total: dead.length,
       byType,
+      byState,
       sample: dead.slice(0, SAMPLE),
       skipped,
       needsConfirmation: dead.length > CONFIRM_ABOVE,
@@ -177,6 +182,7 @@ export async function planReplay(store: ReplayStore, sel: ReplaySelection, opts:
   return {
     total,
     byType,
+    byState: {dead: total},
     sample,
     skipped: [],
     needsConfirmation: total > CONFIRM_ABOVE || f.type === undefined,

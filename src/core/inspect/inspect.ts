@@ -91,14 +91,34 @@ export interface TaskDetail {
   history: HistoryEntry[];
 }
 
+/** Where else a task may be: `archivedAt(id)` is where the archive holds it (`day/part`), or null. */
+export interface ShowTaskOptions {
+  archivedAt?: (id: string) => Promise<string | null>;
+}
+
 /**
  * A task and its complete timeline (timeline.ts: each attempt's start is on its outcome row, or on
- * the task row while it runs). Throws invalid_input for a malformed id, not_found for an unknown one.
+ * the task row while it runs). Throws invalid_input for a malformed id, not_found for an unknown one;
+ * with `opts.archivedAt`, the not_found of an id the archive holds says so and names `ax archive
+ * show <id>` (details.archived: its day/part).
  */
-export async function showTask(store: Pick<InspectStore, 'tasksGet' | 'historyList'>, id: string): Promise<TaskDetail> {
+export async function showTask(
+  store: Pick<InspectStore, 'tasksGet' | 'historyList'>,
+  id: string,
+  opts: ShowTaskOptions = {},
+): Promise<TaskDetail> {
   if (!isTaskId(id)) throw invalid(`"${id}" is not a task id (a lower-case UUID)`);
   const task = await store.tasksGet({id});
-  if (!task) throw new AxError('not_found', `task ${id} does not exist`);
+  if (!task) {
+    const archived = (await opts.archivedAt?.(id)) ?? null;
+    if (archived !== null)
+      throw new AxError(
+        'not_found',
+        `task ${id} is no longer in the live tables: it was archived (${archived}); \`ax archive show ${id}\` shows it`,
+        {details: {archived}},
+      );
+    throw new AxError('not_found', `task ${id} does not exist`);
+  }
   return {task, history: timeline(task, await store.historyList({taskId: id}))};
 }
 

@@ -47,3 +47,34 @@ export function timeline(task: TaskRecord, rows: readonly HistoryEntry[]): Histo
     out.push(started(task.id, out.at(-1), task.attempt, task.startedAt, task.worker));
   return out;
 }
+
+/** Where a task stands in its retry budget (see attemptBudget). */
+export interface AttemptBudget {
+  /** Attempts made in all (tasks.attempt: it keeps counting across replays). */
+  attempt: number;
+  /** Attempts its budget allows: 1 + max retries, counted from the latest replay when there was one. */
+  allowed: number;
+  /** Attempts made since the latest DLQ replay (attempt − tasks.retry_base); null when never replayed (retry_base 0). */
+  sinceReplay: number | null;
+}
+
+/**
+ * The task's attempts against its budget: a DLQ replay gives the task a whole budget again and the
+ * store keeps the attempts made until then (tasks.retry_base), so after a replay "attempt 2 of 1"
+ * reads as attempt 2, 1 of 1 since the replay.
+ */
+export function attemptBudget(task: Pick<TaskRecord, 'attempt' | 'maxRetries' | 'retryBase'>): AttemptBudget {
+  return {attempt: task.attempt, allowed: task.maxRetries + 1, sinceReplay: task.retryBase > 0 ? task.attempt - task.retryBase : null};
+}
+
+/** The ATTEMPT cell of the lists: `2/6`, or after a replay `1/1 (2 in all)`. */
+export function attemptCell(b: AttemptBudget): string {
+  return b.sinceReplay === null ? `${b.attempt}/${b.allowed}` : `${b.sinceReplay}/${b.allowed} (${b.attempt} in all)`;
+}
+
+/** `attempt 2 of 6`, or after a replay `attempt 2 (1 of 1 since the replay)`. */
+export function attemptText(b: AttemptBudget): string {
+  return b.sinceReplay === null
+    ? `attempt ${b.attempt} of ${b.allowed}`
+    : `attempt ${b.attempt} (${b.sinceReplay} of ${b.allowed} since the replay)`;
+}

@@ -563,6 +563,8 @@ export interface DeadTaskRow {
   pool: PoolName;
   attempt: number;
   maxRetries: number;
+  /** See TaskRecord.retryBase. */
+  retryBase: number;
   createdAt: Date;
   /** When it died. */
   finishedAt: Date;

@@ -87,6 +87,8 @@ export interface TaskRecord {
   state: TaskState;
   attempt: number;
   maxRetries: number;
+  /** Attempts made before the latest DLQ replay (0: never replayed): the budget counts from there. */
+  retryBase: number;
   runAt: Date;
   timeoutMs: number | null;
   leaseUntil: Date | null;

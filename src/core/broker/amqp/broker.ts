@@ -2,7 +2,6 @@ import {EventEmitter} from 'node:events';
 import amqp from 'amqplib';
 import type {Channel, ChannelModel, ConfirmChannel, ConsumeMessage, Options} from 'amqplib';
 import {AxError, errorMessage} from '../../errors.js';
-import {redactUrl} from '../../config/config.js';
 import type {Logger} from '../../log.js';
 import {type Clock, type Random, sleep} from '../../time.js';
 import {DEFAULT_PRIORITY, POOLS, PRIORITIES, type PoolName, type Priority} from '../../task/model.js';
@@ -20,6 +19,7 @@ import {
   groupDoorbells,
   MAX_TASKS_PER_MESSAGE,
 } from '../types.js';
+import {amqpConnectError} from './errors.js';
 import {type Topology, topology} from './topology.js';
 
 export interface AmqpBrokerOptions {
@@ -190,7 +190,7 @@ export class AmqpBroker implements Broker {
     } catch (e) {
       await conn?.close().catch(() => undefined);
       if (e instanceof AxError) throw e;
-      throw new AxError('unavailable', `RabbitMQ at ${redactUrl(this.opts.url)} is unavailable: ${errorMessage(e)}`, {cause: e});
+      throw amqpConnectError(e, this.opts.url);
     }
   }
 

@@ -54,7 +54,7 @@ export async function listDead(db: Db, cell: string, p: DeadListParams): Promise
   const rows = await select(
     db,
     db.pool,
-    `SELECT id, type, pool, attempt, max_retries, created_at, finished_at, last_error FROM tasks
+    `SELECT id, type, pool, attempt, max_retries, retry_base, created_at, finished_at, last_error FROM tasks
      WHERE ${w.sql}${cursor} ORDER BY finished_at DESC, id DESC LIMIT ?`,
     params,
   );
@@ -64,6 +64,7 @@ export async function listDead(db: Db, cell: string, p: DeadListParams): Promise
     pool: r.pool as PoolName,
     attempt: Number(r.attempt),
     maxRetries: Number(r.max_retries),
+    retryBase: Number(r.retry_base ?? 0),
     createdAt: r.created_at as Date,
     finishedAt: r.finished_at as Date,
     lastError: (r.last_error as string | null) ?? null,

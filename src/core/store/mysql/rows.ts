@@ -5,7 +5,7 @@ import {PAYLOAD_BODY_COLUMN, payloadText} from './payloads.js';
 import type {DeadErrorGroup, HeldForDispatch} from '../types.js';
 
 /** Columns of `tasks` read into a TaskRecord (payload last: it may be large; a stored-apart one comes with it). */
-export const TASK_COLUMNS = `id, cell, type, pool, priority, state, attempt, max_retries, run_at, timeout_ms, lease_until, fence, worker, started_at, submitted_by, dedup_key, last_error, published_at, created_at, updated_at, finished_at, payload, ${PAYLOAD_BODY_COLUMN}`;
+export const TASK_COLUMNS = `id, cell, type, pool, priority, state, attempt, max_retries, retry_base, run_at, timeout_ms, lease_until, fence, worker, started_at, submitted_by, dedup_key, last_error, published_at, created_at, updated_at, finished_at, payload, ${PAYLOAD_BODY_COLUMN}`;
 
 /** A payload column as an object ({} when unreadable: written by ax, so only after a manual edit). */
 export function parsePayload(text: string): JsonObject {
@@ -38,6 +38,7 @@ export function toTaskRecord(r: Row): TaskRecord {
     state: r.state as TaskState,
     attempt: Number(r.attempt),
     maxRetries: Number(r.max_retries),
+    retryBase: Number(r.retry_base ?? 0),
     runAt: r.run_at as Date,
     timeoutMs: r.timeout_ms === null ? null : Number(r.timeout_ms),
     leaseUntil: (r.lease_until as Date | null) ?? null,
