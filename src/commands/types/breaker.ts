@@ -19,7 +19,7 @@ export default class TypesBreaker extends AxCommand {
   static override summary = "Reset a task type's circuit breaker: closed now, its cool-down back to the base.";
   static override description = `For when the downstream is known to be back before the next probe: the breaker closes at once, workers run the type again within AX_FLOW_REFRESH, and the tasks the breaker parked are due and rung at once (at most --rate per second when given). Recorded in the type's history and the audit trail. Without --reset it does nothing: see ax types show for the breaker's state and transitions.
 
-Exit codes: 2 malformed type name or no --reset, 3 unknown type, 4 the breaker is closed already (nothing changed), 5 MySQL unavailable.`;
+Exit codes: 2 malformed type name, no --reset or --rate not a positive number, 3 unknown type, 4 the breaker is closed already (nothing changed), 5 MySQL or RabbitMQ unavailable.`;
   static override examples = [
     {
       description: 'The payment API is back',
