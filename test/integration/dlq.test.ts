@@ -153,11 +153,12 @@ describe('client.dlq.replay with force and patch, run by a real worker', () => {
       expect((await store.tasksGet({id}))?.payload).toEqual({log, order: 8});
       const hist = await store.historyList({taskId: id});
       expect(hist.map((h) => h.to)).toEqual(['succeeded', 'submitted', 'succeeded']);
-      expect(hist[1]).toMatchObject({from: 'succeeded', error: 'force-replayed by sdk-op: receipt lost'});
+      // The patch itself is on record (issue 20, defect 7): in the history note and the audit row.
+      expect(hist[1]).toMatchObject({from: 'succeeded', error: 'force-replayed by sdk-op: receipt lost; patch {"order":8,"note":null}'});
       expect(await auditRows()).toBe(audits + 1);
       expect((await store.auditList({limit: 1}))[0]).toMatchObject({
         command: 'sdk dlq.replay --force',
-        filter: {ids: [id], force: true},
+        filter: {ids: [id], force: true, patch: '{"order":8,"note":null}'},
         reason: 'receipt lost',
         taskIds: [id],
       });
