@@ -102,6 +102,10 @@ describe('ax archive', () => {
     const noArchive = await ax(['tasks', 'show', id, '--json'], {AX_ARCHIVE_DIR: join(cwd, 'nowhere')});
     expect(noArchive.code).toBe(3);
     expect(noArchive.json.error.message).toBe(`task ${id} does not exist`);
+    // ax dlq show says the same of an archived id.
+    const dlq = await ax(['dlq', 'show', id, '--json']);
+    expect(dlq.code).toBe(3);
+    expect(dlq.json.error).toMatchObject({code: 'not_found', message: expect.stringContaining(`\`ax archive show ${id}\` shows it`)});
   });
 
   test('bad input: exit 2 (nothing changed), 3 unknown id', async () => {

@@ -2,7 +2,8 @@ import {Args} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
 import {disposable} from '../../cli/dispose.js';
 import {historyJson, iso, printable, taskJson, type HistoryJson, type TaskJson, when} from '../../cli/render.js';
-import {openStore} from '../../cli/runtime.js';
+import {openArchiveTarget, openStore} from '../../cli/runtime.js';
+import {archivedAt} from '../../core/archive/admin.js';
 import {renderTask} from '../../cli/task-view.js';
 import {type AttemptFailure, type DeadDetail, showDead} from '../../core/dlq/dlq.js';
 import {invalid} from '../../core/errors.js';
@@ -22,7 +23,9 @@ export default class DlqShow extends AxCommand {
   static override summary = 'Show a dead task: its row, the error and stack of each attempt, and its timeline.';
   static override description = `Every attempt that failed is listed with its time (UTC), the worker, the whole error and the first lines of its stack (kept since schema version 4), then the whole history. A task that is not dead is refused: ax tasks show shows any task.
 
-Exit codes: 2 malformed id, 3 unknown id, 4 the task is not dead, 5 MySQL unavailable.`;
+A task no longer in the live tables but in the archive (AX_ARCHIVE_DIR) is named as archived, with the \`ax archive show\` that shows it (still exit 3).
+
+Exit codes: 2 malformed id, 3 unknown or archived id, 4 the task is not dead, 5 MySQL unavailable.`;
   static override examples = [
     {description: 'Why did it die?', command: '<%= config.bin %> dlq show 0190f1c2-7d3e-7a41-9b2c-5e6f7a8b9c0d'},
     {
@@ -39,7 +42,8 @@ Exit codes: 2 malformed id, 3 unknown id, 4 the task is not dead, 5 MySQL unavai
     const rt = this.runtime(flags);
     if (!isTaskId(args.id)) throw invalid(`"${args.id}" is not a task id (a lower-case UUID)`);
     await using store = disposable(await openStore(rt));
-    const detail = await showDead(store, args.id);
+    const target = openArchiveTarget(rt);
+    const detail = await showDead(store, args.id, {archivedAt: (id) => archivedAt(target, rt.config.cell, id)});
     if (!this.jsonEnabled()) for (const line of render(detail)) this.log(line);
     return {
       task: taskJson(detail.task),

@@ -3,7 +3,7 @@
  * with its own module). Inputs are validated here, before any query; the store does the reading.
  */
 import {AxError, invalid} from '../errors.js';
-import {parseTimeBound, showTask, type TaskDetail} from '../inspect/inspect.js';
+import {parseTimeBound, showTask, type ShowTaskOptions, type TaskDetail} from '../inspect/inspect.js';
 import type {DeadFilter, DeadLetterStore, DeadTaskRow, InspectStore} from '../store/types.js';
 import {isTaskId} from '../task/id.js';
 import type {HistoryEntry} from '../task/model.js';
@@ -94,10 +94,15 @@ export interface DeadDetail extends TaskDetail {
 
 /**
  * A dead task, each attempt's error and stack, and its timeline. Throws invalid_input for a
- * malformed id, not_found for an unknown one, conflict (naming `ax tasks show`) when it is not dead.
+ * malformed id, not_found for an unknown one (with `opts.archivedAt`, one the archive holds is
+ * named as archived, as showTask does), conflict (naming `ax tasks show`) when it is not dead.
  */
-export async function showDead(store: Pick<InspectStore, 'tasksGet' | 'historyList'>, id: string): Promise<DeadDetail> {
-  const detail = await showTask(store, id);
+export async function showDead(
+  store: Pick<InspectStore, 'tasksGet' | 'historyList'>,
+  id: string,
+  opts: ShowTaskOptions = {},
+): Promise<DeadDetail> {
+  const detail = await showTask(store, id, opts);
   if (detail.task.state !== 'dead')
     throw new AxError('conflict', `task ${id} is ${detail.task.state}, not dead: \`ax tasks show ${id}\` shows any task`);
   const attempts: AttemptFailure[] = [];
