@@ -14,6 +14,7 @@ import type {FlowStore, HotPathStore, ParkedKind, TypeRecord} from '../store/typ
 import type {Clock} from '../time.js';
 import type {AxEvents} from '../events.js';
 import {limitsOf} from './limits.js';
+import {releaseParked} from './release.js';
 import {type BreakerState, breakerSettings, CLOSED, countsSpanMs, evaluate, OUTCOMES_KEPT_MS, type SecondCount} from './breaker.js';
 import {
   type Admission,
@@ -49,9 +50,6 @@ export interface FlowGateOptions {
 
 /** Outcome rows are purged every this many refreshes. */
 const PURGE_EVERY = 60;
-
-/** Parked tasks released per statement (a handler registers, a breaker closes). */
-const RELEASE_BATCH = 500;
 
 export class FlowGate {
   private snap: FlowSnapshot = EMPTY_SNAPSHOT;
@@ -202,25 +200,15 @@ export class FlowGate {
   }
 
   /**
-   * Makes the type's tasks parked as `kind` due now and rings them, in batches. A failure is logged,
-   * never thrown: they stay due at their recheck time and the scheduler rings them then.
+   * Makes the type's tasks parked as `kind` due now and rings them (release.ts). A failure is
+   * logged, never thrown: they stay due at their recheck time and the scheduler rings them then.
    */
   private async release(type: string, kind: ParkedKind, line: string): Promise<void> {
-    const broker = this.broker;
     try {
-      for (;;) {
-        const refs = await this.o.store.parkedRelease({type, kinds: [kind], limit: RELEASE_BATCH});
-        if (refs.length === 0) return;
-        // Without a broker (not started yet) the scheduler rings them: they are due and unpublished.
-        if (broker) {
-          await broker.publish(refs.map(({id, type: t, pool, priority}) => ({id, type: t, pool, priority})));
-          await this.o.store.doorbellsMark({rung: refs.map(({id, fence}) => ({id, fence}))});
-        }
-        this.o.logger.info(line, {type, tasks: refs.length});
-        if (refs.length < RELEASE_BATCH) return;
-      }
+      const r = await releaseParked({...this.o, broker: this.broker}, type, [kind]);
+      if (r.released > 0) this.o.logger.info(line, {type, tasks: r.released, unrung: r.unrung});
     } catch (e) {
-      this.o.logger.warn(`could not ring the ${kind} tasks released`, {type, error: errorMessage(e)});
+      this.o.logger.warn(`could not release the ${kind} tasks`, {type, error: errorMessage(e)});
     }
   }
 }

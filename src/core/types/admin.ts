@@ -4,7 +4,7 @@
  * Pause and resume are audited in the transaction of the change; resume releases the parked
  * backlog in batches, paced to `rate` tasks per second.
  */
-import {AxError, errorMessage, invalid} from '../errors.js';
+import {AxError, invalid} from '../errors.js';
 import type {Logger} from '../log.js';
 import type {Broker} from '../broker/types.js';
 import type {FlowStore, HotPathStore, InspectStore, ParkedKind, TypeEvent, TypeRecord} from '../store/types.js';
@@ -13,6 +13,7 @@ import {type Clock, sleep} from '../time.js';
 import {type BreakerInput, mergeBreaker} from '../flow/settings.js';
 import {breakerSettings, type BreakerSettings} from '../flow/breaker.js';
 import {limitsOf, type LimitsInput, mergeLimits} from '../flow/limits.js';
+import {releaseParked} from '../flow/release.js';
 
 export type TypesStore = FlowStore & Pick<InspectStore, 'backlog'> & Pick<HotPathStore, 'doorbellsMark'>;
 
@@ -134,9 +135,6 @@ const limitsView = (settings: Record<string, unknown> | undefined): TypeLimits =
   const l = limitsOf(settings);
   return {maxRunning: l.maxRunning ?? null, rate: l.rate ?? null};
 };
-
-/** Parked tasks released per statement. */
-const RELEASE_BATCH = 500;
 
 const emptyBreaker: TypeRecord['breaker'] = {state: 'closed', until: null, openings: 0, changedAt: null};
 
@@ -315,37 +313,7 @@ export function createTypesAdmin(o: TypesAdminOptions): TypesAdmin {
     if (rate !== undefined && !(Number.isFinite(rate) && rate > 0)) throw invalid('rate must be a positive number of tasks per second');
   }
 
-  async function release(
-    type: string,
-    kinds: ParkedKind[],
-    rate: number | undefined,
-    onProgress?: (n: number) => void,
-  ): Promise<ResumeResult> {
-    const out: ResumeResult = {type, released: 0, unrung: 0};
-    const batch = rate === undefined ? RELEASE_BATCH : Math.max(1, Math.min(RELEASE_BATCH, Math.floor(rate / 10) || 1));
-    const started = o.clock.monotonic();
-    for (;;) {
-      const refs = await o.store.parkedRelease({type, kinds, limit: batch});
-      if (refs.length === 0) break;
-      out.released += refs.length;
-      try {
-        // Without a broker (a read-mostly caller) the scheduler rings them: they are due and unpublished.
-        if (!o.broker) out.unrung += refs.length;
-        else {
-          await o.broker.publish(refs.map(({id, type: t, pool, priority}) => ({id, type: t, pool, priority})));
-          await o.store.doorbellsMark({rung: refs.map(({id, fence}) => ({id, fence}))});
-        }
-      } catch (e) {
-        out.unrung += refs.length;
-        o.logger.warn('released tasks not rung: the scheduler rings them', {type, tasks: refs.length, error: errorMessage(e)});
-      }
-      onProgress?.(out.released);
-      if (refs.length < batch) break;
-      if (rate !== undefined) {
-        const due = (out.released / rate) * 1000 - (o.clock.monotonic() - started);
-        if (due > 0) await sleep(o.clock, due);
-      }
-    }
-    return out;
+  function release(type: string, kinds: ParkedKind[], rate: number | undefined, onProgress?: (n: number) => void): Promise<ResumeResult> {
+    return releaseParked(o, type, kinds, {rate, onProgress});
   }
 }
