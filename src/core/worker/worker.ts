@@ -121,8 +121,6 @@ export class Worker implements Service {
   private readonly memory: MemorySampler;
   /** Claimed tasks not yet written back. */
   private readonly held = new Map<string, HeldTask>();
-  /** Tasks taken back from a local queue and why (withdrawRefused), until their park outcome is pushed. */
-  private readonly withdrawn = new Map<string, Admission>();
   /** The options' pools, each behind its per-level local queues. */
   private readonly pools: Partial<Record<PoolName, ExecutionPool>>;
   private readonly subs: Subscription[] = [];
@@ -508,9 +506,7 @@ export class Worker implements Service {
     const refused = (job: PoolJob): boolean => {
       let a = decided.get(job.type);
       if (!a) decided.set(job.type, (a = this.gate.admit(job.type, true)));
-      if (a.run || a.parked === null) return false;
-      this.withdrawn.set(job.taskId, a);
-      return true;
+      return !a.run && a.parked !== null;
     };
     let n = 0;
     for (const pool of Object.values(this.pools)) n += pool.withdraw(refused).length;
@@ -520,11 +516,13 @@ export class Worker implements Service {
     this.log.info('withdrew queued tasks of types that may not run now: parked in storage', {tasks: n, types});
   }
 
-  /** A task withdrawn from a local queue (withdrawRefused): parked, its attempt given back. */
+  /**
+   * A task withdrawn from a local queue (withdrawRefused): parked, its attempt given back, for the
+   * reason the snapshot gives (the withdrawal resolves it in the same turn, before any refresh).
+   */
   private parkWithdrawn(t: HeldTask): void {
-    const a = this.withdrawn.get(t.id);
-    this.withdrawn.delete(t.id);
-    const refusal = a && !a.run ? a : {delayMs: 0, parked: null, reason: 'withdrawn'};
+    const a = this.gate.admit(t.type, true);
+    const refusal = a.run ? {delayMs: 0, parked: null, reason: 'withdrawn'} : a;
     this.outcomes.push({
       kind: 'park',
       id: t.id,
