@@ -25,21 +25,15 @@
  *   turned off) releases the `breaker` ones in the same step (due now, no longer parked).
  */
 
+import {type BreakerSettings, OUTCOMES_KEPT_MS} from '../../src/core/flow/breaker.js';
+
 export type BreakerStateName = 'closed' | 'open' | 'half_open';
 export type ParkedKind = 'paused' | 'breaker';
 
-export interface Settings {
-  enabled: boolean;
-  threshold: number;
-  minVolume: number;
-  windowMs: number;
-  cooldownMs: number;
-  maxCooldownMs: number;
-  probes: number;
-  closeAfter: number;
-}
+/** A type's breaker settings: the store's own shape (the values below are the model's, from the docs). */
+export type Settings = BreakerSettings;
 
-/** The design's defaults (docs: "> 50 % failures over 1 minute, at least 20 attempts"). */
+/** The design's defaults (docs: "> 50 % failures over 1 minute, at least 20 attempts"), pinned here on purpose. */
 export const DEFAULTS: Settings = {
   enabled: true,
   threshold: 0.5,
@@ -53,9 +47,6 @@ export const DEFAULTS: Settings = {
 
 /** How long parked tasks wait before they are looked at again (AX_PAUSED_RECHECK, the probe recheck). */
 export const RECHECK = {pausedMs: 300_000, probeMs: 5000};
-
-/** How long the outcome rows are kept: what no gate can see any more (src/core/flow/breaker.ts has the same). */
-export const OUTCOMES_KEPT_MS = 660_000;
 
 export interface Breaker {
   state: BreakerStateName;
