@@ -9,7 +9,7 @@
  * Hot paths hold channels (`events.channel(name)`); paths that build an expensive event check
  * `active` / `has(name)` first and skip even that.
  */
-import type {ReconcileReport} from './reconcile/reconcile.js';
+import type {ReconcileReport} from './reconcile/report.js';
 import type {PoolName} from './task/model.js';
 
 /** Who rang a doorbell. */

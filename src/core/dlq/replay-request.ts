@@ -9,7 +9,28 @@ import {errorMessage, invalid} from '../errors.js';
 import {isTaskId} from '../task/id.js';
 import type {JsonObject} from '../task/model.js';
 import {type DeadFilterInput, parseDeadFilter} from './dlq.js';
-import type {ReplayOptions, ReplaySelection} from './replay.js';
+import type {DeadFilter} from '../store/types.js';
+
+/** Which dead tasks a replay takes: ids, or a filter (`all`: every dead task). */
+export type ReplaySelection = {ids: string[]} | {filter: DeadFilter; all?: boolean};
+
+/** How a replay is applied. */
+export interface ReplayOptions {
+  /**
+   * Also succeeded and cancelled tasks (named by id), skipping the idempotency check that keeps a
+   * finished task from running again; the handler sees ctx.replay. Needs a reason.
+   */
+  force?: boolean;
+  reason?: string | null;
+  /**
+   * A JSON Merge Patch (RFC 7396) applied to each selected payload (by ids or by filter); the
+   * results are validated as submit validates payloads (object, depth, keys, at most
+   * `payloadLimitBytes`), all of them before anything is written (see the module comment of replay.ts).
+   */
+  patch?: JsonObject;
+  /** The payload size limit for patched payloads (config payloadLimitBytes). */
+  payloadLimitBytes?: number;
+}
 
 /** Most ids named at once. */
 export const MAX_REPLAY_IDS = 1000;

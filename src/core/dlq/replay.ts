@@ -32,7 +32,7 @@ import type {JsonObject} from '../task/model.js';
 import {TRANSITIONS, type TaskState} from '../task/state.js';
 import {validatePayload} from '../task/validate.js';
 import {type Clock, sleep} from '../time.js';
-import {checkForce, checkPatch, checkRate, checkSelection} from './replay-request.js';
+import {type ReplayOptions, type ReplaySelection, checkForce, checkPatch, checkRate, checkSelection} from './replay-request.js';
 
 /** Tasks per transaction (and per doorbell publish) when not paced by a rate. */
 export const REPLAY_BATCH = 2000;
@@ -71,7 +71,7 @@ export function patchRecord(patch: JsonObject): string {
   return `${head}${PATCH_CLIPPED_MARKER} ${bytes.length} bytes in all`;
 }
 
-export type ReplaySelection = {ids: string[]} | {filter: DeadFilter; all?: boolean};
+export type {ReplayOptions, ReplaySelection} from './replay-request.js';
 
 export type ReplayStore = Pick<DeadLetterStore, 'deadList' | 'deadPage' | 'deadReplay' | 'deadErrorGroups'> &
   Pick<InspectStore, 'tasksGetMany'> &
@@ -189,24 +189,6 @@ export async function planReplay(store: ReplayStore, sel: ReplaySelection, opts:
     asOf,
     ...(patch ? {patch} : {}),
   };
-}
-
-/** How a replay is applied. */
-export interface ReplayOptions {
-  /**
-   * Also succeeded and cancelled tasks (named by id), skipping the idempotency check that keeps a
-   * finished task from running again; the handler sees ctx.replay. Needs a reason.
-   */
-  force?: boolean;
-  reason?: string | null;
-  /**
-   * A JSON Merge Patch (RFC 7396) applied to each selected payload (by ids or by filter); the
-   * results are validated as submit validates payloads (object, depth, keys, at most
-   * `payloadLimitBytes`), all of them before anything is written (see the module comment).
-   */
-  patch?: JsonObject;
-  /** The payload size limit for patched payloads (config payloadLimitBytes). */
-  payloadLimitBytes?: number;
 }
 
 /** The text of `payload` with the plan's patch applied, or invalid_input naming the task (then `after`). */

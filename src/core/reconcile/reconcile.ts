@@ -5,6 +5,7 @@ import {type BackoffOptions, nextAfterFailure, retryDelayMs} from '../retry/back
 import type {HeldForDispatch, HotPathStore, Outcome, RescueStore} from '../store/types.js';
 import {type Clock, type Random, sleep} from '../time.js';
 import type {AxEvents} from '../events.js';
+import type {ReconcileReport} from './report.js';
 
 /** What the rescuer and the reconciler need of the task database. */
 export type ReconcileStore = RescueStore & Pick<HotPathStore, 'outcomesApply' | 'doorbellsMark'>;
@@ -36,16 +37,7 @@ export interface ReconcileOptions {
   events?: AxEvents;
 }
 
-export interface ReconcileReport {
-  dryRun: boolean;
-  expiredLeases: {found: number; failed: number; dead: number; stale: number; ids: string[]};
-  undispatched: {found: number; republished: number; ids: string[]};
-  /** Schedules whose missing occurrence was recreated; occurrences not rung (and cancelled) by their schedule's policy. */
-  cron: {repaired: string[]; skipped: number};
-  /** True when a limit was reached: run again to handle the rest. */
-  truncated: boolean;
-  durationMs: number;
-}
+export type {ReconcileReport} from './report.js';
 
 const CHUNK = 500;
 const SAMPLE = 20;

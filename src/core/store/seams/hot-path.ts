@@ -1,0 +1,197 @@
+/**
+ * The hot path of the task database (HotPathStore): producers insert and ring, workers claim,
+ * renew and write outcomes. On MySQL: mysql/tasks-insert.ts, doorbells.ts, tasks-claim.ts,
+ * leases.ts, outcomes.ts.
+ */
+
+import type {ForcedReplay, NewTask, PoolName, Priority} from '../../task/model.js';
+import type {TaskState} from '../../task/state.js';
+import type {ParkedKind, RungRef} from './common.js';
+
+/** Result of writing a batch of new tasks. Every input id appears in exactly one list. */
+export interface InsertResult {
+  /** Newly written. */
+  inserted: string[];
+  /** Already there with the same content (same id, or same dedup key): idempotent success. */
+  existing: Array<{id: string; existingId: string; state: TaskState; fence: number}>;
+  /** Same id or dedup key with different content: refused, nothing written for them. */
+  conflicts: Array<{id: string; existingId: string; reason: string}>;
+}
+
+/** A task a worker now holds: the row as claimed (attempt and fence already incremented). */
+export interface ClaimedTask {
+  id: string;
+  type: string;
+  pool: PoolName;
+  /** The row's priority: the worker runs it at this level and re-rings it there. */
+  priority: Priority;
+  payload: string;
+  attempt: number;
+  maxRetries: number;
+  /** Attempts used before the latest DLQ replay: this is attempt `attempt − retryBase` of the budget. */
+  retryBase: number;
+  fence: number;
+  timeoutMs: number | null;
+  /** How long after its run_at the claim took it, on the database clock (ms, ≥ 0): the start delay. */
+  lateMs: number;
+  /** Set when this run comes from a forced replay (`dlq replay --force`), else null. */
+  replay: ForcedReplay | null;
+}
+
+export interface ClaimResult {
+  claimed: ClaimedTask[];
+  /** Ids that were not claimable: already running/terminal, not yet due (state given), or unknown (null). */
+  skipped: Array<{id: string; state: TaskState | null; notDue?: boolean}>;
+  /**
+   * Claimable ids the claim's flow step refused (paused, breaker open or its probes out, over the
+   * limits; see TasksClaimParams.lockTypes): deferred in the claim's transaction — due again after
+   * delayMs, unpublished, fence + 1, no attempt used. Absent or empty when none was.
+   */
+  deferred?: Array<{id: string; type: string; delayMs: number; parked: 'paused' | 'breaker' | 'capped' | 'rate'; reason: string}>;
+}
+
+/** Fields every outcome has: the task and the fence of the claim it ends. */
+interface OutcomeBase {
+  id: string;
+  fence: number;
+  /**
+   * How the attempt counts for its type's circuit breaker (added to type_outcomes in the outcome's
+   * transaction): a success, a failure (timeouts too), or not at all (absent: unrecoverable
+   * failures, hand-backs, aborts, rescues).
+   */
+  breaker?: 'ok' | 'failed';
+  /**
+   * The task's type, when the writer knows it (a worker does: types never change). With it the
+   * store counts the breaker outcome without reading the row first (outcomes.ts applyOutcomes).
+   */
+  type?: string;
+}
+
+/** A failed attempt's error as recorded: the message, and the first lines of its stack when known. */
+export interface AttemptError {
+  error: string;
+  /** Truncated (≤ 2 KiB, ~10 lines); stored in the history row of this attempt only. */
+  stack?: string | null;
+}
+
+/**
+ * The end of one attempt, or a hand-back, keyed by the transition it makes (TRANSITIONS in
+ * core/task/state.ts). Each is applied only while the row is still in the transition's source
+ * state with the same fence (and, for a rescue, an expired lease), so a late (zombie) or repeated
+ * outcome changes nothing.
+ */
+export type Outcome =
+  /** running → succeeded. */
+  | (OutcomeBase & {kind: 'complete'})
+  /** running → failed: retried after `retryDelayMs` (database clock). */
+  | (OutcomeBase & AttemptError & {kind: 'fail'; retryDelayMs: number})
+  /** running → dead: out of retries, or unrecoverable. */
+  | (OutcomeBase & AttemptError & {kind: 'deadLetter'})
+  /**
+   * running → failed, due now, the attempt given back (attempt − 1) and no error recorded against
+   * the task (`reason` goes to history only); `pool` moves it to that pool's queue from now on.
+   */
+  | (OutcomeBase & {kind: 'release'; reason: string; pool?: PoolName})
+  /** The rescuer: running → failed with a retry, only while the lease is still expired. */
+  | (OutcomeBase & {kind: 'rescue'; error: string; retryDelayMs: number})
+  /** The rescuer: running → dead (out of retries), only while the lease is still expired. */
+  | (OutcomeBase & {kind: 'rescueDeadLetter'; error: string})
+  /**
+   * running → submitted, due after `delayMs`, the attempt given back: the admission step (core/flow)
+   * said the type may not run now. `parked` marks why (null: not a parked backlog, e.g. the handler
+   * runs on other workers); `reason` goes to history only.
+   */
+  | (OutcomeBase & {kind: 'park'; reason: string; delayMs: number; parked: ParkedKind | null});
+
+export type OutcomeKind = Outcome['kind'];
+
+export interface OutcomeResult {
+  applied: string[];
+  /** Outcomes whose row had moved on (other fence, not running, lease renewed): nothing written. */
+  stale: string[];
+}
+
+export interface TasksInsertParams {
+  tasks: NewTask[];
+  /** Recorded in history as who submitted (host:pid). */
+  actor: string;
+  /**
+   * Ids of tasks of this batch that the caller rings right after the commit: their rows are
+   * written already marked published (published_at = NOW(3)), so no doorbellsMark follows. The
+   * caller must call doorbellsForget (fence 0) for those whose publish fails or is not confirmed,
+   * so the scheduler rings them; if the caller dies in between, the reconciler rings them once
+   * the mark is older than AX_REPUBLISH_AFTER. Ids that are not inserted (already there) are not
+   * touched. Absent: every row is written unpublished.
+   */
+  markPublished?: readonly string[];
+}
+
+export interface DoorbellsMarkParams {
+  rung: RungRef[];
+}
+
+export interface TasksClaimParams {
+  ids: string[];
+  worker: string;
+  leaseMs: number;
+  /**
+   * Types whose registry rows the claim locks for update (the caller's snapshot says they have a
+   * limit, or a breaker that is not closed: FlowGate.locked): their rows go through the limits
+   * (max running, rate; core/flow/limits.ts) and their probes are counted cluster-wide. Every other
+   * type's row is read with a shared lock: pause and breaker are decided from the rows as they are
+   * when the claim runs (core/flow/admission.ts flowDecision), so a pause or an opening holds for
+   * every claim that commits after it; a type found half-open without the update lock gets no
+   * probe from this claim. A type limited since the caller's snapshot is not limited by it.
+   */
+  lockTypes?: readonly string[];
+  /** Recheck delays of what the claim parks (paused, breaker); absent: ADMISSION_DEFAULTS. */
+  admission?: {pausedRecheckMs: number; probeRecheckMs: number};
+}
+
+export interface LeasesRenewParams {
+  held: Array<{id: string; fence: number}>;
+  leaseMs: number;
+}
+
+export interface OutcomesApplyParams {
+  outcomes: Outcome[];
+  actor: string;
+}
+
+/**
+ * The hot path: producers insert and ring, workers claim, renew and write outcomes. MySQL is the
+ * truth: every state change is a guarded update whose guard (source states, fence) comes from the
+ * transition table, written with its history rows in one transaction. Batch methods take up to a
+ * few thousand ids per call. Methods throw AxError('unavailable') when the database cannot be
+ * reached and retry deadlocks/lock-wait timeouts a bounded number of times.
+ */
+export interface HotPathStore {
+  /**
+   * Writes new tasks and their `submitted` history, skipping existing ones (see InsertResult).
+   * Throws AxError('invalid_input') when the database refuses a value of the batch (one the task
+   * checks let through): the batch, not the server, is at fault.
+   */
+  tasksInsert(p: TasksInsertParams): Promise<InsertResult>;
+  /**
+   * Records that the doorbell for these tasks was confirmed by the broker (and drops scheduler
+   * holds), only for rows still submitted/failed at the fence they were rung for: a mark that
+   * arrives after the task was claimed (and perhaps failed, waiting for its retry) changes nothing.
+   */
+  doorbellsMark(p: DoorbellsMarkParams): Promise<void>;
+  /**
+   * Undoes a mark made in advance (a replay's, or the producer's INSERT) for doorbells that could not be rung: published_at
+   * back to NULL and the fence moved on, only for rows still claimable at the fence given, so the
+   * scheduler rings them again at once instead of after AX_REPUBLISH_AFTER. A row already claimed
+   * (the publish reached the broker after all) is left alone. One statement.
+   */
+  doorbellsForget(p: DoorbellsMarkParams): Promise<void>;
+  /**
+   * Claims due `submitted`/`failed` tasks among `ids` for `worker`: state → running, attempt + 1,
+   * fence + 1, lease = now + leaseMs. Ids not claimable are reported in `skipped`.
+   */
+  tasksClaim(p: TasksClaimParams): Promise<ClaimResult>;
+  /** Extends the leases of tasks still held with these fences; returns the ids renewed. */
+  leasesRenew(p: LeasesRenewParams): Promise<string[]>;
+  /** Applies outcomes, each guarded by its transition (see Outcome), with history, in one transaction. */
+  outcomesApply(p: OutcomesApplyParams): Promise<OutcomeResult>;
+}
