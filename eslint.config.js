@@ -8,7 +8,10 @@
 // - each driver package is imported in one place;
 // - Ink and React are imported under src/ui/ only;
 // - core code takes time and randomness injected (no Date.now, Math.random, setTimeout);
-// - no focused or skipped tests.
+// - no focused or skipped tests;
+// - no import cycles under src/ (import-x/no-cycle; it follows value imports only, so
+//   test/unit/import-cycles.test.ts checks the graph with the type-only imports as well).
+import {createNodeResolver, importX} from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
 
 const DRIVERS = {
@@ -100,6 +103,19 @@ export default tseslint.config(
         {name: 'setInterval', message: 'use clock.setTimeout'},
       ],
     },
+  },
+  {
+    // Sources import each other as './x.js' (NodeNext): resolve that to the .ts/.tsx beside it.
+    files: ['src/**/*.{ts,tsx}'],
+    plugins: {'import-x': importX},
+    settings: {
+      'import-x/extensions': ['.ts', '.tsx', '.js'],
+      'import-x/parsers': {'@typescript-eslint/parser': ['.ts', '.tsx']},
+      'import-x/resolver-next': [
+        createNodeResolver({extensions: ['.ts', '.tsx', '.js', '.json'], extensionAlias: {'.js': ['.ts', '.tsx', '.js']}}),
+      ],
+    },
+    rules: {'import-x/no-cycle': 'error'},
   },
   {
     files: ['test/**/*.ts', 'test/**/*.js'],
