@@ -5,6 +5,7 @@
  */
 import {AxError, errorMessage, isAxError} from './errors.js';
 import type {Logger} from './log.js';
+import {backoffMs} from './retry/backoff.js';
 import {type Clock, type Random, sleep} from './time.js';
 
 /** First wait between attempts; it doubles up to `connectRetryMaxMs`. */
@@ -29,8 +30,7 @@ export interface ConnectRetryOptions {
  * between half and all of it so restarted fleets do not reconnect in step.
  */
 export function connectRetryDelay(attempt: number, maxMs: number, random: Random): number {
-  const cap = Math.min(maxMs, CONNECT_RETRY_BASE_MS * 2 ** Math.min(attempt - 1, 30));
-  return Math.round(cap * (0.5 + 0.5 * random()));
+  return Math.round(backoffMs(attempt, {firstMs: CONNECT_RETRY_BASE_MS, maxMs, jitter: [0.5, 1]}, random));
 }
 
 /**

@@ -10,6 +10,8 @@
  * (bad payloads) and hand-backs do not count at all. Closed, the window starts no earlier than
  * the second after the one it last closed in.
  */
+import {backoffMs} from '../retry/backoff.js';
+
 export type BreakerStateName = 'closed' | 'open' | 'half_open';
 
 export interface BreakerState {
@@ -96,7 +98,7 @@ export const CLOSED: BreakerState = {state: 'closed', until: null, openings: 0, 
 
 /** The cool-down after the n-th opening in a row (n ≥ 1): base · 2^(n−1), capped. */
 export function cooldownMs(n: number, s: BreakerSettings): number {
-  return Math.min(s.maxCooldownMs, s.cooldownMs * 2 ** Math.max(0, Math.min(n - 1, 30)));
+  return backoffMs(n, {firstMs: s.cooldownMs, maxMs: s.maxCooldownMs});
 }
 
 function sum(counts: readonly SecondCount[], fromMs: number): {ok: number; failed: number} {

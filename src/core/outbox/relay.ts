@@ -6,6 +6,7 @@ import type {HotPathStore, InsertResult, OutboxRelayStore, OutboxRow} from '../s
 import type {NewTask} from '../task/model.js';
 import type {TaskDefaults} from '../task/validate.js';
 import type {Clock, Random} from '../time.js';
+import {type BackoffShape, backoffMs} from '../retry/backoff.js';
 import {AxEvents} from '../events.js';
 import {Periodic, type Service, type StopOptions} from '../lifecycle.js';
 import {outboxRowToTask} from './convert.js';
@@ -42,6 +43,8 @@ export interface RelayOptions {
   types?: TypeSelector;
 }
 
+/** The wait after a failed pass (n failures in a row): 500 ms doubling to 30 s, jittered to ×0.5–1.5. */
+export const PASS_BACKOFF: BackoffShape = {firstMs: 500, maxMs: 30_000, jitter: [0.5, 1.5]};
 /** Sent rows deleted per statement by the housekeeping purge. */
 const PURGE_BATCH = 5000;
 /** How often the relay refreshes the outbox lag, and purges sent rows past their retention. */
@@ -130,7 +133,7 @@ export class Relay implements Service {
         if (this.stopped) return; // a pass cut short by stop(): its batch was handed back
         errors++;
         this.events.emit('relay:pass', {at: this.o.clock.now(), error: errorMessage(e)});
-        const delay = Math.min(30_000, 250 * 2 ** Math.min(errors, 7)) * (0.5 + this.o.random());
+        const delay = backoffMs(errors, PASS_BACKOFF, this.o.random);
         this.log.warn('relay pass failed; backing off', {error: errorMessage(e), retryInMs: Math.round(delay)});
         return delay;
       },

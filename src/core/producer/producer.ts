@@ -6,6 +6,7 @@ import {createIdGenerator} from '../task/id.js';
 import type {NewTask, TaskSpec} from '../task/model.js';
 import {type TaskDefaults, validateTaskSpec} from '../task/validate.js';
 import {type Clock, type Random, type TimerHandle, sleep} from '../time.js';
+import {type BackoffShape, backoffMs} from '../retry/backoff.js';
 import {AxEvents} from '../events.js';
 
 export interface ProducerOptions {
@@ -34,6 +35,9 @@ export interface ProducerOptions {
   /** Where to emit task:submitted and doorbell:published (by 'producer'); default: its own emitter. */
   events?: AxEvents;
 }
+
+/** The wait before a batch's next try while MySQL is unavailable: 200 ms doubling to 10 s, jittered to ×0.5–1.5. */
+export const SUBMIT_RETRY: BackoffShape = {firstMs: 200, maxMs: 10_000, jitter: [0.5, 1.5]};
 
 /** What one flush() covered. */
 export interface FlushReport {
@@ -209,7 +213,7 @@ export class Producer {
           this.failures.push({ids: tasks.map((t) => t.id), error: errorMessage(e), code: transient ? 'unavailable' : 'internal'});
           return;
         }
-        const delay = Math.min(10_000, 100 * 2 ** Math.min(attempt, 7)) * (0.5 + this.o.random());
+        const delay = backoffMs(attempt, SUBMIT_RETRY, this.o.random);
         this.o.logger.warn('submit batch: MySQL unavailable, retrying', {
           tasks: tasks.length,
           attempt,

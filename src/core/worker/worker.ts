@@ -2,7 +2,7 @@ import {hostname} from 'node:os';
 import {errorMessage} from '../errors.js';
 import type {Logger} from '../log.js';
 import {type Broker, type Delivery, type Subscription, type TaskMessage, decodeMessage, splitDelivery} from '../broker/types.js';
-import type {BackoffOptions} from '../retry/backoff.js';
+import {type BackoffOptions, type BackoffShape, backoffMs} from '../retry/backoff.js';
 import type {ClaimedTask, HotPathStore, Outcome, ParkedKind, WorkerRegistryStore, WorkerStatsDoc} from '../store/types.js';
 import {PRIORITIES, type JsonObject, type PoolName, type Priority} from '../task/model.js';
 import {type Clock, type Random, sleep} from '../time.js';
@@ -88,6 +88,9 @@ interface HeldTask extends Held {
   startedAt: number;
   endedAt: number;
 }
+
+/** The wait before a store call's next try (claims, outcomes): 100 ms doubling to 5 s, no jitter. */
+export const STORE_RETRY: BackoffShape = {firstMs: 100, maxMs: 5000};
 
 /** The stack of a failed attempt, as an optional event field. */
 const stackOf = (o: Outcome): {stack?: string} => ('stack' in o && typeof o.stack === 'string' ? {stack: o.stack} : {});
@@ -408,7 +411,7 @@ export class Worker implements Service {
         return await fn();
       } catch (e) {
         if (this.state !== 'running') return undefined;
-        const delay = Math.min(5000, 50 * 2 ** Math.min(attempt, 7));
+        const delay = backoffMs(attempt, STORE_RETRY);
         this.log.warn(`${what} failed, retrying`, {tasks, attempt, error: errorMessage(e)});
         await sleep(this.o.clock, delay);
       }
@@ -560,7 +563,7 @@ export class Worker implements Service {
         return;
       } catch (e) {
         // Keep the leases alive meanwhile; if we never get through, the rescuer takes over.
-        const delay = Math.min(5000, 50 * 2 ** Math.min(attempt, 7));
+        const delay = backoffMs(attempt, STORE_RETRY);
         this.log.warn('writing outcomes failed, retrying', {outcomes: batch.length, attempt, error: errorMessage(e)});
         if (this.state === 'stopped') return;
         await sleep(this.o.clock, delay);

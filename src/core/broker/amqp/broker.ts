@@ -4,6 +4,7 @@ import type {Channel, ChannelModel, ConfirmChannel, ConsumeMessage, Options} fro
 import {AxError, errorMessage} from '../../errors.js';
 import type {Logger} from '../../log.js';
 import {type Clock, type Random, sleep} from '../../time.js';
+import {type BackoffShape, backoffMs} from '../../retry/backoff.js';
 import {DEFAULT_PRIORITY, POOLS, PRIORITIES, type PoolName, type Priority} from '../../task/model.js';
 import {
   type Broker,
@@ -93,6 +94,9 @@ class AckWindow {
     }
   }
 }
+
+/** The wait between reconnect attempts: 400 ms doubling to 30 s, jittered to between half and one and a half of it. */
+export const RECONNECT_BACKOFF: BackoffShape = {firstMs: 400, maxMs: 30_000, jitter: [0.5, 1.5]};
 
 /** Heartbeat asked of the server unless the URL sets one: a dead peer is noticed within ~2 beats. */
 const DEFAULT_HEARTBEAT_S = 15;
@@ -307,7 +311,7 @@ export class AmqpBroker implements Broker {
         this.opts.logger.info('amqp reconnected', {attempt});
         return;
       } catch (e) {
-        const delay = Math.min(30_000, 200 * 2 ** Math.min(attempt, 8)) * (0.5 + this.opts.random());
+        const delay = backoffMs(attempt, RECONNECT_BACKOFF, this.opts.random);
         this.opts.logger.warn('amqp reconnect failed', {attempt, retryInMs: Math.round(delay), error: errorMessage(e)});
         await sleep(this.opts.clock, delay);
       }
