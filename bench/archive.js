@@ -190,7 +190,7 @@ export async function runArchiveBench(ctx, {n = 1_000_000, rounds = 3, p1N, warm
         await sql('DELETE FROM tasks WHERE id IN (?)', [chunk]);
       }
     };
-    const {HOT_SQL} = await import('../dist/core/store/mysql/read.js');
+    const {HOT_SQL} = await import('../dist/core/store/mysql/hot-sql.js');
     const measure = async (label) => {
       await sql('ANALYZE TABLE tasks, task_history, task_payloads');
       const rows = await sql(

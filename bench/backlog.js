@@ -17,8 +17,8 @@ import {parseArgs} from 'node:util';
 import mysql from 'mysql2/promise';
 import {loadConfig} from '../dist/core/config/config.js';
 import {createLogger} from '../dist/core/log.js';
-import {HOT_SQL} from '../dist/core/store/mysql/read.js';
-import {migrate} from '../dist/core/store/mysql/migrate.js';
+import {HOT_SQL} from '../dist/core/store/mysql/hot-sql.js';
+import {schemaMigrate} from '../dist/core/store/mysql/migrate.js';
 import {createRuntime, openDatabase, openStore} from './lib/ax.js';
 import {summary} from './lib/stats.js';
 
@@ -178,7 +178,7 @@ export async function runBacklogBench({
   const config = loadConfig({env: {AX_MYSQL_URL: `${MYSQL_ROOT}/${name}`, AX_LOG_LEVEL: 'warn'}, cwd: '/nonexistent'});
   const rt = createRuntime(config, createLogger('warn', {bench: name}));
   const adminDb = await openDatabase(rt);
-  await migrate(adminDb);
+  await schemaMigrate(adminDb);
   const raw = await mysql.createConnection({uri: `${MYSQL_ROOT}/${name}`, multipleStatements: false});
   const sql = async (q, p) => (await raw.query(q, p))[0];
   const store = await openStore(rt, {connectionLimit: 2});

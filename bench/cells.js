@@ -15,7 +15,7 @@ import {parseArgs} from 'node:util';
 import amqp from 'amqplib';
 import {loadConfig} from '../dist/core/config/config.js';
 import {createRuntime, openClient, openDatabase} from '../dist/compose.js';
-import {migrate} from '../dist/core/store/mysql/migrate.js';
+import {schemaMigrate} from '../dist/core/store/mysql/migrate.js';
 import {createLogger} from '../dist/core/log.js';
 import {topology} from '../dist/core/broker/amqp/topology.js';
 
@@ -49,7 +49,7 @@ const env = {
 const config = loadConfig({env, cwd: '/nonexistent'});
 const rt = createRuntime(config, createLogger('warn', {bench: tag}));
 const dbs = {default: await openDatabase(rt), fast: await openDatabase(rt.forCell('fast'))};
-for (const db of Object.values(dbs)) await migrate(db);
+for (const db of Object.values(dbs)) await schemaMigrate(db);
 const sql = async (cell, q, p = []) => (await dbs[cell].pool.query(q, p))[0];
 
 const worker = spawn(

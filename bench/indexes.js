@@ -9,9 +9,9 @@
 // µs per row, median of the rounds. The machine must be quiet: other load in mariadbd counts too.
 import {parseArgs} from 'node:util';
 import mysql from 'mysql2/promise';
-import {migrate} from '../dist/core/store/mysql/migrate.js';
+import {schemaMigrate} from '../dist/core/store/mysql/migrate.js';
 import {outcomeUpdateSql} from '../dist/core/store/mysql/outcomes.js';
-import {claimUpdateSql} from '../dist/core/store/mysql/write.js';
+import {claimUpdateSql} from '../dist/core/store/mysql/tasks-claim.js';
 import {CLK_TCK, findServerPids, procTicks} from './lib/cpu.js';
 import {insertSql, newId, rowParams} from './lib/raw.js';
 import {createRuntime, openDatabase} from './lib/ax.js';
@@ -69,7 +69,7 @@ process.on('SIGINT', () => void cleanup().then(() => process.exit(130)));
 try {
   const rt = createRuntime(loadConfig({env: {AX_MYSQL_URL: `${MYSQL_ROOT}/${dbName}`}}));
   const db = await openDatabase(rt);
-  await migrate(db);
+  await schemaMigrate(db);
   await db.pool.end();
   const conn = await mysql.createConnection({uri: `${MYSQL_ROOT}/${dbName}`, timezone: 'Z'});
   const results = {};

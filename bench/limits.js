@@ -17,7 +17,7 @@ import {randomBytes} from 'node:crypto';
 import {parseArgs} from 'node:util';
 import {loadConfig} from '../dist/core/config/config.js';
 import {createLogger} from '../dist/core/log.js';
-import {migrate} from '../dist/core/store/mysql/migrate.js';
+import {schemaMigrate} from '../dist/core/store/mysql/migrate.js';
 import {createIdGenerator} from '../dist/core/task/id.js';
 import {validateTaskSpec} from '../dist/core/task/validate.js';
 import {createRuntime, openDatabase, openStore} from './lib/ax.js';
@@ -61,7 +61,7 @@ export async function runLimitsBench({quick = false, n, batch = 50} = {}) {
   const db = await openDatabase(rt);
   const stores = [];
   try {
-    await migrate(db);
+    await schemaMigrate(db);
     for (let w = 0; w < WORKERS; w++) stores.push(await openStore(rt));
     const counters = stores.map(countStatements);
     const newId = createIdGenerator(Date.now);

@@ -13,7 +13,7 @@ import amqp from 'amqplib';
 import mysql from 'mysql2/promise';
 import {loadConfig} from '../dist/core/config/config.js';
 import {createRuntime, openBroker, openDatabase, openOutbox, openStore} from './lib/ax.js';
-import {migrate} from '../dist/core/store/mysql/migrate.js';
+import {schemaMigrate} from '../dist/core/store/mysql/migrate.js';
 import {createRelayService} from '../dist/core/outbox/service.js';
 import {createLogger} from '../dist/core/log.js';
 
@@ -88,7 +88,7 @@ async function environment() {
   const config = loadConfig({env, cwd: '/nonexistent'});
   const rt = createRuntime(config, createLogger('warn', {bench: tag}));
   const db = await openDatabase(rt);
-  await migrate(db);
+  await schemaMigrate(db);
   const outbox = await openOutbox(rt, {requireTable: false});
   await outbox.outboxCreateTable();
   const store = await openStore(rt);

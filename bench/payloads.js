@@ -15,7 +15,7 @@ import {parseArgs} from 'node:util';
 import {deflateSync} from 'node:zlib';
 import {loadConfig} from '../dist/core/config/config.js';
 import {createLogger} from '../dist/core/log.js';
-import {migrate} from '../dist/core/store/mysql/migrate.js';
+import {schemaMigrate} from '../dist/core/store/mysql/migrate.js';
 import {createIdGenerator} from '../dist/core/task/id.js';
 import {validateTaskSpec} from '../dist/core/task/validate.js';
 import {createRuntime, openDatabase, openStore} from './lib/ax.js';
@@ -40,7 +40,7 @@ const env = {AX_MYSQL_URL: `${MYSQL_ROOT}/${tag}`, AX_AMQP_URL: 'amqp://unused',
 const config = loadConfig({env, cwd: '/nonexistent', overrides: {payloadLimitBytes: 1 << 20}});
 const rt = createRuntime(config, createLogger('warn', {bench: tag}));
 const db = await openDatabase(rt);
-await migrate(db);
+await schemaMigrate(db);
 const sql = async (q, p = []) => (await db.pool.query(q, p))[0];
 const stores = {
   inline: await openStore({...rt, config: {...config, payloadInlineBytes: 1 << 30}}),

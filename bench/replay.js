@@ -14,7 +14,7 @@ import {parseArgs} from 'node:util';
 import amqp from 'amqplib';
 import {loadConfig} from '../dist/core/config/config.js';
 import {createLogger} from '../dist/core/log.js';
-import {migrate} from '../dist/core/store/mysql/migrate.js';
+import {schemaMigrate} from '../dist/core/store/mysql/migrate.js';
 import {planReplay, runReplay} from '../dist/core/dlq/replay.js';
 import {createIdGenerator} from '../dist/core/task/id.js';
 import {validateTaskSpec} from '../dist/core/task/validate.js';
@@ -44,7 +44,7 @@ async function environment() {
   const config = loadConfig({env, cwd: '/nonexistent'});
   const rt = createRuntime(config, createLogger('warn', {bench: tag}));
   const db = await openDatabase(rt);
-  await migrate(db);
+  await schemaMigrate(db);
   const store = await openStore(rt);
   const broker = await openBroker(rt, {reconnect: false});
   const timing = {};

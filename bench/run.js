@@ -244,11 +244,11 @@ try {
   const sql = async (q, p = []) => (await sqlPool.query(q, p))[0];
 
   {
-    // ax's schema through ax's own migrate(), like `ax migrate`.
+    // ax's schema through ax's own schemaMigrate(), like `ax migrate`.
     const {createRuntime, openDatabase} = await import('./lib/ax.js');
-    const {migrate} = await import('../dist/core/store/mysql/migrate.js');
+    const {schemaMigrate} = await import('../dist/core/store/mysql/migrate.js');
     const db = await openDatabase(createRuntime(await axConfig({mysqlUrl})));
-    await migrate(db);
+    await schemaMigrate(db);
     await db.pool.end();
   }
   for (const t of ['cal_tasks', 'hb_tasks']) await sql(taskTableDdl(t));
@@ -256,14 +256,14 @@ try {
   if (opts.bigTable > 0) {
     const {prepareBigTable} = await import('./bigtable.js');
     const {createRuntime, openDatabase} = await import('./lib/ax.js');
-    const {migrate} = await import('../dist/core/store/mysql/migrate.js');
+    const {schemaMigrate} = await import('../dist/core/store/mysql/migrate.js');
     bigTable = await prepareBigTable({
       rootUrl: MYSQL_ROOT,
       tag,
       n: opts.bigTable,
       migrateDb: async (url) => {
         const db = await openDatabase(createRuntime(await axConfig({mysqlUrl: url})));
-        await migrate(db);
+        await schemaMigrate(db);
         await db.pool.end();
       },
       log,

@@ -16,7 +16,7 @@ import {parseArgs} from 'node:util';
 import amqp from 'amqplib';
 import {loadConfig} from '../dist/core/config/config.js';
 import {createRuntime, openBroker, openDatabase, openStore} from './lib/ax.js';
-import {migrate} from '../dist/core/store/mysql/migrate.js';
+import {schemaMigrate} from '../dist/core/store/mysql/migrate.js';
 import {createClient} from '../dist/core/client.js';
 import {createSchedulerService} from '../dist/core/scheduler/service.js';
 import {createLogger} from '../dist/core/log.js';
@@ -38,7 +38,7 @@ async function environment(extraEnv = {}) {
   const config = loadConfig({env, cwd: '/nonexistent'});
   const rt = createRuntime(config, createLogger('warn', {bench: tag}));
   const db = await openDatabase(rt);
-  await migrate(db);
+  await schemaMigrate(db);
   const closers = [];
   let disposing;
   async function dispose() {

@@ -14,7 +14,7 @@ import {randomBytes} from 'node:crypto';
 import {parseArgs} from 'node:util';
 import {loadConfig} from '../dist/core/config/config.js';
 import {createLogger} from '../dist/core/log.js';
-import {migrate} from '../dist/core/store/mysql/migrate.js';
+import {schemaMigrate} from '../dist/core/store/mysql/migrate.js';
 import {MysqlTaskStore} from '../dist/core/store/mysql/store.js';
 import {initialTopState, refreshTop} from '../dist/core/inspect/top.js';
 import {createRuntime, openDatabase} from './lib/ax.js';
@@ -47,7 +47,7 @@ async function fill(from, n, state, runAt, createdAt, extra = '') {
 }
 
 try {
-  await migrate(db);
+  await schemaMigrate(db);
   const t0 = performance.now();
   await fill(0x1000_0000, TERMINAL, 'succeeded', 'NOW(3) - INTERVAL 1 DAY', 'NOW(3) - INTERVAL (seq % 86400) SECOND');
   await fill(0x2000_0000, 20_000, 'submitted', 'NOW(3) - INTERVAL (seq % 600) SECOND', 'NOW(3) - INTERVAL 1 HOUR');

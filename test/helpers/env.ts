@@ -7,7 +7,7 @@ import amqp from 'amqplib';
 import mysql from 'mysql2/promise';
 import {loadConfig, type AxConfig} from '../../src/core/config/config.js';
 import {createRuntime, openBroker, openDatabase, openStore, type Runtime} from '../../src/compose.js';
-import {migrate} from '../../src/core/store/mysql/migrate.js';
+import {schemaMigrate} from '../../src/core/store/mysql/migrate.js';
 import {createLogger} from '../../src/core/log.js';
 import type {AxStore} from '../../src/core/store/types.js';
 import type {AmqpBroker} from '../../src/core/broker/amqp/broker.js';
@@ -54,11 +54,11 @@ export async function createTestEnv(overrides: Partial<AxConfig> = {}, opts: {ce
   const config = loadConfig({env, overrides, cwd: '/nonexistent'});
   const rt = createRuntime(config, createLogger(config.logLevel, {test: tag}));
   const db = await openDatabase(rt);
-  await migrate(db);
+  await schemaMigrate(db);
   const cellDbs = await Promise.all(
     Object.keys(cells).map(async (cell) => {
       const cdb = await openDatabase(rt.forCell(cell));
-      await migrate(cdb);
+      await schemaMigrate(cdb);
       return {cell, db: cdb, name: `${tag}_${cell.replace(/-/g, '_')}`};
     }),
   );

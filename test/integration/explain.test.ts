@@ -6,9 +6,11 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest';
 import {DOCTOR_SQL} from '../../src/core/store/mysql/doctor.js';
 import {failureGroupsSql} from '../../src/core/store/mysql/failures.js';
 import {runningCountSql} from '../../src/core/store/mysql/admit-claim.js';
-import {HOT_SQL} from '../../src/core/store/mysql/read.js';
+import {HOT_SQL} from '../../src/core/store/mysql/hot-sql.js';
 import {outcomeUpdateSql} from '../../src/core/store/mysql/outcomes.js';
-import {claimSelectSql, claimUpdateSql, earlyResetSql, holdForDispatchSql, markPublishedSql} from '../../src/core/store/mysql/write.js';
+import {claimSelectSql, claimUpdateSql} from '../../src/core/store/mysql/tasks-claim.js';
+import {doorbellsForgetSql, doorbellsMarkSql} from '../../src/core/store/mysql/doorbells.js';
+import {holdsTakeSql} from '../../src/core/store/mysql/holds.js';
 import {createTestEnv, type TestEnv} from '../helpers/env.js';
 
 interface Plan {
@@ -70,7 +72,7 @@ describe('query plans of the hot statements', () => {
       {id: id(1), fence: 1},
       {id: id(2), fence: 0},
     ];
-    for (const q of [claimUpdateSql(rows, 'w1', 30_000), earlyResetSql(rows)]) {
+    for (const q of [claimUpdateSql(rows, 'w1', 30_000), doorbellsForgetSql(rows)]) {
       const p = await explain(q.sql, q.params);
       expect(p.key).toBe('PRIMARY');
       expect(p.type).toBe('range');
@@ -90,7 +92,7 @@ describe('query plans of the hot statements', () => {
         {id: id(3), fence: 1},
       ],
     ]) {
-      const q = markPublishedSql(rung);
+      const q = doorbellsMarkSql(rung);
       const p = await explain(q.sql, q.params);
       expect(p.key).toBe('PRIMARY');
       expect(p.type).toBe('range');
@@ -121,7 +123,7 @@ describe('query plans of the hot statements', () => {
   });
 
   it('scheduler: its hold of due-soon unrung rows is a range of idx_tasks_dispatch (the unrung rows only)', async () => {
-    const q = holdForDispatchSql('default', {owner: 's1', horizonMs: 60_000, holdMs: 30_000, limit: 1000});
+    const q = holdsTakeSql('default', {owner: 's1', horizonMs: 60_000, holdMs: 30_000, limit: 1000});
     const p = (await env.sql<Plan & {rows: number}>(`EXPLAIN ${q.sql}`, q.params))[0]!;
     expect(p.key).toBe('idx_tasks_dispatch');
     expect(p.type).toBe('range');

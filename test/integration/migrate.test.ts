@@ -1,7 +1,7 @@
 import {randomBytes} from 'node:crypto';
 import {afterAll, describe, expect, it} from 'vitest';
 import {openDb, type Db} from '../../src/core/store/mysql/db.js';
-import {migrate, migrationStatus, assertMigrated} from '../../src/core/store/mysql/migrate.js';
+import {schemaMigrate, schemaStatus, assertMigrated} from '../../src/core/store/mysql/migrate.js';
 import {LATEST_VERSION, MIGRATIONS} from '../../src/core/store/mysql/migrations.js';
 import {MYSQL_ROOT} from '../helpers/env.js';
 
@@ -25,12 +25,12 @@ describe('migrations', () => {
 
   it('applies every migration once even when two runs race', async () => {
     const [a, b] = await Promise.all([open(), open()]);
-    const [ra, rb] = await Promise.all([migrate(a), migrate(b)]);
+    const [ra, rb] = await Promise.all([schemaMigrate(a), schemaMigrate(b)]);
     const applied = [...ra.applied, ...rb.applied].map((m) => m.version).sort();
     expect(applied).toEqual(MIGRATIONS.map((m) => m.version).sort());
     expect(ra.current).toBe(LATEST_VERSION);
     expect(rb.current).toBe(LATEST_VERSION);
-    const status = await migrationStatus(a);
+    const status = await schemaStatus(a);
     expect(status.every((s) => s.appliedAt instanceof Date)).toBe(true);
     await expect(assertMigrated(a)).resolves.toBeUndefined();
   });
@@ -39,15 +39,15 @@ describe('migrations', () => {
     const db = dbs[0]!;
     // Pretend the process died after the DDL of the latest migration but before recording it.
     await db.pool.query('DELETE FROM schema_migrations WHERE version = ?', [LATEST_VERSION]);
-    const r = await migrate(db);
+    const r = await schemaMigrate(db);
     expect(r.applied.map((m) => m.version)).toEqual([LATEST_VERSION]);
-    expect((await migrate(db)).applied).toEqual([]);
+    expect((await schemaMigrate(db)).applied).toEqual([]);
   });
 
   it('refuses a database newer than this build', async () => {
     const db = dbs[0]!;
     await db.pool.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, ?, NOW(3))', ['from the future']);
-    await expect(migrate(db)).rejects.toMatchObject({code: 'internal', message: expect.stringMatching(/newer than this ax/)});
+    await expect(schemaMigrate(db)).rejects.toMatchObject({code: 'internal', message: expect.stringMatching(/newer than this ax/)});
     await db.pool.query('DELETE FROM schema_migrations WHERE version = 9999');
   });
 });

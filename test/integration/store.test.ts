@@ -3,7 +3,7 @@ import {storeConformance} from '../conformance/store.js';
 import {createTestEnv} from '../helpers/env.js';
 import {mysqlStoreHarness} from '../helpers/mysql-harness.js';
 import {openOutbox, openStore} from '../../src/compose.js';
-import {claimUpdateSql} from '../../src/core/store/mysql/write.js';
+import {claimUpdateSql} from '../../src/core/store/mysql/tasks-claim.js';
 import {createIdGenerator} from '../../src/core/task/id.js';
 import {validateTaskSpec} from '../../src/core/task/validate.js';
 

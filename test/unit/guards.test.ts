@@ -6,7 +6,8 @@
 import {describe, expect, it} from 'vitest';
 import {fenceCondition, guardedWhere, rungWhere} from '../../src/core/store/mysql/guards.js';
 import {outcomeUpdateSql} from '../../src/core/store/mysql/outcomes.js';
-import {claimUpdateSql, earlyResetSql} from '../../src/core/store/mysql/write.js';
+import {claimUpdateSql} from '../../src/core/store/mysql/tasks-claim.js';
+import {doorbellsForgetSql} from '../../src/core/store/mysql/doorbells.js';
 import {MAX_STACK_LENGTH, clipStack} from '../../src/core/store/mysql/rows.js';
 import type {Outcome} from '../../src/core/store/types.js';
 import {STACK_BYTES, STACK_LINES, stackHead} from '../../src/core/errors.js';
@@ -83,7 +84,7 @@ describe('guards from the transition table', () => {
   });
 
   it('the not-due reset moves the fence on, guarded by the fence read', () => {
-    const q = earlyResetSql([{id: 'a', fence: 4}]);
+    const q = doorbellsForgetSql([{id: 'a', fence: 4}]);
     expect(q.sql).toMatch(/SET published_at = NULL, fence = fence \+ 1/);
     expect(q.sql).toContain("state IN ('submitted', 'failed') AND fence = ?");
     expect(q.params).toEqual(['a', 4]);

@@ -1,5 +1,5 @@
 /**
- * The archive seam on MySQL (ArchiveStore, core/store/archive-types.ts): batches of finished tasks
+ * The archive seam on MySQL (ArchiveStore, core/store/seams/archive.ts): batches of finished tasks
  * read through idx_tasks_due, locked by primary key, handed to the cold-storage writer and deleted
  * with their history in the same transaction; the per-cell archive lock; restore.
  */
@@ -17,8 +17,8 @@ import {
   type ArchivedValue,
   type ArchiveLease,
   type ArchiveRestoreParams,
-} from '../archive-types.js';
-import {insertAudit} from './audit.js';
+} from '../seams/archive.js';
+import {auditInsert} from './audit.js';
 import {type Conn, type Db, driverCode, exec, marks, type Row, select, tx} from './db.js';
 import {PAYLOAD_APART, PAYLOAD_BODY_LOCKED, bodiesUpserts, packBig, payloadText} from './payloads.js';
 
@@ -278,7 +278,7 @@ export async function archiveRestore(db: Db, cell: string, p: ArchiveRestorePara
       }
       const hist = p.tasks.flatMap((t) => t.history);
       if (hist.length > 0) await insertRows(db, c, 'task_history', ARCHIVE_HISTORY_COLUMNS, hist);
-      if (p.audit) await insertAudit(db, c, cell, p.audit, ids);
+      if (p.audit) await auditInsert(db, c, cell, p.audit, ids);
       return {restored: ids};
     });
   } catch (e) {

@@ -8,7 +8,7 @@ import {clipError} from './rows.js';
  * change, so the row commits (or rolls back) with it. Params: the context and the ids touched.
  * Ids past AUDIT_MAX_IDS are not listed (task_ids NULL), only counted.
  */
-export async function insertAudit(db: Db, c: Conn, cell: string, a: AuditContext, ids: readonly string[]): Promise<void> {
+export async function auditInsert(db: Db, c: Conn, cell: string, a: AuditContext, ids: readonly string[]): Promise<void> {
   await exec(
     db,
     c,
@@ -27,7 +27,7 @@ export async function insertAudit(db: Db, c: Conn, cell: string, a: AuditContext
 }
 
 /** Newest first, from `after` (exclusive) on. Params: cell, [after], limit. Index: idx_audit_cell. */
-export async function listAudit(db: Db, cell: string, p: AuditListParams): Promise<AuditRecord[]> {
+export async function auditList(db: Db, cell: string, p: AuditListParams): Promise<AuditRecord[]> {
   const params: unknown[] = [cell];
   if (p.after !== undefined) params.push(p.after);
   params.push(p.limit);

@@ -34,7 +34,7 @@ function toRecord(r: Row): ScheduleRecord {
   };
 }
 
-export async function addSchedule(db: Db, cell: string, {schedule: s}: SchedulesAddParams): Promise<void> {
+export async function schedulesAdd(db: Db, cell: string, {schedule: s}: SchedulesAddParams): Promise<void> {
   try {
     await exec(
       db,
@@ -49,16 +49,16 @@ export async function addSchedule(db: Db, cell: string, {schedule: s}: Schedules
   }
 }
 
-export async function getSchedule(db: Db, cell: string, name: string): Promise<ScheduleRecord | null> {
+export async function schedulesGet(db: Db, cell: string, name: string): Promise<ScheduleRecord | null> {
   const rows = await select(db, db.pool, `SELECT ${COLUMNS} FROM cron_schedules WHERE cell = ? AND name = ?`, [cell, name]);
   return rows[0] ? toRecord(rows[0]) : null;
 }
 
-export async function listSchedules(db: Db, cell: string): Promise<ScheduleRecord[]> {
+export async function schedulesList(db: Db, cell: string): Promise<ScheduleRecord[]> {
   return (await select(db, db.pool, `SELECT ${COLUMNS} FROM cron_schedules WHERE cell = ? ORDER BY name`, [cell])).map(toRecord);
 }
 
-export async function setPaused(db: Db, cell: string, {name, paused, nextFireAt}: SchedulesSetPausedParams): Promise<boolean> {
+export async function schedulesSetPaused(db: Db, cell: string, {name, paused, nextFireAt}: SchedulesSetPausedParams): Promise<boolean> {
   const r =
     nextFireAt === undefined
       ? await exec(db, db.pool, 'UPDATE cron_schedules SET paused = ?, updated_at = NOW(3) WHERE cell = ? AND name = ?', [
@@ -75,12 +75,12 @@ export async function setPaused(db: Db, cell: string, {name, paused, nextFireAt}
   return r.affectedRows > 0;
 }
 
-export async function removeSchedule(db: Db, cell: string, name: string): Promise<boolean> {
+export async function schedulesRemove(db: Db, cell: string, name: string): Promise<boolean> {
   return (await exec(db, db.pool, 'DELETE FROM cron_schedules WHERE cell = ? AND name = ?', [cell, name])).affectedRows > 0;
 }
 
 /** Params: cell, horizon µs. Index: idx_cron_due (cell, paused, next_fire_at). */
-export async function dueSchedules(db: Db, cell: string, horizonMs: number): Promise<ScheduleRecord[]> {
+export async function schedulesDue(db: Db, cell: string, horizonMs: number): Promise<ScheduleRecord[]> {
   const rows = await select(
     db,
     db.pool,
@@ -90,7 +90,7 @@ export async function dueSchedules(db: Db, cell: string, horizonMs: number): Pro
   return rows.map(toRecord);
 }
 
-export async function advanceSchedule(db: Db, cell: string, {name, expectedNext, next, last}: SchedulesAdvanceParams): Promise<boolean> {
+export async function schedulesAdvance(db: Db, cell: string, {name, expectedNext, next, last}: SchedulesAdvanceParams): Promise<boolean> {
   const r = await exec(
     db,
     db.pool,
@@ -106,7 +106,7 @@ export async function advanceSchedule(db: Db, cell: string, {name, expectedNext,
  * `cron:<name>@<ISO fire time>` and ISO times sort as text, so this is one descending range read
  * of uq_tasks_dedup (cell, dedup_key).
  */
-export async function previousOccurrence(
+export async function occurrencesPrevious(
   db: Db,
   cell: string,
   {name, before, excludeId}: OccurrencesPreviousParams,

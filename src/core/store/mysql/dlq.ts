@@ -11,20 +11,12 @@ import type {
   DeadReplayResult,
   DeadTaskRow,
 } from '../types.js';
-import {insertAudit} from './audit.js';
+import {auditInsert} from './audit.js';
 import {type Db, exec, marks, select, tx} from './db.js';
 import {guardedWhere} from './guards.js';
 import {PAYLOAD_APART, PAYLOAD_BODY_COLUMN, PAYLOAD_BODY_LOCKED, bodiesUpserts, packBig, payloadText} from './payloads.js';
-import {Where} from './where.js';
+import {LAST_ERROR_CONTAINS, Where, likeLiteral} from './where.js';
 import {caseById, clipError, historyInsert, type HistoryRow, parsePayload, toErrorGroup} from './rows.js';
-
-/** `%`, `_` and `\` in a LIKE operand match themselves (ESCAPE '\\'). */
-export function likeLiteral(s: string): string {
-  return s.replace(/[\\%_]/g, (c) => `\\${c}`);
-}
-
-/** `last_error` contains the bound operand (pass it through likeLiteral). */
-export const LAST_ERROR_CONTAINS = "last_error LIKE CONCAT('%', ?, '%') ESCAPE '\\\\'";
 
 /** The WHERE of a dead-task filter (bound parameters only). */
 function deadWhere(cell: string, f: DeadFilter): Where {
@@ -42,7 +34,7 @@ function deadWhere(cell: string, f: DeadFilter): Where {
  * only rows before it in (finished_at, id) order; an unknown cursor selects nothing). Index:
  * idx_tasks_due (cell, 'dead', …), the type checked in the index; a sort of the rows kept.
  */
-export async function listDead(db: Db, cell: string, p: DeadListParams): Promise<DeadTaskRow[]> {
+export async function deadList(db: Db, cell: string, p: DeadListParams): Promise<DeadTaskRow[]> {
   const w = deadWhere(cell, p);
   const params = [...w.params];
   let cursor = '';
@@ -116,7 +108,7 @@ export async function deadPage(db: Db, cell: string, p: DeadPageParams): Promise
  * statements, a DELETE of the replayed rows' old bodies and an INSERT of the big new ones. Throws
  * invalid_input for a forced replay without a reason, before anything changes.
  */
-export async function replayDead(db: Db, cell: string, p: DeadReplayParams, inlineBytes: number): Promise<DeadReplayResult> {
+export async function deadReplay(db: Db, cell: string, p: DeadReplayParams, inlineBytes: number): Promise<DeadReplayResult> {
   const ids = [...new Set(p.ids)].sort();
   if (ids.length === 0) return {replayed: [], skipped: []};
   const reason = p.audit.reason ?? '';
@@ -177,7 +169,7 @@ export async function replayDead(db: Db, cell: string, p: DeadReplayParams, inli
     }
     const h = historyInsert(history);
     await exec(db, c, h.sql, h.params);
-    await insertAudit(
+    await auditInsert(
       db,
       c,
       cell,

@@ -26,7 +26,7 @@ async function appliedVersions(db: Db): Promise<Map<number, Date>> {
 }
 
 /** Every known migration with its applied time (null when pending). */
-export async function migrationStatus(db: Db): Promise<MigrationStatus[]> {
+export async function schemaStatus(db: Db): Promise<MigrationStatus[]> {
   await ensureLedger(db);
   const done = await appliedVersions(db);
   return MIGRATIONS.map((m) => ({version: m.version, name: m.name, appliedAt: done.get(m.version) ?? null}));
@@ -37,7 +37,7 @@ export async function migrationStatus(db: Db): Promise<MigrationStatus[]> {
  * safe: the second waits, then finds nothing to do. Throws AxError('timeout') when the lock is not
  * granted within 60 s, and AxError('internal') when the database is newer than this build.
  */
-export async function migrate(db: Db, migrations: Migration[] = MIGRATIONS): Promise<MigrateReport> {
+export async function schemaMigrate(db: Db, migrations: Migration[] = MIGRATIONS): Promise<MigrateReport> {
   const conn = await db.pool.getConnection();
   try {
     const [lockRows] = await conn.query<Row[]>('SELECT GET_LOCK(?, ?) AS ok', [LOCK_NAME, LOCK_WAIT_S]);
@@ -95,8 +95,8 @@ export function schemaStore(db: Db): SchemaStore {
   const close = (): Promise<void> => (closing ??= db.pool.end());
   return {
     database: db.database,
-    schemaStatus: () => migrationStatus(db),
-    schemaMigrate: () => migrate(db),
+    schemaStatus: () => schemaStatus(db),
+    schemaMigrate: () => schemaMigrate(db),
     close,
     [Symbol.asyncDispose]: close,
   };

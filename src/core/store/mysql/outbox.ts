@@ -13,7 +13,7 @@ import type {
 } from '../types.js';
 import {type Db, type DbOptions, type Row, dbUnavailable, driverCode, exec, outboxScoped, marks, openDb, select, tx} from './db.js';
 import {clipError} from './rows.js';
-import {likeLiteral} from './dlq.js';
+import {likeLiteral} from './where.js';
 import type {TypeSelector} from '../../cells/cells.js';
 import {AxError} from '../../errors.js';
 import {

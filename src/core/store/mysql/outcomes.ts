@@ -1,5 +1,5 @@
 /**
- * The outcomes of attempts (see TaskStore.outcomesApply): the transition each kind makes, its
+ * The outcomes of attempts (see HotPathStore.outcomesApply): the transition each kind makes, its
  * guarded UPDATE, its one history row per attempt, and the breaker counts of the batch. Two paths:
  * a worker's batch is written without a read (applyFast); anything else, or a batch in which a row
  * moved, goes through a locking read first (applyCareful).
@@ -116,12 +116,12 @@ export function outcomeUpdateSql(t: TransitionName, group: Outcome[]): {sql: str
 }
 
 /**
- * Applies outcomes (see TaskStore.outcomesApply). A worker's batch (outcomes from running, fenced,
+ * Applies outcomes (see HotPathStore.outcomesApply). A worker's batch (outcomes from running, fenced,
  * no lease condition, each counted for the breaker carrying its type) takes the fast path first
  * (applyFast): no read, the guarded UPDATEs decide. Otherwise, or when the fast path finds a row
  * that moved, the careful path (applyCareful) reads the rows first.
  */
-export async function applyOutcomes(db: Db, cell: string, outcomes: Outcome[], actor: string): Promise<OutcomeResult> {
+export async function outcomesApply(db: Db, cell: string, outcomes: Outcome[], actor: string): Promise<OutcomeResult> {
   if (outcomes.length === 0) return {applied: [], stale: []};
   const latest = [...new Map(outcomes.map((o) => [o.id, o])).values()];
   if (latest.every(fastEligible)) {

@@ -49,19 +49,28 @@ import type {
 } from '../types.js';
 import * as archive from './archive.js';
 import * as audit from './audit.js';
+import {clockNow} from './clock.js';
 import * as cron from './cron.js';
-import * as doctor from './doctor.js';
-import * as dlq from './dlq.js';
-import * as failures from './failures.js';
-import * as flow from './flow.js';
 import {type Db, type DbOptions, openDb} from './db.js';
+import * as dlqScan from './dlq-scan.js';
+import * as dlq from './dlq.js';
+import * as doctor from './doctor.js';
+import * as doorbells from './doorbells.js';
+import * as failures from './failures.js';
+import * as park from './flow-park.js';
+import * as flow from './flow.js';
+import * as holds from './holds.js';
+import * as inspect from './inspect.js';
+import {leasesRenew} from './leases.js';
 import {assertMigrated} from './migrate.js';
+import {outcomesApply} from './outcomes.js';
+import * as rescue from './rescue.js';
+import * as cancel from './tasks-cancel.js';
+import {tasksClaim} from './tasks-claim.js';
+import {tasksInsert} from './tasks-insert.js';
+import * as workers from './workers.js';
 import {invalid} from '../../errors.js';
 import {DEFAULT_PAYLOAD_INLINE_BYTES} from '../../config/config.js';
-import * as r from './read.js';
-import * as scan from './scan.js';
-import * as w from './write.js';
-import {applyOutcomes} from './outcomes.js';
 
 export interface MysqlStoreOptions extends DbOptions {
   cell: string;
@@ -78,8 +87,11 @@ export interface MysqlStoreOptions extends DbOptions {
 }
 
 /**
- * Every task-database seam (core/store/types.ts) on MySQL/MariaDB. SQL lives in read.ts, write.ts
- * and cron.ts beside it. Only composition roots see this class; they hand out the interfaces.
+ * Every task-database seam (core/store/seams/) on MySQL/MariaDB: each method calls the function of
+ * the same name in the module of its seam beside this file (tasks-insert.ts, doorbells.ts,
+ * tasks-claim.ts, leases.ts, outcomes.ts, holds.ts, rescue.ts, inspect.ts, tasks-cancel.ts,
+ * dlq.ts, dlq-scan.ts, workers.ts, doctor.ts, flow.ts, flow-park.ts, archive.ts, cron.ts, …).
+ * Only composition roots see this class; they hand out the interfaces.
  */
 export class MysqlTaskStore implements TaskStore, ScheduleStore {
   readonly cell: string;
@@ -111,52 +123,52 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
   }
 
   tasksInsert(p: TasksInsertParams) {
-    return w.insertTasks(this.db, this.cell, p, this.localNow(), this.inlineBytes);
+    return tasksInsert(this.db, this.cell, p, this.localNow(), this.inlineBytes);
   }
   doorbellsMark(p: DoorbellsMarkParams) {
-    return w.markPublished(this.db, p.rung);
+    return doorbells.doorbellsMark(this.db, p.rung);
   }
   doorbellsForget(p: DoorbellsMarkParams) {
-    return w.forgetPublished(this.db, p.rung);
+    return doorbells.doorbellsForget(this.db, p.rung);
   }
   tasksClaim(p: TasksClaimParams) {
-    return w.claim(this.db, this.cell, p);
+    return tasksClaim(this.db, this.cell, p);
   }
   leasesRenew(p: LeasesRenewParams) {
-    return w.renewLeases(this.db, p);
+    return leasesRenew(this.db, p);
   }
   outcomesApply(p: OutcomesApplyParams) {
-    return applyOutcomes(this.db, this.cell, p.outcomes, p.actor);
+    return outcomesApply(this.db, this.cell, p.outcomes, p.actor);
   }
   holdsTake(p: HoldsTakeParams) {
-    return w.holdForDispatch(this.db, this.cell, p);
+    return holds.holdsTake(this.db, this.cell, p);
   }
   holdsRelease(p: HoldsReleaseParams) {
-    return w.releaseDispatch(this.db, this.cell, p.owner);
+    return holds.holdsRelease(this.db, this.cell, p.owner);
   }
   leasesFindExpired(p: LeasesFindExpiredParams) {
-    return r.findExpiredLeases(this.db, this.cell, p);
+    return rescue.leasesFindExpired(this.db, this.cell, p);
   }
   tasksFindUndispatched(p: TasksFindUndispatchedParams) {
-    return r.findUndispatched(this.db, this.cell, p);
+    return rescue.tasksFindUndispatched(this.db, this.cell, p);
   }
   tasksCancel(p: TasksCancelParams) {
-    return w.cancel(this.db, this.cell, p);
+    return cancel.tasksCancel(this.db, this.cell, p);
   }
   tasksCancelMany(p: TasksCancelManyParams) {
-    return w.cancelMany(this.db, this.cell, p);
+    return cancel.tasksCancelMany(this.db, this.cell, p);
   }
   auditList(p: AuditListParams) {
-    return audit.listAudit(this.db, this.cell, p);
+    return audit.auditList(this.db, this.cell, p);
   }
   failureGroups(p: FailureFilter) {
     return failures.failureGroups(this.db, this.cell, p);
   }
   deadList(p: DeadListParams) {
-    return dlq.listDead(this.db, this.cell, p);
+    return dlq.deadList(this.db, this.cell, p);
   }
   deadReplay(p: DeadReplayParams) {
-    return dlq.replayDead(this.db, this.cell, p, this.inlineBytes);
+    return dlq.deadReplay(this.db, this.cell, p, this.inlineBytes);
   }
   deadErrorGroups(p: DeadFilter) {
     return dlq.deadErrorGroups(this.db, this.cell, p);
@@ -165,43 +177,43 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
     return dlq.deadPage(this.db, this.cell, p);
   }
   dlqScanGet() {
-    return scan.getScanWatermark(this.db, this.cell);
+    return dlqScan.dlqScanGet(this.db, this.cell);
   }
   dlqScanAdvance(p: DlqScanAdvanceParams) {
-    return scan.advanceScanWatermark(this.db, this.cell, p);
+    return dlqScan.dlqScanAdvance(this.db, this.cell, p);
   }
   tasksGet(p: TasksGetParams) {
-    return r.getTask(this.db, this.cell, p.id);
+    return inspect.tasksGet(this.db, this.cell, p.id);
   }
   tasksGetMany(p: {ids: readonly string[]}) {
-    return r.getTasks(this.db, this.cell, p.ids);
+    return inspect.tasksGetMany(this.db, this.cell, p.ids);
   }
   historyList(p: HistoryListParams) {
-    return r.history(this.db, p.taskId);
+    return inspect.historyList(this.db, p.taskId);
   }
   tasksList(p: ListFilter) {
-    return r.listTasks(this.db, this.cell, p);
+    return inspect.tasksList(this.db, this.cell, p);
   }
   tasksStats() {
-    return r.stats(this.db, this.cell);
+    return inspect.tasksStats(this.db, this.cell);
   }
   backlog() {
-    return r.backlog(this.db, this.cell);
+    return inspect.backlog(this.db, this.cell);
   }
   terminalCounts(p: {since: Date}) {
-    return r.terminalCounts(this.db, this.cell, p);
-  }
-  workersUpsert(p: WorkersUpsertParams) {
-    return r.upsertWorker(this.db, this.cell, p);
-  }
-  workersStop(p: WorkersStopParams) {
-    return r.stopWorker(this.db, p.id);
-  }
-  workersList(p?: WorkersListParams) {
-    return r.listWorkers(this.db, this.cell, p);
+    return inspect.terminalCounts(this.db, this.cell, p);
   }
   tasksCreatedCount(p: TasksCreatedCountParams) {
-    return r.createdCount(this.db, this.cell, p);
+    return inspect.tasksCreatedCount(this.db, this.cell, p);
+  }
+  workersUpsert(p: WorkersUpsertParams) {
+    return workers.workersUpsert(this.db, this.cell, p);
+  }
+  workersStop(p: WorkersStopParams) {
+    return workers.workersStop(this.db, p.id);
+  }
+  workersList(p?: WorkersListParams) {
+    return workers.workersList(this.db, this.cell, p);
   }
   duePerPool() {
     return doctor.duePerPool(this.db, this.cell);
@@ -213,7 +225,7 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
     return doctor.attemptTimes(this.db, this.cell, p);
   }
   typesRegister(p: HandlersRegisterParams) {
-    return flow.registerTypes(this.db, this.db.pool, this.cell, p);
+    return flow.typesRegister(this.db, this.db.pool, this.cell, p);
   }
   flowView(p: FlowViewParams) {
     return flow.flowView(this.db, this.cell, p);
@@ -225,52 +237,52 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
     return flow.typeHistory(this.db, this.cell, p);
   }
   typeSetPaused(p: TypeSetPausedParams) {
-    return flow.setPaused(this.db, this.cell, p);
+    return flow.typeSetPaused(this.db, this.cell, p);
   }
   tasksDefer(p: TasksDeferParams) {
-    return flow.deferTasks(this.db, this.cell, p);
+    return park.tasksDefer(this.db, this.cell, p);
   }
   parkedRelease(p: ParkedReleaseParams) {
-    return flow.releaseParked(this.db, this.cell, p);
+    return park.parkedRelease(this.db, this.cell, p);
   }
   outcomeCounts(p: OutcomeCountsParams) {
     return flow.outcomeCounts(this.db, this.cell, p);
   }
   outcomesPurge(p: {olderThanMs: number}) {
-    return flow.purgeOutcomes(this.db, this.cell, p.olderThanMs);
+    return flow.outcomesPurge(this.db, this.cell, p.olderThanMs);
   }
   breakerTransition(p: BreakerTransitionParams) {
     return flow.breakerTransition(this.db, this.cell, p);
   }
   typeSetSettings(p: TypeSetSettingsParams) {
-    return flow.setSettings(this.db, this.cell, p);
+    return flow.typeSetSettings(this.db, this.cell, p);
   }
   clockNow() {
-    return r.dbNow(this.db);
+    return clockNow(this.db);
   }
   schedulesAdd(p: SchedulesAddParams) {
-    return cron.addSchedule(this.db, this.cell, p);
+    return cron.schedulesAdd(this.db, this.cell, p);
   }
   schedulesGet(p: ScheduleNameParams) {
-    return cron.getSchedule(this.db, this.cell, p.name);
+    return cron.schedulesGet(this.db, this.cell, p.name);
   }
   schedulesList() {
-    return cron.listSchedules(this.db, this.cell);
+    return cron.schedulesList(this.db, this.cell);
   }
   schedulesSetPaused(p: SchedulesSetPausedParams) {
-    return cron.setPaused(this.db, this.cell, p);
+    return cron.schedulesSetPaused(this.db, this.cell, p);
   }
   schedulesRemove(p: ScheduleNameParams) {
-    return cron.removeSchedule(this.db, this.cell, p.name);
+    return cron.schedulesRemove(this.db, this.cell, p.name);
   }
   schedulesDue(p: SchedulesDueParams) {
-    return cron.dueSchedules(this.db, this.cell, p.horizonMs);
+    return cron.schedulesDue(this.db, this.cell, p.horizonMs);
   }
   schedulesAdvance(p: SchedulesAdvanceParams) {
-    return cron.advanceSchedule(this.db, this.cell, p);
+    return cron.schedulesAdvance(this.db, this.cell, p);
   }
   occurrencesPrevious(p: OccurrencesPreviousParams) {
-    return cron.previousOccurrence(this.db, this.cell, p);
+    return cron.occurrencesPrevious(this.db, this.cell, p);
   }
   archiveLock() {
     return archive.archiveLock(this.db, this.cell);

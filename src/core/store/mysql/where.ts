@@ -23,3 +23,11 @@ export class Where {
     return this.parts.join(' AND ');
   }
 }
+
+/** `%`, `_` and `\` in a LIKE operand match themselves (ESCAPE '\\'). */
+export function likeLiteral(s: string): string {
+  return s.replace(/[\\%_]/g, (c) => `\\${c}`);
+}
+
+/** `last_error` contains the bound operand (pass it through likeLiteral). */
+export const LAST_ERROR_CONTAINS = "last_error LIKE CONCAT('%', ?, '%') ESCAPE '\\\\'";

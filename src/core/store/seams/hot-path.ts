@@ -62,7 +62,7 @@ interface OutcomeBase {
   breaker?: 'ok' | 'failed';
   /**
    * The task's type, when the writer knows it (a worker does: types never change). With it the
-   * store counts the breaker outcome without reading the row first (outcomes.ts applyOutcomes).
+   * store counts the breaker outcome without reading the row first (mysql/outcomes.ts outcomesApply).
    */
   type?: string;
 }

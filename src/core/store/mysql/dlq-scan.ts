@@ -3,7 +3,7 @@ import type {DlqScanAdvanceParams} from '../types.js';
 import {type Db, exec, select} from './db.js';
 
 /** The cell's watermark, or null before its first scan. One primary-key read. */
-export async function getScanWatermark(db: Db, cell: string): Promise<Date | null> {
+export async function dlqScanGet(db: Db, cell: string): Promise<Date | null> {
   const rows = await select(db, db.pool, 'SELECT scanned_until FROM dlq_scan WHERE cell = ?', [cell]);
   return (rows[0]?.scanned_until as Date | undefined) ?? null;
 }
@@ -12,7 +12,7 @@ export async function getScanWatermark(db: Db, cell: string): Promise<Date | nul
  * Compare-and-set of the watermark: INSERT IGNORE when there is none (`from` null), else an UPDATE
  * guarded by the value read. True when this statement changed it. One statement, autocommit.
  */
-export async function advanceScanWatermark(db: Db, cell: string, p: DlqScanAdvanceParams): Promise<boolean> {
+export async function dlqScanAdvance(db: Db, cell: string, p: DlqScanAdvanceParams): Promise<boolean> {
   const res =
     p.from === null
       ? await exec(db, db.pool, 'INSERT IGNORE INTO dlq_scan (cell, scanned_until, updated_at) VALUES (?, ?, NOW(3))', [cell, p.to])

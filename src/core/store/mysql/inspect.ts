@@ -1,0 +1,132 @@
+/** InspectStore's reads on MySQL (its cancels: tasks-cancel.ts; failure groups: failures.ts; the audit trail: audit.ts). */
+import type {HistoryEntry, TaskRecord} from '../../task/model.js';
+import {Where} from './where.js';
+import type {BacklogReport, BacklogRow, ListFilter, StatsRow, TerminalCountRow, TasksCreatedCountParams} from '../types.js';
+import type {TaskState} from '../../task/state.js';
+import {type Db, marks, select} from './db.js';
+import {TASK_COLUMNS, toHistoryEntry, toTaskRecord} from './rows.js';
+import {PAYLOAD_TEXT_SQL} from './payloads.js';
+import {clockNow} from './clock.js';
+import {LAST_ERROR_CONTAINS, likeLiteral} from './where.js';
+
+/** Reads of InspectStore that run all the time (checked by explain.test.ts through HOT_SQL, hot-sql.ts). */
+export const INSPECT_SQL = {
+  /** Params: cell. Index: idx_tasks_due (cell, state, run_at, type), covering (a scan of the cell's entries: all-time counts). */
+  stats: 'SELECT type, state, COUNT(*) AS n FROM tasks WHERE cell = ? GROUP BY type, state ORDER BY type, state',
+  /**
+   * Params: cell. Index: idx_tasks_due (cell, state, run_at, type), covering: a range over the
+   * live states and the dead one (no row lookup), grouped in a small temporary table (a row per
+   * state × type). Cost: one index entry per live or dead task; the finished tasks are never read.
+   */
+  backlog: `SELECT state, type, COUNT(*) AS n, SUM(run_at <= NOW(3)) AS due,
+        IF(MIN(run_at) <= NOW(3), MIN(run_at), NULL) AS oldest_due
+      FROM tasks WHERE cell = ? AND state IN ('submitted', 'failed', 'running', 'dead') GROUP BY state, type ORDER BY NULL`,
+  /**
+   * Params: since, cell. Index: idx_history_failures (to_state, at): a range over the terminal
+   * transitions of the window, then each task by PRIMARY (cell, type); a temporary table of the
+   * type × state groups.
+   */
+  terminalCounts: `SELECT t.type, h.to_state AS state, COUNT(*) AS n FROM task_history h JOIN tasks t ON t.id = h.task_id
+      WHERE h.to_state IN ('succeeded', 'dead', 'cancelled') AND h.at >= ? AND t.cell = ? GROUP BY t.type, h.to_state`,
+  /** Params: cell, since, until. Index: idx_tasks_created (cell, created_at), covering: a range of the window's tasks. */
+  createdCount: 'SELECT COUNT(*) AS n FROM tasks WHERE cell = ? AND created_at >= ? AND created_at < ?',
+  /** Params: task id. Index: idx_history_task. */
+  history:
+    'SELECT task_id, from_state, to_state, attempt, worker, at, error, stack, started_at FROM task_history WHERE task_id = ? ORDER BY seq',
+};
+
+/** One task by id (primary key). */
+export async function tasksGet(db: Db, cell: string, id: string): Promise<TaskRecord | null> {
+  const rows = await select(db, db.pool, `SELECT ${TASK_COLUMNS} FROM tasks WHERE id = ? AND cell = ?`, [id, cell]);
+  return rows[0] ? toTaskRecord(rows[0]) : null;
+}
+
+/** Ids per statement of tasksGetMany. */
+const GET_MANY_CHUNK = 1000;
+
+/** See InspectStore.tasksGetMany. One primary-key read per GET_MANY_CHUNK ids. */
+export async function tasksGetMany(db: Db, cell: string, ids: readonly string[]): Promise<TaskRecord[]> {
+  const unique = [...new Set(ids)];
+  const out: TaskRecord[] = [];
+  for (let i = 0; i < unique.length; i += GET_MANY_CHUNK) {
+    const part = unique.slice(i, i + GET_MANY_CHUNK);
+    const rows = await select(db, db.pool, `SELECT ${TASK_COLUMNS} FROM tasks WHERE id IN (${marks(part.length)}) AND cell = ?`, [
+      ...part,
+      cell,
+    ]);
+    out.push(...rows.map(toTaskRecord));
+  }
+  return out;
+}
+
+/** A task's history, oldest first (idx_history_task). */
+export async function historyList(db: Db, id: string): Promise<HistoryEntry[]> {
+  const rows = await select(db, db.pool, INSPECT_SQL.history, [id]);
+  return rows.map(toHistoryEntry);
+}
+
+/**
+ * Newest tasks first, filtered by state/type/creation time (idx_tasks_created read newest first,
+ * or idx_tasks_due (cell, state, …) for a state), dedup key (uq_tasks_dedup), a substring of the last
+ * error and a payload field (both checked on each row the index range yields). All filter values
+ * are bound parameters.
+ */
+export async function tasksList(db: Db, cell: string, f: ListFilter): Promise<TaskRecord[]> {
+  const where = new Where()
+    .and('cell = ?', cell)
+    .if(Boolean(f.state), 'state = ?', f.state)
+    .if(Boolean(f.type), 'type = ?', f.type)
+    .if(Boolean(f.since), 'created_at >= ?', f.since)
+    .if(f.dedupKey !== undefined, 'dedup_key = ?', f.dedupKey)
+    .if(f.errorContains !== undefined, LAST_ERROR_CONTAINS, likeLiteral(f.errorContains ?? ''))
+    // Parsed per row: callers bound the scan with `since` (parseListFilter requires it).
+    .if(f.payload !== undefined, `JSON_VALUE(${PAYLOAD_TEXT_SQL}, ?) = ?`, f.payload?.path, f.payload?.value);
+  const params = [...where.params, f.limit];
+  const rows = await select(
+    db,
+    db.pool,
+    `SELECT ${TASK_COLUMNS} FROM tasks WHERE ${where.sql} ORDER BY created_at DESC, id DESC LIMIT ?`,
+    params,
+  );
+  return rows.map(toTaskRecord);
+}
+
+/** Counts per type × state (a covering scan of idx_tasks_due). */
+export async function tasksStats(db: Db, cell: string): Promise<StatsRow[]> {
+  const rows = await select(db, db.pool, INSPECT_SQL.stats, [cell]);
+  return rows.map((r) => ({type: r.type as string, state: r.state as TaskState, count: Number(r.n)}));
+}
+
+/** The backlog per type: one index-only range (INSPECT_SQL.backlog) merged by type, and the clock. */
+export async function backlog(db: Db, cell: string): Promise<BacklogReport> {
+  const [groups, clock] = await Promise.all([select(db, db.pool, INSPECT_SQL.backlog, [cell]), clockNow(db)]);
+  const rows = new Map<string, BacklogRow>();
+  for (const g of groups) {
+    const type = g.type as string;
+    let r = rows.get(type);
+    if (!r) rows.set(type, (r = {type, due: 0, delayed: 0, running: 0, dead: 0, oldestDueAt: null}));
+    const n = Number(g.n);
+    if (g.state === 'running') r.running += n;
+    else if (g.state === 'dead') r.dead += n;
+    else {
+      const due = Number(g.due);
+      r.due += due;
+      r.delayed += n - due;
+      const oldest = (g.oldest_due as Date | null) ?? null;
+      if (oldest && (!r.oldestDueAt || oldest < r.oldestDueAt)) r.oldestDueAt = oldest;
+    }
+  }
+  return {at: clock, rows: [...rows.values()].sort((a, b) => a.type.localeCompare(b.type))};
+}
+
+/** See InspectStore.terminalCounts (INSPECT_SQL.terminalCounts). */
+export async function terminalCounts(db: Db, cell: string, {since}: {since: Date}): Promise<TerminalCountRow[]> {
+  const rows = await select(db, db.pool, INSPECT_SQL.terminalCounts, [since, cell]);
+  return rows.map((r) => ({type: r.type as string, state: r.state as TerminalCountRow['state'], count: Number(r.n)}));
+}
+
+/** Tasks created in [since, until): see InspectStore.tasksCreatedCount. */
+export async function tasksCreatedCount(db: Db, cell: string, p: TasksCreatedCountParams): Promise<number> {
+  const rows = await select(db, db.pool, INSPECT_SQL.createdCount, [cell, p.since, p.until]);
+  return Number(rows[0]?.n ?? 0);
+}
