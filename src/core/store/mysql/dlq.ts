@@ -97,15 +97,15 @@ export async function deadPage(db: Db, cell: string, p: DeadPageParams): Promise
  * Replays dead tasks (see DeadLetterStore.deadReplay). One transaction: a locking read in primary
  * key order (concurrent replays queue behind each other, then see the rows submitted and skip
  * them), one UPDATE guarded by the replay transition, one history INSERT, one audit row.
- * affectedRows must equal the rows read as dead, else the transaction is rolled back. A forced
- * The rows are marked published in the same UPDATE (the caller rings them after the commit and
+ * affectedRows must equal the rows read as replayable, else the transaction is rolled back. The
+ * rows are marked published in the same UPDATE (the caller rings them after the commit and
  * forgets the ones it could not ring): a separate mark statement per batch cost as much as the
- * replay itself (docs/benchmarks.md, R1). A forced
- * replay (`p.force`) uses the forceReplay transition (dead, succeeded or cancelled) and stamps the
- * rows' `replay` column for the handler; a plain one clears it. With `p.rewrite`, the locking read
- * also reads the payloads (stored-apart ones too) and each replayed row gets rewrite(payload) (a
- * throw rolls back), stored inline or apart by its new size against `inlineBytes`: two more
- * statements, a DELETE of the replayed rows' old bodies and an INSERT of the big new ones. Throws
+ * replay itself (docs/benchmarks.md, R1). A forced replay (`p.force`) uses the forceReplay
+ * transition (dead, succeeded or cancelled) and stamps the rows' `replay` column for the handler;
+ * a plain one clears it. With `p.rewrite`, the locking read also reads the payloads (stored-apart
+ * ones too) and each replayed row gets rewrite(payload) (a throw rolls back), stored inline or
+ * apart by its new size against `inlineBytes`: two more statements, a DELETE of the replayed rows'
+ * old bodies and an INSERT of the big new ones. Throws
  * invalid_input for a forced replay without a reason, before anything changes.
  */
 export async function deadReplay(db: Db, cell: string, p: DeadReplayParams, inlineBytes: number): Promise<DeadReplayResult> {

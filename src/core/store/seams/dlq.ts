@@ -110,11 +110,15 @@ export interface DeadLetterStore {
    */
   deadPage(p: DeadPageParams): Promise<DeadPageRow[]>;
   /**
-   * Replays the dead tasks among `ids` in one transaction: dead → submitted, due now, marked
-   * published in advance (the caller rings them right after the commit, and calls doorbellsForget
-   * for those it could not ring, so no separate mark statement follows), retry_base = attempt (a fresh retry budget and backoff; attempts keep counting), a history row
-   * "replayed by <operator>: <reason>", and one audit row listing the ids replayed (none when none
-   * was). Guarded by state = 'dead' in the UPDATE, so two concurrent replays replay each task once.
+   * Replays the dead tasks among `ids` (with `force`, succeeded and cancelled ones too) in one
+   * transaction: → submitted, due now, marked published in advance (the caller rings them right
+   * after the commit, and calls doorbellsForget for those it could not ring, so no separate mark
+   * statement follows), retry_base = attempt (a fresh retry budget and backoff; attempts keep
+   * counting), a history row "replayed by <operator>: <reason>" ("force-replayed by …" when forced,
+   * ending with "; patch <patch>" when given), and one audit row listing the ids replayed (none when
+   * none was). The UPDATE is guarded by the replay transition's source states (dead; with `force`
+   * also succeeded and cancelled), so two concurrent replays replay each task once. Throws
+   * invalid_input for a forced replay without a reason, before anything changes.
    */
   deadReplay(p: DeadReplayParams): Promise<DeadReplayResult>;
 }

@@ -160,7 +160,10 @@ export interface HandlersRegisterParams {
 export interface FlowStore extends DbClockStore {
   /** Creates registry rows for these types when missing (a worker's handlers, on start). */
   typesRegister(p: HandlersRegisterParams): Promise<void>;
-  /** The state the admission step needs (see FlowView). Two statements, index-only on small tables. */
+  /**
+   * The state the admission step needs (see FlowView). Two statements on small tables (a third,
+   * the clock, when no worker is live).
+   */
   flowView(p: FlowViewParams): Promise<FlowView>;
   /** Every registry row, the live handlers and the parked counts (a range of idx_tasks_due over the waiting states). */
   typesReport(p: FlowViewParams): Promise<TypesReport>;
@@ -172,8 +175,10 @@ export interface FlowStore extends DbClockStore {
    */
   typeSetPaused(p: TypeSetPausedParams): Promise<TypeSetPausedResult>;
   /**
-   * Parks unclaimed tasks in one transaction: a locking read, then per (delay, kind) one UPDATE
-   * guarded by the defer transition (claimable at the fence read) that makes them due later,
+   * Parks unclaimed tasks in one transaction: a locking read; for a kind whose cause may have gone
+   * since the caller's snapshot (paused, breaker, unhandled), a read of the registry or the live
+   * handlers, and those tasks are made due at once instead (see TasksDeferParams.liveMs); then per
+   * (delay, kind) one UPDATE guarded by the defer transition (claimable at the fence read) that makes them due later,
    * unpublished, fence + 1 (a doorbell already in flight cannot mark them); `unhandled` ones parked
    * longer than unhandledDeadAfterMs go dead instead (unhandledDead). One history INSERT. Attempts
    * untouched.

@@ -15,9 +15,13 @@ export interface HeldForDispatch extends DispatchRef {
 }
 
 export interface HoldsTakeParams {
+  /** The scheduler (its id). */
   owner: string;
+  /** Tasks due within this from now are taken. */
   horizonMs: number;
+  /** A hold lasts until max(run_at, now) + this: a scheduler that stops renewing loses it then. */
   holdMs: number;
+  /** Rows taken or renewed per call at most (those due first). */
   limit: number;
 }
 
@@ -30,8 +34,9 @@ export interface DispatchHoldStore extends DbClockStore {
   /**
    * For scheduler `owner`: takes hold of unpublished submitted/failed tasks due within `horizonMs`
    * that no live scheduler holds (hold = until max(run_at, now) + `holdMs`), renews its existing
-   * holds, and returns everything it holds, oldest due first. Brand-new immediate tasks are left to
-   * their producer's own publish.
+   * holds among them (up to `limit` rows in all, due first), and returns everything it holds, oldest
+   * due first. A brand-new immediate task (never claimed, due at its creation) is left to its
+   * producer's own publish for its first 2 s (mysql/holds.ts PRODUCER_GRACE_US).
    */
   holdsTake(p: HoldsTakeParams): Promise<HeldForDispatch[]>;
   /** Lets go of every hold of `owner` (graceful scheduler stop); returns how many. */

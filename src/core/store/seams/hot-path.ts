@@ -167,8 +167,9 @@ export interface OutcomesApplyParams {
  */
 export interface HotPathStore {
   /**
-   * Writes new tasks and their `submitted` history, skipping existing ones (see InsertResult).
-   * Throws AxError('invalid_input') when the database refuses a value of the batch (one the task
+   * Writes new tasks in one transaction, skipping existing ones (see InsertResult). A task's
+   * creation is its row (created_at, submitted_by = `actor`): no history row is written for it, the
+   * timeline's first history row is its first transition. Throws AxError('invalid_input') when the database refuses a value of the batch (one the task
    * checks let through): the batch, not the server, is at fault.
    */
   tasksInsert(p: TasksInsertParams): Promise<InsertResult>;
@@ -179,15 +180,21 @@ export interface HotPathStore {
    */
   doorbellsMark(p: DoorbellsMarkParams): Promise<void>;
   /**
-   * Undoes a mark made in advance (a replay's, or the producer's INSERT) for doorbells that could not be rung: published_at
-   * back to NULL and the fence moved on, only for rows still claimable at the fence given, so the
+   * Undoes a mark made in advance (a replay's, or the producer's INSERT) for doorbells that could
+   * not be rung: published_at back to NULL and the fence moved on, only for rows still claimable at the fence given, so the
    * scheduler rings them again at once instead of after AX_REPUBLISH_AFTER. A row already claimed
    * (the publish reached the broker after all) is left alone. One statement.
    */
   doorbellsForget(p: DoorbellsMarkParams): Promise<void>;
   /**
    * Claims due `submitted`/`failed` tasks among `ids` for `worker`: state → running, attempt + 1,
-   * fence + 1, lease = now + leaseMs. Ids not claimable are reported in `skipped`.
+   * fence + 1, lease = now + leaseMs, in one transaction; no history row is written for a claim
+   * (the attempt's outcome row records its start and worker). Ids not claimable are reported in
+   * `skipped`; a claimable one not yet due (an early doorbell) is skipped with `notDue` and its
+   * doorbell forgotten (published_at NULL, fence + 1, as doorbellsForget) so the scheduler rings it
+   * when it is due. The claim's flow step may defer claimable ones instead (see
+   * ClaimResult.deferred). Throws AxError('conflict') when the rows kept changing under its
+   * guarded UPDATE (5 reads).
    */
   tasksClaim(p: TasksClaimParams): Promise<ClaimResult>;
   /** Extends the leases of tasks still held with these fences; returns the ids renewed. */

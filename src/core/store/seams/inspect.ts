@@ -150,16 +150,18 @@ export interface InspectStore extends DbClockStore {
    */
   terminalCounts(p: {since: Date}): Promise<TerminalCountRow[]>;
   /**
-   * Cancels a submitted or failed task, and with `running` a running one (its history row, to
-   * cancelled with the attempt's number, notes `cancelled by <audit operator, else actor>[: reason]`).
-   * Returns the state it was in (null: unknown id), and the attempt it stopped if it was running.
+   * Cancels a submitted or failed task, and with `running` a running one, in one transaction with
+   * its history row (and the audit row when `audit` is given). A waiting task's row notes the
+   * reason; a running one's is its attempt's (the worker it ran on, its start), noting `cancelled by
+   * <audit operator, else actor>[: reason]`, and its fence moves on (see StoppedAttempt). Returns the state it was in (null: unknown id), and the attempt it stopped if it was running.
    */
   tasksCancel(p: TasksCancelParams): Promise<{from: TaskState | null; cancelled: boolean; stopped?: StoppedAttempt}>;
   /**
    * Cancels up to `limit` tasks of `type` in `states` (submitted, failed, running), smallest ids first:
    * a plain read of the candidates (idx_tasks_due, the waiting entries), then a transaction that
-   * locks them by primary key, re-checks them and cancels those still waiting (one guarded UPDATE,
-   * one history INSERT, one audit row; none when nothing was cancelled); candidates that moved in
+   * locks them by primary key, re-checks them and cancels those still in `states` (a guarded UPDATE
+   * per transition: cancel for the waiting ones, cancelRunning for the running ones, whose attempts
+   * are stopped; one history INSERT, one audit row; no audit row when none matched); candidates that moved in
    * between are replaced by a next round. Call again until fewer than `limit` come back.
    */
   tasksCancelMany(p: TasksCancelManyParams): Promise<CancelledTask[]>;

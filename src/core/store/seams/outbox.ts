@@ -79,13 +79,22 @@ export interface OutboxLag {
  * `FOR UPDATE SKIP LOCKED` so several relays share one table; no lock is held across a publish.
  */
 export interface OutboxRelayStore {
-  /** Takes up to `limit` unsent, unfailed rows not claimed by a live relay, oldest first, for `leaseMs`. */
+  /**
+   * Takes up to `limit` unsent, unfailed rows not claimed by a live relay, oldest first, for
+   * `leaseMs`; each claim counts in the row's `attempts`.
+   */
   outboxClaim(p: OutboxClaimParams): Promise<OutboxRow[]>;
   /** Marks rows sent (only those still claimed by `owner`); returns how many. */
   outboxMarkSent(p: OutboxMarkSentParams): Promise<number>;
-  /** Marks rows that can never be relayed as failed, with the reason; they are skipped from then on. */
+  /**
+   * Marks rows that can never be relayed as failed, with the reason (only those still claimed by
+   * `owner`); they are skipped from then on.
+   */
   outboxMarkFailed(p: OutboxMarkFailedParams): Promise<void>;
-  /** Hands rows back after a transient error (the error is recorded; another pass retries them). */
+  /**
+   * Hands rows back after a transient error (only those still claimed by `owner`; the error is
+   * recorded; another pass retries them).
+   */
   outboxRelease(p: OutboxReleaseParams): Promise<void>;
   /** Deletes sent rows older than `olderThanMs`, at most `limit`; returns how many. */
   outboxPurgeSent(p: OutboxPurgeSentParams): Promise<number>;

@@ -24,7 +24,7 @@ export interface TasksFindUndispatchedParams {
 
 /** What the rescuer and the reconciler look for (they write through HotPathStore's outcomes and marks). */
 export interface RescueStore {
-  /** Running tasks whose lease expired before the database's now, oldest first. */
+  /** Running tasks whose lease expired before the database's now, the longest expired first. */
   leasesFindExpired(p: LeasesFindExpiredParams): Promise<ExpiredLease[]>;
   /**
    * Due `submitted`/`failed` tasks never published since they became due, or published longer than
