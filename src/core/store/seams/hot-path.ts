@@ -113,7 +113,7 @@ export interface OutcomeResult {
 
 export interface TasksInsertParams {
   tasks: NewTask[];
-  /** Recorded in history as who submitted (host:pid). */
+  /** Who submitted (host:pid): the row's submitted_by (no history row is written for an insert). */
   actor: string;
   /**
    * Ids of tasks of this batch that the caller rings right after the commit: their rows are
