@@ -61,6 +61,13 @@ describe('the generated reference', () => {
     }
   });
 
+  it('names every command topic in the hand-written "Commands at a glance" of docs/reference/cli.md', () => {
+    const page = readDoc('docs/reference/cli.md');
+    const glance = between(page, '## Commands at a glance', '## Examples');
+    const topics = new Set(commandIds().map((id) => id.split(' ')[0]!));
+    for (const topic of topics) expect(glance, topic).toContain(`| \`ax ${topic}`);
+  });
+
   it('README is a front page: at most 300 lines, the quick start and its two commands, no generated reference', () => {
     const readme = readDoc('README.md');
     expect(readme.split('\n').length).toBeLessThanOrEqual(300);
