@@ -68,6 +68,17 @@ describe('the generated reference', () => {
     for (const topic of topics) expect(glance, topic).toContain(`| \`ax ${topic}`);
   });
 
+  it('lists exactly the read-only commands (static readOnly) in docs/reference/cli.md', () => {
+    const page = readDoc('docs/reference/cli.md');
+    const para = page.slice(page.indexOf('Read-only commands never create a database'));
+    const spans = [...para.slice(0, para.indexOf(';')).matchAll(/`ax ([a-z ]+?)(?: ([a-z|]+))?`/g)];
+    const listed = spans.flatMap((m) => (m[2] ? m[2].split('|').map((sub) => `${m[1]} ${sub}`) : [m[1]!])).filter((c) => c !== 'migrate');
+    const readOnly = commandIds().filter((id) =>
+      /static (?:override )?readOnly = true/.test(readFileSync(`${ROOT}src/commands/${id.split(' ').join('/')}.ts`, 'utf8')),
+    );
+    expect(listed.sort()).toEqual(readOnly);
+  });
+
   it('README is a front page: at most 300 lines, the quick start and its two commands, no generated reference', () => {
     const readme = readDoc('README.md');
     expect(readme.split('\n').length).toBeLessThanOrEqual(300);
