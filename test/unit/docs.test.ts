@@ -100,10 +100,10 @@ describe('links', () => {
   // Written on another branch of issue 21 (the test tiers); checked like any page once it exists.
   const PENDING = new Set(['docs/testing.md']);
 
-  it('every relative link in README.md and docs/ resolves, to the heading when it names one', () => {
+  it('every relative link in README.md, docs/ and the other READMEs resolves, to the heading when it names one', () => {
     const broken: string[] = [];
     let checked = 0;
-    for (const file of files) {
+    for (const file of [...files, 'deploy/README.md', 'sidecar/README.md']) {
       for (const link of relativeLinks(file, readDoc(file))) {
         checked++;
         const [path, anchor] = link.target.split('#') as [string, string | undefined];
