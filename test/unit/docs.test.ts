@@ -18,6 +18,7 @@ import {describe, expect, it} from 'vitest';
 import {configTable} from '../../src/core/config/describe.js';
 import {
   anchors,
+  type CodeBlock,
   codeBlocks,
   docFiles,
   isGeneratedCliPage,
@@ -175,7 +176,19 @@ describe('code examples', () => {
     const scripts = Object.keys((JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')) as {scripts: Record<string, string>}).scripts);
     const wrong: string[] = [];
     let axCommands = 0;
-    for (const b of blocks.filter((x) => x.lang === 'sh')) {
+    // The shell blocks, and the commands quoted inline in the prose (`ax tasks show <id>`).
+    const inline: CodeBlock[] = files
+      .filter((f) => !isGeneratedCliPage(f))
+      .flatMap((f) => {
+        const text = readDoc(f).replace(/^```[^]*?^```/gm, (fence) => fence.replace(/[^\n]/g, ' '));
+        return [...text.matchAll(/`((?:npx )?ax [^`]+)`/g)].map((m) => ({
+          file: f,
+          line: text.slice(0, m.index).split('\n').length,
+          lang: 'sh',
+          code: m[1]!.replace(/\n/g, ' '),
+        }));
+      });
+    for (const b of [...blocks.filter((x) => x.lang === 'sh'), ...inline]) {
       for (let words of shellCommands(b.code)) {
         const where = `${b.file}:${b.line}: ${words.join(' ')}`;
         words = words.filter((w, i) => !(i === 0 && w === '$'));
@@ -190,7 +203,11 @@ describe('code examples', () => {
         if (words[0] !== 'ax') continue;
         axCommands++;
         const args = words.slice(1);
-        if (args.length === 1 && ['-h', '--help', '-v', 'version'].includes(args[0]!)) continue;
+        // A topic alone, oclif's own commands, a placeholder, and the mistyped commands of the suggestion's examples.
+        if (args.length === 0 || /^[<…]/.test(args[0]!)) continue;
+        if (['-h', '--help', '-v', 'version', 'help', 'autocomplete'].includes(args[0]!)) continue;
+        if (args.length === 1 && ids.some((x) => x.startsWith(`${args[0]} `))) continue;
+        if (['submti', 'dlq replya'].includes(args.slice(0, args[0] === 'dlq' ? 2 : 1).join(' '))) continue;
         let id = '';
         for (let n = Math.min(2, args.length); n > 0 && id === ''; n--) {
           const candidate = args.slice(0, n).join(' ');
