@@ -131,6 +131,20 @@ describe('links', () => {
     expect(missing).toEqual([]);
   });
 
+  it('every AX_ variable the docs name is read by the code (src/, sidecar/, bench/, scripts/)', () => {
+    const code = ['src', 'sidecar', 'bench', 'scripts']
+      .flatMap((dir) =>
+        readdirSync(`${ROOT}${dir}`, {recursive: true, encoding: 'utf8'})
+          .filter((f) => /\.(ts|tsx|js|mjs|sh)$/.test(f) && !f.startsWith('results'))
+          .map((f) => readFileSync(`${ROOT}${dir}/${f}`, 'utf8')),
+      )
+      .join('\n');
+    const unknown: string[] = [];
+    for (const file of [...files, 'deploy/README.md', 'sidecar/README.md'])
+      for (const m of readDoc(file).matchAll(/\bAX_[A-Z][A-Z0-9_]*[A-Z0-9]\b/g)) if (!code.includes(m[0])) unknown.push(`${file}: ${m[0]}`);
+    expect([...new Set(unknown)]).toEqual([]);
+  });
+
   it('the anchors are computed the way GitHub computes them', () => {
     const a = anchors(
       '# ax — Async eXecutor\n## The live view (`ax top`)\n## Archive and payloads — 1 Dec 2026 (issue 13)\n## Ax\n## Ax\n`ax version`\n====\n',
