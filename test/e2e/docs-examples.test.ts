@@ -80,7 +80,9 @@ describe('the examples of the docs', () => {
     mkdirSync(DIR, {recursive: true});
   });
   afterAll(async () => {
-    for (const p of procs) p.child.kill('SIGKILL');
+    // The walk-through's worker and scheduler: a graceful stop, as their supervisor would.
+    for (const p of procs) p.child.kill('SIGTERM');
+    await Promise.all(procs.map((p) => p.exited));
     rmSync(DIR, {recursive: true, force: true});
     await env?.dispose();
   });
