@@ -9,6 +9,8 @@ import {Archiver} from './core/archive/archiver.js';
 import {DirectoryArchiveTarget} from './core/archive/files.js';
 import type {ArchiveTarget} from './core/archive/target.js';
 import {operatorName} from './core/audit/audit.js';
+import {type Admin, type AdminContext, createAdmin} from './core/admin/service.js';
+import {createSession} from './core/admin/session.js';
 import {AmqpBroker} from './core/broker/amqp/broker.js';
 import type {Broker} from './core/broker/types.js';
 import {type CellMap, cellConfig, cellMap} from './core/cells/cells.js';
@@ -146,6 +148,36 @@ export async function openBroker(rt: Runtime, opts: {reconnect: boolean; declare
   });
   await b.start();
   return b;
+}
+
+/** The admin service's view of `rt`'s cell: its openers are this module's (RabbitMQ without reconnecting: one-shot use). */
+export function adminContext(rt: Runtime): AdminContext {
+  return {
+    config: rt.config,
+    clock: rt.clock,
+    random: rt.random,
+    logger: rt.logger,
+    actor: rt.actor,
+    operator: rt.operator,
+    cells: rt.cells,
+    open: {
+      store: () => openStore(rt),
+      broker: (o) => openBroker(rt, {reconnect: false, declare: o.declare}),
+      outbox: (o) => openOutbox(rt, o),
+      schema: () => openSchema(rt),
+      archiveTarget: () => openArchiveTarget(rt),
+    },
+    forCell: (cell) => adminContext(rt.forCell(cell)),
+  };
+}
+
+/**
+ * The admin service (core/admin/service.ts) of `rt`'s cell: connections opened at first use and
+ * closed by its close(). `given` connections (a client's own) are used and left open.
+ */
+export function openAdmin(rt: Runtime, given: {store?: AxStore; broker?: Broker} = {}): Admin {
+  const ctx = adminContext(rt);
+  return createAdmin(ctx, createSession(ctx, given));
 }
 
 export interface ConnectOptions extends LoadConfigOptions {

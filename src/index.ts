@@ -5,7 +5,7 @@
 export {connect, type ConnectOptions} from './compose.js';
 export type {AxClient} from './core/client.js';
 export type {CancelResult} from './core/inspect/cancel.js';
-export type {DlqAdmin, ReplayInput, ReplayOptions} from './core/dlq/admin.js';
+export type {DlqAdmin, ReplayInput, ReplayOptions} from './core/admin/dlq.js';
 export {
   defineHandlers,
   TaskResult,

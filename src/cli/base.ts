@@ -4,7 +4,8 @@ import {type AxConfig, loadConfig} from '../core/config/config.js';
 import {parseCellList} from '../core/cells/cells.js';
 import type {DbFailureReason} from '../core/store/types.js';
 import {EXIT_CODES} from './exit-codes.js';
-import {createRuntime, type Runtime} from './runtime.js';
+import {createRuntime, openAdmin, type Runtime} from './runtime.js';
+import type {Admin} from '../core/admin/service.js';
 import {closest} from './suggest.js';
 
 export {EXIT_CODES} from './exit-codes.js';
@@ -81,6 +82,14 @@ export abstract class AxCommand extends Command {
   protected runtime(flags: {config?: string | undefined; cell?: string | undefined}, overrides: Partial<AxConfig> = {}): Runtime {
     const base = this.baseRuntime(flags.config, overrides);
     return base.forCell(parseCellList(base.cells, flags.cell, {single: true})[0] as string);
+  }
+
+  /**
+   * The admin service (core/admin/service.ts) of the one cell `--cell` names: what every command
+   * that reads or changes ax calls. Connections open at first use; `await using` closes them.
+   */
+  protected admin(flags: {config?: string | undefined; cell?: string | undefined}, overrides: Partial<AxConfig> = {}): Admin {
+    return openAdmin(this.runtime(flags, overrides));
   }
 
   /** The runtimes of the cells `--cell a,b` names (default: AX_CELL), for the commands that serve several. */

@@ -7,6 +7,7 @@ export {
   createRuntime,
   openArchiveTarget,
   openBroker,
+  openAdmin,
   openClient,
   openOutbox,
   openSchema,

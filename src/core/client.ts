@@ -2,16 +2,19 @@ import type {AxConfig} from './config/config.js';
 import type {Broker} from './broker/types.js';
 import type {Logger} from './log.js';
 import {type FlushReport, Producer} from './producer/producer.js';
-import {failureReport, type FailureFilterInput, type FailureReport, parseFailureFilter} from './inspect/failures.js';
+import type {FailureFilterInput, FailureReport} from './inspect/failures.js';
 import {cancelTask, type CancelResult} from './inspect/cancel.js';
-import {showTask, type TaskDetail} from './inspect/inspect.js';
-import type {ScheduleStore, TaskStore} from './store/types.js';
-import {createCronAdmin, type CronAdmin} from './cron/admin.js';
-import {createDlqAdmin, type DlqAdmin} from './dlq/admin.js';
-import {createTypesAdmin, type TypesAdmin} from './types/admin.js';
+import type {TaskDetail} from './inspect/inspect.js';
+import type {AxStore, ScheduleStore, TaskStore} from './store/types.js';
+import {type AdminContext, createAdmin} from './admin/service.js';
+import {createSession} from './admin/session.js';
+import {AxError} from './errors.js';
+import type {CronService} from './admin/cron.js';
+import type {DlqAdmin} from './admin/dlq.js';
+import type {TypesAdmin} from './types/admin.js';
 import type {TaskSpec} from './task/model.js';
 import type {Clock, Random} from './time.js';
-import {type CellMap, cellOf} from './cells/cells.js';
+import {type CellMap, cellMap, cellOf} from './cells/cells.js';
 
 /** The producer-side SDK handle returned by `connect()`. */
 export interface AxClient {
@@ -29,8 +32,8 @@ export interface AxClient {
   cancel(id: string, reason?: string): Promise<CancelResult>;
   /** A task and its history; throws not_found. */
   getTask(id: string): Promise<TaskDetail>;
-  /** Cron schedules: add, list, show, pause, resume, remove, trigger (see CronAdmin). */
-  cron: CronAdmin;
+  /** Cron schedules: add, list, show, pause, resume, remove, trigger (see CronService); a schedule is kept in its type's cell. */
+  cron: CronService;
   /** Dead tasks: list, show, stats, replay (see DlqAdmin); replays are audited. */
   dlq: DlqAdmin;
   /** Task types: list, show, pause, resume (see TypesAdmin); pause and resume are audited. */
@@ -108,9 +111,6 @@ export function createClient(p: ClientParts): AxClient {
   };
   const otherProducer = async (cell: string, route: NonNullable<ClientParts['route']>): Promise<Producer> =>
     (await otherCell(cell, route)).producer;
-  const cronOf = (c: Pick<CellConnection, 'config' | 'store' | 'broker'>): CronAdmin =>
-    createCronAdmin({config: c.config, store: c.store, broker: c.broker, clock: p.clock, logger: p.logger, actor: p.actor});
-  const cron = cronOf(p);
   /** Runs `f` on every producer (this cell's first); the reports merged, the first failure thrown after all ran. */
   const everyProducer = async (f: (pr: Producer) => Promise<FlushReport>): Promise<FlushReport> => {
     const opened = await Promise.allSettled(others.values());
@@ -128,20 +128,44 @@ export function createClient(p: ClientParts): AxClient {
     if (failed) throw failed.reason;
     return report;
   };
+  // The admin calls go through the admin service, over this client's connections: another cell's
+  // are the producer's (opened by `route` at first use), so the service never closes them.
+  const cells = p.route?.cellOf ?? cellMap({}, p.config.cell);
+  const noOpener = (what: string) => async (): Promise<never> => {
+    throw new AxError('unavailable', `the SDK client has no ${what} connection`);
+  };
+  const adminCtx = (config: AxConfig, conn: () => Promise<Pick<CellConnection, 'store' | 'broker'>>): AdminContext => ({
+    config,
+    clock: p.clock,
+    random: p.random,
+    logger: p.logger,
+    actor: p.actor,
+    operator: p.operator,
+    cells,
+    shared: true,
+    open: {
+      store: async () => (await conn()).store as AxStore,
+      broker: async () => (await conn()).broker,
+      outbox: noOpener('outbox'),
+      schema: noOpener('schema'),
+      archiveTarget: () => {
+        throw new AxError('unavailable', 'the SDK client has no archive');
+      },
+    },
+    forCell: (cell) => {
+      const route = p.route;
+      if (cell === p.config.cell || !route) return ownCtx;
+      return adminCtx({...p.config, cell}, async () => (await otherCell(cell, route)).conn);
+    },
+  });
+  const ownCtx = adminCtx(p.config, async () => p);
+  const admin = createAdmin(ownCtx, createSession(ownCtx, {store: p.store as AxStore, broker: p.broker}));
   let closing: Promise<FlushReport> | undefined;
   return {
     // Only the admin API: the scheduler's cron policy (materialize, repair, …) is not the SDK's.
-    // A schedule is kept in its type's cell, whose scheduler fires it; the other calls act on this cell.
-    cron: {
-      ...cron,
-      add: async (input) => {
-        const cell =
-          input !== null && typeof input === 'object' && typeof input.type === 'string' ? cellFor({type: input.type}) : p.config.cell;
-        return cell === p.config.cell || !p.route ? cron.add(input) : cronOf((await otherCell(cell, p.route)).conn).add(input);
-      },
-    },
-    dlq: createDlqAdmin({...p, payloadLimitBytes: p.config.payloadLimitBytes}),
-    types: createTypesAdmin({...p, flowRefreshMs: p.config.flowRefreshMs}),
+    cron: admin.cron,
+    dlq: admin.dlq,
+    types: admin.types,
     // The own cell's submit is the producer's own call (no extra promise on the hot path).
     submit: (t) => {
       const cell = cellFor(t);
@@ -149,17 +173,15 @@ export function createClient(p: ClientParts): AxClient {
     },
     flush: () => everyProducer((pr) => pr.flush()),
     cancel: (id, reason) => cancelTask(p.store, id, p.actor, reason ?? null, p.operator(), p.broker),
-    getTask: (id) => showTask(p.store, id),
-    errors: async (filter = {}) => {
-      const now = p.clock.now();
-      return failureReport(p.store, parseFailureFilter(filter, now), now);
-    },
+    getTask: (id) => admin.tasks.show(id, {archive: false}),
+    errors: (filter) => admin.tasks.errors(filter),
     close: () =>
       (closing ??= (async () => {
         try {
           return await everyProducer((pr) => pr.close());
         } finally {
           for (const o of await Promise.allSettled(others.values())) if (o.status === 'fulfilled') await o.value.release();
+          await admin.close();
           await p.release();
         }
       })()),

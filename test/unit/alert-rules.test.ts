@@ -1,7 +1,7 @@
 /**
  * The shipped Prometheus files (deploy/prometheus/): the rules load (`promtool check rules`), their
  * unit tests on synthetic series pass (`promtool test rules`: a flat 15k backlog does not page, a
- * growing one does, …), the scrape example is valid, and every alert has its runbook line in README.
+ * growing one does, …), the scrape example is valid, and every alert has its runbook in docs/observability.md.
  */
 import {execFile} from 'node:child_process';
 import {readFileSync} from 'node:fs';
@@ -42,14 +42,14 @@ describe('deploy/prometheus', () => {
     expect(r.code, r.out).toBe(0);
   });
 
-  it('every alert has a runbook line in README "Alerts"', () => {
+  it('every alert has a runbook in docs/observability.md "Alerts"', () => {
     const rules = readFileSync(`${DIR}/ax-rules.yml`, 'utf8');
-    const readme = readFileSync(`${ROOT}README.md`, 'utf8');
+    const page = readFileSync(`${ROOT}docs/observability.md`, 'utf8');
     const alerts = [...rules.matchAll(/- alert: (\w+)/g)].map((m) => m[1]!);
     expect(alerts.length).toBe(10);
     for (const a of alerts) {
-      expect(rules).toContain(`runbook: 'README.md#${a.toLowerCase()}'`);
-      expect(readme, a).toMatch(new RegExp(`^#### ${a}$`, 'm'));
+      expect(rules).toContain(`runbook: 'docs/observability.md#${a.toLowerCase()}'`);
+      expect(page, a).toMatch(new RegExp(`^### ${a}$`, 'm'));
     }
   });
 });

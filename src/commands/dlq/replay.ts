@@ -2,18 +2,8 @@ import {createInterface} from 'node:readline/promises';
 import {Args, Flags} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
 import {deadFilterFlags, replayCount} from '../../cli/dlq.js';
-import {disposable} from '../../cli/dispose.js';
-import {openBroker, openStore} from '../../cli/runtime.js';
-import {
-  CONFIRM_ABOVE,
-  PATCH_CLIPPED_MARKER,
-  PATCH_RECORD_BYTES,
-  planReplay,
-  type ReplayPlan,
-  type ReplayResult,
-  runReplay,
-} from '../../core/dlq/replay.js';
-import {MAX_REASON, parseReplayRequest} from '../../core/dlq/replay-request.js';
+import {CONFIRM_ABOVE, PATCH_CLIPPED_MARKER, PATCH_RECORD_BYTES, type ReplayPlan, type ReplayResult} from '../../core/dlq/replay.js';
+import {MAX_REASON} from '../../core/dlq/replay-request.js';
 import {invalid} from '../../core/errors.js';
 
 export type DlqReplayResult =
@@ -77,47 +67,24 @@ Exit codes: 2 bad input (malformed ids, ids mixed with a filter, no selection, -
 
   async run(): Promise<DlqReplayResult> {
     const {argv, flags} = await this.parse(DlqReplay);
-    const rt = this.runtime(flags);
-    const {sel, opts, rate} = parseReplayRequest(
-      {
-        ids: argv as string[],
-        filter: {type: flags.type, since: flags.since, until: flags.until, error: flags.error},
-        all: flags.all,
-        force: flags.force,
-        reason: flags.reason ?? null,
-        ...(flags.patch === undefined ? {} : {patch: flags.patch}),
-        ...(flags.rate === undefined ? {} : {rate: flags.rate}),
-        payloadLimitBytes: rt.config.payloadLimitBytes,
-      },
-      rt.clock.now(),
-    );
-    const operator = rt.operator();
-    await using store = disposable(await openStore(rt));
-    const plan = await planReplay(store, sel, opts);
+    await using admin = this.admin(flags);
+    const {plan, run} = await admin.dlq.plan({
+      ids: argv as string[],
+      filter: {type: flags.type, since: flags.since, until: flags.until, error: flags.error},
+      all: flags.all,
+      force: flags.force,
+      reason: flags.reason ?? null,
+      ...(flags.patch === undefined ? {} : {patch: flags.patch}),
+      ...(flags.rate === undefined ? {} : {rate: flags.rate}),
+      command: 'dlq replay',
+    });
     if (flags['dry-run']) {
       if (!this.jsonEnabled()) this.printPlan(plan, 'would replay');
       return {dryRun: true, total: plan.total, byType: plan.byType, byState: plan.byState, sample: plan.sample, skipped: plan.skipped};
     }
     if (plan.needsConfirmation && !flags.yes) await this.confirm(plan);
-    await using broker = disposable(await openBroker(rt, {reconnect: false}));
     const tty = process.stderr.isTTY && !this.jsonEnabled();
-    const result = await runReplay(
-      {
-        store,
-        broker,
-        clock: rt.clock,
-        logger: rt.logger,
-        actor: rt.actor,
-        operator,
-        reason: opts.reason ?? null,
-        command: 'dlq replay',
-        force: opts.force === true,
-        ...(rate === undefined ? {} : {rate}),
-        ...(tty ? {onProgress: (done: number, total: number) => process.stderr.write(`\rreplayed ${done}/${total}`)} : {}),
-      },
-      sel,
-      plan,
-    );
+    const result = await run(tty ? {onProgress: (done: number, total: number) => process.stderr.write(`\rreplayed ${done}/${total}`)} : {});
     if (tty) process.stderr.write('\n');
     if (!this.jsonEnabled()) {
       this.log(

@@ -1,11 +1,5 @@
 import {Args} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
-import {disposable} from '../../cli/dispose.js';
-import {openArchiveTarget, openStore} from '../../cli/runtime.js';
-import {archivedAt} from '../../core/archive/admin.js';
-import {invalid} from '../../core/errors.js';
-import {showTask} from '../../core/inspect/inspect.js';
-import {isTaskId} from '../../core/task/id.js';
 import {historyJson, taskJson, type HistoryJson, type TaskJson} from '../../cli/render.js';
 import {renderTask} from '../../cli/task-view.js';
 
@@ -34,12 +28,8 @@ Exit codes: 2 malformed id, 3 unknown or archived id, 5 MySQL unavailable.`;
 
   async run(): Promise<TaskShowResult> {
     const {args, flags} = await this.parse(TasksShow);
-    const rt = this.runtime(flags);
-    // Checked before connecting so that a typo is exit 2 even when the database is down.
-    if (!isTaskId(args.id)) throw invalid(`"${args.id}" is not a task id (a lower-case UUID)`);
-    await using store = disposable(await openStore(rt));
-    const target = openArchiveTarget(rt);
-    const detail = await showTask(store, args.id, {archivedAt: (id) => archivedAt(target, rt.config.cell, id)});
+    await using admin = this.admin(flags);
+    const detail = await admin.tasks.show(args.id);
     if (!this.jsonEnabled()) for (const line of renderTask(detail)) this.log(line);
     return {task: taskJson(detail.task), history: detail.history.map(historyJson)};
   }

@@ -1,0 +1,45 @@
+/**
+ * What the admin service gets from the composition root (src/compose.ts): the configuration, time,
+ * identity, and how to open each server of a cell. Core never imports an adapter; the openers are
+ * the adapters' constructors behind interface types.
+ */
+import type {ArchiveTarget} from '../archive/target.js';
+import type {Broker} from '../broker/types.js';
+import type {CellMap} from '../cells/cells.js';
+import type {AxConfig} from '../config/config.js';
+import type {Logger} from '../log.js';
+import type {AxStore, OutboxStore, SchemaStore} from '../store/types.js';
+import type {Clock, Random} from '../time.js';
+
+/** How to open the servers of one cell. Each throws AxError('unavailable') and leaves nothing open. */
+export interface AdminOpeners {
+  /** ax's task store (the schema is checked). */
+  store(): Promise<AxStore>;
+  /** RabbitMQ without reconnecting; `declare: false` for read-only uses (ax queues, ax doctor). */
+  broker(opts: {declare: boolean}): Promise<Broker>;
+  /** The business database's outbox (AX_OUTBOX_MYSQL_URL, else AX_MYSQL_URL). */
+  outbox(opts: {requireTable: boolean}): Promise<OutboxStore>;
+  /** ax's database for migrations (created when missing and allowed). */
+  schema(): Promise<SchemaStore>;
+  /** The archive's cold storage (AX_ARCHIVE_DIR); opens nothing. */
+  archiveTarget(): ArchiveTarget;
+}
+
+/** The admin service's view of one cell: its configuration (whose `cell` it is), time, identity, openers. */
+export interface AdminContext {
+  config: AxConfig;
+  clock: Clock;
+  random: Random;
+  logger: Logger;
+  /** host:pid, recorded in history. */
+  actor: string;
+  /** Who runs admin actions, for the audit trail; throws invalid_input when AX_OPERATOR is bad. */
+  operator: () => string;
+  /** The routing policy of the configuration (AX_CELL, AX_CELLS). */
+  cells: CellMap;
+  open: AdminOpeners;
+  /** The openers hand out connections owned elsewhere (the SDK client's): the service never closes them. */
+  shared?: boolean;
+  /** The context of another cell; throws invalid_input for an unknown cell. */
+  forCell(cell: string): AdminContext;
+}

@@ -1,0 +1,67 @@
+/**
+ * The admin service: every operator action and view of ax in one place, behind the CLI, `ax top`,
+ * the SDK's admin calls and the HTTP API (like Asynq's Inspector). Callers parse their input, call
+ * one method, and render the result; validation, cell routing, connections, auditing and the
+ * plan → confirm → run of bulk actions live here and in the core modules it calls.
+ *
+ * Connections are opened at first use and closed by close() (or `await using`): a call that fails
+ * validation opens nothing. Errors are AxErrors: invalid_input (nothing read or changed), not_found,
+ * conflict, unavailable (a server could not be reached; nothing changed unless the method says so).
+ */
+import type {AdminContext} from './context.js';
+import {createCronService, type CronService} from './cron.js';
+import {createDlqAdmin, type DlqAdmin} from './dlq.js';
+import {type AdminSession, createSession} from './session.js';
+import {createTasksAdmin, type TasksAdmin} from './tasks.js';
+import {createTypesService, type TypesAdmin} from './types.js';
+
+export type {AdminContext, AdminOpeners} from './context.js';
+
+export interface Admin extends AsyncDisposable {
+  /** The cell this service acts on. */
+  readonly cell: string;
+  readonly tasks: TasksAdmin;
+  readonly dlq: DlqAdmin;
+  readonly types: TypesAdmin;
+  readonly cron: CronService;
+  /**
+   * The admin service of another cell (AX_CELLS), sharing this one's lifetime: closed by this
+   * one's close(). Throws invalid_input for an unknown cell.
+   */
+  forCell(cell: string): Admin;
+  /** Closes every connection opened, this cell's and the other cells'. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** The admin service over `ctx`'s cell; `session` (tests, the SDK) replaces the lazily opened connections. */
+export function createAdmin(ctx: AdminContext, session: AdminSession = createSession(ctx)): Admin {
+  const others = new Map<string, Admin>();
+  const forCell = (cell: string): Admin => {
+    if (cell === ctx.config.cell) return admin;
+    let a = others.get(cell);
+    if (!a) {
+      a = createAdmin(ctx.forCell(cell));
+      others.set(cell, a);
+    }
+    return a;
+  };
+  const sessionOf = (cell: string): AdminSession => (forCell(cell) as Admin & {[SESSION]: AdminSession})[SESSION];
+  const close = async (): Promise<void> => {
+    for (const o of others.values()) await o.close();
+    await session.close();
+  };
+  const admin: Admin & {[SESSION]: AdminSession} = {
+    [SESSION]: session,
+    cell: ctx.config.cell,
+    tasks: createTasksAdmin(session),
+    dlq: createDlqAdmin(session),
+    types: createTypesService(session),
+    cron: createCronService(session, sessionOf),
+    forCell,
+    close,
+    [Symbol.asyncDispose]: close,
+  };
+  return admin;
+}
+
+const SESSION = Symbol('session');
