@@ -5,6 +5,7 @@ import {connectCells, oneCellPerEndpoint} from '../cli/cells.js';
 import {failFastFlag, healthFlags, startEndpoint, summaryEveryFlag, summaryEveryMs} from '../cli/summary.js';
 import {createArchiver, type Runtime} from '../cli/runtime.js';
 import type {AxStore} from '../core/store/types.js';
+import {invalid} from '../core/errors.js';
 import {runHost} from '../core/host/host.js';
 import {isoTimes} from '../core/log.js';
 import {cellSummaryLine, schedulerCell, type SchedulerCell} from '../core/scheduler/cell.js';
@@ -64,7 +65,7 @@ worker's tasks stay running until the reconciler's pass. An unknown part exits 2
     const rts = this.runtimes(flags, flags['fail-fast'] ? {connectFailFast: true} : {});
     const rt = oneCellPerEndpoint(rts, flags);
     if (parts.length === 1 && parts[0] === 'cell-metrics' && flags['health-port'] === undefined && rt.config.metricsPort === 0)
-      this.error('--only cell-metrics serves the cell gauges on /metrics: give --health-port (or AX_METRICS_PORT)', {exit: 2});
+      throw invalid('--only cell-metrics serves the cell gauges on /metrics: give --health-port (or AX_METRICS_PORT)');
     const many = rts.length > 1;
     const summaryMs = summaryEveryMs(flags['summary-every']);
     let cells: SchedulerCell[] = [];
