@@ -148,6 +148,23 @@ describe('runHost', () => {
     expect((await run).exitCode).toBe(0);
   });
 
+  it('a service whose stop throws: logged, the others still stop, exit 1', async () => {
+    const log: string[] = [];
+    const a = new FakeService('a', log);
+    const b = new FakeService('b', log);
+    b.stop = async () => {
+      log.push('stop b');
+      throw new Error('stuck');
+    };
+    const h = harness([a, b], {}, log);
+    const run = runHost(h.opts);
+    await h.running;
+    h.proc.emit('SIGTERM', 'SIGTERM');
+    expect((await run).exitCode).toBe(1);
+    expect(h.log.slice(-4)).toEqual(['stop b', 'stop a', 'close connections', 'close endpoint']);
+    expect(h.lines().find((l) => l.level === 'error')).toMatchObject({msg: 'fake: a service failed to stop', error: 'stuck'});
+  });
+
   it('a service whose start throws: the ones started are stopped, the rest never start, everything is closed, the error is thrown', async () => {
     const log: string[] = [];
     const boom = new AxError('invalid_input', 'bad handlers module');

@@ -12,8 +12,9 @@
  *    started ones and closes the connections);
  * 5. the periodic summary line, until the first stop request;
  * 6. the graceful stop: services stopped in reverse order with the grace period, connections
- *    closed, endpoint closed, and the exit code (0; CRASH_EXIT_CODE after an uncaught exception;
- *    whatever the daemon's `result` says otherwise).
+ *    closed, endpoint closed, and the exit code (CRASH_EXIT_CODE after an uncaught exception; 1
+ *    when a service's stop threw — logged, the others still stopped; else what the daemon's
+ *    `result` says, default 0).
  *
  * Readiness is one rule for every daemon: running, and every hosted service `ready()`.
  * The host never imports an adapter: `serve` and `connect` come from the composition root's side.
@@ -171,10 +172,19 @@ export async function runHost<C>(o: HostOptions<C>): Promise<HostOutcome> {
       ...(reason.kind === 'signal' ? {signal: reason.signal} : {reason: 'uncaught exception'}),
       ...o.stopping?.(),
     });
-    for (const s of [...services].reverse()) await s.stop({graceMs: o.graceMs});
+    // Every service gets its stop, even when one before it failed (a Service's stop should not throw).
+    let stopFailed = false;
+    for (const s of [...services].reverse()) {
+      try {
+        await s.stop({graceMs: o.graceMs});
+      } catch (e) {
+        stopFailed = true;
+        o.logger.error(`${o.name}: a service failed to stop`, {error: errorMessage(e)});
+      }
+    }
     phase = 'stopped';
     const r = o.result(reason, state);
-    return {value: r.value, exitCode: reason.kind === 'crash' ? CRASH_EXIT_CODE : (r.exitCode ?? 0)};
+    return {value: r.value, exitCode: reason.kind === 'crash' ? CRASH_EXIT_CODE : stopFailed ? 1 : (r.exitCode ?? 0)};
   } finally {
     phase = 'stopped';
     await endpoint?.close();
