@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
- * The relay sidecar: `node sidecar/main.js`. Runs exactly what `ax relay` runs (startRelay from the
- * package's own `ax-executor/relay` export) plus the /healthz, /readyz and /metrics (Prometheus)
+ * The relay sidecar: `node sidecar/main.js`. Runs exactly what `ax relay` runs (runRelayDaemon from
+ * the package's own `ax-executor/relay` export: the daemon host of src/core/host) plus the /healthz, /readyz and /metrics (Prometheus)
  * endpoints on AX_RELAY_HEALTH_HOST:AX_RELAY_HEALTH_PORT, configured from
  * the environment only (AX_MYSQL_URL, AX_OUTBOX_MYSQL_URL, AX_AMQP_URL, AX_RELAY_*, …; see
  * sidecar/README.md). Logs are JSON lines on stderr.
@@ -16,7 +16,7 @@
  * line on stderr saying what and why.
  */
 import {fileURLToPath} from 'node:url';
-import {createLogger, isoTimes, loadConfig, logOptions, MetricsRegistry, startHealthServer, startRelay} from 'ax-executor/relay';
+import {createLogger, loadConfig, logOptions, MetricsRegistry, runRelayDaemon, startHealthServer} from 'ax-executor/relay';
 
 /** The CLI's exit codes (README "Exit codes"), for the AxError codes a start can end with. */
 const EXIT_CODES = {invalid_input: 2, not_found: 3, conflict: 4, unavailable: 5, timeout: 6};
@@ -44,62 +44,54 @@ async function main() {
   const log = createLogger(config.logLevel, {service: 'ax-relay-sidecar', pid: process.pid}, undefined, logOptions(config));
   if (AX_CONFIG) log.warn('AX_CONFIG is ignored: the sidecar is configured from the environment only', {AX_CONFIG});
 
-  let signalled;
-  let wake = () => undefined;
-  const stopRequested = new Promise((resolve) => (wake = resolve));
-  const starting = new AbortController(); // ends the connection retries at start
-  const onSignal = (signal) => {
-    if (signalled) process.exit(signal === 'SIGINT' ? 130 : 143); // a second signal: stop waiting
-    signalled = signal;
-    starting.abort();
-    wake();
-  };
-  process.on('SIGTERM', onSignal);
-  process.on('SIGINT', onSignal);
-
-  let running;
-  let health;
   // The cell it relays for (AX_RELAY_CELL; default: the default cell, AX_CELL): the outbox rows of
-  // the types AX_CELLS routes there. One sidecar per cell; an unknown cell exits 2 (startRelay).
+  // the types AX_CELLS routes there. One sidecar per cell; an unknown cell exits 2.
   const cell = env.AX_RELAY_CELL || config.cell;
   // No endpoint, no metrics: nothing would read them.
-  const metrics = config.relayHealthPort > 0 ? new MetricsRegistry({cell}) : undefined;
+  const serve =
+    config.relayHealthPort > 0
+      ? async (probe) => {
+          const metrics = new MetricsRegistry({cell});
+          const server = await startHealthServer({
+            ...probe,
+            metrics: () => metrics.text(),
+            host: config.relayHealthHost,
+            port: config.relayHealthPort,
+          });
+          return {...server, url: `http://${config.relayHealthHost}:${server.port}`, metrics};
+        }
+      : undefined;
+  let hang;
+  let outcome;
   try {
-    if (metrics) {
-      health = await startHealthServer({
-        metrics: () => metrics.text(),
-        host: config.relayHealthHost,
-        port: config.relayHealthPort,
-        ready: () => running?.relay.ready() ?? false,
-        details: () => (running ? isoTimes({relay: running.relay.id, ...running.relay.stats}) : {starting: true}),
-      });
-    }
-    running = await startRelay(config, log, {signal: starting.signal, cell, ...(metrics ? {metrics} : {})});
+    // The daemon host (as `ax relay`): SIGTERM/SIGINT (a second one exits at once), the endpoint
+    // first, the servers waited for during an outage (SIGTERM ends the waiting), the graceful stop.
+    outcome = await runRelayDaemon(config, log, {
+      cells: [cell],
+      serve,
+      connecting: () => ({starting: true}),
+      onRunning: (relays, h) => log.info('relay sidecar running', {relay: relays[0].id, health: h.endpoint?.url ?? null}),
+      stoppingMsg: 'stopping',
+      // The relay finishes its batch in progress; a stop that hangs must not outlive the grace period.
+      onStopping: () => {
+        hang = setTimeout(() => {
+          fatal('ax relay sidecar: stop took too long', new Error(`still stopping after ${config.shutdownGraceMs}ms (AX_SHUTDOWN_GRACE)`));
+          process.exit(1);
+        }, config.shutdownGraceMs);
+        hang.unref();
+      },
+      result: (relays) => ({relayed: relays[0].stats.relayed, failedRows: relays[0].stats.failedRows}),
+    });
   } catch (e) {
-    await health?.close();
-    if (signalled && e?.code === 'closed') {
-      log.info('stopped before the relay could start', {signal: signalled});
-      return 0;
-    }
     return fatal('ax relay sidecar cannot start', e);
+  } finally {
+    clearTimeout(hang);
   }
-  log.info('relay sidecar running', {
-    relay: running.relay.id,
-    health: health ? `http://${config.relayHealthHost}:${health.port}` : null,
-  });
-
-  await stopRequested;
-  log.info('stopping', {signal: signalled});
-  // The relay finishes its batch in progress; a stop that hangs must not outlive the grace period.
-  const guard = setTimeout(() => {
-    fatal('ax relay sidecar: stop took too long', new Error(`still stopping after ${config.shutdownGraceMs}ms (AX_SHUTDOWN_GRACE)`));
-    process.exit(1);
-  }, config.shutdownGraceMs);
-  guard.unref();
-  await running.stop();
-  await health?.close();
-  clearTimeout(guard);
-  log.info('relay sidecar stopped', {relayed: running.relay.stats.relayed, failedRows: running.relay.stats.failedRows});
+  if (outcome.value.stoppedBeforeStart) {
+    log.info('stopped before the relay could start', {signal: outcome.value.signal});
+    return 0;
+  }
+  log.info('relay sidecar stopped', outcome.value);
   return 0;
 }
 

@@ -1,9 +1,7 @@
-/** Flags shared by the long-running commands (`ax worker`, `ax scheduler`, `ax relay`) and their periodic summary line. */
+/** Flags shared by the long-running commands (`ax worker`, `ax scheduler`, `ax relay`): the endpoint, --fail-fast and the summary line's period. */
 import {Flags} from '@oclif/core';
 import {parseDuration} from '../core/duration.js';
-import {Periodic} from '../core/lifecycle.js';
-import {isoTimes, type Logger} from '../core/log.js';
-import {systemClock} from '../core/time.js';
+import type {Logger} from '../core/log.js';
 import type {AxConfig} from '../core/config/config.js';
 import {startHealthServer, type HealthServer, type HealthServerOptions} from '../health.js';
 import {MetricsRegistry} from '../core/metrics/registry.js';
@@ -55,25 +53,7 @@ export async function startEndpoint(
   return {...server, url, metrics};
 }
 
-/**
- * Parses `--summary-every` at once (a bad value is invalid_input before anything starts) and
- * returns a starter: `start()` logs `msg` with `fields()` (times in ISO 8601) at that period and
- * returns the stop.
- */
-export function summaryEvery(flag: string, logger: Logger, msg: string): {start(fields: () => Record<string, unknown>): () => void} {
-  const ms = parseDuration(flag, '--summary-every');
-  return {
-    start(fields) {
-      if (ms === 0) return () => undefined;
-      const loop = new Periodic({
-        name: msg,
-        clock: systemClock,
-        everyMs: ms,
-        run: () => logger.info(msg, isoTimes(fields())),
-        onError: (e) => logger.warn(`${msg} failed`, {error: String(e)}),
-      });
-      loop.start();
-      return () => void loop.stop();
-    },
-  };
+/** Parses `--summary-every` at once (a bad value is invalid_input before anything starts): the summary line's period in ms (0: off). */
+export function summaryEveryMs(flag: string): number {
+  return parseDuration(flag, '--summary-every');
 }

@@ -1,11 +1,7 @@
 import {AxCommand} from '../cli/base.js';
-import {failFastFlag, healthFlags, startEndpoint, summaryEvery, summaryEveryFlag} from '../cli/summary.js';
-import {disposable} from '../cli/dispose.js';
-import {signalController} from '../cli/signals.js';
-import {isAxError} from '../core/errors.js';
-import {isoTimes} from '../core/log.js';
+import {failFastFlag, healthFlags, startEndpoint, summaryEveryFlag, summaryEveryMs} from '../cli/summary.js';
 import {oneCellPerEndpoint} from '../cli/cells.js';
-import {startRelay, type RunningRelay} from '../relay.js';
+import {runRelayDaemon} from '../relay.js';
 
 export default class RelayCommand extends AxCommand {
   static override daemon = true;
@@ -46,44 +42,24 @@ AX_METRICS_HOST). A port in use exits 4 before anything connects.`;
     const {flags} = await this.parse(RelayCommand);
     const rts = this.runtimes(flags, flags['fail-fast'] ? {connectFailFast: true} : {});
     const rt = oneCellPerEndpoint(rts, flags);
-    const many = rts.length > 1;
-    const summary = summaryEvery(flags['summary-every'], rt.logger, 'relay summary');
-    // Listening first: a SIGTERM while waiting for a server down at start exits 0, not by the signal.
-    const {signal: stop, signalled} = signalController();
-    let started: RunningRelay[] = [];
-    // The endpoint first: if its port is taken nothing has started; /readyz is 503 while connecting.
-    const endpoint = await startEndpoint(rt, flags, {
-      ready: () => started[0]?.relay.ready() ?? false,
-      details: () => (started[0] ? isoTimes({relay: started[0].relay.id, ...started[0].relay.stats}) : {state: 'connecting'}),
-    });
-    await using _health = endpoint ? disposable(endpoint) : undefined;
+    const summaryMs = summaryEveryMs(flags['summary-every']);
     // One relay per cell served, each taking the outbox rows of its cell's types (from the loaded
-    // configuration: startRelay derives the cell's own).
-    const config = rts.map((r) => r.config.cell);
+    // configuration: the relay derives the cell's own).
+    const cells = rts.map((r) => r.config.cell);
     const base = this.baseRuntime(flags.config, flags['fail-fast'] ? {connectFailFast: true} : {});
-    const results = await Promise.allSettled(
-      config.map((cell) => startRelay(base.config, base.logger, {signal: stop, cell, ...(endpoint ? {metrics: endpoint.metrics} : {})})),
-    );
-    started = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
-    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failed) {
-      for (const r of started) await r.stop();
-      if (!(isAxError(failed.reason, 'closed') && stop.aborted)) throw failed.reason;
-      return {stoppedBeforeStart: true, signal: await signalled};
-    }
-    const where = endpoint ? `; health on ${endpoint.url} (/healthz, /readyz, /metrics)` : '';
-    const served = many ? ` for cells ${config.join(', ')}` : '';
-    if (!this.jsonEnabled())
-      this.logToStderr(`ax relay ${started.map((r) => r.relay.id).join(', ')} running${served}${where}; Ctrl-C to stop`);
-    const stats = (r: RunningRelay, i: number) => ({...(many ? {cell: config[i]} : {}), relay: r.relay.id, ...r.relay.stats});
-    const stopSummary = summary.start(() =>
-      many
-        ? {cells: started.map((r, i) => ({...stats(r, i), ready: r.relay.ready()}))}
-        : {...started[0]?.relay.stats, ready: started[0]?.relay.ready()},
-    );
-    const signal = await signalled;
-    stopSummary();
-    for (const r of started) await r.stop();
-    return isoTimes({signal, ...(many ? {cells: started.map(stats)} : stats(started[0] as RunningRelay, 0))});
+    const {value, exitCode} = await runRelayDaemon(base.config, base.logger, {
+      cells,
+      // The endpoint first: if its port is taken nothing has started; /readyz is 503 while connecting.
+      serve: (probe) => startEndpoint(rt, flags, probe),
+      summary: {everyMs: summaryMs, msg: 'relay summary'},
+      onRunning: (relays, h) => {
+        const where = h.endpoint ? `; health on ${h.endpoint.url} (/healthz, /readyz, /metrics)` : '';
+        const served = cells.length > 1 ? ` for cells ${cells.join(', ')}` : '';
+        if (!this.jsonEnabled())
+          this.logToStderr(`ax relay ${relays.map((r) => r.id).join(', ')} running${served}${where}; Ctrl-C to stop`);
+      },
+    });
+    process.exitCode = exitCode;
+    return value;
   }
 }

@@ -1,22 +1,16 @@
+import {Flags} from '@oclif/core';
 import {AxCommand} from '../cli/base.js';
 import {hostname} from 'node:os';
 import {connectCells, oneCellPerEndpoint} from '../cli/cells.js';
-import type {Runtime} from '../cli/runtime.js';
-import {misplacedTypes} from '../core/cells/cells.js';
+import {failFastFlag, healthFlags, startEndpoint, summaryEveryFlag, summaryEveryMs} from '../cli/summary.js';
+import {createArchiver, type Runtime} from '../cli/runtime.js';
 import type {AxStore} from '../core/store/types.js';
-import {signalController} from '../cli/signals.js';
-import {errorMessage, isAxError} from '../core/errors.js';
-import {disposable} from '../cli/dispose.js';
-import {CellMetrics} from '../core/metrics/cell.js';
-import {flowGauges} from '../core/metrics/flow.js';
-import {schedulerMetrics} from '../core/metrics/scheduler.js';
-import {createCronPolicy} from '../core/cron/policy.js';
-import {createSchedulerService} from '../core/scheduler/service.js';
-import type {Scheduler} from '../core/scheduler/scheduler.js';
-import {failFastFlag, healthFlags, startEndpoint, summaryEvery, summaryEveryFlag} from '../cli/summary.js';
+import {invalid} from '../core/errors.js';
+import {runHost} from '../core/host/host.js';
 import {isoTimes} from '../core/log.js';
-import {archiveLoop} from '../core/archive/service.js';
-import {createArchiver} from '../cli/runtime.js';
+import {cellSummaryLine, schedulerCell, type SchedulerCell} from '../core/scheduler/cell.js';
+import {parseSchedulerParts, SCHEDULER_PART_NAMES, SCHEDULER_PARTS} from '../core/scheduler/components.js';
+import {warnMisplaced} from '../core/scheduler/misplaced.js';
 
 export default class SchedulerCommand extends AxCommand {
   static override daemon = true;
@@ -40,14 +34,26 @@ to AX_CONNECT_RETRY_MAX); --fail-fast (AX_CONNECT_FAIL_FAST) exits 5 at once ins
 With --health-port (or AX_METRICS_PORT) it serves GET /healthz, /readyz and /metrics on 127.0.0.1
 (--health-host or AX_METRICS_HOST): its own series plus the cell's gauges — backlog per type (due,
 delayed), oldest due age, running, dead, live workers per pool — refreshed from MySQL every
-AX_METRICS_CELL_EVERY (5s); one scheduler per cell is enough to serve them. A port in use exits 4.`;
+AX_METRICS_CELL_EVERY (5s); one scheduler per cell is enough to serve them. A port in use exits 4.
+
+Its parts run side by side and each can run alone with --only (comma-separated; default: all):
+${SCHEDULER_PART_NAMES.map((p) => `  ${p.padEnd(13)}${SCHEDULER_PARTS[p]}`).join('\n')}
+For example, one process firing tasks and another doing the maintenance:
+  ax scheduler --only dispatcher        and        ax scheduler --only rescuer,reconciler,dlq-scan,archiver
+Run every part somewhere: without a dispatcher nothing fires on time, without a rescuer a crashed
+worker's tasks stay running until the reconciler's pass. An unknown part exits 2.`;
   static override examples = [
     '<%= config.bin %> scheduler',
     'AX_SCHEDULER_HORIZON=30s AX_LOG_LEVEL=info <%= config.bin %> scheduler',
     '<%= config.bin %> scheduler --health-port 8082',
     'AX_METRICS_PORT=9465 AX_METRICS_HOST=0.0.0.0 <%= config.bin %> scheduler',
+    '<%= config.bin %> scheduler --only rescuer,reconciler,dlq-scan,archiver',
   ];
   static override flags = {
+    only: Flags.string({
+      description: `run only these parts, comma-separated (default: all): ${SCHEDULER_PART_NAMES.join(', ')}`,
+      helpValue: 'part,part',
+    }),
     'summary-every': summaryEveryFlag,
     ...healthFlags('GET /healthz (the summary) and /readyz (200 while loads from MySQL succeed)'),
     'fail-fast': failFastFlag,
@@ -55,113 +61,69 @@ AX_METRICS_CELL_EVERY (5s); one scheduler per cell is enough to serve them. A po
 
   async run(): Promise<unknown> {
     const {flags} = await this.parse(SchedulerCommand);
+    const parts = parseSchedulerParts(flags.only);
     const rts = this.runtimes(flags, flags['fail-fast'] ? {connectFailFast: true} : {});
     const rt = oneCellPerEndpoint(rts, flags);
+    if (parts.length === 1 && parts[0] === 'cell-metrics' && flags['health-port'] === undefined && rt.config.metricsPort === 0)
+      throw invalid('--only cell-metrics serves the cell gauges on /metrics: give --health-port (or AX_METRICS_PORT)');
     const many = rts.length > 1;
-    const summary = summaryEvery(flags['summary-every'], rt.logger, 'scheduler summary');
-    // Listening first: a SIGTERM while waiting for a server, or during the first load (seconds with
-    // a long horizon), must stop cleanly and release the holds, not kill the process.
-    const {signal, signalled} = signalController();
-    let schedulers: Scheduler[] = [];
-    let lastRetry: unknown;
-    // The health port next: if it is taken, nothing has started; /readyz is 503 (and /healthz says
-    // why) while the scheduler waits for its servers, so a liveness probe does not restart it.
-    const endpoint = await startEndpoint(rt, flags, {
-      ready: () => schedulers[0]?.ready() ?? false,
-      details: () =>
-        schedulers[0] ? isoTimes({...schedulers[0].summary(), lastReconcile: undefined}) : {state: 'connecting', connect: lastRetry},
-    });
-    await using health = endpoint ? disposable(endpoint) : undefined;
-    const retry = {signal, onRetry: (r: unknown) => (lastRetry = r)};
-    try {
+    const summaryMs = summaryEveryMs(flags['summary-every']);
+    let cells: SchedulerCell[] = [];
+    let opened: Array<{rt: Runtime; store: AxStore}> = [];
+    const {value, exitCode} = await runHost({
+      name: 'scheduler',
+      clock: rt.clock,
+      logger: rt.logger,
+      // A scheduler runs no user code: node's own handling of stray errors stays.
+      crashGuard: false,
+      graceMs: rt.config.shutdownGraceMs,
+      // /readyz is 503 (and /healthz says why) while the scheduler waits for its servers, so a
+      // liveness probe does not restart it.
+      serve: (probe) => startEndpoint(rt, flags, probe),
+      details: (h) => (cells[0] ? cellSummaryLine(cells[0]) : {state: 'connecting', connect: h.connect}),
       // A server down at start is waited for (logged, jittered backoff) unless --fail-fast.
-      await using conns = await connectCells(rts, retry);
-      // One scheduler per cell served, each on its cell's store and broker, with its archiver.
-      const cells = conns.cells.map(({rt: crt, store, broker}) => {
-        const cron = createCronPolicy({...crt, store});
-        const started = createSchedulerService({
-          ...crt,
-          store,
-          broker,
-          hooks: cron.hooks(),
-          ...(many ? {id: `scheduler:${hostname()}:${process.pid}/${crt.config.cell}`} : {}),
-        });
-        // The archiver rides along every scheduler; the cell's archive lock lets one work at a time.
-        const archiving = archiveLoop({...crt, archiver: createArchiver(crt, store), everyMs: crt.config.archiveEveryMs});
-        return {rt: crt, store, started, archiving};
-      });
-      schedulers = cells.map((c) => c.started);
-      // The scheduler alone serves the cell's gauges (backlog, workers): one reader per cell.
-      let cellMetrics: CellMetrics | undefined;
-      const only = cells[0];
-      if (endpoint && only) {
-        schedulerMetrics(endpoint.metrics, only.started.events);
-        cellMetrics = new CellMetrics({
-          metrics: endpoint.metrics,
-          store: only.store,
-          clock: rt.clock,
-          logger: rt.logger,
-          everyMs: rt.config.metricsCellEveryMs,
-          heartbeatMs: rt.config.heartbeatMs,
-          // Paused types, breaker states and parked counts, read in the same pass.
-          extra: [flowGauges(endpoint.metrics, only.store)],
-        });
-      }
-      try {
-        for (const c of cells) await c.started.start();
-        cellMetrics?.start();
-        for (const c of cells) c.archiving.start();
+      connect: (retry) => connectCells(rts, retry),
+      // One scheduler per cell served, each on its cell's store and broker: the parts --only chose.
+      services: (conns, h) => {
+        opened = conns;
+        cells = conns.map(({rt: crt, store, broker}, i) =>
+          schedulerCell({
+            ...crt,
+            store,
+            broker,
+            parts,
+            ...(many ? {id: `scheduler:${hostname()}:${process.pid}/${crt.config.cell}`} : {}),
+            archiver: () => createArchiver(crt, store),
+            // The scheduler alone serves the cell's gauges (backlog, workers): one reader per cell.
+            ...(h.endpoint && i === 0 ? {metrics: h.endpoint.metrics} : {}),
+          }),
+        );
+        return cells.flatMap((c) => c.services);
+      },
+      onRunning: async (h) => {
         // Tasks waiting in a cell that AX_CELLS now routes elsewhere (a type moved): said once at start.
-        for (const c of cells) await warnMisplaced(c.rt, c.store);
-        const where = endpoint ? `; health on ${endpoint.url} (/healthz, /readyz, /metrics)` : '';
+        for (const c of opened) await warnMisplaced({cells: c.rt.cells, cell: c.rt.config.cell, logger: c.rt.logger, store: c.store});
+        const where = h.endpoint ? `; health on ${h.endpoint.url} (/healthz, /readyz, /metrics)` : '';
         const served = many ? ` for cells ${rts.map((r) => r.config.cell).join(', ')}` : '';
+        const only = parts.length < SCHEDULER_PART_NAMES.length ? ` (${parts.join(', ')})` : '';
         if (!this.jsonEnabled())
-          this.logToStderr(`ax scheduler ${schedulers.map((x) => x.id).join(', ')} running${served}${where}; Ctrl-C to stop`);
-        const stopSummary = summary.start(() => (many ? {cells: cells.map(cellSummary)} : cellSummary(cells[0] as (typeof cells)[0])));
-        const got = await signalled;
-        stopSummary();
-        const final = (c: (typeof cells)[0]) => ({...(many ? {cell: c.rt.config.cell} : {}), ...c.started.summary()});
-        return isoTimes({signal: got, ...(many ? {cells: cells.map(final)} : final(cells[0] as (typeof cells)[0]))});
-      } finally {
-        await cellMetrics?.stop();
-        await health?.close();
-        for (const c of cells) await c.archiving.stop();
-        for (const c of cells) await c.started.stop();
-      }
-    } catch (e) {
-      // Stopped by a signal while still waiting for a server: nothing ran, nothing is held.
-      if (!(isAxError(e, 'closed') && signal.aborted)) throw e;
-      return {stoppedBeforeStart: true, signal: await signalled};
-    }
-  }
-}
-
-/** One cell's scheduler summary for the summary line. */
-function cellSummary(c: {rt: {config: {cell: string}}; started: Scheduler}): Record<string, unknown> {
-  return {cell: c.rt.config.cell, ...c.started.summary(), lastReconcile: undefined};
-}
-
-/**
- * Logs a warning for each type with waiting or running tasks in this cell that AX_CELLS routes to
- * another cell now: they still run here (this cell's workers need the handler), new ones go there.
- * A failed read is logged and ignored: it only informs.
- */
-async function warnMisplaced(rt: Runtime, store: AxStore): Promise<void> {
-  try {
-    const {rows} = await store.backlog();
-    const pending = rows.filter((r) => r.due + r.delayed + r.running > 0);
-    for (const m of misplacedTypes(
-      rt.cells,
-      rt.config.cell,
-      pending.map((r) => r.type),
-    )) {
-      const r = pending.find((x) => x.type === m.type);
-      rt.logger.warn(
-        `type ${m.type} is routed to cell ${m.cell} now, but ${(r?.due ?? 0) + (r?.delayed ?? 0) + (r?.running ?? 0)} of its tasks wait or run in cell ${rt.config.cell}: they still run here (keep a worker with its handler on this cell until they drain: ax tasks stats --cell ${rt.config.cell}); new ones go to ${m.cell}`,
-        {type: m.type, cell: rt.config.cell, routedTo: m.cell},
-      );
-    }
-  } catch (e) {
-    rt.logger.warn('could not check for tasks of types routed to another cell', {error: errorMessage(e)});
+          this.logToStderr(`ax scheduler ${cells.map((x) => x.id).join(', ')} running${only}${served}${where}; Ctrl-C to stop`);
+      },
+      summary: {
+        everyMs: summaryMs,
+        msg: 'scheduler summary',
+        fields: () =>
+          many
+            ? {cells: cells.map((c) => ({cell: c.cell, ...c.summary(), lastReconcile: undefined}))}
+            : {cell: cells[0]?.cell, ...cells[0]?.summary(), lastReconcile: undefined},
+      },
+      result: (reason) => {
+        const final = (c: SchedulerCell) => ({...(many ? {cell: c.cell} : {}), ...c.summary()});
+        const signal = reason.kind === 'signal' ? reason.signal : undefined;
+        return {value: isoTimes({signal, ...(many ? {cells: cells.map(final)} : final(cells[0] as SchedulerCell))})};
+      },
+    });
+    process.exitCode = exitCode;
+    return value;
   }
 }

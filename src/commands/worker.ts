@@ -1,25 +1,15 @@
 import {Flags} from '@oclif/core';
 import {AxCommand} from '../cli/base.js';
-import {CRASH_EXIT_CODE, exitSoon, guardProcess} from '../cli/signals.js';
-import {type Endpoint, failFastFlag, healthFlags, startEndpoint, summaryEvery, summaryEveryFlag} from '../cli/summary.js';
+import {CRASH_EXIT_CODE, exitSoon} from '../cli/signals.js';
+import {failFastFlag, healthFlags, startEndpoint, summaryEveryFlag, summaryEveryMs} from '../cli/summary.js';
 import {AxEvents} from '../core/events.js';
-import {errorMessage, isAxError} from '../core/errors.js';
+import {errorMessage} from '../core/errors.js';
+import {runHost} from '../core/host/host.js';
+import {sumWorkerStats, WorkerHostService} from '../core/host/worker.js';
 import {workerMetrics} from '../core/metrics/worker.js';
-import {startWorkerService, type RunningWorker} from '../core/worker/service.js';
 import type {PoolName} from '../core/task/model.js';
-import type {Worker} from '../core/worker/worker.js';
 import {connectCells, oneCellPerEndpoint} from '../cli/cells.js';
 import {hostname} from 'node:os';
-
-/** The summary line's fields: the stats of every cell's worker, summed. */
-function sumStats(workers: Worker[]): Record<string, number> {
-  const out: Record<string, number> = {inFlight: 0};
-  for (const w of workers) {
-    out.inFlight = (out.inFlight ?? 0) + w.inFlight;
-    for (const [k, v] of Object.entries(w.stats)) if (typeof v === 'number') out[k] = (out[k] ?? 0) + v;
-  }
-  return out;
-}
 
 export default class WorkerCommand extends AxCommand {
   static override daemon = true;
@@ -82,89 +72,85 @@ flight) every --summary-every (default 1m).`;
       ...(flags['fail-fast'] ? {connectFailFast: true} : {}),
     });
     const rt = oneCellPerEndpoint(rts, flags);
-    const summary = summaryEvery(flags['summary-every'], rt.logger, 'worker summary');
-    const guard = guardProcess(rt.logger);
-    let phase: 'connecting' | 'running' | 'stopping' = 'connecting';
-    let running: RunningWorker | undefined;
-    /** Per cell: its RabbitMQ connection is up. */
-    const brokerUp = rts.map(() => false);
-    let lastRetry: unknown;
-    let health: Endpoint | undefined;
+    const summaryMs = summaryEveryMs(flags['summary-every']);
     const events = new AxEvents({
       onListenerError: (e, name) => rt.logger.error('event listener failed', {event: name, error: errorMessage(e)}),
     });
+    let svc: WorkerHostService | undefined;
     try {
-      // The endpoint first: /readyz is 503 while the worker waits for its servers.
-      health = await startEndpoint(rt, flags, {
-        ready: () => phase === 'running' && brokerUp.every(Boolean),
-        details: () => ({
-          state: phase,
-          ...(running ? {worker: running.worker.id, inFlight: running.worker.inFlight, ...running.worker.stats} : {connect: lastRetry}),
-          unhandledRejections: guard.unhandledRejections,
-          threadExceptions: guard.threadExceptions,
-        }),
-      });
-      // Subscribed before the start, so the first claims count too; the pools are read on scrape.
-      if (health)
-        workerMetrics(health.metrics, events, {pools: () => running?.worker.poolStats() ?? [], held: () => running?.worker.inFlight ?? 0});
-      const retry = {signal: guard.signal, onRetry: (r: unknown) => (lastRetry = r)};
-      // Each cell its own store, broker and worker (several cells: ids tagged with the cell).
-      await using conns = await connectCells(rts, retry);
-      conns.cells.forEach(({broker}, i) => {
-        brokerUp[i] = true;
-        broker.on('connected', () => (brokerUp[i] = true));
-        broker.on('disconnected', () => (brokerUp[i] = false));
-      });
-      const [first, ...more] = conns.cells.map((c) => ({
-        ...c.rt,
-        store: c.store,
-        broker: c.broker,
-        ...(rts.length > 1 ? {workerId: `${hostname()}:${process.pid}/${c.rt.config.cell}`} : {}),
-      }));
-      await using started = await startWorkerService({
-        ...(first as NonNullable<typeof first>),
-        handlersModule: flags.handlers,
-        pools,
-        events,
-        onThreadStray: (kind) => guard.noteThreadStray(kind),
-        moreCells: more,
-      });
-      running = started;
-      const {worker, workers} = started;
-      phase = 'running';
-      const where = health ? `; health on ${health.url} (/healthz, /readyz, /metrics)` : '';
-      const served = rts.length > 1 ? ` for cells ${rts.map((r) => r.config.cell).join(', ')}` : '';
-      if (!this.jsonEnabled())
-        this.logToStderr(
-          `ax worker ${workers.map((w) => w.id).join(', ')} running pools ${pools.join(', ')}${served}${where}; Ctrl-C to stop`,
-        );
-      const stopSummary = summary.start(() => sumStats(workers));
-      const reason = await guard.stop;
-      stopSummary();
-      phase = 'stopping';
-      rt.logger.info('stopping worker', {
-        ...(reason.kind === 'signal' ? {signal: reason.signal} : {reason: 'uncaught exception'}),
+      const {value, exitCode} = await runHost({
+        name: 'worker',
+        clock: rt.clock,
+        logger: rt.logger,
         graceMs: rt.config.shutdownGraceMs,
+        serve: (probe) => startEndpoint(rt, flags, probe),
+        details: (h) => {
+          const w = svc?.worker;
+          return {
+            state: h.phase,
+            ...(w ? {worker: w.id, inFlight: w.inFlight, ...w.stats} : {connect: h.connect}),
+            unhandledRejections: h.guard.unhandledRejections,
+            threadExceptions: h.guard.threadExceptions,
+          };
+        },
+        // Each cell its own store, broker and worker (several cells: ids tagged with the cell).
+        connect: (retry) => connectCells(rts, retry),
+        services: (cells, h) => {
+          const [first, ...more] = cells.map((c) => ({
+            ...c.rt,
+            store: c.store,
+            broker: c.broker,
+            ...(rts.length > 1 ? {workerId: `${hostname()}:${process.pid}/${c.rt.config.cell}`} : {}),
+          }));
+          const service = new WorkerHostService(
+            {
+              ...(first as NonNullable<typeof first>),
+              handlersModule: flags.handlers,
+              pools,
+              events,
+              onThreadStray: (kind) => h.guard.noteThreadStray(kind),
+              moreCells: more,
+            },
+            cells.map((c) => c.broker),
+          );
+          svc = service;
+          // Subscribed before the start, so the first claims count too; the pools are read on scrape.
+          if (h.endpoint)
+            workerMetrics(h.endpoint.metrics, events, {
+              pools: () => service.worker?.poolStats() ?? [],
+              held: () => service.worker?.inFlight ?? 0,
+            });
+          return [service];
+        },
+        onRunning: (h) => {
+          const where = h.endpoint ? `; health on ${h.endpoint.url} (/healthz, /readyz, /metrics)` : '';
+          const served = rts.length > 1 ? ` for cells ${rts.map((r) => r.config.cell).join(', ')}` : '';
+          if (!this.jsonEnabled())
+            this.logToStderr(
+              `ax worker ${svc?.workers.map((w) => w.id).join(', ')} running pools ${pools.join(', ')}${served}${where}; Ctrl-C to stop`,
+            );
+        },
+        summary: {everyMs: summaryMs, msg: 'worker summary', fields: () => sumWorkerStats(svc?.workers ?? [])},
+        stopping: () => ({graceMs: rt.config.shutdownGraceMs}),
+        result: (reason, h) => {
+          const workers = svc?.workers ?? [];
+          const worker = workers[0];
+          return {
+            value: {
+              worker: worker?.id,
+              ...(reason.kind === 'signal' ? {signal: reason.signal} : {crashed: true}),
+              unhandledRejections: h.guard.unhandledRejections,
+              threadExceptions: h.guard.threadExceptions,
+              ...(workers.length > 1 ? sumWorkerStats(workers) : worker?.stats),
+              ...(workers.length > 1 ? {cells: workers.map((w, i) => ({cell: rts[i]?.config.cell, worker: w.id, ...w.stats}))} : {}),
+            },
+            exitCode: svc?.onStopFailed ? 1 : 0,
+          };
+        },
       });
-      const {onStopFailed} = await started.stop(rt.config.shutdownGraceMs);
-      if (reason.kind === 'crash') process.exitCode = CRASH_EXIT_CODE;
-      else if (onStopFailed) process.exitCode = 1;
-      return {
-        worker: worker.id,
-        ...(reason.kind === 'signal' ? {signal: reason.signal} : {crashed: true}),
-        unhandledRejections: guard.unhandledRejections,
-        threadExceptions: guard.threadExceptions,
-        ...(workers.length > 1 ? sumStats(workers) : worker.stats),
-        ...(workers.length > 1 ? {cells: workers.map((w, i) => ({cell: rts[i]?.config.cell, worker: w.id, ...w.stats}))} : {}),
-      };
-    } catch (e) {
-      // Stopped (a signal, or a crash) while still waiting for a server: nothing ran.
-      if (!(isAxError(e, 'closed') && guard.signal.aborted)) throw e;
-      const reason = await guard.stop;
-      if (reason.kind === 'crash') process.exitCode = CRASH_EXIT_CODE;
-      return {stoppedBeforeStart: true, ...(reason.kind === 'signal' ? {signal: reason.signal} : {crashed: true})};
+      process.exitCode = exitCode;
+      return value;
     } finally {
-      await health?.close();
       exitSoon();
     }
   }

@@ -3,8 +3,7 @@ import {errorMessage} from '../errors.js';
 import type {Logger} from '../log.js';
 import type {Broker} from '../broker/types.js';
 import type {BackoffOptions} from '../retry/backoff.js';
-import {reconcile, rescueExpired, type ReconcileOptions} from '../reconcile/reconcile.js';
-import {DeadLetterScan} from '../dlq/scan.js';
+import type {ReconcileOptions} from '../reconcile/reconcile.js';
 import type {DispatchHoldStore, DlqScanStore, HeldForDispatch, HotPathStore, InspectStore, RescueStore} from '../store/types.js';
 import {TimingWheel} from '../timing/wheel.js';
 import {type Clock, type Random, type TimerHandle} from '../time.js';
@@ -12,6 +11,9 @@ import {AxEvents} from '../events.js';
 import {Periodic, type Service, type StopOptions} from '../lifecycle.js';
 import {countSchedulerEvents, type SchedulerCounters} from './counters.js';
 import {DbClock} from './db-clock.js';
+import {DeadLetterScanner} from './maintenance/dlq-scan.js';
+import {Reconciler} from './maintenance/reconciler.js';
+import {Rescuer} from './maintenance/rescuer.js';
 
 /** What the scheduler needs of the task database. */
 export type SchedulerStore = DispatchHoldStore &
@@ -55,6 +57,12 @@ export interface SchedulerOptions {
   reconcileCron?: ReconcileOptions['cron'];
   /** Where the scheduler (and its rescuer and reconciler) emit events (default: its own emitter). */
   events?: AxEvents;
+  /**
+   * Runs the rescuer, the reconciler and the dead-letter scan itself (default true). False: the
+   * scheduler only dispatches (load, wheel, fire); `ax scheduler` hosts those as services of their
+   * own (maintenance/), sharing `events`, so each can run alone.
+   */
+  maintenance?: boolean;
 }
 
 export interface SchedulerSummary extends SchedulerCounters {
@@ -71,7 +79,8 @@ const CHUNK = 500;
  * not double-load), keeps them in a hashed timing wheel keyed by the database clock, and publishes
  * each when that clock has certainly reached its run_at — never before. A crash loses nothing: the
  * holds expire and another scheduler (or this one, restarted) rebuilds its wheel from MySQL. It
- * also runs the rescuer (expired worker leases) and the reconciler on their own periods.
+ * also runs the rescuer (expired worker leases), the reconciler and the dead-letter scan on their own
+ * periods (maintenance/, one Service each), unless `maintenance: false` leaves them to the host.
  *
  * It emits scheduler:loaded, doorbell:published (by 'scheduler'), scheduler:publish-failed,
  * lease:expired, reconcile:done and dlq:new (the dead-letter scan) on `events`; `summary()` is computed by a subscriber of them.
@@ -98,10 +107,8 @@ export class Scheduler implements Service {
   private readonly log: Logger;
   private readonly s: SchedulerCounters;
   private readonly loader: Periodic;
-  private readonly rescuer: Periodic;
-  private readonly reconciler: Periodic;
-  private readonly dlqScan: DeadLetterScan;
-  private readonly dlqScanner: Periodic;
+  /** The maintenance run in this scheduler (none with `maintenance: false`). */
+  private readonly maintenance: {rescuer: Rescuer; reconciler: Reconciler; dlqScanner: DeadLetterScanner} | undefined;
   private stopping: Promise<void> | undefined;
 
   constructor(private readonly o: SchedulerOptions) {
@@ -116,18 +123,36 @@ export class Scheduler implements Service {
     const loop = (name: string, everyMs: number, run: () => Promise<void>): Periodic =>
       new Periodic({name, clock: o.clock, everyMs, run, onError: (e) => this.log.warn(`${name} failed`, {error: errorMessage(e)})});
     this.loader = loop('scheduler load', o.loadEveryMs, () => this.load());
-    this.rescuer = loop('rescue', o.rescueEveryMs, () => this.rescue());
-    this.reconciler = loop('reconcile', o.reconcileEveryMs, () => this.runReconcile());
-    this.dlqScan = new DeadLetterScan({
-      store: o.store,
-      events: this.events,
-      logger: this.log,
-      ...(o.dlqScanSettleMs === undefined ? {} : {settleMs: o.dlqScanSettleMs}),
-    });
-    this.dlqScanner = loop('dead-letter scan', o.dlqScanEveryMs, async () => {
-      await this.dlqScan.scan();
-    });
-    this.loops = [this.loader, this.rescuer, this.reconciler, this.dlqScanner];
+    this.loops = [this.loader];
+    const m = {store: o.store, clock: o.clock, logger: this.log, events: this.events};
+    this.maintenance =
+      o.maintenance === false
+        ? undefined
+        : {
+            rescuer: new Rescuer({
+              ...m,
+              random: o.random,
+              backoff: o.backoff,
+              actor: this.id,
+              limit: o.reconcile.limit,
+              everyMs: o.rescueEveryMs,
+            }),
+            reconciler: new Reconciler({
+              ...m,
+              broker: o.broker,
+              random: o.random,
+              backoff: o.backoff,
+              ...o.reconcile,
+              actor: this.id,
+              everyMs: o.reconcileEveryMs,
+              ...(o.reconcileCron ? {cron: o.reconcileCron} : {}),
+            }),
+            dlqScanner: new DeadLetterScanner({
+              ...m,
+              everyMs: o.dlqScanEveryMs,
+              ...(o.dlqScanSettleMs === undefined ? {} : {settleMs: o.dlqScanSettleMs}),
+            }),
+          };
   }
 
   summary(): SchedulerSummary {
@@ -158,13 +183,14 @@ export class Scheduler implements Service {
     if (this.state !== 'new') return;
     this.wheel.advance(this.dbClock.safeNow());
     // Deaths from now on are new to the dead-letter scan.
-    await this.dlqScan.begin();
+    await this.maintenance?.dlqScanner.begin();
     this.state = 'running';
     // Through the loader (so a stop() during it waits for it, as for any pass) and releases what it
     // took; the loops then never start.
     await this.loader.runOnce();
     if (this.state !== 'running') return;
     for (const l of this.loops) l.start();
+    for (const m of this.maintained()) await m.start();
     this.log.info('scheduler started', {horizonMs: this.o.horizonMs, tickMs: this.o.tickMs, held: this.wheel.size});
   }
 
@@ -176,9 +202,14 @@ export class Scheduler implements Service {
   async runOnce(): Promise<void> {
     await this.loader.runOnce();
     await this.fire();
-    await this.rescuer.runOnce();
-    await this.reconciler.runOnce();
-    await this.dlqScanner.runOnce();
+    await this.maintenance?.rescuer.runOnce();
+    await this.maintenance?.reconciler.runOnce();
+    await this.maintenance?.dlqScanner.runOnce();
+  }
+
+  private maintained(): Array<Rescuer | Reconciler | DeadLetterScanner> {
+    const m = this.maintenance;
+    return m ? [m.rescuer, m.reconciler, m.dlqScanner] : [];
   }
 
   private track(p: Promise<unknown>): void {
@@ -284,23 +315,6 @@ export class Scheduler implements Service {
     }
   }
 
-  private async rescue(): Promise<void> {
-    try {
-      await rescueExpired({...this.o, events: this.events, actor: this.id, limit: this.o.reconcile.limit});
-    } catch (e) {
-      this.log.warn('rescue failed', {error: errorMessage(e)});
-    }
-  }
-
-  private async runReconcile(): Promise<void> {
-    try {
-      const cron = this.o.reconcileCron ? {cron: this.o.reconcileCron} : {};
-      await reconcile({...this.o, ...this.o.reconcile, events: this.events, dryRun: false, actor: this.id, ...cron});
-    } catch (e) {
-      this.log.warn('reconcile failed', {error: errorMessage(e)});
-    }
-  }
-
   /**
    * Stops the loops (waiting for their running passes), waits for a publish in progress, and lets
    * go of its holds so another scheduler takes them at once. `options` is accepted for the Service
@@ -323,7 +337,7 @@ export class Scheduler implements Service {
     this.state = 'stopping';
     if (this.fireTimer) this.o.clock.clearTimeout(this.fireTimer);
     this.fireTimer = undefined;
-    await Promise.all(this.loops.map((l) => l.stop()));
+    await Promise.all([...this.loops.map((l) => l.stop()), ...this.maintained().map((m) => m.stop())]);
     while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
     await this.o.store
       .holdsRelease({owner: this.id})

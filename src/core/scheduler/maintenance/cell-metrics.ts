@@ -1,0 +1,47 @@
+/**
+ * The cell's gauges as a Service (core/metrics/cell.ts: backlog, workers, and flow control's
+ * gauges, refreshed from MySQL every AX_METRICS_CELL_EVERY). One process per cell serves them: the
+ * scheduler, on its health endpoint.
+ */
+import {CellMetrics, type CellMetricsOptions} from '../../metrics/cell.js';
+import {flowGauges} from '../../metrics/flow.js';
+import type {Service} from '../../lifecycle.js';
+
+export type CellMetricsServiceOptions = Omit<CellMetricsOptions, 'extra' | 'store'> & {
+  store: CellMetricsOptions['store'] & Parameters<typeof flowGauges>[1];
+};
+
+/** Refreshes at start, then every period; ready between start and stop (a failing refresh shows in ax_cell_metrics_up). */
+export class CellMetricsService implements Service {
+  private readonly cell: CellMetrics;
+  private state: 'new' | 'running' | 'stopped' = 'new';
+
+  constructor(o: CellMetricsServiceOptions) {
+    // Paused types, breaker states and parked counts, read in the same pass.
+    this.cell = new CellMetrics({...o, extra: [flowGauges(o.metrics, o.store)]});
+  }
+
+  async start(): Promise<void> {
+    if (this.state !== 'new') return;
+    this.state = 'running';
+    this.cell.start();
+  }
+
+  runOnce(): Promise<void> {
+    return this.cell.runOnce();
+  }
+
+  ready(): boolean {
+    return this.state === 'running';
+  }
+
+  async stop(): Promise<void> {
+    if (this.state === 'stopped') return;
+    this.state = 'stopped';
+    await this.cell.stop();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.stop();
+  }
+}
