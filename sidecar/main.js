@@ -18,7 +18,7 @@
 import {fileURLToPath} from 'node:url';
 import {createLogger, loadConfig, logOptions, MetricsRegistry, runRelayDaemon, startHealthServer} from 'ax-executor/relay';
 
-/** The CLI's exit codes (README "Exit codes"), for the AxError codes a start can end with. */
+/** The CLI's exit codes (docs/reference/cli.md, "Exit codes"), for the AxError codes a start can end with. */
 const EXIT_CODES = {invalid_input: 2, not_found: 3, conflict: 4, unavailable: 5, timeout: 6};
 
 /** One JSON line on stderr whatever AX_LOG_LEVEL says: the reason the process is about to exit. */

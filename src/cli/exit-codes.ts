@@ -1,6 +1,6 @@
 import type {AxErrorCode} from '../core/errors.js';
 
-/** Exit codes of every ax command (README "Exit codes"). Parse errors from oclif exit 2 as well. */
+/** Exit codes of every ax command (docs/reference/cli.md, "Exit codes"). Parse errors from oclif exit 2 as well. */
 export const EXIT_CODES: Record<AxErrorCode, number> = {
   internal: 1,
   invalid_input: 2,

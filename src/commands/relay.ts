@@ -24,7 +24,7 @@ at start is waited for (each attempt logged, jittered backoff up to AX_CONNECT_R
 --fail-fast (AX_CONNECT_FAIL_FAST) exits 5 at once instead.
 
 With --health-port (or AX_METRICS_PORT) it serves GET /healthz, /readyz (200 while passes succeed)
-and /metrics (rows relayed, outbox lag; README "Metrics and alerts") on 127.0.0.1 (--health-host or
+and /metrics (rows relayed, outbox lag; docs/observability.md) on 127.0.0.1 (--health-host or
 AX_METRICS_HOST). A port in use exits 4 before anything connects.`;
   static override examples = [
     '<%= config.bin %> relay',

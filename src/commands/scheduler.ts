@@ -24,7 +24,7 @@ finished tasks older than AX_RETENTION (every AX_ARCHIVE_EVERY, 1h; 0: off; see 
 
 With --cell a,b (default: AX_CELL) it runs one scheduler per cell, each on that cell's database and
 RabbitMQ, with its archiver (no --health-port then: metrics are per cell). At start it warns of tasks
-waiting in a cell whose type AX_CELLS now routes to another cell (README "Cells").
+waiting in a cell whose type AX_CELLS now routes to another cell (docs/operating/cells.md).
 
 Run one or more; on SIGTERM/SIGINT a scheduler lets go of its tasks so another takes them at once.
 After a crash its tasks are taken over AX_SCHEDULER_HOLD (3s) after they are due. A summary line is

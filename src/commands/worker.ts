@@ -33,7 +33,7 @@ Exit codes: 0 stopped by a signal, 1 onStop failed, 2 bad flags or handlers modu
 unreachable with --fail-fast (or refused the credentials), ${CRASH_EXIT_CODE} stopped after an uncaught exception.
 
 With --health-port (or AX_METRICS_PORT) the worker serves GET /healthz, /readyz and /metrics
-(Prometheus: attempts per type and outcome, durations, start delays, pool occupancy; README
+(Prometheus: attempts per type and outcome, durations, start delays, pool occupancy; docs/observability.md
 "Metrics and alerts") on 127.0.0.1 (--health-host or AX_METRICS_HOST to change). A port in use
 exits 4 before anything connects.
 

@@ -6,7 +6,7 @@ import {parseDuration} from '../duration.js';
 import {parseMysqlUrl} from './mysql-url.js';
 import {type CellsSetting, cellMap, parseCells} from '../cells/cells.js';
 
-/** Every setting of ax. README "Configuration" lists the same keys, env variables and defaults. */
+/** Every setting of ax. docs/reference/configuration.md lists the same keys, env variables and defaults. */
 export interface AxConfig {
   /** MySQL/MariaDB URL of ax's own database (secret: env or file only). */
   mysqlUrl: string;
@@ -210,7 +210,7 @@ export const SETTINGS: Record<keyof AxConfig, Setting> = {
     kind: 'cells',
     default: {},
     secret: true,
-    doc: 'more cells, as JSON: `{"big": {"types": ["order_*", "invoice_render"], "mysqlUrl": "mysql://…/ax_big", "amqpUrl": "amqp://…/big"}}`; types are exact names or `domain_*` prefixes, the URLs optional (default: AX_MYSQL_URL, AX_AMQP_URL); README "Cells"',
+    doc: 'more cells, as JSON: `{"big": {"types": ["order_*", "invoice_render"], "mysqlUrl": "mysql://…/ax_big", "amqpUrl": "amqp://…/big"}}`; types are exact names or `domain_*` prefixes, the URLs optional (default: AX_MYSQL_URL, AX_AMQP_URL); docs/operating/cells.md',
   },
   amqpPrefix: {env: 'AX_AMQP_PREFIX', kind: 'string', default: 'ax', doc: 'prefix of exchange and queue names'},
   queueType: {env: 'AX_QUEUE_TYPE', kind: 'string', default: 'quorum', choices: ['quorum', 'classic'], doc: 'RabbitMQ queue type'},

@@ -11,7 +11,7 @@ export function formatDefault(s: {kind: string; default: unknown; env: string}):
   return `\`${String(v)}\``;
 }
 
-/** The README's configuration table (Markdown), one row per setting. */
+/** The configuration table of docs/reference/configuration.md (Markdown), one row per setting. */
 export function configTable(): string {
   const rows = ['| setting (ax.config.json) | environment | default | meaning |', '| --- | --- | --- | --- |'];
   for (const [key, s] of Object.entries(SETTINGS)) {

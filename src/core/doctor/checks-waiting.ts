@@ -7,7 +7,7 @@ import type {PoolName} from '../task/model.js';
 import {age, capped, countByType, finding, plural, splitWorkers} from './evidence.js';
 import type {BrokerEvidence, Check, CheckContext, Finding} from './types.js';
 
-const START_WORKER = 'start a worker: ax worker --handlers <module> (docs: README "Deploying workers")';
+const START_WORKER = 'start a worker: ax worker --handlers <module> (docs/operating/deploy.md, "Deploying workers")';
 
 /** Live and stale workers; no live one while tasks are due is a problem. */
 export const workersCheck: Check = {

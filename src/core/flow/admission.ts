@@ -23,7 +23,7 @@ export interface AdmissionOptions {
   probeRecheckMs: number;
 }
 
-/** The defaults: AX_PAUSED_RECHECK, AX_UNHANDLED_RECHECK (README, configuration). */
+/** The defaults: AX_PAUSED_RECHECK, AX_UNHANDLED_RECHECK (docs/reference/configuration.md). */
 export const ADMISSION_DEFAULTS: AdmissionOptions = {
   pausedRecheckMs: 300_000,
   unhandledRecheckMs: 60_000,

@@ -5,7 +5,7 @@
  */
 import type {Logger} from '../log.js';
 
-/** Exit code of a daemon that stopped after an uncaught exception (README "Exit codes"). */
+/** Exit code of a daemon that stopped after an uncaught exception (docs/reference/cli.md, "Exit codes"). */
 export const CRASH_EXIT_CODE = 7;
 
 /** What the guard needs of the process: its events and its exit (node's `process` fits). */

@@ -3,7 +3,7 @@
  * eslint.config.js). Services never call it: the subscribers of this directory turn events of the
  * typed stream (core/events.ts) into counters and histograms, and gauges are read on scrape.
  *
- * Conventions (README "Metrics"): every series of ax starts with `ax_`, counters end in `_total`,
+ * Conventions (docs/observability.md, "Metrics and alerts"): every series of ax starts with `ax_`, counters end in `_total`,
  * times are seconds and sizes bytes, and labels are bounded (type, outcome, pool, state — never a
  * task id). Every series carries the process's `cell` as a label. The process metrics of
  * prom-client (`process_*`, `nodejs_*`: CPU, memory, event-loop lag, GC) come along.

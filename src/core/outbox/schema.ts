@@ -4,7 +4,7 @@ import {MAX_RETRIES_LIMIT} from '../task/validate.js';
 /**
  * The `task_outbox` table: lives in the BUSINESS database, written by the business service in its
  * own transaction, drained by the relay. This DDL and the column list below are a documented SQL
- * contract (README "Transactional outbox"): a producer in any language may enqueue with a plain
+ * contract (docs/reference/outbox-sql.md): a producer in any language may enqueue with a plain
  * INSERT of (type, payload) and optionally the other columns.
  *
  * The numeric columns are signed and wide, with CHECK constraints, so that the table itself

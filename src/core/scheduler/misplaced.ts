@@ -1,4 +1,4 @@
-/** The scheduler's start-up check of cells (README "Cells"): tasks left in a cell their type no longer routes to. */
+/** The scheduler's start-up check of cells (docs/operating/cells.md): tasks left in a cell their type no longer routes to. */
 import {type CellMap, misplacedTypes} from '../cells/cells.js';
 import {errorMessage} from '../errors.js';
 import type {Logger} from '../log.js';

@@ -22,7 +22,7 @@ const suffix = (p: Priority): string => (p === DEFAULT_PRIORITY ? '' : `.${p}`);
  * `<prefix>.<cell>.<pool>` for `normal` (the queue of an ax from before priorities, so an upgrade
  * keeps consuming it), `<prefix>.<cell>.<pool>.high` and `….low` for the others — bound with
  * routing key `<cell>.<pool>[.<level>]`, a poison queue `<prefix>.<cell>.poison`, and a fanout
- * exchange `<prefix>.<cell>.control` (not durable) for control messages to the cell's workers.
+ * exchange `<prefix>.<cell>.control` (durable, as broker.ts declares it) for control messages to the cell's workers.
  */
 export function topology(prefix: string, cell: string, queueType: 'quorum' | 'classic'): Topology {
   const queueArgs: Record<string, unknown> = queueType === 'quorum' ? {'x-queue-type': 'quorum'} : {'x-queue-type': 'classic'};
