@@ -1,13 +1,13 @@
 import type {Hook} from '@oclif/core';
 import {toConfiguredId} from '@oclif/core';
-import notFound from '@oclif/plugin-not-found';
+import {createInterface} from 'node:readline/promises';
 import {printable} from '../render.js';
 import {closestCommand} from '../suggest.js';
 
 /**
- * `ax submti`: on a terminal, @oclif/plugin-not-found asks "Did you mean submit?" and runs it on yes.
- * Elsewhere (scripts, CI, pipes) that plugin prints no suggestion, so this hook names the nearest
- * command itself and exits 127, like a shell's "command not found". With arguments (`ax dlq replya
+ * `ax submti`: on a terminal, asks "Did you mean `ax submit`? [y/N]" and runs it on yes (exit 127
+ * on no). Elsewhere (scripts, CI, pipes) nothing is asked: the hook names the nearest command and
+ * exits 127, like a shell's "command not found". With arguments (`ax dlq replya
  * <id>`, `ax submti x`) the suggestion keeps them and nothing is run, on a terminal too: a guess
  * is never run with the operator's arguments. Extra words after a known command are an unexpected
  * argument (exit 2, a usage error).
@@ -24,8 +24,20 @@ const hook: Hook.CommandNotFound = async function (opts) {
   const ids = opts.config.commands.filter((c) => !c.hidden).flatMap((c) => [c.id, ...c.aliases]);
   const near = closestCommand(opts.id, ids);
   const withArgs = near !== undefined && near.args.length > 0;
-  if (!withArgs && process.stdin.isTTY === true && process.stderr.isTTY === true) return notFound.call(this, opts);
   const bin = opts.config.bin;
+  if (near !== undefined && !withArgs && process.stdin.isTTY === true && process.stderr.isTTY === true) {
+    const rl = createInterface({input: process.stdin, output: process.stderr});
+    let answer = '';
+    try {
+      answer = await rl.question(
+        `${printable(toConfiguredId(opts.id, opts.config))} is not an ${bin} command. Did you mean \`${printable(`${bin} ${toConfiguredId(near.id, opts.config)}`)}\`? [y/N] `,
+      );
+    } finally {
+      rl.close();
+    }
+    if (/^y(es)?$/i.test(answer.trim())) return opts.config.runCommand(near.id, opts.argv ?? []);
+    this.error(`Run \`${bin} help\` for the list of commands.`, {exit: 127});
+  }
   const typed =
     near === undefined
       ? opts.id
