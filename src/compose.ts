@@ -5,7 +5,7 @@
  * (bench, demo, tests) get their services from here; nothing else imports an adapter.
  */
 import {hostname, userInfo} from 'node:os';
-import {Archiver} from './core/archive/archiver.js';
+import {type Archiver, configuredArchiver} from './core/archive/archiver.js';
 import {DirectoryArchiveTarget} from './core/archive/files.js';
 import type {ArchiveTarget} from './core/archive/target.js';
 import {operatorName} from './core/audit/audit.js';
@@ -89,17 +89,7 @@ export function openArchiveTarget(rt: Runtime): ArchiveTarget {
 
 /** The archiver of the configured cell over `store` and the configured target (AX_RETENTION, AX_ARCHIVE_*). */
 export function createArchiver(rt: Runtime, store: AxStore, target: ArchiveTarget = openArchiveTarget(rt)): Archiver {
-  const c = rt.config;
-  return new Archiver({
-    store,
-    target,
-    cell: c.cell,
-    clock: rt.clock,
-    retentionMs: c.retentionMs,
-    retryMaxMs: c.retryMaxMs,
-    batchSize: c.archiveBatch,
-    pauseMs: c.archivePauseMs,
-  });
+  return configuredArchiver(rt.config, rt.clock, store, target);
 }
 
 /** Opens ax's database for `ax migrate` (created when missing and allowed). Throws AxError('unavailable'). */

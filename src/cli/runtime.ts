@@ -5,7 +5,6 @@
 export {
   createArchiver,
   createRuntime,
-  openArchiveTarget,
   openBroker,
   openAdmin,
   openClient,

@@ -1,11 +1,9 @@
 import {Flags} from '@oclif/core';
 import {AxCommand} from '../cli/base.js';
 import {signatureJson, type SignatureJson, signatureTable} from '../cli/dlq.js';
-import {disposable} from '../cli/dispose.js';
 import {limitFlag} from '../cli/flags.js';
 import {when} from '../cli/render.js';
-import {openStore} from '../cli/runtime.js';
-import {DEFAULT_ERRORS_LIMIT, DEFAULT_ERRORS_SINCE, failureReport, MAX_ERRORS_LIMIT, parseFailureFilter} from '../core/inspect/failures.js';
+import {DEFAULT_ERRORS_LIMIT, DEFAULT_ERRORS_SINCE, MAX_ERRORS_LIMIT} from '../core/inspect/failures.js';
 
 const WHEN = 'a duration back from now (15m, 2h, 7d) or an ISO-8601 time';
 
@@ -40,11 +38,8 @@ Exit codes: 2 bad flag value, 5 MySQL unavailable.`;
 
   async run(): Promise<ErrorsResult> {
     const {flags} = await this.parse(Errors);
-    const rt = this.runtime(flags);
-    const now = rt.clock.now();
-    const sel = parseFailureFilter(flags, now);
-    await using store = disposable(await openStore(rt));
-    const r = await failureReport(store, sel, now);
+    await using admin = this.admin(flags);
+    const r = await admin.tasks.errors({type: flags.type, since: flags.since, until: flags.until, limit: flags.limit});
     if (!this.jsonEnabled()) {
       if (r.groups.length === 0) this.log(`no failed attempts since ${when(r.since, {seconds: true})} UTC`);
       else {

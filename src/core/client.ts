@@ -3,7 +3,7 @@ import type {Broker} from './broker/types.js';
 import type {Logger} from './log.js';
 import {type FlushReport, Producer} from './producer/producer.js';
 import type {FailureFilterInput, FailureReport} from './inspect/failures.js';
-import {cancelTask, type CancelResult} from './inspect/cancel.js';
+import type {CancelResult} from './inspect/cancel.js';
 import type {TaskDetail} from './inspect/inspect.js';
 import type {AxStore, ScheduleStore, TaskStore} from './store/types.js';
 import {type AdminContext, createAdmin} from './admin/service.js';
@@ -172,7 +172,7 @@ export function createClient(p: ClientParts): AxClient {
       return cell === p.config.cell || !p.route ? producer.submit(t) : otherProducer(cell, p.route).then((pr) => pr.submit(t));
     },
     flush: () => everyProducer((pr) => pr.flush()),
-    cancel: (id, reason) => cancelTask(p.store, id, p.actor, reason ?? null, p.operator(), p.broker),
+    cancel: (id, reason) => admin.tasks.cancel(id, {reason: reason ?? null}),
     getTask: (id) => admin.tasks.show(id, {archive: false}),
     errors: (filter) => admin.tasks.errors(filter),
     close: () =>

@@ -1,13 +1,8 @@
 import {AxCommand} from '../../cli/base.js';
-import {openArchiveTarget} from '../../cli/runtime.js';
 import {table} from '../../cli/render.js';
-import {type ArchiveDay, listArchive} from '../../core/archive/admin.js';
+import type {ArchiveListing} from '../../core/admin/archive.js';
 
-export interface ArchiveListResult {
-  location: string;
-  cell: string;
-  days: ArchiveDay[];
-}
+export type ArchiveListResult = ArchiveListing;
 
 export default class ArchiveList extends AxCommand {
   static override readOnly = true;
@@ -21,11 +16,11 @@ Exit codes: 4 an unreadable manifest (the file is named).`;
 
   async run(): Promise<ArchiveListResult> {
     const {flags} = await this.parse(ArchiveList);
-    const rt = this.runtime(flags);
-    const target = openArchiveTarget(rt);
-    const days = await listArchive(target, rt.config.cell);
+    await using admin = this.admin(flags);
+    const listing = await admin.archive.list();
+    const {days} = listing;
     if (!this.jsonEnabled()) {
-      if (days.length === 0) this.log(`no archived tasks for cell "${rt.config.cell}" in ${target.location}`);
+      if (days.length === 0) this.log(`no archived tasks for cell "${listing.cell}" in ${listing.location}`);
       else
         for (const l of table(
           ['DAY', 'PARTS', 'TASKS', 'HISTORY', 'BYTES', 'PENDING'],
@@ -34,6 +29,6 @@ Exit codes: 4 an unreadable manifest (the file is named).`;
         ))
           this.log(l);
     }
-    return {location: target.location, cell: rt.config.cell, days};
+    return {location: listing.location, cell: listing.cell, days};
   }
 }

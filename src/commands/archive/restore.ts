@@ -1,10 +1,6 @@
 import {Args, Flags} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
-import {disposable} from '../../cli/dispose.js';
-import {openArchiveTarget, openStore} from '../../cli/runtime.js';
-import {checkDay, type RestoreReport, restoreArchived} from '../../core/archive/admin.js';
-import {invalid} from '../../core/errors.js';
-import {isTaskId} from '../../core/task/id.js';
+import type {RestoreReport} from '../../core/archive/admin.js';
 
 export default class ArchiveRestore extends AxCommand {
   static override summary = 'Put archived tasks back into the hot table, with their history.';
@@ -30,17 +26,8 @@ Exit codes: 2 malformed id or day, 3 not in the archive, 4 still in the hot tabl
 
   async run(): Promise<RestoreReport> {
     const {argv, flags} = await this.parse(ArchiveRestore);
-    const rt = this.runtime(flags);
-    const ids = [...new Set(argv as string[])];
-    if (ids.length > 0 && flags.day !== undefined) throw invalid('give ids or --day, not both');
-    if (ids.length === 0 && flags.day === undefined) throw invalid('give the ids of archived tasks, or --day YYYY-MM-DD');
-    const bad = ids.filter((id) => !isTaskId(id));
-    if (bad.length > 0) throw invalid(`not task ids (lower-case UUIDs): ${bad.join(', ')}`);
-    if (flags.day !== undefined) checkDay(flags.day);
-    const sel = flags.day === undefined ? {ids} : {day: flags.day};
-    const audit = {operator: rt.operator(), command: 'archive restore', filter: sel, reason: null};
-    await using store = disposable(await openStore(rt));
-    const r = await restoreArchived(openArchiveTarget(rt), store, rt.config.cell, sel, audit);
+    await using admin = this.admin(flags);
+    const r = await admin.archive.restore({ids: argv as string[], day: flags.day});
     if (!this.jsonEnabled()) this.log(`restored ${r.restored.length} tasks from ${r.parts} parts into the hot table`);
     return r;
   }

@@ -1,10 +1,8 @@
 import {Flags} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
-import {disposable} from '../../cli/dispose.js';
-import {createArchiver, openStore} from '../../cli/runtime.js';
 import {signalController} from '../../cli/signals.js';
-import {type ArchiveRunReport, checkRetention} from '../../core/archive/archiver.js';
-import {DURATION_RULE, parseDuration} from '../../core/duration.js';
+import type {ArchiveRunReport} from '../../core/archive/archiver.js';
+import {DURATION_RULE} from '../../core/duration.js';
 
 export default class ArchiveRun extends AxCommand {
   static override summary = 'Move finished tasks older than the retention window to the archive.';
@@ -30,17 +28,13 @@ Exit codes: 2 bad --older-than or unusable archive directory (nothing changed), 
 
   async run(): Promise<ArchiveRunReport> {
     const {flags} = await this.parse(ArchiveRun);
-    const rt = this.runtime(flags);
-    const olderThanMs = flags['older-than'] === undefined ? undefined : parseDuration(flags['older-than'], '--older-than');
-    checkRetention(olderThanMs ?? rt.config.retentionMs, rt.config.retryMaxMs);
-    await using store = disposable(await openStore(rt));
-    const archiver = createArchiver(rt, store);
+    await using admin = this.admin(flags);
     const tty = !this.jsonEnabled() && process.stderr.isTTY === true;
     const {signal} = signalController();
-    const report = await archiver.run({
+    const report = await admin.archive.run({
       dryRun: flags['dry-run'],
       signal,
-      ...(olderThanMs === undefined ? {} : {olderThanMs}),
+      olderThan: flags['older-than'],
       ...(tty ? {onProgress: (p) => process.stderr.write(`\r${p.state}: ${p.archived} archived, ${p.parts} parts so far  `)} : {}),
     });
     if (tty) process.stderr.write('\n');

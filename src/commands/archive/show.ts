@@ -1,11 +1,7 @@
 import {Args} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
-import {openArchiveTarget} from '../../cli/runtime.js';
 import {printable} from '../../cli/render.js';
-import {showArchived} from '../../core/archive/admin.js';
 import type {ArchivedTask} from '../../core/store/archive-types.js';
-import {invalid} from '../../core/errors.js';
-import {isTaskId} from '../../core/task/id.js';
 
 export interface ArchiveShowResult extends ArchivedTask {
   day: string;
@@ -28,9 +24,8 @@ Exit codes: 2 malformed id, 3 not in the archive, 4 a corrupt archive file (name
 
   async run(): Promise<ArchiveShowResult> {
     const {args, flags} = await this.parse(ArchiveShow);
-    const rt = this.runtime(flags);
-    if (!isTaskId(args.id)) throw invalid(`"${args.id}" is not a task id (a lower-case UUID)`);
-    const f = await showArchived(openArchiveTarget(rt), rt.config.cell, args.id);
+    await using admin = this.admin(flags);
+    const f = await admin.archive.show(args.id);
     const t = f.archived.task;
     if (!this.jsonEnabled()) {
       this.log(`${String(t.id)}  ${String(t.type)}  ${String(t.state)}  (archived in ${f.part.day}/${f.part.part})`);

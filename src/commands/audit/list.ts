@@ -1,10 +1,8 @@
 import {Flags} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
-import {disposable} from '../../cli/dispose.js';
 import {limitFlag} from '../../cli/flags.js';
 import {iso, oneLine, table, when} from '../../cli/render.js';
-import {openStore} from '../../cli/runtime.js';
-import {listAudit, MAX_AUDIT_LIST} from '../../core/audit/audit.js';
+import {MAX_AUDIT_LIST} from '../../core/audit/audit.js';
 import type {AuditRecord} from '../../core/store/types.js';
 
 /** One audit row as `ax audit list --json` shows it: the record with its time as an ISO string. */
@@ -34,12 +32,9 @@ Exit codes: 2 bad flag value, 5 MySQL unavailable.`;
 
   async run(): Promise<AuditListResult> {
     const {flags} = await this.parse(AuditList);
-    const rt = this.runtime(flags);
-    const limit = flags.limit ?? 50;
-    await using store = disposable(await openStore(rt));
-    const rows = await listAudit(store, {limit, ...(flags.after === undefined ? {} : {after: flags.after})});
-    const last = rows.at(-1);
-    const result = {count: rows.length, entries: rows.map(toItem), next: rows.length === limit && last ? last.id : null};
+    await using admin = this.admin(flags);
+    const {entries: rows, next} = await admin.audit.list({limit: flags.limit, after: flags.after});
+    const result = {count: rows.length, entries: rows.map(toItem), next};
     if (!this.jsonEnabled()) {
       if (rows.length === 0) this.log('no audit entries');
       else

@@ -1,13 +1,9 @@
 import {Flags} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
 import {deadFilterFlags, deadTaskJson, type DeadTaskJson} from '../../cli/dlq.js';
-import {disposable} from '../../cli/dispose.js';
 import {limitFlag} from '../../cli/flags.js';
 import {oneLine, table, when} from '../../cli/render.js';
-import {openStore} from '../../cli/runtime.js';
-import {listDead, MAX_DLQ_LIMIT, parseDeadFilter} from '../../core/dlq/dlq.js';
-import {invalid} from '../../core/errors.js';
-import {isTaskId} from '../../core/task/id.js';
+import {MAX_DLQ_LIMIT} from '../../core/dlq/dlq.js';
 import {attemptBudget, attemptCell} from '../../core/inspect/timeline.js';
 import type {DeadTaskRow} from '../../core/store/types.js';
 
@@ -44,11 +40,9 @@ Exit codes: 2 bad flag value, 3 the --after task does not exist, 5 MySQL unavail
 
   async run(): Promise<DlqListResult> {
     const {flags} = await this.parse(DlqList);
-    const rt = this.runtime(flags);
-    const filter = parseDeadFilter(flags, rt.clock.now());
-    if (flags.after !== undefined && !isTaskId(flags.after)) throw invalid(`--after "${flags.after}" is not a task id (a lower-case UUID)`);
-    await using store = disposable(await openStore(rt));
-    const page = await listDead(store, filter, {limit: flags.limit ?? 50, after: flags.after});
+    await using admin = this.admin(flags);
+    const filter = {type: flags.type, since: flags.since, until: flags.until, error: flags.error};
+    const page = await admin.dlq.list(filter, {limit: flags.limit, after: flags.after});
     if (!this.jsonEnabled()) {
       if (page.tasks.length === 0) this.log('no dead tasks match');
       else {

@@ -1,13 +1,8 @@
 import {Args} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
-import {disposable} from '../../cli/dispose.js';
 import {historyJson, iso, printable, taskJson, type HistoryJson, type TaskJson, when} from '../../cli/render.js';
-import {openArchiveTarget, openStore} from '../../cli/runtime.js';
-import {archivedAt} from '../../core/archive/admin.js';
 import {renderTask} from '../../cli/task-view.js';
-import {type AttemptFailure, type DeadDetail, showDead} from '../../core/dlq/dlq.js';
-import {invalid} from '../../core/errors.js';
-import {isTaskId} from '../../core/task/id.js';
+import type {AttemptFailure, DeadDetail} from '../../core/dlq/dlq.js';
 
 export type AttemptJson = Omit<AttemptFailure, 'at' | 'startedAt'> & {at: string; startedAt: string | null};
 
@@ -39,11 +34,8 @@ Exit codes: 2 malformed id, 3 unknown or archived id, 4 the task is not dead, 5 
 
   async run(): Promise<DlqShowResult> {
     const {args, flags} = await this.parse(DlqShow);
-    const rt = this.runtime(flags);
-    if (!isTaskId(args.id)) throw invalid(`"${args.id}" is not a task id (a lower-case UUID)`);
-    await using store = disposable(await openStore(rt));
-    const target = openArchiveTarget(rt);
-    const detail = await showDead(store, args.id, {archivedAt: (id) => archivedAt(target, rt.config.cell, id)});
+    await using admin = this.admin(flags);
+    const detail = await admin.dlq.show(args.id);
     if (!this.jsonEnabled()) for (const line of render(detail)) this.log(line);
     return {
       task: taskJson(detail.task),

@@ -1,8 +1,5 @@
 import {AxCommand} from '../../cli/base.js';
 import {deadFilterFlags, signatureJson, type SignatureJson, signatureTable} from '../../cli/dlq.js';
-import {disposable} from '../../cli/dispose.js';
-import {openStore} from '../../cli/runtime.js';
-import {deadStats, parseDeadFilter} from '../../core/dlq/dlq.js';
 
 export interface DlqStatsResult {
   /** Dead tasks counted. */
@@ -24,10 +21,8 @@ Exit codes: 2 bad flag value, 5 MySQL unavailable.`;
 
   async run(): Promise<DlqStatsResult> {
     const {flags} = await this.parse(DlqStats);
-    const rt = this.runtime(flags);
-    const filter = parseDeadFilter(flags, rt.clock.now());
-    await using store = disposable(await openStore(rt));
-    const rows = await deadStats(store, filter);
+    await using admin = this.admin(flags);
+    const rows = await admin.dlq.stats({type: flags.type, since: flags.since, until: flags.until, error: flags.error});
     const result = {total: rows.reduce((n, r) => n + r.count, 0), groups: rows.map(signatureJson)};
     if (!this.jsonEnabled()) {
       if (rows.length === 0) this.log('no dead tasks match');

@@ -1,13 +1,9 @@
 import {Flags} from '@oclif/core';
 import {limitFlag} from '../../cli/flags.js';
 import {AxCommand} from '../../cli/base.js';
-import {disposable} from '../../cli/dispose.js';
 import {iso, oneLine, table, when} from '../../cli/render.js';
-import {openOutbox} from '../../cli/runtime.js';
+import {DEFAULT_OUTBOX_LIST, MAX_OUTBOX_LIST} from '../../core/admin/outbox.js';
 import type {OutboxRow} from '../../core/store/types.js';
-
-const MAX_LIMIT = 10_000;
-const DEFAULT_LIMIT = 50;
 
 /** The fields of an outbox row that the list shows. */
 type Listed = Pick<OutboxRow, 'id' | 'type' | 'taskId' | 'dedupKey' | 'createdAt' | 'attempts' | 'lastError' | 'failedAt'>;
@@ -47,16 +43,13 @@ export default class OutboxList extends AxCommand {
   ];
   static override flags = {
     failed: Flags.boolean({char: 'f', description: 'list failed rows instead of pending ones'}),
-    limit: limitFlag({char: 'n', max: MAX_LIMIT, what: 'rows shown', defaultText: String(DEFAULT_LIMIT)}),
+    limit: limitFlag({char: 'n', max: MAX_OUTBOX_LIST, what: 'rows shown', defaultText: String(DEFAULT_OUTBOX_LIST)}),
   };
 
   async run(): Promise<OutboxListResult> {
     const {flags} = await this.parse(OutboxList);
-    const rt = this.runtime(flags);
-    const limit = flags.limit ?? DEFAULT_LIMIT;
-    const kind = flags.failed ? 'failed' : 'pending';
-    await using outbox = disposable(await openOutbox(rt));
-    const rows = kind === 'failed' ? await outbox.outboxListFailed({limit}) : await outbox.outboxListUnsent({limit});
+    await using admin = this.admin(flags);
+    const {kind, rows} = await admin.outbox.list({failed: flags.failed, limit: flags.limit});
     if (!this.jsonEnabled()) {
       if (rows.length === 0) this.log(`no ${kind} outbox rows`);
       else {

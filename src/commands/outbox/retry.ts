@@ -1,17 +1,8 @@
 import {Args, Flags} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
-import {disposable} from '../../cli/dispose.js';
-import {openOutbox} from '../../cli/runtime.js';
-import {AxError, invalid} from '../../core/errors.js';
+import type {OutboxRetryResult} from '../../core/admin/outbox.js';
 
-const MAX_IDS = 1000;
-
-export interface OutboxRetryResult {
-  /** How many failed rows were cleared for the relay to try again. */
-  retried: number;
-  /** The ids asked for, or 'all'. */
-  ids: number[] | 'all';
-}
+export type {OutboxRetryResult};
 
 export default class OutboxRetry extends AxCommand {
   static override summary = 'Clear the failure of failed outbox rows so the relay tries them again.';
@@ -34,43 +25,11 @@ Exit codes: 2 malformed id (or ids together with --all, or neither), 3 no such r
 
   async run(): Promise<OutboxRetryResult> {
     const {argv, flags} = await this.parse(OutboxRetry);
-    const rt = this.runtime(flags);
-    const ids = parseIds(argv as string[], flags.all);
-    await using outbox = disposable(await openOutbox(rt));
-    if (ids !== 'all') mustBeFailed(ids, await outbox.outboxRowStates({ids}));
-    const retried = await outbox.outboxRetryFailed({ids});
+    await using admin = this.admin(flags);
+    const {retried, ids} = await admin.outbox.retry({ids: argv as string[], all: flags.all});
     if (!this.jsonEnabled()) {
       this.log(retried === 0 ? 'no failed outbox rows to retry' : `${retried} outbox row${retried === 1 ? '' : 's'} will be relayed again`);
     }
     return {retried, ids};
-  }
-}
-
-function parseIds(argv: string[], all: boolean): number[] | 'all' {
-  if (all && argv.length > 0) throw invalid('give either ids or --all, not both');
-  if (all) return 'all';
-  if (argv.length === 0) throw invalid('name the failed rows to retry by id (see `ax outbox list --failed`), or give --all');
-  if (argv.length > MAX_IDS) throw invalid(`at most ${MAX_IDS} ids at a time; use --all to retry every failed row`);
-  const ids = argv.map((s) => {
-    const n = /^\d{1,16}$/.test(s) ? Number(s) : 0;
-    if (!(n >= 1 && Number.isSafeInteger(n))) throw invalid(`"${s}" is not an outbox row id (a whole number ≥ 1)`);
-    return n;
-  });
-  return [...new Set(ids)];
-}
-
-/**
- * Refuses (changing nothing) unless every id is a failed row: not_found for unknown ids, conflict
- * for pending or sent ones.
- */
-function mustBeFailed(ids: number[], found: Map<number, 'pending' | 'sent' | 'failed'>): void {
-  const missing = ids.filter((id) => !found.has(id));
-  if (missing.length > 0) {
-    throw new AxError('not_found', `no task_outbox row with id ${missing.join(', ')}; nothing was retried`, {details: {ids: missing}});
-  }
-  const notFailed = ids.filter((id) => found.get(id) !== 'failed');
-  if (notFailed.length > 0) {
-    const what = notFailed.map((id) => `${id} (${found.get(id)})`).join(', ');
-    throw new AxError('conflict', `not failed, so nothing to retry: ${what}; nothing was retried`, {details: {ids: notFailed}});
   }
 }

@@ -1,19 +1,9 @@
 import {AxCommand} from '../../cli/base.js';
-import {disposable} from '../../cli/dispose.js';
 import {table} from '../../cli/render.js';
-import {openOutbox} from '../../cli/runtime.js';
+import type {OutboxBacklog} from '../../core/admin/outbox.js';
 import {formatDuration} from '../../core/duration.js';
 
-export interface OutboxStatsResult {
-  /** The business database holding task_outbox. */
-  database: string;
-  /** Rows waiting for the relay (not sent, not failed). */
-  unsent: number;
-  /** Rows the relay gave up on (see `ax outbox list --failed`). */
-  failed: number;
-  /** Age of the oldest unsent row: the outbox lag. null when nothing is waiting. */
-  oldestAgeMs: number | null;
-}
+export type OutboxStatsResult = OutboxBacklog;
 
 export default class OutboxStats extends AxCommand {
   static override readOnly = true;
@@ -26,16 +16,14 @@ export default class OutboxStats extends AxCommand {
 
   async run(): Promise<OutboxStatsResult> {
     const {flags} = await this.parse(OutboxStats);
-    const rt = this.runtime(flags);
-    await using outbox = disposable(await openOutbox(rt));
-    const lag = await outbox.outboxLag();
-    const result = {database: outbox.database, ...lag};
+    await using admin = this.admin(flags);
+    const result = await admin.outbox.stats();
     if (!this.jsonEnabled()) {
       this.log(`task_outbox in database ${result.database}`);
       const rows = [
-        ['unsent', String(lag.unsent)],
-        ['failed', String(lag.failed)],
-        ['oldest unsent', lag.oldestAgeMs === null ? '-' : formatDuration(lag.oldestAgeMs)],
+        ['unsent', String(result.unsent)],
+        ['failed', String(result.failed)],
+        ['oldest unsent', result.oldestAgeMs === null ? '-' : formatDuration(result.oldestAgeMs)],
       ];
       for (const line of table(['', ''], rows, {right: [1], indent: '  '}).slice(1)) this.log(line);
     }

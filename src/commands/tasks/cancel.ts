@@ -1,12 +1,8 @@
 import {Args, Flags} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
-import {disposable} from '../../cli/dispose.js';
-import {openBroker, openStore, type Runtime} from '../../cli/runtime.js';
-import type {Broker, ControlMessage} from '../../core/broker/types.js';
 import {invalid} from '../../core/errors.js';
-import {CANCEL_BATCH, parseCancelMany, planCancelMany, runCancelMany} from '../../core/inspect/cancel-many.js';
-import {cancelTask, checkCancelReason, MAX_CANCEL_REASON, type CancelNotifier} from '../../core/inspect/cancel.js';
-import {isTaskId} from '../../core/task/id.js';
+import {CANCEL_BATCH} from '../../core/inspect/cancel-many.js';
+import {MAX_CANCEL_REASON} from '../../core/inspect/cancel.js';
 import type {TaskState} from '../../core/task/state.js';
 
 export interface TaskCancelResult {
@@ -66,23 +62,17 @@ Exit codes: 2 malformed id, bad flag value, --reason over ${MAX_CANCEL_REASON} c
 
   async run(): Promise<TaskCancelResult | TaskCancelManyResult> {
     const {args, flags} = await this.parse(TasksCancel);
-    const rt = this.runtime(flags);
-    const reason = flags.reason ?? null;
-    checkCancelReason(reason);
     const bulk = flags.type !== undefined || flags.state !== undefined;
     if (args.id !== undefined && (bulk || flags['dry-run'] || flags.yes))
       throw invalid('give a task id, or --type and --state (with --dry-run or --yes), not both');
+    await using admin = this.admin(flags);
+    const reason = flags.reason ?? null;
     if (args.id === undefined) {
       if (!bulk) throw invalid('give a task id, or --type and --state for a bulk cancel');
-      const sel = parseCancelMany(flags);
       if (!flags['dry-run'] && !flags.yes) throw invalid('a bulk cancel needs --yes (or --dry-run to count first): nothing changed');
-      const operator = rt.operator();
-      await using store = disposable(await openStore(rt));
-      const planned = await planCancelMany(store, sel);
-      await using notifier = notifierOf(rt);
-      const done = flags['dry-run']
-        ? {tasks: planned}
-        : await runCancelMany(store, sel, {actor: rt.actor, operator, reason, command: 'tasks cancel --type', notifier});
+      const planned = await admin.tasks.planCancel({type: flags.type, state: flags.state, reason, command: 'tasks cancel --type'});
+      const sel = planned.selection;
+      const done = flags['dry-run'] ? {tasks: planned.tasks} : await planned.run();
       const total = Object.values(done.tasks).reduce((n, c) => n + c, 0);
       if (!this.jsonEnabled()) {
         const parts = Object.entries(done.tasks).map(([s, n]) => `${n} ${s}`);
@@ -93,10 +83,7 @@ Exit codes: 2 malformed id, bad flag value, --reason over ${MAX_CANCEL_REASON} c
       }
       return {...sel, dryRun: flags['dry-run'] === true, ...done, total};
     }
-    if (!isTaskId(args.id)) throw invalid(`"${args.id}" is not a task id (a lower-case UUID)`);
-    await using store = disposable(await openStore(rt));
-    await using notifier = notifierOf(rt);
-    const r = await cancelTask(store, args.id, rt.actor, reason, rt.operator(), notifier);
+    const r = await admin.tasks.cancel(args.id, {reason});
     if (!this.jsonEnabled()) {
       const where = r.stopped ? `, attempt ${r.stopped.attempt} on ${r.stopped.worker ?? 'an unknown worker'}` : '';
       this.log(`cancelled ${r.id} (was ${r.from}${where})`);
@@ -112,15 +99,4 @@ Exit codes: 2 malformed id, bad flag value, --reason over ${MAX_CANCEL_REASON} c
         `the workers were not told (${r.notifyError ?? 'unknown error'}): the cancel stands; the worker stops the handler at its next lease renewal`,
       );
   }
-}
-
-/** Opens RabbitMQ only when a running task was cancelled (to tell the workers); closed when disposed. */
-function notifierOf(rt: Runtime): CancelNotifier & AsyncDisposable {
-  let broker: Promise<Broker> | undefined;
-  return {
-    publishControl: async (m: ControlMessage) => (await (broker ??= openBroker(rt, {reconnect: false}))).publishControl(m),
-    [Symbol.asyncDispose]: async () => {
-      if (broker) await (await broker.catch(() => undefined))?.close();
-    },
-  };
 }

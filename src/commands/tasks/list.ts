@@ -1,9 +1,7 @@
 import {Flags} from '@oclif/core';
 import {limitFlag} from '../../cli/flags.js';
 import {AxCommand} from '../../cli/base.js';
-import {disposable} from '../../cli/dispose.js';
-import {openStore} from '../../cli/runtime.js';
-import {listTasks, MAX_LIST_LIMIT, MAX_SEARCH_TEXT, parseListFilter} from '../../core/inspect/inspect.js';
+import {MAX_LIST_LIMIT, MAX_SEARCH_TEXT} from '../../core/inspect/inspect.js';
 import {attemptBudget, attemptCell} from '../../core/inspect/timeline.js';
 import type {TaskRecord} from '../../core/task/model.js';
 import {TASK_STATES} from '../../core/task/state.js';
@@ -70,21 +68,16 @@ export default class TasksList extends AxCommand {
 
   async run(): Promise<TaskListResult> {
     const {flags} = await this.parse(TasksList);
-    const rt = this.runtime(flags);
-    const filter = parseListFilter(
-      {
-        state: flags.state,
-        type: flags.type,
-        since: flags.since,
-        error: flags.error,
-        dedupKey: flags['dedup-key'],
-        payload: flags.payload,
-        limit: flags.limit,
-      },
-      rt.clock.now(),
-    );
-    await using store = disposable(await openStore(rt));
-    const rows = await listTasks(store, filter);
+    await using admin = this.admin(flags);
+    const rows = await admin.tasks.list({
+      state: flags.state,
+      type: flags.type,
+      since: flags.since,
+      error: flags.error,
+      dedupKey: flags['dedup-key'],
+      payload: flags.payload,
+      limit: flags.limit,
+    });
     const result = {count: rows.length, tasks: rows.map(toItem)};
     if (!this.jsonEnabled()) {
       if (rows.length === 0) this.log('no tasks match');

@@ -1,10 +1,8 @@
 import {Flags} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
-import {disposable} from '../../cli/dispose.js';
 import {iso, table, when} from '../../cli/render.js';
-import {openStore} from '../../cli/runtime.js';
 import {formatDuration} from '../../core/duration.js';
-import {DEFAULT_STATS_SINCE, parseStatsSince, tasksStats, type TasksStatsReport, type TypeStats} from '../../core/inspect/stats.js';
+import {DEFAULT_STATS_SINCE, type TasksStatsReport, type TypeStats} from '../../core/inspect/stats.js';
 
 type TypeStatsJson = Omit<TypeStats, 'oldestDueAt'> & {oldestDueAt: string | null};
 export interface TasksStatsJson {
@@ -41,10 +39,8 @@ Exit codes: 2 bad flag value, 5 MySQL unavailable.`;
 
   async run(): Promise<TasksStatsJson> {
     const {flags} = await this.parse(TasksStats);
-    const rt = this.runtime(flags);
-    const since = parseStatsSince(flags.since, rt.clock.now());
-    await using store = disposable(await openStore(rt));
-    const report = await tasksStats(store, since);
+    await using admin = this.admin(flags);
+    const report = await admin.tasks.stats(flags.since);
     if (!this.jsonEnabled()) for (const line of render(report)) this.log(line);
     return toJson(report);
   }

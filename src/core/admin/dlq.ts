@@ -5,10 +5,22 @@
  * (invalid_input, nothing read or changed), and throws not_found, conflict or unavailable as the
  * functions of core/dlq say.
  */
+import {archivedAt} from '../archive/admin.js';
 import type {SignatureRow} from '../dlq/signature.js';
-import {type DeadDetail, type DeadFilterInput, type DeadPage, deadStats, listDead, parseDeadFilter, showDead} from '../dlq/dlq.js';
+import {
+  type DeadDetail,
+  type DeadFilterInput,
+  type DeadPage,
+  deadStats,
+  listDead,
+  MAX_DLQ_LIMIT,
+  parseDeadFilter,
+  showDead,
+} from '../dlq/dlq.js';
 import {planReplay, type ReplayPlan, type ReplayResult, runReplay} from '../dlq/replay.js';
 import {parseReplayRequest, type ReplayRequestInput} from '../dlq/replay-request.js';
+import {invalid} from '../errors.js';
+import {isTaskId} from '../task/id.js';
 import type {JsonObject} from '../task/model.js';
 import type {AdminSession} from './session.js';
 
@@ -42,9 +54,17 @@ export interface PlannedReplay {
 }
 
 export interface DlqAdmin {
-  /** Dead tasks, newest death first; `after` is the previous page's `next`. */
-  list(filter?: DeadFilterInput, page?: {limit?: number; after?: string}): Promise<DeadPage>;
-  /** A dead task, each attempt's error and stack, and its history; conflict when it is not dead. */
+  /**
+   * Dead tasks, newest death first (`limit` 1 to MAX_DLQ_LIMIT, default 50); `after` is the previous
+   * page's `next`. Throws invalid_input for a bad filter, limit or malformed `after` (nothing
+   * opened), not_found when `after` is no task.
+   */
+  list(filter?: DeadFilterInput, page?: {limit?: number | undefined; after?: string | undefined}): Promise<DeadPage>;
+  /**
+   * A dead task, each attempt's error and stack, and its history. Throws invalid_input for a
+   * malformed id (nothing opened), not_found for an unknown one — naming `ax archive show` when the
+   * archive holds it (as tasks.show; no archive configured: not looked at), conflict when it is not dead.
+   */
   show(id: string): Promise<DeadDetail>;
   /** Dead tasks per type × error signature, the largest groups first. */
   stats(filter?: DeadFilterInput): Promise<SignatureRow[]>;
@@ -88,9 +108,21 @@ export function createDlqAdmin(s: AdminSession): DlqAdmin {
     };
   };
   return {
-    list: async (filter = {}, page = {}) =>
-      listDead(await s.store(), parseDeadFilter(filter, ctx.clock.now()), {limit: page.limit ?? 50, after: page.after}),
-    show: async (id) => showDead(await s.store(), id),
+    async list(filter = {}, page = {}) {
+      const f = parseDeadFilter(filter, ctx.clock.now());
+      const limit = page.limit ?? 50;
+      if (!Number.isInteger(limit) || limit < 1 || limit > MAX_DLQ_LIMIT)
+        throw invalid(`limit must be a whole number from 1 to ${MAX_DLQ_LIMIT}`);
+      if (page.after !== undefined && !isTaskId(page.after)) throw invalid(`--after "${page.after}" is not a task id (a lower-case UUID)`);
+      return listDead(await s.store(), f, {limit, after: page.after});
+    },
+    async show(id) {
+      if (!isTaskId(id)) throw invalid(`"${id}" is not a task id (a lower-case UUID)`);
+      const store = await s.store();
+      // archivedAt never throws; a session without an archive (the SDK's) throws opening it: not looked at.
+      const pointer = async (i: string): Promise<string | null> => archivedAt(s.archiveTarget(), ctx.config.cell, i);
+      return showDead(store, id, {archivedAt: (i) => pointer(i).catch(() => null)});
+    },
     stats: async (filter = {}) => {
       const f = parseDeadFilter(filter, ctx.clock.now());
       return deadStats(await s.store(), f);

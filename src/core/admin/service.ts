@@ -9,6 +9,10 @@
  * conflict, unavailable (a server could not be reached; nothing changed unless the method says so).
  */
 import type {AdminContext} from './context.js';
+import {type ArchiveAdmin, createArchiveAdmin} from './archive.js';
+import {type AuditAdmin, createAuditAdmin} from './audit.js';
+import {createOutboxAdmin, type OutboxAdmin} from './outbox.js';
+import {createTopAdmin, type TopAdmin} from './top.js';
 import {createCronService, type CronService} from './cron.js';
 import {createDlqAdmin, type DlqAdmin} from './dlq.js';
 import {type AdminSession, createSession} from './session.js';
@@ -24,6 +28,14 @@ export interface Admin extends AsyncDisposable {
   readonly dlq: DlqAdmin;
   readonly types: TypesAdmin;
   readonly cron: CronService;
+  /** This cell's archive (AX_ARCHIVE_DIR): days, an archived task, restore, an archive run. */
+  readonly archive: ArchiveAdmin;
+  /** The business database's task_outbox: pending and failed rows, the backlog, retry. */
+  readonly outbox: OutboxAdmin;
+  /** The audit trail of admin actions. */
+  readonly audit: AuditAdmin;
+  /** `ax top`'s refresh and the registry's flow control behind its pause key. */
+  readonly top: TopAdmin;
   /**
    * The admin service of another cell (AX_CELLS), sharing this one's lifetime: closed by this
    * one's close(). Throws invalid_input for an unknown cell.
@@ -57,6 +69,10 @@ export function createAdmin(ctx: AdminContext, session: AdminSession = createSes
     dlq: createDlqAdmin(session),
     types: createTypesService(session),
     cron: createCronService(session, sessionOf),
+    archive: createArchiveAdmin(session),
+    outbox: createOutboxAdmin(session),
+    audit: createAuditAdmin(session),
+    top: createTopAdmin(session),
     forCell,
     close,
     [Symbol.asyncDispose]: close,

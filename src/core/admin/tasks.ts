@@ -1,15 +1,42 @@
 /**
- * Tasks in the admin service: show (with the archive's pointer for an archived id), list, stats and
- * the failed attempts' report. Input is validated before anything is opened (invalid_input).
+ * Tasks in the admin service: show (with the archive's pointer for an archived id), list, stats,
+ * the failed attempts' report, and cancel — of one task, or of many as plan → (confirm) → run.
+ * Input is validated before anything is opened (invalid_input). A cancel tells the workers through
+ * the session's broker, opened only when a running task was cancelled.
  */
 import {archivedAt} from '../archive/admin.js';
 import {invalid} from '../errors.js';
 import {failureReport, type FailureFilterInput, type FailureReport, parseFailureFilter} from '../inspect/failures.js';
+import {type CancelManyResult, type CancelManySelection, parseCancelMany, planCancelMany, runCancelMany} from '../inspect/cancel-many.js';
+import {cancelTask, type CancelResult, checkCancelReason} from '../inspect/cancel.js';
 import {type ListInput, listTasks, parseListFilter, showTask, type TaskDetail} from '../inspect/inspect.js';
 import {parseStatsSince, tasksStats, type TasksStatsReport} from '../inspect/stats.js';
 import {isTaskId} from '../task/id.js';
 import type {TaskRecord} from '../task/model.js';
 import type {AdminSession} from './session.js';
+
+/** A bulk cancel as asked for: every task of `type` in the comma-separated `state`s (see parseCancelMany). */
+export interface CancelManyRequest {
+  type?: string | undefined;
+  state?: string | undefined;
+  /** Recorded in each task's history and the audit rows. */
+  reason?: string | null;
+  /** The audit row's command: `tasks cancel --type`, … */
+  command: string;
+}
+
+/** A checked and counted bulk cancel: nothing has changed yet. */
+export interface PlannedCancel {
+  readonly selection: CancelManySelection;
+  /** Tasks per state the selection holds now (at least one). */
+  readonly tasks: Record<string, number>;
+  /**
+   * Cancels the selection in audited batches (see runCancelMany): what it took may differ from the
+   * plan's counts, as tasks move on meanwhile. Running attempts are announced to the workers; a
+   * failed announcement is reported (`notified: false`), never thrown.
+   */
+  run(): Promise<CancelManyResult>;
+}
 
 export interface TasksAdmin {
   /**
@@ -24,6 +51,19 @@ export interface TasksAdmin {
   stats(since?: string): Promise<TasksStatsReport>;
   /** Failed attempts per type × error signature (see `ax errors`). */
   errors(filter?: FailureFilterInput): Promise<FailureReport>;
+  /**
+   * Cancels a submitted, failed or running task as the operator (AX_OPERATOR), audited as `tasks
+   * cancel` (see core/inspect/cancel.ts); a running one's worker is told through RabbitMQ, opened
+   * then (`notified: false` when it cannot be: the cancel stands). Throws invalid_input for a
+   * malformed id, a reason over MAX_CANCEL_REASON or a bad AX_OPERATOR (nothing opened), not_found
+   * for an unknown id, conflict for a finished task, unavailable when MySQL cannot be reached.
+   */
+  cancel(id: string, o?: {reason?: string | null}): Promise<CancelResult>;
+  /**
+   * Checks a bulk cancel (type, states, reason, operator: invalid_input, nothing opened), then counts
+   * what it selects: not_found when nothing. Nothing changes until the plan runs.
+   */
+  planCancel(req: CancelManyRequest): Promise<PlannedCancel>;
 }
 
 export function createTasksAdmin(s: AdminSession): TasksAdmin {
@@ -48,6 +88,26 @@ export function createTasksAdmin(s: AdminSession): TasksAdmin {
       const now = ctx.clock.now();
       const f = parseFailureFilter(filter, now);
       return failureReport(await s.store(), f, now);
+    },
+    async cancel(id, o = {}) {
+      const reason = o.reason ?? null;
+      if (!isTaskId(id)) throw invalid(`"${id}" is not a task id (a lower-case UUID)`);
+      checkCancelReason(reason);
+      const operator = ctx.operator();
+      return cancelTask(await s.store(), id, ctx.actor, reason, operator, s.lazyBroker());
+    },
+    async planCancel(req) {
+      const reason = req.reason ?? null;
+      checkCancelReason(reason);
+      const selection = parseCancelMany(req);
+      const operator = ctx.operator();
+      const store = await s.store();
+      const tasks = await planCancelMany(store, selection);
+      return {
+        selection,
+        tasks,
+        run: () => runCancelMany(store, selection, {actor: ctx.actor, operator, reason, command: req.command, notifier: s.lazyBroker()}),
+      };
     },
   };
 }

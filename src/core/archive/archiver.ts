@@ -14,6 +14,7 @@
  * place. One archiver per cell at a time (the store's archive lock); a run that finds it taken does
  * nothing. Batches are paced by `pauseMs` so live traffic does not notice.
  */
+import type {AxConfig} from '../config/config.js';
 import {AxError, invalid} from '../errors.js';
 import {formatDuration} from '../duration.js';
 import {
@@ -215,4 +216,26 @@ export class Archiver {
     }
     return n;
   }
+}
+
+/**
+ * The archiver of `config`'s cell over `store` and `target`, with the configured window and pace
+ * (AX_RETENTION, AX_RETRY_MAX, AX_ARCHIVE_BATCH, AX_ARCHIVE_PAUSE). Throws RangeError for a batch below 1.
+ */
+export function configuredArchiver(
+  config: Pick<AxConfig, 'cell' | 'retentionMs' | 'retryMaxMs' | 'archiveBatch' | 'archivePauseMs'>,
+  clock: Clock,
+  store: ArchiverOptions['store'],
+  target: ArchiveTarget,
+): Archiver {
+  return new Archiver({
+    store,
+    target,
+    cell: config.cell,
+    clock,
+    retentionMs: config.retentionMs,
+    retryMaxMs: config.retryMaxMs,
+    batchSize: config.archiveBatch,
+    pauseMs: config.archivePauseMs,
+  });
 }

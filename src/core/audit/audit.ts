@@ -35,11 +35,16 @@ export function operatorName(src: OperatorSource): string {
   return given;
 }
 
-/** The newest audit rows first, `after` an id for the next page. Throws invalid_input for a bad limit or cursor. */
-export async function listAudit(store: Pick<InspectStore, 'auditList'>, p: AuditListParams): Promise<AuditRecord[]> {
+/** Throws invalid_input for a limit outside 1..MAX_AUDIT_LIST or an `after` that is not an audit row id. */
+export function checkAuditListParams(p: AuditListParams): void {
   if (!Number.isInteger(p.limit) || p.limit < 1 || p.limit > MAX_AUDIT_LIST)
     throw invalid(`limit must be a whole number from 1 to ${MAX_AUDIT_LIST}`);
   if (p.after !== undefined && (!Number.isSafeInteger(p.after) || p.after < 1))
     throw new AxError('invalid_input', `after must be an audit row id (a whole number from 1)`);
+}
+
+/** The newest audit rows first, `after` an id for the next page. Throws invalid_input for a bad limit or cursor. */
+export async function listAudit(store: Pick<InspectStore, 'auditList'>, p: AuditListParams): Promise<AuditRecord[]> {
+  checkAuditListParams(p);
   return store.auditList(p);
 }
