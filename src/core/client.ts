@@ -148,6 +148,7 @@ export function createClient(p: ClientParts): AxClient {
       broker: async () => (await conn()).broker,
       outbox: noOpener('outbox'),
       schema: noOpener('schema'),
+      producer: noOpener('producer'),
       archiveTarget: () => {
         throw new AxError('unavailable', 'the SDK client has no archive');
       },
