@@ -58,7 +58,7 @@ export default tseslint.config(
   {files: ['src/core/**/*.ts'], rules: {'no-restricted-imports': imports({core: true})}},
   {
     files: [
-      'src/core/{producer,worker,reconcile,inspect,scheduler,outbox,dlq,metrics,cron,types,archive,doctor}/**/*.ts',
+      'src/core/{producer,worker,reconcile,inspect,scheduler,outbox,dlq,metrics,cron,types,archive,doctor,admin}/**/*.ts',
       'src/core/client.ts',
     ],
     rules: {'no-restricted-imports': imports({core: true, service: true})},
