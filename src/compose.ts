@@ -156,6 +156,7 @@ export function adminContext(rt: Runtime): AdminContext {
       outbox: (o) => openOutbox(rt, o),
       schema: () => openSchema(rt),
       archiveTarget: () => openArchiveTarget(rt),
+      producer: () => openClient(rt, {reconnect: false, giveUpAfterMs: rt.config.queryTimeoutMs}),
     },
     forCell: (cell) => adminContext(rt.forCell(cell)),
   };

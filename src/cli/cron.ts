@@ -1,12 +1,10 @@
-/** What the `ax cron` commands share: the JSON shapes, the human rendering and the service plumbing. */
-import {disposable} from './dispose.js';
+/** What the `ax cron` commands share: the JSON shapes and the human rendering. */
 import {iso, table, when} from './render.js';
-import {openBroker, openStore, type Runtime} from './runtime.js';
-import {createCronAdmin, type CronAdmin, type CronStore, type ScheduleView} from '../core/cron/service.js';
+import type {ScheduleView} from '../core/cron/admin.js';
+import type {CancelledOccurrence} from '../core/cron/overview.js';
 import {MISFIRE_TOLERANCE_MS} from '../core/cron/schedule.js';
 import {formatDuration} from '../core/duration.js';
 import {zoneOf} from '../core/cron/zone.js';
-import type {InspectStore} from '../core/store/types.js';
 
 /** A schedule as the `ax cron` commands print it with --json: dates as ISO strings. */
 export interface ScheduleJson {
@@ -168,23 +166,9 @@ export function renderSchedule(r: CronShowResult, nowMs: number): string[] {
   return lines;
 }
 
-/**
- * Opens the store (and the broker when `broker`, without reconnecting: a one-shot command), builds
- * the cron service, runs `fn` and closes everything.
- */
-export async function withCron<T>(
-  rt: Runtime,
-  fn: (cron: CronAdmin, store: CronStore) => Promise<T>,
-  opts: {broker?: boolean} = {},
-): Promise<T> {
-  await using store = disposable(await openStore(rt));
-  await using broker = opts.broker ? disposable(await openBroker(rt, {reconnect: false})) : undefined;
-  return await fn(createCronAdmin({...rt, store, ...(broker ? {broker} : {})}), store);
-}
-
-/** The fire times of cancelled occurrences (their run_at), for the output of pause and rm. */
-export async function cancelledJson(store: Pick<InspectStore, 'tasksGet'>, ids: string[]): Promise<CancelledJson[]> {
-  return Promise.all(ids.map(async (id) => ({taskId: id, fireAt: iso((await store.tasksGet({id}))?.runAt ?? null)})));
+/** A cancelled occurrence for --json (`ax cron rm`). */
+export function cancelledJson(c: CancelledOccurrence): CancelledJson {
+  return {taskId: c.taskId, fireAt: iso(c.fireAt)};
 }
 
 /** "cancelled its pending occurrence <id> (fire time …)" or "it had no pending occurrence". */

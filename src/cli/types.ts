@@ -1,26 +1,8 @@
-/** What the `ax types` commands share: the service plumbing, the JSON shape and the table. */
-import {disposable} from './dispose.js';
+/** What the `ax types` commands share: the JSON shape, the table and the parsing of --rate. */
 import {iso, table, when} from './render.js';
-import {openBroker, openStore, type Runtime} from './runtime.js';
-import {createTypesAdmin, type TypeLimits, type TypesAdmin, type TypeView} from '../core/types/admin.js';
+import type {TypeLimits, TypeView} from '../core/types/admin.js';
 import {rateText} from '../core/flow/limits.js';
 import {invalid} from '../core/errors.js';
-
-/** The types admin over a store (and a broker when `broker`: resume rings the released backlog). */
-export async function withTypes<T>(rt: Runtime, fn: (types: TypesAdmin) => Promise<T>, opts: {broker?: boolean} = {}): Promise<T> {
-  await using store = disposable(await openStore(rt));
-  await using broker = opts.broker ? disposable(await openBroker(rt, {reconnect: false})) : undefined;
-  return await fn(
-    createTypesAdmin({
-      store,
-      ...(broker ? {broker} : {}),
-      clock: rt.clock,
-      logger: rt.logger,
-      operator: rt.operator,
-      flowRefreshMs: rt.config.flowRefreshMs,
-    }),
-  );
-}
 
 /** A release's --rate (`ax types resume`, `ax types breaker --reset`): tasks per second, "N" or "N/s". */
 export function parseReleaseRate(text: string): number {

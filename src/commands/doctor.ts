@@ -2,23 +2,9 @@ import {Flags} from '@oclif/core';
 import {AxCommand, hintFor} from '../cli/base.js';
 import {DOCTOR_PROBLEM_EXIT_CODE, doctorExitCode} from '../cli/exit-codes.js';
 import {printable} from '../cli/render.js';
-import {openBroker, openStore} from '../cli/runtime.js';
-import {AxError} from '../core/errors.js';
-import {diagnose} from '../core/doctor/doctor.js';
-import {staleAfterMs} from '../core/liveness.js';
-import {
-  ATTEMPTS_SAMPLE,
-  type DoctorReadStore,
-  gatherBroker,
-  gatherDb,
-  handledTypesOf,
-  sourceError,
-  SUCCESS_SAMPLE,
-} from '../core/doctor/gather.js';
-import {DEFAULT_LATE, DEFAULT_MAX_SKEW, DEFAULT_SINCE, doctorSettings} from '../core/doctor/settings.js';
+import {ATTEMPTS_SAMPLE, SUCCESS_SAMPLE} from '../core/doctor/gather.js';
+import {DEFAULT_LATE, DEFAULT_MAX_SKEW, DEFAULT_SINCE} from '../core/doctor/settings.js';
 import {type DoctorReport, type Finding, SYMPTOMS, type Status} from '../core/doctor/types.js';
-import type {Broker} from '../core/broker/types.js';
-import type {SourceError} from '../core/doctor/types.js';
 
 export interface DoctorResult extends DoctorReport {
   since: string;
@@ -66,45 +52,21 @@ Exit codes: 0 nothing wrong (warnings allowed), ${DOCTOR_PROBLEM_EXIT_CODE} a pr
 
   async run(): Promise<DoctorResult> {
     const {flags} = await this.parse(Doctor);
-    const rt = this.runtime(flags);
-    const settings = doctorSettings(
+    await using admin = this.admin(flags);
+    const {since, report} = await admin.doctor.check(
       {
         ...(flags.since === undefined ? {} : {since: flags.since}),
         ...(flags.late === undefined ? {} : {late: flags.late}),
         ...(flags['max-skew'] === undefined ? {} : {maxSkew: flags['max-skew']}),
       },
-      rt.config,
-      rt.clock.now(),
+      // A server down is a finding, with the hint every command prints for its error.
+      {hint: hintFor},
     );
-    const store: (DoctorReadStore & {close(): Promise<void>}) | SourceError = await openStore(rt).catch(withHint);
-    const broker: Broker | SourceError = await openBroker(rt, {reconnect: false, declare: false}).catch(withHint);
-    try {
-      const [db, mq] = await Promise.all([
-        gatherDb(store, {
-          clock: rt.clock,
-          since: settings.since,
-          republishAfterMs: rt.config.republishAfterMs,
-          liveMs: staleAfterMs(settings.heartbeatMs),
-        }),
-        gatherBroker(broker),
-      ]);
-      const handledTypes = handledTypesOf(db, settings.heartbeatMs);
-      const report = diagnose({settings, db, broker: mq, ...(handledTypes ? {handledTypes} : {})});
-      const exitCode = doctorExitCode(report.verdict, flags.strict);
-      if (!this.jsonEnabled()) for (const line of render(report, exitCode)) this.log(line);
-      process.exitCode = exitCode;
-      return {since: settings.since.toISOString(), exitCode, ...report};
-    } finally {
-      if ('close' in broker) await broker.close().catch(() => undefined);
-      if ('close' in store) await store.close().catch(() => undefined);
-    }
+    const exitCode = doctorExitCode(report.verdict, flags.strict);
+    if (!this.jsonEnabled()) for (const line of render(report, exitCode)) this.log(line);
+    process.exitCode = exitCode;
+    return {since: since.toISOString(), exitCode, ...report};
   }
-}
-
-/** The error as a finding's source error, with the hint every command prints for it. */
-function withHint(e: unknown): SourceError {
-  const hint = e instanceof AxError ? hintFor(e) : undefined;
-  return {...sourceError(e), ...(hint ? {hint} : {})};
 }
 
 function render(r: DoctorReport, exitCode: number): string[] {

@@ -1,6 +1,5 @@
 import {Flags} from '@oclif/core';
 import {AxCommand} from '../cli/base.js';
-import {openOutbox, openSchema} from '../cli/runtime.js';
 
 export default class Migrate extends AxCommand {
   static override summary = "Create or upgrade ax's tables in MySQL/MariaDB.";
@@ -23,50 +22,38 @@ The database named in AX_MYSQL_URL is created when missing and the user may crea
   async run(): Promise<unknown> {
     const {flags} = await this.parse(Migrate);
     // --status only looks: it must not create the database it reports on.
-    const rt = this.runtime(flags, flags.status ? {createDatabase: false} : {});
+    await using admin = this.admin(flags, flags.status ? {createDatabase: false} : {});
     if (flags.outbox) {
-      const outbox = await openOutbox(rt, {requireTable: false});
-      const database = outbox.database;
-      try {
-        if (flags.status) {
-          const exists = await outbox.outboxTableExists();
-          if (!this.jsonEnabled())
-            this.log(
-              exists
-                ? `task_outbox exists in database ${database}`
-                : `task_outbox does not exist in database ${database}: run \`ax migrate --outbox\``,
-            );
-          return {outbox: true, database, exists};
-        }
-        await outbox.outboxCreateTable();
-      } finally {
-        await outbox.close();
+      if (flags.status) {
+        const {database, exists} = await admin.schema.outboxStatus();
+        if (!this.jsonEnabled())
+          this.log(
+            exists
+              ? `task_outbox exists in database ${database}`
+              : `task_outbox does not exist in database ${database}: run \`ax migrate --outbox\``,
+          );
+        return {outbox: true, database, exists};
       }
+      const {database} = await admin.schema.outboxCreate();
       if (!this.jsonEnabled()) this.log(`task_outbox is ready in database ${database}`);
       return {outbox: true, database, exists: true};
     }
-    const db = await openSchema(rt);
-    try {
-      if (flags.status) {
-        const status = await db.schemaStatus();
-        const pending = status.filter((s) => s.appliedAt === null).length;
-        if (!this.jsonEnabled()) {
-          for (const s of status)
-            this.log(
-              `${String(s.version).padStart(4, '0')}  ${s.appliedAt ? s.appliedAt.toISOString() : 'pending                 '}  ${s.name}`,
-            );
-          this.log(pending === 0 ? `database ${db.database} is up to date` : `${pending} migration(s) pending: run \`ax migrate\``);
-        }
-        return {database: db.database, migrations: status, pending};
-      }
-      const report = await db.schemaMigrate();
+    if (flags.status) {
+      const {database, migrations, pending} = await admin.schema.status();
       if (!this.jsonEnabled()) {
-        for (const a of report.applied) this.log(`applied ${String(a.version).padStart(4, '0')} ${a.name}`);
-        this.log(`database ${report.database} is at schema version ${report.current}`);
+        for (const s of migrations)
+          this.log(
+            `${String(s.version).padStart(4, '0')}  ${s.appliedAt ? s.appliedAt.toISOString() : 'pending                 '}  ${s.name}`,
+          );
+        this.log(pending === 0 ? `database ${database} is up to date` : `${pending} migration(s) pending: run \`ax migrate\``);
       }
-      return report;
-    } finally {
-      await db.close().catch(() => undefined);
+      return {database, migrations, pending};
     }
+    const report = await admin.schema.migrate();
+    if (!this.jsonEnabled()) {
+      for (const a of report.applied) this.log(`applied ${String(a.version).padStart(4, '0')} ${a.name}`);
+      this.log(`database ${report.database} is at schema version ${report.current}`);
+    }
+    return report;
   }
 }

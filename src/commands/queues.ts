@@ -1,7 +1,5 @@
 import {AxCommand} from '../cli/base.js';
-import {disposable} from '../cli/dispose.js';
 import {table} from '../cli/render.js';
-import {openBroker} from '../cli/runtime.js';
 import type {QueueInfo} from '../core/broker/types.js';
 
 export interface QueuesResult {
@@ -27,9 +25,8 @@ Exit codes: 2 bad flag value, 5 RabbitMQ unavailable.`;
 
   async run(): Promise<QueuesResult> {
     const {flags} = await this.parse(Queues);
-    const rt = this.runtime(flags);
-    await using broker = disposable(await openBroker(rt, {reconnect: false, declare: false}));
-    const result = {cell: rt.config.cell, queues: await broker.inspectQueues()};
+    await using admin = this.admin(flags);
+    const result = await admin.queues.list();
     if (!this.jsonEnabled()) {
       const head = ['QUEUE', 'ROLE', 'MESSAGES', 'CONSUMERS'];
       const rows = result.queues.map((q) => [

@@ -1,10 +1,7 @@
 import {Flags} from '@oclif/core';
 import {limitFlag} from '../cli/flags.js';
 import {AxCommand} from '../cli/base.js';
-import {openBroker, openStore} from '../cli/runtime.js';
 import type {ReconcileReport} from '../core/reconcile/reconcile.js';
-import {reconcileOnce} from '../core/reconcile/service.js';
-import {disposable} from '../cli/dispose.js';
 
 const MAX_LIMIT = 1_000_000;
 
@@ -29,10 +26,8 @@ Safe at any time, alongside workers and schedulers: every change is a guarded up
 
   async run(): Promise<ReconcileReport> {
     const {flags} = await this.parse(Reconcile);
-    const rt = this.runtime(flags);
-    await using store = disposable(await openStore(rt));
-    await using broker = disposable(await openBroker(rt, {reconnect: false}));
-    const report = await reconcileOnce({...rt, store, broker, dryRun: flags['dry-run'], limit: flags.limit});
+    await using admin = this.admin(flags);
+    const report = await admin.reconcile.once({dryRun: flags['dry-run'], ...(flags.limit === undefined ? {} : {limit: flags.limit})});
     if (!this.jsonEnabled()) for (const line of summarize(report)) this.log(line);
     return report;
   }

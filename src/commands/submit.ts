@@ -1,13 +1,14 @@
 import {Args, Flags} from '@oclif/core';
 import {AxCommand} from '../cli/base.js';
-import {openCommandClient, submitAll, type SubmitResult} from '../cli/client.js';
+import type {SubmitReport} from '../core/admin/producer.js';
+import {openAdmin} from '../cli/runtime.js';
 import {taskSpecsFromInput} from '../cli/task-input.js';
 import {POOLS, PRIORITIES} from '../core/task/model.js';
 import {maxRetriesFlag} from '../cli/flags.js';
 import {DURATION_RULE} from '../core/duration.js';
-import {requireCellOfTypes} from '../core/cells/cells.js';
 
-export type {SubmitResult} from '../cli/client.js';
+/** The `--json` output of `ax submit`. */
+export type SubmitResult = SubmitReport;
 
 export default class Submit extends AxCommand {
   static override summary = 'Submit one task, or many as NDJSON on stdin.';
@@ -68,9 +69,8 @@ Exit codes: 2 bad input (also a --cell that is not the types' cell), 4 conflict,
     // Everything is validated before the first connection, so bad input never writes anything.
     const specs = await taskSpecsFromInput(args.type, flags, rt.config, rt.clock.now());
     // Each task goes to its type's cell; a --cell that names another one is refused.
-    if (flags.cell !== undefined) requireCellOfTypes(rt.cells, rt.config.cell, new Set(specs.map((s) => s.type)));
-    await using client = await openCommandClient(rt);
-    const result = await submitAll(client, specs);
+    await using admin = openAdmin(rt);
+    const result = await admin.producer.submit(specs, {pinned: flags.cell !== undefined});
     if (!this.jsonEnabled()) {
       for (const id of result.ids) this.log(id);
       if (result.existing > 0)

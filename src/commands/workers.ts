@@ -1,11 +1,9 @@
 import {Flags} from '@oclif/core';
 import {AxCommand} from '../cli/base.js';
-import {disposable} from '../cli/dispose.js';
 import {iso, table} from '../cli/render.js';
-import {openStore} from '../cli/runtime.js';
 import {formatRate} from '../cli/format.js';
 import {formatDuration} from '../core/duration.js';
-import {DEFAULT_WORKERS_SINCE, listWorkers, parseWorkersSince, type WorkerStatus, type WorkerView} from '../core/inspect/workers.js';
+import {DEFAULT_WORKERS_SINCE, type WorkerStatus, type WorkerView} from '../core/inspect/workers.js';
 import {SCALE_OUT_TASKS_PER_S, STALE_AFTER_BEATS} from '../core/thresholds.js';
 
 export interface WorkerJson extends Omit<WorkerView, 'startedAt' | 'heartbeatAt' | 'types' | 'windowS'> {
@@ -42,10 +40,8 @@ Exit codes: 2 bad flag value, 5 MySQL unavailable.`;
 
   async run(): Promise<WorkersResult> {
     const {flags} = await this.parse(Workers);
-    const rt = this.runtime(flags);
-    const sinceMs = flags.all ? undefined : parseWorkersSince(flags.since);
-    await using store = disposable(await openStore(rt));
-    const r = await listWorkers(store, sinceMs, rt.config.heartbeatMs);
+    await using admin = this.admin(flags);
+    const r = await admin.workers.list(flags.all ? {all: true} : flags.since === undefined ? {} : {since: flags.since});
     if (!this.jsonEnabled()) for (const line of render(r.workers, r.counts, r.rate)) this.log(line);
     return {counts: r.counts, rate: r.rate, workers: r.workers.map(workerJson)};
   }

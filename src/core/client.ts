@@ -33,7 +33,7 @@ export interface AxClient {
   /** A task and its history; throws not_found. */
   getTask(id: string): Promise<TaskDetail>;
   /** Cron schedules: add, list, show, pause, resume, remove, trigger (see CronService); a schedule is kept in its type's cell. */
-  cron: CronService;
+  cron: Pick<CronService, 'add' | 'list' | 'show' | 'pause' | 'resume' | 'remove' | 'trigger'>;
   /** Dead tasks: list, show, stats, replay (see DlqAdmin); replays are audited. */
   dlq: DlqAdmin;
   /** Task types: list, show, pause, resume (see TypesAdmin); pause and resume are audited. */
@@ -148,6 +148,7 @@ export function createClient(p: ClientParts): AxClient {
       broker: async () => (await conn()).broker,
       outbox: noOpener('outbox'),
       schema: noOpener('schema'),
+      producer: noOpener('producer'),
       archiveTarget: () => {
         throw new AxError('unavailable', 'the SDK client has no archive');
       },
@@ -163,7 +164,7 @@ export function createClient(p: ClientParts): AxClient {
   let closing: Promise<FlushReport> | undefined;
   return {
     // Only the admin API: the scheduler's cron policy (materialize, repair, …) is not the SDK's.
-    cron: admin.cron,
+    cron: (({add, list, show, pause, resume, remove, trigger}) => ({add, list, show, pause, resume, remove, trigger}))(admin.cron),
     dlq: admin.dlq,
     types: admin.types,
     // The own cell's submit is the producer's own call (no extra promise on the hot path).

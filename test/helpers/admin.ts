@@ -60,6 +60,7 @@ export function fakeAdmin(o: FakeAdminOptions = {}): FakeAdmin {
       broker: async (b) => open<Broker>(b.declare ? 'broker' : 'broker-ro', o.broker),
       outbox: async () => open<OutboxStore>('outbox', o.outbox),
       schema: async () => open('schema', {}),
+      producer: async () => open('producer', {}),
       archiveTarget: () => {
         opened.push('archive');
         return {location: '/archive', ...o.archive} as unknown as ArchiveTarget;

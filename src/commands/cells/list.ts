@@ -1,8 +1,6 @@
 import {AxCommand, EXIT_CODES} from '../../cli/base.js';
 import {table, terminalWidth} from '../../cli/render.js';
-import {openStore} from '../../cli/runtime.js';
-import {parseCellList} from '../../core/cells/cells.js';
-import {type CellReport, cellsReport} from '../../core/cells/report.js';
+import type {CellReport} from '../../core/cells/report.js';
 
 export interface CellsListResult {
   cells: CellReport[];
@@ -23,17 +21,9 @@ Exit codes: 2 bad configuration or unknown cell, 5 a cell's database unavailable
 
   async run(): Promise<CellsListResult> {
     const {flags} = await this.parse(CellsList);
-    const base = this.baseRuntime(flags.config);
-    const names = flags.cell === undefined ? base.cells.names : parseCellList(base.cells, flags.cell);
-    const cells = await cellsReport({
-      map: base.cells,
-      defaults: base.config,
-      heartbeatMs: base.config.heartbeatMs,
-      sources: names.map((cell) => {
-        const rt = base.forCell(cell);
-        return {cell, mysqlUrl: rt.config.mysqlUrl, amqpUrl: rt.config.amqpUrl, open: () => openStore(rt)};
-      }),
-    });
+    // The default cell's service; --cell is a list here, read by the cells domain.
+    await using admin = this.admin({config: flags.config});
+    const cells = await admin.cells.list(flags.cell);
     if (!this.jsonEnabled()) for (const line of render(cells)) this.log(line);
     const failed = cells.find((c) => c.error);
     if (failed) {

@@ -6,16 +6,15 @@ import {
   DEFAULT_OVERLAP,
   MISFIRE_POLICIES,
   OVERLAP_POLICIES,
-  validateCronInput,
   type CronInput,
   type MisfirePolicy,
   type OverlapPolicy,
 } from '../../core/cron/schedule.js';
 import {POOLS, PRIORITIES, type PoolName, type Priority} from '../../core/task/model.js';
-import {cellOf, requireCellOfTypes} from '../../core/cells/cells.js';
 import {maxRetriesFlag} from '../../cli/flags.js';
 import {DURATION_RULE} from '../../core/duration.js';
-import {DEFAULT_NEXT, renderSchedule, showResult, withCron, type CronShowResult} from '../../cli/cron.js';
+import {DEFAULT_NEXT, renderSchedule, showResult, type CronShowResult} from '../../cli/cron.js';
+import {openAdmin} from '../../cli/runtime.js';
 
 /** The --json output of `ax cron add`: the schedule as stored, its policies and its next 5 fire times. */
 export type CronAddResult = CronShowResult;
@@ -80,10 +79,8 @@ Exit codes: 2 bad name, expression, zone, type, payload or policy, 4 a schedule 
 
   async run(): Promise<CronAddResult> {
     const {args, flags} = await this.parse(CronAdd);
-    const named = this.runtime(flags);
-    // The schedule lives in its type's cell, whose schedulers create its occurrences there.
-    if (flags.cell !== undefined) requireCellOfTypes(named.cells, named.config.cell, [flags.type]);
-    const rt = flags.cell === undefined ? named.forCell(cellOf(named.cells, flags.type)) : named;
+    const rt = this.runtime(flags);
+    await using admin = openAdmin(rt);
     const input: CronInput = {name: args.name, cron: flags.cron, tz: flags.tz, type: flags.type};
     const payload = await payloadFromFlags(flags, rt.config.payloadLimitBytes);
     if (payload !== undefined) input.payload = payload;
@@ -93,13 +90,9 @@ Exit codes: 2 bad name, expression, zone, type, payload or policy, 4 a schedule 
     if (flags.misfire !== undefined) input.misfire = flags.misfire as MisfirePolicy;
     if (flags['max-retries'] !== undefined) input.maxRetries = flags['max-retries'];
     if (flags.timeout !== undefined) input.timeout = flags.timeout;
-    // Everything is checked before connecting: bad input never writes anything, even offline.
-    validateCronInput(input, {payloadLimitBytes: rt.config.payloadLimitBytes, nowMs: rt.clock.now()});
-
-    const s = await withCron(rt, async (cron) => {
-      await cron.add(input);
-      return cron.show(input.name, DEFAULT_NEXT);
-    });
+    // The schedule lives in its type's cell, whose schedulers create its occurrences there; with
+    // --cell, a type of another cell is refused. Everything is checked before connecting.
+    const s = await admin.cron.addAndShow(input, {pinned: flags.cell !== undefined, next: DEFAULT_NEXT});
     const nowMs = rt.clock.now();
     const result = showResult(s, s.nextFireTimes, nowMs);
     if (!this.jsonEnabled()) for (const line of renderSchedule(result, nowMs)) this.log(line);

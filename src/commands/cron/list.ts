@@ -1,9 +1,8 @@
 import {AxCommand} from '../../cli/base.js';
 import {table, when} from '../../cli/render.js';
-import {nextFireTimes, parseSchedule} from '../../core/cron/parse.js';
-import type {CronStore, ScheduleView} from '../../core/cron/service.js';
+import type {ScheduleOverview} from '../../core/admin/cron.js';
 import type {TaskState} from '../../core/task/state.js';
-import {scheduleJson, withCron, type ScheduleJson} from '../../cli/cron.js';
+import {scheduleJson, type ScheduleJson} from '../../cli/cron.js';
 
 /** The latest occurrence whose fire time has come (scheduled or triggered), with its state now. */
 export interface LastOccurrenceJson {
@@ -39,12 +38,8 @@ Exit codes: 5 MySQL unavailable.`;
 
   async run(): Promise<CronListResult> {
     const {flags} = await this.parse(CronList);
-    const rt = this.runtime(flags);
-    const items = await withCron(rt, async (cron, store) => {
-      const schedules = await cron.list();
-      const nowMs = (await store.clockNow()).getTime();
-      return Promise.all(schedules.map(async (s) => toItem(s, nowMs, await lastOccurrence(store, s.name, nowMs))));
-    });
+    await using admin = this.admin(flags);
+    const items = (await admin.cron.overview()).map(toItem);
     if (!this.jsonEnabled()) {
       if (items.length === 0) this.log('no cron schedules: add one with `ax cron add`');
       else
@@ -57,22 +52,13 @@ Exit codes: 5 MySQL unavailable.`;
   }
 }
 
-async function lastOccurrence(store: CronStore, name: string, nowMs: number): Promise<LastOccurrenceJson | null> {
-  const prev = await store.occurrencesPrevious({name, before: new Date(nowMs + 1)});
-  const task = prev ? await store.tasksGet({id: prev.id}) : null;
-  return task ? {taskId: task.id, fireAt: task.runAt.toISOString(), state: task.state} : null;
-}
-
-function toItem(s: ScheduleView, nowMs: number, last: LastOccurrenceJson | null): CronListItem {
-  let next: number | undefined;
-  if (!s.paused) {
-    try {
-      next = nextFireTimes(parseSchedule(s.cron, s.tz), nowMs, 1)[0];
-    } catch {
-      next = undefined; // a stored schedule that no longer parses (a zone dropped from the tz database)
-    }
-  }
-  return {...scheduleJson(s), nextOccurrence: next === undefined ? null : new Date(next).toISOString(), lastOccurrence: last};
+function toItem(s: ScheduleOverview): CronListItem {
+  const last = s.lastOccurrence;
+  return {
+    ...scheduleJson(s),
+    nextOccurrence: s.nextOccurrence === null ? null : s.nextOccurrence.toISOString(),
+    lastOccurrence: last === null ? null : {taskId: last.taskId, fireAt: last.fireAt.toISOString(), state: last.state},
+  };
 }
 
 function toCells(s: CronListItem): string[] {

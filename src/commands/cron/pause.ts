@@ -1,7 +1,7 @@
 import {Args} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
 import {validateScheduleName} from '../../core/cron/schedule.js';
-import {scheduleJson, withCron, type ScheduleJson} from '../../cli/cron.js';
+import {scheduleJson, type ScheduleJson} from '../../cli/cron.js';
 
 export interface CronPauseResult {
   schedule: ScheduleJson;
@@ -27,12 +27,10 @@ Exit codes: 2 bad name, 3 unknown schedule, 5 MySQL unavailable.`;
 
   async run(): Promise<CronPauseResult> {
     const {args, flags} = await this.parse(CronPause);
-    const rt = this.runtime(flags);
+    await using admin = this.admin(flags);
     const name = validateScheduleName(args.name); // before connecting: a typo is exit 2 even offline
-    const result = await withCron(rt, async (cron) => {
-      const s = await cron.pause(name);
-      return {schedule: scheduleJson(s), pending: s.pending && {taskId: s.pending.taskId, fireAt: s.pending.fireAt.toISOString()}};
-    });
+    const s = await admin.cron.pause(name);
+    const result = {schedule: scheduleJson(s), pending: s.pending && {taskId: s.pending.taskId, fireAt: s.pending.fireAt.toISOString()}};
     if (!this.jsonEnabled()) {
       const p = result.pending;
       this.log(

@@ -2,7 +2,7 @@ import {Args} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
 import {validateScheduleName} from '../../core/cron/schedule.js';
 import {when} from '../../cli/render.js';
-import {fireTimeJson, humanLocal, scheduleJson, withCron, type FireTimeJson, type ScheduleJson} from '../../cli/cron.js';
+import {fireTimeJson, humanLocal, scheduleJson, type FireTimeJson, type ScheduleJson} from '../../cli/cron.js';
 
 export interface CronResumeResult {
   schedule: ScheduleJson;
@@ -25,12 +25,10 @@ Exit codes: 2 bad name, 3 unknown schedule, 5 MySQL unavailable.`;
 
   async run(): Promise<CronResumeResult> {
     const {args, flags} = await this.parse(CronResume);
-    const rt = this.runtime(flags);
+    await using admin = this.admin(flags);
     const name = validateScheduleName(args.name); // before connecting: a typo is exit 2 even offline
-    const s = await withCron(rt, async (cron) => {
-      await cron.resume(name);
-      return cron.show(name, 1);
-    });
+    await admin.cron.resume(name);
+    const s = await admin.cron.show(name, 1);
     const next = s.nextFireTimes[0];
     if (!this.jsonEnabled()) {
       this.log(

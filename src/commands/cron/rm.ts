@@ -1,7 +1,7 @@
 import {Args} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
 import {validateScheduleName} from '../../core/cron/schedule.js';
-import {cancelledJson, describeCancelled, withCron, type CancelledJson} from '../../cli/cron.js';
+import {cancelledJson, describeCancelled, type CancelledJson} from '../../cli/cron.js';
 
 export interface CronRmResult {
   name: string;
@@ -25,12 +25,10 @@ Exit codes: 2 bad name, 3 unknown schedule, 5 MySQL unavailable.`;
 
   async run(): Promise<CronRmResult> {
     const {args, flags} = await this.parse(CronRm);
-    const rt = this.runtime(flags);
+    await using admin = this.admin(flags);
     const name = validateScheduleName(args.name); // before connecting: a typo is exit 2 even offline
-    const result = await withCron(rt, async (cron, store) => {
-      const r = await cron.remove(name);
-      return {name: r.name, removed: true as const, cancelled: await cancelledJson(store, r.cancelled)};
-    });
+    const r = await admin.cron.remove(name);
+    const result = {name: r.name, removed: true as const, cancelled: r.cancelledOccurrences.map(cancelledJson)};
     if (!this.jsonEnabled()) this.log(`removed ${name}; ${describeCancelled(result.cancelled)}`);
     return result;
   }

@@ -1,7 +1,8 @@
 import {Args, Flags} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
+import {openAdmin} from '../../cli/runtime.js';
 import {validateScheduleName} from '../../core/cron/schedule.js';
-import {DEFAULT_NEXT, MAX_NEXT, renderSchedule, showResult, withCron, type CronShowResult} from '../../cli/cron.js';
+import {DEFAULT_NEXT, MAX_NEXT, renderSchedule, showResult, type CronShowResult} from '../../cli/cron.js';
 
 export default class CronShow extends AxCommand {
   static override readOnly = true;
@@ -33,9 +34,10 @@ Exit codes: 2 bad name or --next, 3 unknown schedule, 5 MySQL unavailable.`;
   async run(): Promise<CronShowResult> {
     const {args, flags} = await this.parse(CronShow);
     const rt = this.runtime(flags);
+    await using admin = openAdmin(rt);
     // Checked before connecting, so that a typo is exit 2 even when the database is down.
     const name = validateScheduleName(args.name);
-    const s = await withCron(rt, (cron) => cron.show(name, flags.next));
+    const s = await admin.cron.show(name, flags.next);
     const nowMs = rt.clock.now();
     const result = showResult(s, s.nextFireTimes, nowMs);
     if (!this.jsonEnabled()) for (const line of renderSchedule(result, nowMs)) this.log(line);

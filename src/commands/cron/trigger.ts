@@ -1,7 +1,6 @@
 import {Args} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
 import {validateScheduleName} from '../../core/cron/schedule.js';
-import {withCron} from '../../cli/cron.js';
 
 export interface CronTriggerResult {
   name: string;
@@ -26,9 +25,9 @@ Exit codes: 2 bad name, 3 unknown schedule, 5 MySQL or RabbitMQ unavailable.`;
 
   async run(): Promise<CronTriggerResult> {
     const {args, flags} = await this.parse(CronTrigger);
-    const rt = this.runtime(flags);
+    await using admin = this.admin(flags);
     const name = validateScheduleName(args.name); // before connecting: a typo is exit 2 even offline
-    const r = await withCron(rt, (cron) => cron.trigger(name), {broker: true});
+    const r = await admin.cron.trigger(name);
     if (!this.jsonEnabled()) this.log(r.taskId);
     return {name: r.name, taskId: r.taskId, fireAt: r.fireAt.toISOString()};
   }

@@ -1,6 +1,6 @@
 import {Args, Flags} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
-import {parseReleaseRate, withTypes} from '../../cli/types.js';
+import {parseReleaseRate} from '../../cli/types.js';
 import {validateTypeName} from '../../core/task/validate.js';
 import {invalid} from '../../core/errors.js';
 
@@ -35,11 +35,11 @@ Exit codes: 2 malformed type name, no --reset or --rate not a positive number, 3
 
   async run(): Promise<TypesBreakerResult> {
     const {args, flags} = await this.parse(TypesBreaker);
-    const rt = this.runtime(flags);
+    await using admin = this.admin(flags);
     const type = validateTypeName(args.type);
     if (!flags.reset) throw invalid('say what to do: --reset (ax types show shows the breaker)');
     const rate = flags.rate === undefined ? undefined : parseReleaseRate(flags.rate);
-    const r = await withTypes(rt, (t) => t.resetBreaker(type, flags.reason ?? null, rate === undefined ? {} : {rate}), {broker: true});
+    const r = await admin.types.resetBreaker(type, flags.reason ?? null, rate === undefined ? {} : {rate});
     if (!this.jsonEnabled())
       this.log(
         `reset the breaker of ${type} (was ${r.from}): closed; released ${r.released} parked task${r.released === 1 ? '' : 's'}${r.unrung > 0 ? ` (${r.unrung} left to the scheduler to ring)` : ''}`,

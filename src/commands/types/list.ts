@@ -1,5 +1,5 @@
 import {AxCommand} from '../../cli/base.js';
-import {typeJson, type TypeJson, typesTable, withTypes} from '../../cli/types.js';
+import {typeJson, type TypeJson, typesTable} from '../../cli/types.js';
 
 export interface TypesListResult {
   /** The database clock when read. */
@@ -23,8 +23,8 @@ Exit codes: 5 MySQL unavailable.`;
 
   async run(): Promise<TypesListResult> {
     const {flags} = await this.parse(TypesList);
-    const rt = this.runtime(flags);
-    const r = await withTypes(rt, (t) => t.list());
+    await using admin = this.admin(flags);
+    const r = await admin.types.list();
     if (!this.jsonEnabled()) {
       if (r.types.length === 0) this.log('no task types known yet');
       else for (const line of typesTable(r.types)) this.log(line);

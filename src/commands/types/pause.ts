@@ -1,7 +1,7 @@
 import {Args, Flags} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
 import {iso, when} from '../../cli/render.js';
-import {withTypes} from '../../cli/types.js';
+import {openAdmin} from '../../cli/runtime.js';
 import {invalid} from '../../core/errors.js';
 import {validateTypeName} from '../../core/task/validate.js';
 
@@ -33,11 +33,12 @@ Exit codes: 2 malformed type name or missing/empty --reason, 3 unknown type, 5 M
   async run(): Promise<TypesPauseResult> {
     const {args, flags} = await this.parse(TypesPause);
     const rt = this.runtime(flags);
+    await using admin = openAdmin(rt);
     const type = validateTypeName(args.type);
     const reason = flags.reason.trim();
     if (reason === '') throw invalid('--reason must not be empty');
     if (reason.length > MAX_REASON) throw invalid(`--reason is at most ${MAX_REASON} characters`);
-    const r = await withTypes(rt, (t) => t.pause(type, reason));
+    const r = await admin.types.pause(type, reason);
     if (!this.jsonEnabled()) {
       const since = `${when(r.paused.since, {seconds: true})} UTC`;
       this.log(

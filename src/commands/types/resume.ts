@@ -1,6 +1,6 @@
 import {Args, Flags} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
-import {parseReleaseRate, withTypes} from '../../cli/types.js';
+import {parseReleaseRate} from '../../cli/types.js';
 import type {ResumeResult} from '../../core/types/admin.js';
 import {validateTypeName} from '../../core/task/validate.js';
 
@@ -21,12 +21,10 @@ Exit codes: 2 malformed type name or --rate not a positive number, 3 unknown typ
 
   async run(): Promise<ResumeResult> {
     const {args, flags} = await this.parse(TypesResume);
-    const rt = this.runtime(flags);
+    await using admin = this.admin(flags);
     const type = validateTypeName(args.type);
     const rate = flags.rate === undefined ? undefined : parseReleaseRate(flags.rate);
-    const r = await withTypes(rt, (t) => t.resume(type, {...(rate === undefined ? {} : {rate}), reason: flags.reason ?? null}), {
-      broker: true,
-    });
+    const r = await admin.types.resume(type, {...(rate === undefined ? {} : {rate}), reason: flags.reason ?? null});
     if (!this.jsonEnabled())
       this.log(
         `resumed ${type}: released ${r.released} parked task${r.released === 1 ? '' : 's'}${r.unrung > 0 ? ` (${r.unrung} left to the scheduler to ring)` : ''}`,

@@ -1,6 +1,6 @@
 import {Args, Flags} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
-import {limitsLine, withTypes} from '../../cli/types.js';
+import {limitsLine} from '../../cli/types.js';
 import type {BreakerSettings} from '../../core/flow/breaker.js';
 import type {BreakerInput} from '../../core/flow/settings.js';
 import {validateTypeName} from '../../core/task/validate.js';
@@ -58,7 +58,7 @@ Exit codes: 2 malformed type name or value, 5 MySQL unavailable.`;
 
   async run(): Promise<TypesSetResult> {
     const {args, flags} = await this.parse(TypesSet);
-    const rt = this.runtime(flags);
+    await using admin = this.admin(flags);
     const type = validateTypeName(args.type);
     const b: BreakerInput = {};
     if (flags['breaker-threshold'] !== undefined) b.threshold = flags['breaker-threshold'];
@@ -77,7 +77,7 @@ Exit codes: 2 malformed type name or value, 5 MySQL unavailable.`;
     if (Object.keys(b).length === 0 && Object.keys(limits).length === 0 && !flags.defaults)
       throw invalid('nothing to set: give --max-running, --rate, a --breaker-… flag or --defaults');
     // No RabbitMQ needed: tasks a changed limit releases are due and unpublished, the scheduler rings them.
-    const r = await withTypes(rt, (t) => t.set(type, {breaker: b, reset: flags.defaults, ...limits}));
+    const r = await admin.types.set(type, {breaker: b, reset: flags.defaults, ...limits});
     if (!this.jsonEnabled()) {
       if (!r.known) this.log(`${type}: no worker, task or operator has used this type yet; the settings apply when it appears`);
       const x = r.breaker;

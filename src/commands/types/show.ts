@@ -1,7 +1,7 @@
 import {Args} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
 import {iso, table, when} from '../../cli/render.js';
-import {limitsLine, typeJson, type TypeJson, typesTable, withTypes} from '../../cli/types.js';
+import {limitsLine, typeJson, type TypeJson, typesTable} from '../../cli/types.js';
 import {validateTypeName} from '../../core/task/validate.js';
 
 export interface TypesShowResult extends TypeJson {
@@ -23,9 +23,9 @@ Exit codes: 2 malformed type name, 3 unknown type, 5 MySQL unavailable.`;
 
   async run(): Promise<TypesShowResult> {
     const {args, flags} = await this.parse(TypesShow);
-    const rt = this.runtime(flags);
+    await using admin = this.admin(flags);
     const type = validateTypeName(args.type);
-    const d = await withTypes(rt, (t) => t.show(type));
+    const d = await admin.types.show(type);
     if (!this.jsonEnabled()) {
       for (const line of typesTable([d])) this.log(line);
       this.log('');

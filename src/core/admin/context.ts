@@ -8,6 +8,8 @@ import type {Broker} from '../broker/types.js';
 import type {CellMap} from '../cells/cells.js';
 import type {AxConfig} from '../config/config.js';
 import type {Logger} from '../log.js';
+import type {FlushReport} from '../producer/producer.js';
+import type {TaskSpec} from '../task/model.js';
 import type {AxStore, OutboxStore, SchemaStore} from '../store/types.js';
 import type {Clock, Random} from '../time.js';
 
@@ -23,6 +25,21 @@ export interface AdminOpeners {
   schema(): Promise<SchemaStore>;
   /** The archive's cold storage (AX_ARCHIVE_DIR); opens nothing. */
   archiveTarget(): ArchiveTarget;
+  /**
+   * A one-shot producer (ax submit): RabbitMQ without reconnecting, giving up (unavailable) when
+   * MySQL stays unavailable longer than AX_QUERY_TIMEOUT; tasks of another cell's types go there.
+   */
+  producer(): Promise<OneShotProducer>;
+}
+
+/** A producer client as the admin service uses it (the SDK's AxClient is one). */
+export interface OneShotProducer {
+  /** Validates, buffers and resolves with the task id (see AxClient.submit). */
+  submit(spec: TaskSpec): Promise<string>;
+  /** Resolves when everything submitted so far is durable. */
+  flush(): Promise<FlushReport>;
+  /** Flushes, then closes its connections. */
+  close(): Promise<unknown>;
 }
 
 /** The admin service's view of one cell: its configuration (whose `cell` it is), time, identity, openers. */

@@ -18,6 +18,13 @@ import {createDlqAdmin, type DlqAdmin} from './dlq.js';
 import {type AdminSession, createSession} from './session.js';
 import {createTasksAdmin, type TasksAdmin} from './tasks.js';
 import {createTypesService, type TypesAdmin} from './types.js';
+import {createCellsAdmin, type CellsAdmin} from './cells.js';
+import {createDoctorAdmin, type DoctorAdmin} from './doctor.js';
+import {createProducerAdmin, type ProducerAdmin} from './producer.js';
+import {createQueuesAdmin, type QueuesAdmin} from './queues.js';
+import {createReconcileAdmin, type ReconcileAdmin} from './reconcile.js';
+import {createSchemaAdmin, type SchemaAdmin} from './schema.js';
+import {createWorkersAdmin, type WorkersAdmin} from './workers.js';
 
 export type {AdminContext, AdminOpeners} from './context.js';
 
@@ -36,6 +43,20 @@ export interface Admin extends AsyncDisposable {
   readonly audit: AuditAdmin;
   /** `ax top`'s refresh and the registry's flow control behind its pause key. */
   readonly top: TopAdmin;
+  /** The cell's workers (ax workers). */
+  readonly workers: WorkersAdmin;
+  /** The troubleshooting checks (ax doctor): a server down is a finding, not an error. */
+  readonly doctor: DoctorAdmin;
+  /** Every cell of the configuration side by side (ax cells list), whatever cell this service is on. */
+  readonly cells: CellsAdmin;
+  /** RabbitMQ's queues of the cell, read only (ax queues). */
+  readonly queues: QueuesAdmin;
+  /** One reconcile pass (ax reconcile). */
+  readonly reconcile: ReconcileAdmin;
+  /** ax's schema and the outbox table (ax migrate). */
+  readonly schema: SchemaAdmin;
+  /** Submitting tasks through a one-shot producer (ax submit), routed to their types' cells. */
+  readonly producer: ProducerAdmin;
   /**
    * The admin service of another cell (AX_CELLS), sharing this one's lifetime: closed by this
    * one's close(). Throws invalid_input for an unknown cell.
@@ -73,6 +94,13 @@ export function createAdmin(ctx: AdminContext, session: AdminSession = createSes
     outbox: createOutboxAdmin(session),
     audit: createAuditAdmin(session),
     top: createTopAdmin(session),
+    workers: createWorkersAdmin(session),
+    doctor: createDoctorAdmin(session),
+    cells: createCellsAdmin(session, sessionOf),
+    queues: createQueuesAdmin(session),
+    reconcile: createReconcileAdmin(session),
+    schema: createSchemaAdmin(session),
+    producer: createProducerAdmin(session),
     forCell,
     close,
     [Symbol.asyncDispose]: close,

@@ -6,7 +6,7 @@
 import type {ArchiveTarget} from '../archive/target.js';
 import type {Broker} from '../broker/types.js';
 import type {AxStore, OutboxStore, SchemaStore} from '../store/types.js';
-import type {AdminContext} from './context.js';
+import type {AdminContext, OneShotProducer} from './context.js';
 
 export interface AdminSession {
   readonly ctx: AdminContext;
@@ -22,6 +22,8 @@ export interface AdminSession {
   outbox(opts?: {requireTable?: boolean}): Promise<OutboxStore>;
   schema(): Promise<SchemaStore>;
   archiveTarget(): ArchiveTarget;
+  /** A one-shot producer (see AdminOpeners.producer), flushed and closed by close(). */
+  producer(): Promise<OneShotProducer>;
   close(): Promise<void>;
 }
 
@@ -65,6 +67,7 @@ export function createSession(ctx: AdminContext, given: {store?: AxStore; broker
     outbox: (o = {}) => once(`outbox:${o.requireTable !== false}`, () => ctx.open.outbox({requireTable: o.requireTable !== false})),
     schema: () => once('schema', () => ctx.open.schema()),
     archiveTarget: () => (target ??= ctx.open.archiveTarget()),
+    producer: () => once('producer', () => ctx.open.producer()),
     async close() {
       if (closed) return;
       closed = true;

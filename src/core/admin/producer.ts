@@ -1,0 +1,48 @@
+/**
+ * Submitting in the admin service: a one-shot producer (`ax submit`, later the HTTP API). Each task
+ * goes to the cell of its type (AX_CELLS), whatever cell the service is on, unless `pinned`: the
+ * caller named this cell, and a task of another cell's type is refused instead of routed.
+ */
+import {requireCellOfTypes} from '../cells/cells.js';
+import type {TaskSpec} from '../task/model.js';
+import {validateTaskSpec} from '../task/validate.js';
+import type {AdminSession} from './session.js';
+
+/** What a submit wrote. */
+export interface SubmitReport {
+  /** One id per task, in input order (with an id or dedup key: the id a re-submit finds again). */
+  ids: string[];
+  inserted: number;
+  existing: number;
+  /** Written but not yet rung for; the reconciler publishes them later. */
+  unpublished: number;
+}
+
+export interface ProducerAdmin {
+  /**
+   * Validates every spec as the producer will, then (`pinned`) that every type belongs to this
+   * cell — invalid_input and nothing opened or written when one fails — then submits them in
+   * order and flushes. Throws conflict for an id or dedup key reused with other content, and
+   * unavailable when MySQL or RabbitMQ cannot be reached or MySQL stays unavailable longer than
+   * AX_QUERY_TIMEOUT (the tasks flushed before are written).
+   */
+  submit(specs: TaskSpec[], o?: {pinned?: boolean}): Promise<SubmitReport>;
+}
+
+export function createProducerAdmin(s: AdminSession): ProducerAdmin {
+  const {ctx} = s;
+  return {
+    async submit(specs, o = {}) {
+      const c = ctx.config;
+      const defaults = {maxRetries: c.maxRetries, payloadLimitBytes: c.payloadLimitBytes, cell: c.cell};
+      const nowMs = ctx.clock.now();
+      for (const spec of specs) validateTaskSpec(spec, defaults, nowMs, () => '00000000-0000-7000-8000-000000000000');
+      if (o.pinned) requireCellOfTypes(ctx.cells, c.cell, new Set(specs.map((x) => x.type)));
+      const client = await s.producer();
+      const ids: string[] = [];
+      for (const spec of specs) ids.push(await client.submit(spec));
+      const report = await client.flush();
+      return {ids, inserted: report.inserted, existing: report.existing, unpublished: report.unpublished};
+    },
+  };
+}

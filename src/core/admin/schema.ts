@@ -1,0 +1,39 @@
+/**
+ * ax's schema and the business database's outbox table in the admin service (`ax migrate`). The
+ * database is created when missing only if the configuration allows it (AX_CREATE_DATABASE; the
+ * caller turns it off for the status calls, which must not create what they report on).
+ */
+import type {MigrateReport, MigrationStatus} from '../store/types.js';
+import type {AdminSession} from './session.js';
+
+export interface SchemaAdmin {
+  /** Every known migration with its applied time, and how many are pending. Throws unavailable. */
+  status(): Promise<{database: string; migrations: MigrationStatus[]; pending: number}>;
+  /** Applies the pending migrations in order under a named lock (concurrent runs are safe). Throws unavailable. */
+  migrate(): Promise<MigrateReport>;
+  /** Whether task_outbox exists in the business database (AX_OUTBOX_MYSQL_URL). Throws unavailable. */
+  outboxStatus(): Promise<{database: string; exists: boolean}>;
+  /** Creates task_outbox in the business database when missing (never the database). Throws unavailable. */
+  outboxCreate(): Promise<{database: string}>;
+}
+
+export function createSchemaAdmin(s: AdminSession): SchemaAdmin {
+  const outbox = () => s.outbox({requireTable: false});
+  return {
+    async status() {
+      const db = await s.schema();
+      const migrations = await db.schemaStatus();
+      return {database: db.database, migrations, pending: migrations.filter((m) => m.appliedAt === null).length};
+    },
+    migrate: async () => (await s.schema()).schemaMigrate(),
+    async outboxStatus() {
+      const o = await outbox();
+      return {database: o.database, exists: await o.outboxTableExists()};
+    },
+    async outboxCreate() {
+      const o = await outbox();
+      await o.outboxCreateTable();
+      return {database: o.database};
+    },
+  };
+}
