@@ -2,6 +2,7 @@
 // dependency rules of the architecture (shared/design/architecture.md, "Layout"):
 // - src/core never imports commands, cli, ui, sidecar, oclif, ink or react;
 // - src/core/config never imports the MySQL/AMQP adapters (they depend on it, not the reverse);
+// - commands never open a store, broker, outbox or schema: they call the admin service or the daemon host;
 // - services (and src/core/client.ts, cron) see only the store and broker interfaces, not the MySQL/AMQP
 //   adapters; commands and src/cli do not import adapters either: only the composition root
 //   src/compose.ts (and sidecar/, through src/relay.ts) creates them;
@@ -41,9 +42,14 @@ const ADAPTERS = {
   message: 'services and commands see only the store and Broker interfaces (core/store/types.ts); adapters are created in src/compose.ts',
 };
 
+const OPENERS = {
+  group: ['**/cli/runtime.js', '**/compose.js'],
+  importNames: ['openStore', 'openBroker', 'openOutbox', 'openSchema', 'openClient', 'openDatabase'],
+  message: 'commands go through the admin service (this.admin(flags)) or the daemon host; they never open a server themselves',
+};
 /** no-restricted-imports for a file: core rules (if in core), adapter rule (if a service), drivers except its own (a list). */
-function imports({core = false, service = false, allowDriver, ui = false} = {}) {
-  const patterns = [...(core ? CORE_FORBIDDEN : []), ...(service ? [ADAPTERS] : []), ...(core || ui ? [] : [UI_ONLY])];
+function imports({core = false, service = false, allowDriver, ui = false, extra = []} = {}) {
+  const patterns = [...(core ? CORE_FORBIDDEN : []), ...(service ? [ADAPTERS] : []), ...(core || ui ? [] : [UI_ONLY]), ...extra];
   for (const name of Object.keys(DRIVERS)) if (!allowDriver?.includes(name)) patterns.push(driverPattern(name));
   return ['error', {patterns}];
 }
@@ -72,8 +78,14 @@ export default tseslint.config(
     rules: {'no-restricted-imports': imports({core: true, service: true})},
   },
   {
-    files: ['src/commands/**/*.ts', 'src/cli/**/*.ts'],
+    files: ['src/cli/**/*.ts'],
     rules: {'no-restricted-imports': imports({service: true})},
+  },
+  {
+    // Commands parse, call the admin service (or the daemon host) once, and render: none opens a
+    // store, broker, outbox or schema itself (core/admin/service.ts does, at first use).
+    files: ['src/commands/**/*.ts'],
+    rules: {'no-restricted-imports': imports({service: true, extra: [OPENERS]})},
   },
   {
     files: ['src/ui/**/*.{ts,tsx}'],
