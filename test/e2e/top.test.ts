@@ -4,42 +4,14 @@
  * terminal, and the TUI itself under a real terminal (tmux), driven with send-keys and read with
  * capture-pane. Needs `npx tsc -p tsconfig.build.json` first (it runs bin/run.js) and tmux.
  */
-import {execFileSync} from 'node:child_process';
 import {afterAll, beforeAll, describe, expect, it} from 'vitest';
 import {eventually, type TestEnv} from '../helpers/env.js';
 import {createProcessTestEnv, type ProcessTestEnv} from '../helpers/processes.js';
 import {ROOT, runCli, type Spawned} from '../helpers/spawn.js';
+import {tmux} from '../helpers/tmux.js';
 import {createTopSource} from '../../src/cli/top.js';
 
 const HEARTBEAT = '300ms';
-
-/** A tmux session of `cols` × `rows` running `command` (a shell line), read with capture-pane. */
-function tmux(session: string, cols: number, rows: number, command: string) {
-  execFileSync('tmux', ['new-session', '-d', '-s', session, '-x', String(cols), '-y', String(rows), command]);
-  const pane = (): string => execFileSync('tmux', ['capture-pane', '-p', '-t', session]).toString();
-  const alive = (): boolean => {
-    try {
-      execFileSync('tmux', ['has-session', '-t', session], {stdio: 'ignore'});
-      return true;
-    } catch {
-      return false;
-    }
-  };
-  return {
-    pane,
-    /** Polls the pane until it matches (or the deadline passes): never a blind sleep. */
-    shows: (re: RegExp, what: string) => eventually(async () => (re.test(pane()) ? pane() : null), 20_000, what),
-    keys: (...keys: string[]) => execFileSync('tmux', ['send-keys', '-t', session, ...keys]),
-    /** Several keys written at once (one read for the program): `send-keys -l`. */
-    burst: (text: string) => execFileSync('tmux', ['send-keys', '-t', session, '-l', text]),
-    resize: (w: number, h: number) => execFileSync('tmux', ['resize-window', '-t', session, '-x', String(w), '-y', String(h)]),
-    /** Resolves once the session ended (the program in it exited). */
-    ended: () => eventually(async () => !alive(), 10_000, `${session} to end`),
-    kill: () => {
-      if (alive()) execFileSync('tmux', ['kill-session', '-t', session], {stdio: 'ignore'});
-    },
-  };
-}
 
 describe('ax workers and ax top', () => {
   let fx: ProcessTestEnv;

@@ -5,43 +5,16 @@
  */
 import {CellMetrics, type CellMetricsOptions} from '../../metrics/cell.js';
 import {flowGauges} from '../../metrics/flow.js';
-import type {Service} from '../../lifecycle.js';
+import {LoopService} from './loop-service.js';
 
 export type CellMetricsServiceOptions = Omit<CellMetricsOptions, 'extra' | 'store'> & {
   store: CellMetricsOptions['store'] & Parameters<typeof flowGauges>[1];
 };
 
 /** Refreshes at start, then every period; ready between start and stop (a failing refresh shows in ax_cell_metrics_up). */
-export class CellMetricsService implements Service {
-  private readonly cell: CellMetrics;
-  private state: 'new' | 'running' | 'stopped' = 'new';
-
+export class CellMetricsService extends LoopService {
   constructor(o: CellMetricsServiceOptions) {
     // Paused types, breaker states and parked counts, read in the same pass.
-    this.cell = new CellMetrics({...o, extra: [flowGauges(o.metrics, o.store)]});
-  }
-
-  async start(): Promise<void> {
-    if (this.state !== 'new') return;
-    this.state = 'running';
-    this.cell.start();
-  }
-
-  runOnce(): Promise<void> {
-    return this.cell.runOnce();
-  }
-
-  ready(): boolean {
-    return this.state === 'running';
-  }
-
-  async stop(): Promise<void> {
-    if (this.state === 'stopped') return;
-    this.state = 'stopped';
-    await this.cell.stop();
-  }
-
-  async [Symbol.asyncDispose](): Promise<void> {
-    await this.stop();
+    super(new CellMetrics({...o, extra: [flowGauges(o.metrics, o.store)]}));
   }
 }

@@ -4,7 +4,8 @@
  * `ax scheduler` hosts them side by side and `--only` starts any of them alone.
  */
 import {errorMessage} from '../../errors.js';
-import {Periodic, type PeriodicOptions, type Service} from '../../lifecycle.js';
+import {Periodic, type PeriodicOptions} from '../../lifecycle.js';
+import {LoopService} from './loop-service.js';
 import type {Logger} from '../../log.js';
 import type {Clock, Random} from '../../time.js';
 
@@ -33,13 +34,12 @@ export interface PeriodicServiceOptions {
  * waits for the running pass; `ready()` is true between start and stop; `runOnce()` runs a pass now
  * (tests, and the scheduler's own runOnce). Idempotent start and stop.
  */
-export class PeriodicService implements Service {
-  private readonly loop: Periodic;
+export class PeriodicService extends LoopService {
+  private readonly periodic: Periodic;
   private begun = false;
-  private state: 'new' | 'running' | 'stopped' = 'new';
 
   constructor(private readonly o: PeriodicServiceOptions) {
-    this.loop = new Periodic({
+    const periodic = new Periodic({
       name: o.name,
       clock: o.clock,
       everyMs: o.everyMs,
@@ -48,6 +48,8 @@ export class PeriodicService implements Service {
       run: () => o.run(),
       onError: o.onError ?? ((e) => o.logger.warn(`${o.name} failed`, {error: errorMessage(e)})),
     });
+    super(periodic);
+    this.periodic = periodic;
   }
 
   get name(): string {
@@ -56,7 +58,7 @@ export class PeriodicService implements Service {
 
   /** Passes completed. */
   get passes(): number {
-    return this.loop.count;
+    return this.periodic.count;
   }
 
   /** Runs `begin` if it has not run yet (the scheduler calls it early, before its first load). */
@@ -66,29 +68,11 @@ export class PeriodicService implements Service {
     this.begun = true;
   }
 
-  async start(): Promise<void> {
+  override async start(): Promise<void> {
     if (this.state !== 'new') return;
     await this.begin();
     if (this.state !== 'new') return;
     this.state = 'running';
-    if (!(this.o.offWhenZero && this.o.everyMs === 0)) this.loop.start(this.o.firstInMs);
-  }
-
-  runOnce(): Promise<void> {
-    return this.loop.runOnce();
-  }
-
-  ready(): boolean {
-    return this.state === 'running';
-  }
-
-  async stop(): Promise<void> {
-    if (this.state === 'stopped') return;
-    this.state = 'stopped';
-    await this.loop.stop();
-  }
-
-  async [Symbol.asyncDispose](): Promise<void> {
-    await this.stop();
+    if (!(this.o.offWhenZero && this.o.everyMs === 0)) this.periodic.start(this.o.firstInMs);
   }
 }
