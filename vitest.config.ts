@@ -1,11 +1,11 @@
 import {defineConfig} from 'vitest/config';
-import {FAST, SOAK, SOAK_ALONE} from './test/tiers.js';
+import {ALONE, FAST, SOAK, SOAK_ALONE} from './test/tiers.js';
 
 /**
- * Four projects, one per tier (test/tiers.ts, docs/testing.md); every file is in exactly one:
- * `fast` (npm run test:fast), `full` (npm test runs fast + full), `soak` and `soak-alone` (npm run
- * test:soak; .ci/run runs it after npm test). A project without file parallelism runs after the
- * parallel ones, so soak-alone has the servers to itself.
+ * One project per tier (test/tiers.ts, docs/testing.md); every file is in exactly one: `fast` (npm
+ * run test:fast), `full` and `alone` (npm test runs fast + full + alone), `soak` and `soak-alone`
+ * (npm run test:soak; .ci/run runs it after npm test). Projects without file parallelism (alone,
+ * soak-alone) run after the parallel ones, one file at a time, with the machine to themselves.
  *
  * Files run in parallel: each makes its own database and AMQP prefix (test/helpers/env.ts), spawned
  * servers listen on port 0 or a free port, tmux sessions and MySQL users are named per process or run.
@@ -21,7 +21,8 @@ export default defineConfig({
     reporters: ['default'],
     projects: [
       {extends: true, test: {name: 'fast', include: FAST}},
-      {extends: true, test: {name: 'full', include: ['test/**/*.test.ts'], exclude: [...FAST, ...SOAK, ...SOAK_ALONE]}},
+      {extends: true, test: {name: 'full', include: ['test/**/*.test.ts'], exclude: [...FAST, ...ALONE, ...SOAK, ...SOAK_ALONE]}},
+      {extends: true, test: {name: 'alone', include: ALONE, fileParallelism: false}},
       {extends: true, test: {name: 'soak', include: SOAK}},
       {extends: true, test: {name: 'soak-alone', include: SOAK_ALONE, fileParallelism: false}},
     ],

@@ -4,6 +4,15 @@
  * test/unit/tiers.test.ts checks that every listed file exists and is listed once.
  */
 
+/**
+ * Tests of `npm test` that measure time or speed under a load of their own: they run after the
+ * parallel files, one at a time, so another file's load does not move their numbers.
+ */
+export const ALONE = [
+  'test/integration/retry-race.test.ts', // every first retry within 5 s of its run_at, with both cores hogged
+  'test/e2e/limits.test.ts', // --rate 100/s across 3 worker processes within ± 10 %
+];
+
 /** Issue-sized tests: tens of thousands of tasks, outages of minutes (`npm run test:soak`). */
 export const SOAK = [
   'test/e2e/flow-full.test.ts', // 20k tasks through a 90 s outage, a handler 2 min late, five breaker episodes, resume --rate
@@ -36,7 +45,6 @@ export const FAST_INTEGRATION = [
   'test/integration/pause-local-queue.test.ts',
   'test/integration/producer-doorbells.test.ts',
   'test/integration/producer.test.ts',
-  'test/integration/retry-race.test.ts',
   'test/integration/scheduler-stop.test.ts',
   'test/integration/worker-lanes.test.ts',
   'test/integration/worker-safety.test.ts',

@@ -5,11 +5,11 @@
 import {existsSync} from 'node:fs';
 import {join} from 'node:path';
 import {describe, expect, it} from 'vitest';
-import {FAST_INTEGRATION, SOAK, SOAK_ALONE} from '../tiers.js';
+import {ALONE, FAST_INTEGRATION, SOAK, SOAK_ALONE} from '../tiers.js';
 import {ROOT} from '../helpers/spawn.js';
 
 describe('test tiers', () => {
-  const listed = [...FAST_INTEGRATION, ...SOAK, ...SOAK_ALONE];
+  const listed = [...FAST_INTEGRATION, ...ALONE, ...SOAK, ...SOAK_ALONE];
 
   it('lists only test files that exist', () => {
     expect(listed.filter((f) => !f.endsWith('.test.ts') || !existsSync(join(ROOT, f)))).toEqual([]);
