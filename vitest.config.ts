@@ -21,7 +21,17 @@ export default defineConfig({
     reporters: ['default'],
     projects: [
       {extends: true, test: {name: 'fast', include: FAST}},
-      {extends: true, test: {name: 'full', include: ['test/**/*.test.ts'], exclude: [...FAST, ...ALONE, ...SOAK, ...SOAK_ALONE]}},
+      {
+        extends: true,
+        test: {
+          name: 'full',
+          include: ['test/**/*.test.ts'],
+          exclude: [...FAST, ...ALONE, ...SOAK, ...SOAK_ALONE],
+          // Its e2e tests run the CLI as a process, up to twenty in a row per test (~1 s of CPU each):
+          // with another file on the other core their budget is twice a lone file's.
+          testTimeout: 120_000,
+        },
+      },
       {extends: true, test: {name: 'alone', include: ALONE, fileParallelism: false}},
       {extends: true, test: {name: 'soak', include: SOAK}},
       {extends: true, test: {name: 'soak-alone', include: SOAK_ALONE, fileParallelism: false}},
