@@ -15,7 +15,8 @@ import {AMQP_URL, createTestEnv, eventually, MYSQL_ROOT, type TestEnv} from '../
 
 let testEnv: TestEnv;
 let cwd: string;
-const PW_USER = 'ax_test_pw';
+// One user per run: suites running at once (parallel files, other checkouts) never drop each other's.
+const PW_USER = `ax_test_pw_${randomBytes(4).toString('hex')}`;
 const PASSWORD = `pw_${randomBytes(6).toString('hex')}`;
 const host = new URL(MYSQL_ROOT).host;
 

@@ -17,7 +17,16 @@ export function tmux(session: string, cols: number, rows: number, command: strin
   return {
     pane,
     /** Polls the pane until it matches (or the deadline passes): never a blind sleep. */
-    shows: (re: RegExp, what: string) => eventually(async () => (re.test(pane()) ? pane() : null), 20_000, what),
+    // One capture, tested and returned: a second one could be a later frame (a redraw in between).
+    shows: (re: RegExp, what: string) =>
+      eventually(
+        async () => {
+          const p = pane();
+          return re.test(p) ? p : null;
+        },
+        20_000,
+        what,
+      ),
     keys: (...keys: string[]) => execFileSync('tmux', ['send-keys', '-t', session, ...keys]),
     /** Several keys written at once (one read for the program): `send-keys -l`. */
     burst: (text: string) => execFileSync('tmux', ['send-keys', '-t', session, '-l', text]),

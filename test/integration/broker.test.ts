@@ -35,7 +35,8 @@ brokerConformance('RabbitMQ', async () => {
       // Only ax's connections (named "ax <pid>"), not the harness's own.
       const list = execFileSync('rabbitmqctl', ['-q', 'list_connections', 'pid', 'client_properties'], {encoding: 'utf8'});
       for (const line of list.split('\n')) {
-        if (!line.includes(`ax ${process.pid}`)) continue;
+        // The closing quote: pid 12 must not match another test process's "ax 1234".
+        if (!line.includes(`"ax ${process.pid}"`)) continue;
         const pid = line.split('\t')[0];
         if (pid) execFileSync('rabbitmqctl', ['-q', 'close_connection', pid, 'test: server-side close'], {encoding: 'utf8'});
       }
