@@ -11,6 +11,12 @@
 //                                       newer than the stamp (npm test, npm run demo, npm run bench
 //                                       through scripts/setup.sh)
 //   --project <tsconfig> --out <dir>    another project or output (the tests use a small one)
+//
+// The default build also writes oclif.manifest.json (the commands' ids, flags and help), so `ax`
+// finds a command without importing every command module first: 0.6 s of CPU per invocation
+// instead of 0.9 s here, which the e2e tests pay hundreds of times. A failed manifest is removed
+// (oclif then reads the commands themselves, slower but right); none is written without oclif
+// (a production install builds nothing anyway).
 import {spawnSync} from 'node:child_process';
 import {existsSync, mkdirSync, readdirSync, renameSync, rmSync, rmdirSync, statSync, utimesSync, writeFileSync} from 'node:fs';
 import {createRequire} from 'node:module';
@@ -70,6 +76,23 @@ export function swapInto(next, out) {
   prune(out);
 }
 
+/** oclif.manifest.json for the build just swapped in; a stale one is removed when that fails. */
+function writeManifest(root) {
+  const manifest = join(root, 'oclif.manifest.json');
+  let oclif;
+  try {
+    oclif = createRequire(import.meta.url).resolve('oclif/bin/run.js');
+  } catch {
+    rmSync(manifest, {force: true});
+    return;
+  }
+  const r = spawnSync(process.execPath, [oclif, 'manifest'], {cwd: root, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8'});
+  if (r.status !== 0) {
+    console.error(`${r.stderr ?? ''}[build] oclif manifest failed: removed, ax reads the commands themselves`);
+    rmSync(manifest, {force: true});
+  }
+}
+
 /** Whether a process with this pid is alive (an unfinished build of a live process is left alone). */
 function alive(pid) {
   try {
@@ -113,6 +136,7 @@ function main(argv) {
       return r.status ?? 1;
     }
     swapInto(next, out);
+    if (project === join(root, 'tsconfig.build.json') && out === join(root, 'dist')) writeManifest(root);
     writeFileSync(stamp, '');
     utimesSync(stamp, started, started); // sources changed during the build make the next --if-stale build again
     return 0;
