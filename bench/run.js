@@ -246,7 +246,9 @@ try {
   {
     // ax's schema through ax's own schemaMigrate(), like `ax migrate`.
     const {createRuntime, openDatabase} = await import('./lib/ax.js');
-    const {schemaMigrate} = await import('../dist/core/store/mysql/migrate.js');
+    // `migrate` before the seams were named by their verbs (issue 21): --compare runs this harness on older trees too.
+    const m = await import('../dist/core/store/mysql/migrate.js');
+    const schemaMigrate = m.schemaMigrate ?? m.migrate;
     const db = await openDatabase(createRuntime(await axConfig({mysqlUrl})));
     await schemaMigrate(db);
     await db.pool.end();
@@ -256,7 +258,9 @@ try {
   if (opts.bigTable > 0) {
     const {prepareBigTable} = await import('./bigtable.js');
     const {createRuntime, openDatabase} = await import('./lib/ax.js');
-    const {schemaMigrate} = await import('../dist/core/store/mysql/migrate.js');
+    // `migrate` before the seams were named by their verbs (issue 21): --compare runs this harness on older trees too.
+    const m = await import('../dist/core/store/mysql/migrate.js');
+    const schemaMigrate = m.schemaMigrate ?? m.migrate;
     bigTable = await prepareBigTable({
       rootUrl: MYSQL_ROOT,
       tag,
