@@ -42,8 +42,9 @@ function generate(root) {
   execFileSync(
     'node_modules/.bin/oclif',
     ['readme', '--multi', '--no-source-links', '--output-dir', cliDir, '--readme-path', cliIndex],
-    // COLUMNS pinned: oclif wraps the help at $COLUMNS, which a terminal may set.
-    {stdio: ['ignore', 'ignore', 'inherit'], env: {...process.env, COLUMNS: '120'}},
+    // COLUMNS pinned: oclif wraps the help at $COLUMNS, which a terminal may set. NODE_ENV=production:
+    // under a test runner (NODE_ENV=test) oclif would look for the help class in src/*.ts instead of dist/.
+    {stdio: ['ignore', 'ignore', 'inherit'], env: {...process.env, COLUMNS: '120', NODE_ENV: 'production'}},
   );
   for (const f of readdirSync(cliDir)) writeFileSync(`${cliDir}/${f}`, tidy(readFileSync(`${cliDir}/${f}`, 'utf8')));
   // oclif links the topic pages by their path from the repository root; the index lives beside them.

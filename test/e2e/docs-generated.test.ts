@@ -18,6 +18,6 @@ describe('the generated reference', () => {
       (e: {code?: number; stderr?: string}) => ({code: e.code ?? -1, stderr: e.stderr ?? ''}),
     );
     expect(r.stderr).not.toContain('out of date');
-    expect(r.code).toBe(0);
+    expect(r.code, r.stderr).toBe(0);
   });
 });
