@@ -10,10 +10,11 @@ import {DirectoryArchiveTarget} from './core/archive/files.js';
 import type {ArchiveTarget} from './core/archive/target.js';
 import {operatorName} from './core/audit/audit.js';
 import {type Admin, type AdminContext, createAdmin} from './core/admin/service.js';
+import type {CellRuntime} from './core/admin/context.js';
 import {createSession} from './core/admin/session.js';
 import {AmqpBroker} from './core/broker/amqp/broker.js';
 import type {Broker} from './core/broker/types.js';
-import {type CellMap, cellConfig, cellMap} from './core/cells/cells.js';
+import {cellConfig, cellMap} from './core/cells/cells.js';
 import {createClient, type AxClient, type CellConnection} from './core/client.js';
 import {type AxConfig, type LoadConfigOptions, loadConfig} from './core/config/config.js';
 import {createLogger, logOptions, type Logger} from './core/log.js';
@@ -22,22 +23,9 @@ import {type Db, openDb} from './core/store/mysql/db.js';
 import {schemaStore} from './core/store/mysql/migrate.js';
 import {MysqlOutboxStore} from './core/store/mysql/outbox.js';
 import type {AxStore, OutboxStore, SchemaStore} from './core/store/types.js';
-import {type Clock, type Random, systemClock, systemRandom} from './core/time.js';
+import {systemClock, systemRandom} from './core/time.js';
 
-export interface Runtime {
-  config: AxConfig;
-  clock: Clock;
-  random: Random;
-  logger: Logger;
-  /** host:pid, recorded in history. */
-  actor: string;
-  /**
-   * Who runs admin actions, for the audit trail: AX_OPERATOR, else user@host (see operatorName).
-   * Read when asked, so a bad AX_OPERATOR (invalid_input) only stops the commands that audit.
-   */
-  operator: () => string;
-  /** The routing policy of the loaded configuration (AX_CELL the default cell, AX_CELLS the others). */
-  cells: CellMap;
+export interface Runtime extends CellRuntime {
   /**
    * The runtime of one cell: the configuration with that cell and its servers (cellConfig), logs
    * tagged with it; `cells` unchanged. The default cell's is this runtime's own configuration.
@@ -143,13 +131,7 @@ export async function openBroker(rt: Runtime, opts: {reconnect: boolean; declare
 /** The admin service's view of `rt`'s cell: its openers are this module's (RabbitMQ without reconnecting: one-shot use). */
 export function adminContext(rt: Runtime): AdminContext {
   return {
-    config: rt.config,
-    clock: rt.clock,
-    random: rt.random,
-    logger: rt.logger,
-    actor: rt.actor,
-    operator: rt.operator,
-    cells: rt.cells,
+    ...rt,
     open: {
       store: () => openStore(rt),
       broker: (o) => openBroker(rt, {reconnect: false, declare: o.declare}),

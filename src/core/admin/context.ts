@@ -42,18 +42,28 @@ export interface OneShotProducer {
   close(): Promise<unknown>;
 }
 
-/** The admin service's view of one cell: its configuration (whose `cell` it is), time, identity, openers. */
-export interface AdminContext {
+/**
+ * What every process knows of the cell it works on: its configuration (whose `cell` it is), time,
+ * identity and routing. The composition root's Runtime and the admin service's context both are one.
+ */
+export interface CellRuntime {
   config: AxConfig;
   clock: Clock;
   random: Random;
   logger: Logger;
   /** host:pid, recorded in history. */
   actor: string;
-  /** Who runs admin actions, for the audit trail; throws invalid_input when AX_OPERATOR is bad. */
+  /**
+   * Who runs admin actions, for the audit trail: AX_OPERATOR, else user@host (see operatorName).
+   * Read when asked, so a bad AX_OPERATOR (invalid_input) only stops the commands that audit.
+   */
   operator: () => string;
-  /** The routing policy of the configuration (AX_CELL, AX_CELLS). */
+  /** The routing policy of the loaded configuration (AX_CELL the default cell, AX_CELLS the others). */
   cells: CellMap;
+}
+
+/** The admin service's view of one cell: a CellRuntime and how to open the cell's servers. */
+export interface AdminContext extends CellRuntime {
   open: AdminOpeners;
   /** The openers hand out connections owned elsewhere (the SDK client's): the service never closes them. */
   shared?: boolean;

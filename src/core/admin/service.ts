@@ -68,23 +68,25 @@ export interface Admin extends AsyncDisposable {
 
 /** The admin service over `ctx`'s cell; `session` (tests, the SDK) replaces the lazily opened connections. */
 export function createAdmin(ctx: AdminContext, session: AdminSession = createSession(ctx)): Admin {
-  const others = new Map<string, Admin>();
-  const forCell = (cell: string): Admin => {
-    if (cell === ctx.config.cell) return admin;
-    let a = others.get(cell);
-    if (!a) {
-      a = createAdmin(ctx.forCell(cell));
-      others.set(cell, a);
+  /** The other cells' services and their sessions, each made at its first use. */
+  const others = new Map<string, {admin: Admin; session: AdminSession}>();
+  const other = (cell: string): {admin: Admin; session: AdminSession} => {
+    let o = others.get(cell);
+    if (!o) {
+      const c = ctx.forCell(cell);
+      const s = createSession(c);
+      o = {admin: createAdmin(c, s), session: s};
+      others.set(cell, o);
     }
-    return a;
+    return o;
   };
-  const sessionOf = (cell: string): AdminSession => (forCell(cell) as Admin & {[SESSION]: AdminSession})[SESSION];
+  const forCell = (cell: string): Admin => (cell === ctx.config.cell ? admin : other(cell).admin);
+  const sessionOf = (cell: string): AdminSession => (cell === ctx.config.cell ? session : other(cell).session);
   const close = async (): Promise<void> => {
-    for (const o of others.values()) await o.close();
+    for (const o of others.values()) await o.admin.close();
     await session.close();
   };
-  const admin: Admin & {[SESSION]: AdminSession} = {
-    [SESSION]: session,
+  const admin: Admin = {
     cell: ctx.config.cell,
     tasks: createTasksAdmin(session),
     dlq: createDlqAdmin(session),
@@ -107,5 +109,3 @@ export function createAdmin(ctx: AdminContext, session: AdminSession = createSes
   };
   return admin;
 }
-
-const SESSION = Symbol('session');
