@@ -3,8 +3,15 @@ import type {Clock, TimerHandle} from './time.js';
 export interface MicroBatcherOptions<T> {
   /** Run a batch once this many items are waiting. */
   maxSize: number;
-  /** …or this long after the first item of a batch arrived. */
+  /** …or this long after the first item of a batch arrived (unused with `groupCommit`). */
   maxWaitMs: number;
+  /**
+   * Group commit instead of a wait: while fewer than `concurrency` batches run, what is waiting
+   * runs at the end of the current turn (items pushed in one turn go together); while all run, the
+   * items pushed meanwhile form the next batch, started as soon as one finishes. Batches grow with
+   * the load by themselves, and a lone item never waits for a timer.
+   */
+  groupCommit?: boolean;
   /** Batches run at the same time (2 = one in the database while the next fills). */
   concurrency: number;
   clock: Clock;
@@ -14,13 +21,15 @@ export interface MicroBatcherOptions<T> {
 
 /**
  * Groups items pushed one at a time into batches, so hot paths (claims, outcomes) cost one
- * statement per batch instead of one per item.
+ * statement per batch instead of one per item: after `maxWaitMs` or at `maxSize`, or by group
+ * commit (`groupCommit`).
  */
 export class MicroBatcher<T> {
   private items: T[] = [];
   private timer: TimerHandle | undefined;
   private running = 0;
   private readonly idle: Array<() => void> = [];
+  private kickQueued = false;
 
   constructor(private readonly o: MicroBatcherOptions<T>) {}
 
@@ -35,7 +44,15 @@ export class MicroBatcher<T> {
   push(item: T): void {
     this.items.push(item);
     if (this.items.length >= this.o.maxSize) this.kick(false);
-    else
+    else if (this.o.groupCommit) {
+      if (this.running < this.o.concurrency && !this.kickQueued) {
+        this.kickQueued = true;
+        queueMicrotask(() => {
+          this.kickQueued = false;
+          this.kick(true);
+        });
+      }
+    } else
       this.timer ??= this.o.clock.setTimeout(() => {
         this.timer = undefined;
         this.kick(true);
@@ -64,7 +81,7 @@ export class MicroBatcher<T> {
       this.running++;
       void this.o.run(batch).finally(() => {
         this.running--;
-        this.kick(this.items.length > 0 && this.timer === undefined);
+        this.kick(this.items.length > 0 && (this.o.groupCommit === true || this.timer === undefined));
         // flush() re-checks and re-kicks after every batch.
         for (const r of this.idle.splice(0)) r();
       });

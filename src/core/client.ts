@@ -88,6 +88,7 @@ export function createClient(p: ClientParts): AxClient {
       defaults: {maxRetries: p.config.maxRetries, payloadLimitBytes: p.config.payloadLimitBytes, cell: c.config.cell},
       batchSize: p.config.submitBatchSize,
       flushMs: p.config.submitFlushMs,
+      lingerMs: p.config.submitLingerMs,
       bufferLimit: p.config.submitBufferLimit,
       actor: p.actor,
       ...(p.giveUpAfterMs === undefined ? {} : {giveUpAfterMs: p.giveUpAfterMs}),

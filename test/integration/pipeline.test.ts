@@ -226,8 +226,9 @@ describe('core pipeline', () => {
   it('the same task delivered many times to several workers runs once and succeeds once', async () => {
     const before = (globalThis as {__axExecutions?: number}).__axExecutions ?? 0;
     const absorbedBefore = workers.reduce((n, w) => n + w.stats.staleDeliveries + w.stats.duplicateDeliveries, 0);
-    const id = await client.submit({type: 'test_noop', payload: {dup: true}});
     const broker = await env.broker();
+    // Listening from the submit on: the producer writes a lone task at once (group commit).
+    const id = await client.submit({type: 'test_noop', payload: {dup: true}});
     const done = outcomeOf(id);
     await client.flush();
     // 30 more doorbells for the same task on top of the producer's own, racing across two workers.

@@ -121,12 +121,13 @@ describe('producer', () => {
     p.events.on('doorbell:published', (e) => e.by === 'producer' && rung.push(...e.ids));
     const dup = await p.submit({type: 'order_notify', payload: {ev: 0}, dedupKey: 'events-0'});
     await p.flush();
-    const ids = [
-      await p.submit({type: 'order_notify', payload: {ev: 1}}),
-      await p.submit({type: 'order_notify', payload: {ev: 2}}),
-      await p.submit({type: 'report_build', payload: {ev: 3}, pool: 'cpu'}),
-      await p.submit({type: 'user_register_credit', payload: {ev: 4}, delay: 60_000}),
-    ];
+    // Submitted in one turn: one batch (group commit writes a lone submit at once).
+    const ids = await Promise.all([
+      p.submit({type: 'order_notify', payload: {ev: 1}}),
+      p.submit({type: 'order_notify', payload: {ev: 2}}),
+      p.submit({type: 'report_build', payload: {ev: 3}, pool: 'cpu'}),
+      p.submit({type: 'user_register_credit', payload: {ev: 4}, delay: 60_000}),
+    ]);
     expect(await p.submit({type: 'order_notify', payload: {ev: 0}, dedupKey: 'events-0'})).toBe(dup); // exists: not counted
     await p.flush();
     expect(submitted).toEqual([

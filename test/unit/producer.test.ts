@@ -79,41 +79,110 @@ function harness(
 /** Lets pending promise callbacks run (the fake clock moves no time). */
 const settle = (): Promise<void> => new Promise((r) => setImmediate(r));
 
-describe('producer batching', () => {
-  it('writes a batch flushMs after the oldest buffered task, not before, and only once', async () => {
+/** A tasksInsert that waits for the test: `gates[i]` settles the i-th call. */
+function gatedInsert(): {gates: Array<Deferred<InsertResult>>; insert: (p: TasksInsertParams) => Promise<InsertResult>} {
+  const gates: Array<Deferred<InsertResult>> = [];
+  return {
+    gates,
+    insert: () => {
+      const d = deferred<InsertResult>();
+      gates.push(d);
+      return d.promise;
+    },
+  };
+}
+
+describe('producer group commit', () => {
+  it('writes a task at once (at the end of the turn) when no insert is in flight, not after flushMs', async () => {
     const h = harness();
     const a = await h.producer.submit({type: 'order_notify'});
-    await h.clock.advanceAsync(400);
-    const b = await h.producer.submit({type: 'order_notify'});
-    await h.clock.advanceAsync(599);
-    expect(h.inserts).toEqual([]);
-    expect(h.producer.pending).toBe(2);
-    await h.clock.advanceAsync(1);
-    expect(h.inserts).toEqual([{ids: [a, b], marked: [a, b], at: T0 + 1000}]);
-    expect(h.published).toEqual([[a, b]]);
+    await settle();
+    expect(h.inserts).toEqual([{ids: [a], marked: [a], at: T0}]);
+    expect(h.published).toEqual([[a]]);
     expect(h.producer.pending).toBe(0);
-    await h.clock.advanceAsync(5000);
-    expect(h.inserts).toHaveLength(1);
+    // Nothing is left armed: the ceiling timer went with the buffer.
     expect(h.clock.pending()).toBe(0);
   });
 
-  it('writes at once when batchSize tasks are buffered, without waiting for the timer', async () => {
+  it('tasks submitted in the same turn share one batch', async () => {
     const h = harness();
+    const ids = await Promise.all([1, 2, 3].map(() => h.producer.submit({type: 'order_notify'})));
+    await settle();
+    expect(h.inserts.map((i) => i.ids)).toEqual([ids]);
+  });
+
+  it('tasks submitted while an insert is in flight form the next batch, written as soon as it commits (not after its publish)', async () => {
+    const g = gatedInsert();
+    const publishGate = deferred<void>();
+    const h = harness({bufferLimit: 100, insert: g.insert, publish: () => publishGate.promise});
+    const a = await h.producer.submit({type: 'order_notify'});
+    await settle();
+    const bc = [await h.producer.submit({type: 'order_notify'}), await h.producer.submit({type: 'order_notify'})];
+    await settle();
+    expect(h.inserts.map((i) => i.ids)).toEqual([[a]]);
+    await h.clock.advanceAsync(500);
+    expect(h.inserts).toHaveLength(1);
+    g.gates[0]!.resolve(allNew({tasks: [{id: a}]} as TasksInsertParams));
+    await settle();
+    // a is publishing (its confirm is held), and b, c are being inserted.
+    expect(h.inserts.map((i) => i.ids)).toEqual([[a], bc]);
+    expect(h.published).toEqual([[a]]);
+    // Above batchSize (4), what waited goes as full batches.
+    const more = [];
+    for (let i = 0; i < 6; i++) more.push(await h.producer.submit({type: 'order_notify'}));
+    await settle();
+    expect(h.inserts.map((i) => i.ids)).toEqual([[a], bc, more.slice(0, 4)]);
+    publishGate.resolve();
+    g.gates[1]!.resolve(allNew({tasks: bc.map((id) => ({id}))} as TasksInsertParams));
+    g.gates[2]!.resolve(allNew({tasks: more.slice(0, 4).map((id) => ({id}))} as TasksInsertParams));
+    await settle();
+    expect(h.inserts.map((i) => i.ids)).toEqual([[a], bc, more.slice(0, 4), more.slice(4)]);
+  });
+
+  it('flushMs is the ceiling: a task waits no longer than that behind a stuck insert', async () => {
+    const g = gatedInsert();
+    const h = harness({insert: g.insert});
+    await h.producer.submit({type: 'order_notify'});
+    await settle();
+    const b = await h.producer.submit({type: 'order_notify'});
+    await h.clock.advanceAsync(999);
+    expect(h.inserts).toHaveLength(1);
+    await h.clock.advanceAsync(1);
+    expect(h.inserts.map((i) => i.ids)).toEqual([expect.any(Array), [b]]);
+    expect(h.inserts[1]!.at).toBe(T0 + 1000);
+  });
+
+  it('with lingerMs, a partial batch waits that long for company before it is written', async () => {
+    const h = harness({lingerMs: 50});
+    const a = await h.producer.submit({type: 'order_notify'});
+    await h.clock.advanceAsync(30);
+    const b = await h.producer.submit({type: 'order_notify'});
+    await h.clock.advanceAsync(19);
+    expect(h.inserts).toEqual([]);
+    await h.clock.advanceAsync(1);
+    expect(h.inserts).toEqual([{ids: [a, b], marked: [a, b], at: T0 + 50}]);
+    // The next task waits its own linger.
+    const c = await h.producer.submit({type: 'order_notify'});
+    await h.clock.advanceAsync(49);
+    expect(h.inserts).toHaveLength(1);
+    await h.clock.advanceAsync(1);
+    expect(h.inserts[1]).toEqual({ids: [c], marked: [c], at: T0 + 100});
+    expect(h.clock.pending()).toBe(0);
+  });
+
+  it('writes a full batch at once even within its linger', async () => {
+    const h = harness({lingerMs: 50});
     const ids = [];
     for (let i = 0; i < 5; i++) ids.push(await h.producer.submit({type: 'order_notify'}));
     await settle();
     expect(h.inserts.map((i) => i.ids)).toEqual([ids.slice(0, 4)]);
-    // The fifth waits for its own timer, armed when it was left alone in the buffer.
-    await h.clock.advanceAsync(999);
-    expect(h.inserts).toHaveLength(1);
-    await h.clock.advanceAsync(1);
+    await h.clock.advanceAsync(50);
     expect(h.inserts.map((i) => i.ids)).toEqual([ids.slice(0, 4), ids.slice(4)]);
   });
 
   it('flush() writes what was submitted before it at once and reports it; a second flush reports nothing new', async () => {
     const h = harness();
-    const a = await h.producer.submit({type: 'order_notify'});
-    const b = await h.producer.submit({type: 'order_notify', delay: '5m'});
+    const [a, b] = await Promise.all([h.producer.submit({type: 'order_notify'}), h.producer.submit({type: 'order_notify', delay: '5m'})]);
     expect(await h.producer.flush()).toEqual({inserted: 2, existing: 0, unpublished: 0, conflicts: []});
     expect(h.inserts).toEqual([{ids: [a, b], marked: [a], at: T0}]);
     // Only the task due now is rung; the delayed one is the scheduler's.
@@ -133,7 +202,7 @@ describe('producer batching', () => {
         return d.promise;
       },
     });
-    for (let i = 0; i < 8; i++) await h.producer.submit({type: 'order_notify'});
+    await Promise.all(Array.from({length: 8}, () => h.producer.submit({type: 'order_notify'})));
     await settle();
     expect(h.inserts).toHaveLength(2);
     expect(h.producer.pending).toBe(8);
@@ -152,7 +221,7 @@ describe('producer batching', () => {
   it('makes submit() wait while bufferLimit tasks are buffered, and lets it in once a batch leaves the buffer', async () => {
     const gate = deferred<InsertResult>();
     const h = harness({batchSize: 3, bufferLimit: 3, maxConcurrentBatches: 1, insert: () => gate.promise});
-    for (let i = 0; i < 3; i++) await h.producer.submit({type: 'order_notify'});
+    await Promise.all([1, 2, 3].map(() => h.producer.submit({type: 'order_notify'})));
     await settle(); // the first batch leaves the buffer for the store
     for (let i = 0; i < 3; i++) await h.producer.submit({type: 'order_notify'});
     let admitted = false;
@@ -189,6 +258,23 @@ describe('producer failures', () => {
     expect(h.published).toEqual([[a]]);
   });
 
+  it('while a batch retries an outage, later submits wait in the buffer and go as the next batch once it commits', async () => {
+    const h = harness({
+      bufferLimit: 100,
+      insert: (p, call) => (call <= 2 ? Promise.reject(new AxError('unavailable', 'ECONNREFUSED')) : Promise.resolve(allNew(p))),
+    });
+    const a = await h.producer.submit({type: 'order_notify'});
+    await settle();
+    const later = await Promise.all([1, 2].map(() => h.producer.submit({type: 'order_notify'})));
+    // Before the ceiling (1 s) nothing else is sent while the first batch retries.
+    await h.clock.advanceAsync(599);
+    expect(h.inserts.map((i) => i.ids)).toEqual([[a], [a]]);
+    // The third attempt commits, and what waited goes right behind it.
+    await h.clock.advanceAsync(1);
+    expect(h.inserts.map((i) => i.ids)).toEqual([[a], [a], [a], later]);
+    expect(await h.producer.flush()).toMatchObject({inserted: 3, unpublished: 0});
+  });
+
   it('after a failed attempt, rings its own rows found existing and unclaimed (that attempt may have committed)', async () => {
     const h = harness({
       insert: (p, call) =>
@@ -200,8 +286,8 @@ describe('producer failures', () => {
               conflicts: [],
             }),
     });
-    const a = await h.producer.submit({type: 'order_notify'});
-    await h.producer.submit({type: 'order_notify'}); // claimed meanwhile (fence 1): not rung again
+    // The second one is claimed meanwhile (fence 1): not rung again.
+    const [a] = await Promise.all([h.producer.submit({type: 'order_notify'}), h.producer.submit({type: 'order_notify'})]);
     const flushed = h.producer.flush();
     await h.clock.advanceAsync(200);
     expect(await flushed).toMatchObject({inserted: 0, existing: 2});
@@ -255,10 +341,10 @@ describe('producer failures', () => {
 });
 
 describe('producer close', () => {
-  it('flushes, cancels its timer and refuses later submits', async () => {
-    const h = harness();
+  it('flushes, cancels its timers and refuses later submits', async () => {
+    const h = harness({lingerMs: 50});
     await h.producer.submit({type: 'order_notify'});
-    expect(h.clock.pending()).toBe(1);
+    expect(h.clock.pending()).toBe(2); // the linger and the ceiling
     expect(await h.producer.close()).toMatchObject({inserted: 1});
     expect(h.clock.pending()).toBe(0);
     await expect(h.producer.submit({type: 'order_notify'})).rejects.toMatchObject({code: 'closed'});

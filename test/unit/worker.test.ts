@@ -142,7 +142,7 @@ function harness(o: {capacity?: number; onClaim?: (p: TasksClaimParams) => Promi
     flow,
   });
 
-  /** Adds a submitted row and rings for it on the normal level; the claim waits for claimWaitMs (2 ms). */
+  /** Adds a submitted row and rings for it on the normal level; it is claimed at the end of the turn (group commit). */
   const ring = (id: string, type = 'order_notify'): void => {
     if (!rows.has(id)) rows.set(id, {type, state: 'submitted', fence: 0});
     const body = encodeMessage([{id, type}]);

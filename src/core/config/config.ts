@@ -48,6 +48,7 @@ export interface AxConfig {
   payloadInlineBytes: number;
   submitBatchSize: number;
   submitFlushMs: number;
+  submitLingerMs: number;
   submitBufferLimit: number;
   poolQueueCapacity: number;
   /** IO pool concurrency; 0 = derive from cores × 2 × (1 + ioWaitRatio). */
@@ -235,7 +236,20 @@ export const SETTINGS: Record<keyof AxConfig, Setting> = {
     doc: 'payloads longer than this are stored apart from the task row, compressed (0: every payload)',
   },
   submitBatchSize: {env: 'AX_SUBMIT_BATCH', kind: 'int', default: 500, min: 1, doc: 'tasks per producer write'},
-  submitFlushMs: {env: 'AX_SUBMIT_FLUSH', kind: 'duration', default: 1000, min: 1, doc: 'producer flush interval'},
+  submitFlushMs: {
+    env: 'AX_SUBMIT_FLUSH',
+    kind: 'duration',
+    default: 1000,
+    min: 1,
+    doc: 'longest a submitted task waits in the producer while earlier writes are in flight (a ceiling, not a wait)',
+  },
+  submitLingerMs: {
+    env: 'AX_SUBMIT_LINGER',
+    kind: 'duration',
+    default: 0,
+    min: 0,
+    doc: 'how long a partial batch waits for more tasks before it is written (0: at once, group commit)',
+  },
   submitBufferLimit: {env: 'AX_SUBMIT_BUFFER', kind: 'int', default: 10_000, min: 1, doc: 'buffered tasks before submit() waits'},
   poolQueueCapacity: {env: 'AX_POOL_QUEUE', kind: 'int', default: 2000, min: 1, doc: 'local queue of each worker pool'},
   ioConcurrency: {env: 'AX_IO_CONCURRENCY', kind: 'int', default: 0, min: 0, doc: 'IO pool size (0: cores × 2 × (1 + ioWaitRatio))'},

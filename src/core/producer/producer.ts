@@ -16,10 +16,18 @@ export interface ProducerOptions {
   random: Random;
   logger: Logger;
   defaults: TaskDefaults;
-  /** Tasks per write (default 500). */
+  /** Tasks per write: the largest batch (default 500). */
   batchSize: number;
-  /** Longest time a task waits in the buffer (default 1000 ms). */
+  /**
+   * The ceiling: the longest a task waits in the buffer (default 1000 ms) while earlier writes are
+   * still in flight. It is not a wait: a task is written as soon as no insert is in flight.
+   */
   flushMs: number;
+  /**
+   * How long a partial batch waits for more tasks before it is written when no insert is in flight
+   * (default 0: at once; Kafka's `linger.ms`). Trades that much latency for fewer, fuller writes.
+   */
+  lingerMs?: number;
   /** Buffered tasks beyond which submit() waits (default 10,000). */
   bufferLimit: number;
   /** Recorded in history as who submitted (host:pid). */
@@ -60,9 +68,15 @@ interface Batch {
 }
 
 /**
- * The buffered, batched producer. `submit()` validates at once (throwing invalid_input), buffers
- * and resolves with the task id; a batch is written when 500 tasks are buffered or 1 s after the
- * oldest one, as one transaction (tasks + history) in which the rows due now are written already
+ * The buffered, batched producer, with group commit. `submit()` validates at once (throwing
+ * invalid_input), buffers and resolves with the task id. When no insert is in flight the buffer is
+ * written at the end of the current turn (so tasks submitted together go together; after `lingerMs`
+ * if one is set); while one is in flight, the tasks submitted meanwhile form the next batch, written
+ * as soon as it commits. A full batch (`batchSize`) goes at once, and `flushMs` is the ceiling: a
+ * task that waited that long goes even while another insert is in flight, up to
+ * `maxConcurrentBatches` writes. Under load the batches fill by themselves (the tasks that arrive
+ * during one commit), so throughput is kept; at ordinary load a task is written within
+ * milliseconds. A batch is written as one transaction (tasks + history) in which the rows due now are written already
  * marked published, then those are published with confirms. When the publish fails or is not
  * confirmed their mark is undone (doorbellsForget: one guarded UPDATE) so the scheduler rings them;
  * if the process dies between the commit and the confirm, the reconciler rings them once the mark
@@ -79,6 +93,12 @@ export class Producer {
   private flushUpTo = 0;
   private timer: TimerHandle | undefined;
   private timerFired = false;
+  /** Batches whose INSERT has not returned yet (group commit: a partial batch waits while one is). */
+  private inserting = 0;
+  private kickQueued = false;
+  private lingerTimer: TimerHandle | undefined;
+  /** The buffer's partial batch has waited `lingerMs` (always, with no linger). */
+  private lingered: boolean;
   private closed = false;
   private spaceWaiters: Array<() => void> = [];
   private batchWaiters: Array<() => void> = [];
@@ -89,6 +109,7 @@ export class Producer {
   constructor(private readonly o: ProducerOptions) {
     this.events = o.events ?? new AxEvents();
     this.newId = createIdGenerator(() => o.clock.now());
+    this.lingered = !(o.lingerMs !== undefined && o.lingerMs > 0);
   }
 
   /** Tasks buffered and not yet durable. */
@@ -108,8 +129,12 @@ export class Producer {
       if (this.closed) throw new AxError('closed', 'producer is closed');
     }
     this.buffer.push({seq: ++this.seq, task});
-    if (this.buffer.length === 1) this.armFlushTimer();
+    if (this.buffer.length === 1) {
+      this.armFlushTimer();
+      this.armLinger();
+    }
     if (this.buffer.length >= this.o.batchSize) this.pump();
+    else if (this.inserting === 0 && this.lingered) this.kickSoon();
     return task.id;
   }
 
@@ -155,20 +180,25 @@ export class Producer {
       return await this.flush();
     } finally {
       this.closed = true;
-      if (this.timer) this.o.clock.clearTimeout(this.timer);
-      this.timer = undefined;
+      this.clearTimers();
       for (const w of this.spaceWaiters.splice(0)) w();
     }
   }
 
+  /**
+   * Starts the batches that may go now: a full one; any once the ceiling timer fired or flush()
+   * asked for it; a partial one when no insert is in flight and its linger is over (group commit).
+   */
   private pump(): void {
     const max = this.o.maxConcurrentBatches ?? 3;
     while (this.active.length < max && this.buffer.length > 0) {
       const head = this.buffer[0] as Queued;
       const full = this.buffer.length >= this.o.batchSize;
-      if (!full && !this.timerFired && head.seq > this.flushUpTo) break;
+      const groupCommit = this.inserting === 0 && this.lingered;
+      if (!full && !groupCommit && !this.timerFired && head.seq > this.flushUpTo) break;
       const items = this.buffer.splice(0, this.o.batchSize);
       const batch: Batch = {lo: (items[0] as Queued).seq, hi: (items[items.length - 1] as Queued).seq, done: Promise.resolve()};
+      this.inserting++;
       batch.done = this.write(items.map((q) => q.task)).finally(() => {
         this.active.splice(this.active.indexOf(batch), 1);
         for (const w of this.batchWaiters.splice(0)) w();
@@ -177,8 +207,21 @@ export class Producer {
       this.active.push(batch);
       for (const w of this.spaceWaiters.splice(0)) w();
     }
-    if (this.buffer.length === 0) this.timerFired = false;
-    else if (this.active.length < max) this.armFlushTimer();
+    if (this.buffer.length === 0) {
+      // The next task starts a new wait: its own ceiling and linger.
+      this.timerFired = false;
+      this.clearTimers();
+    } else if (this.active.length < max) this.armFlushTimer();
+  }
+
+  /** Pumps at the end of the current turn, so tasks submitted in the same turn share a batch. */
+  private kickSoon(): void {
+    if (this.kickQueued) return;
+    this.kickQueued = true;
+    queueMicrotask(() => {
+      this.kickQueued = false;
+      this.pump();
+    });
   }
 
   /** Flushes the buffer `flushMs` from now, unless a flush is already planned. */
@@ -191,27 +234,65 @@ export class Producer {
     }, this.o.flushMs);
   }
 
+  /** With a linger, holds the buffer's first task back `lingerMs` before group commit may write it. */
+  private armLinger(): void {
+    const linger = this.o.lingerMs ?? 0;
+    if (linger <= 0 || this.lingerTimer) return;
+    this.lingered = false;
+    this.lingerTimer = this.o.clock.setTimeout(() => {
+      this.lingerTimer = undefined;
+      this.lingered = true;
+      this.pump();
+    }, linger);
+  }
+
+  private clearTimers(): void {
+    if (this.timer) this.o.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.lingerTimer) this.o.clock.clearTimeout(this.lingerTimer);
+    this.lingerTimer = undefined;
+  }
+
+  /** An INSERT returned (or was given up): the tasks that waited for it may go. */
+  private insertDone(): void {
+    this.inserting--;
+    this.pump();
+  }
+
   /** Writes one batch, retrying while MySQL is unavailable; never rejects. */
   private async write(tasks: NewTask[]): Promise<void> {
-    let result: InsertResult | undefined;
+    let written: Awaited<ReturnType<Producer['insert']>>;
+    try {
+      written = await this.insert(tasks);
+    } finally {
+      this.insertDone();
+    }
+    if (written) await this.ring(tasks, written);
+  }
+
+  /**
+   * Inserts one batch, retrying with backoff while MySQL is unavailable (or timing out); records a
+   * failure and returns undefined when it gives up or the error is another.
+   */
+  private async insert(tasks: NewTask[]): Promise<{result: InsertResult; dueIds: string[]; retried: boolean} | undefined> {
     const started = this.o.clock.monotonic();
-    let dueIds: string[] = [];
     let retried = false;
-    for (let attempt = 1; !result; attempt++) {
+    for (let attempt = 1; ; attempt++) {
       // The tasks due now are rung right after the commit, so the INSERT writes them marked
       // published. Decided just before the INSERT (whose run_at uses a later clock reading): a task
       // that falls due while the batch is written is unmarked, and the scheduler rings it.
       const nowMs = this.o.clock.now();
-      dueIds = tasks.filter((t) => (t.runAtMs === null ? t.submittedAtMs + t.delayMs <= nowMs : t.runAtMs <= nowMs)).map((t) => t.id);
+      const dueIds = tasks.filter((t) => (t.runAtMs === null ? t.submittedAtMs + t.delayMs <= nowMs : t.runAtMs <= nowMs)).map((t) => t.id);
       try {
-        result = await this.o.store.tasksInsert({tasks, actor: this.o.actor, ...(dueIds.length > 0 ? {markPublished: dueIds} : {})});
+        const result = await this.o.store.tasksInsert({tasks, actor: this.o.actor, ...(dueIds.length > 0 ? {markPublished: dueIds} : {})});
+        return {result, dueIds, retried};
       } catch (e) {
         const transient = isAxError(e, 'unavailable') || isAxError(e, 'timeout');
         const expired = this.o.giveUpAfterMs !== undefined && this.o.clock.monotonic() - started >= this.o.giveUpAfterMs;
         if (!transient || expired) {
           this.o.logger.error('submit batch failed', {tasks: tasks.length, error: errorMessage(e)});
           this.failures.push({ids: tasks.map((t) => t.id), error: errorMessage(e), code: transient ? 'unavailable' : 'internal'});
-          return;
+          return undefined;
         }
         const delay = backoffMs(attempt, SUBMIT_RETRY, this.o.random);
         this.o.logger.warn('submit batch: MySQL unavailable, retrying', {
@@ -224,6 +305,13 @@ export class Producer {
         await sleep(this.o.clock, delay);
       }
     }
+  }
+
+  /** Reports a written batch and rings its due tasks (undoing their mark when the publish fails). */
+  private async ring(
+    tasks: NewTask[],
+    {result, dueIds, retried}: {result: InsertResult; dueIds: string[]; retried: boolean},
+  ): Promise<void> {
     this.report.inserted += result.inserted.length;
     this.report.existing += result.existing.length;
     this.report.conflicts.push(...result.conflicts);
