@@ -13,7 +13,6 @@
 //   - CPU time per process (this node, the worker child, mariadbd, beam.smp, redis-server) per task;
 // a warm-up, then several runs per workload (median [min–max]); ratios are paired per run.
 // Writes bench/results/<date>.json and .md and prints the Markdown report. See docs/benchmarks.md.
-import {fork} from 'node:child_process';
 import {randomBytes} from 'node:crypto';
 import {mkdirSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
@@ -24,10 +23,11 @@ import mysql from 'mysql2/promise';
 import {cpuDelta, findServerPids, snapshot, procTicks, CLK_TCK} from './lib/cpu.js';
 import {collectManifest} from './lib/manifest.js';
 import {amqpCalibration, handBuiltProduce, parseHandBuilt, rawInsert, taskTableDdl} from './lib/raw.js';
-import {axConfig, CONSUMERS, HANDLE_METHODS, instrumentAx} from './lib/consumers.js';
+import {axConfig, CONSUMERS, instrumentAx} from './lib/consumers.js';
+import {forkConsumer} from './lib/fork.js';
 import {renderMarkdown} from './lib/report.js';
 import {percentiles, sleep, summary} from './lib/stats.js';
-import {PhaseTimeoutError, formatMs, phase, phaseTimeouts, runLeftovers, stopChild, trackChild, within} from './lib/guard.js';
+import {PhaseTimeoutError, formatMs, phase, phaseTimeouts, runLeftovers, within} from './lib/guard.js';
 import {makePayload} from './lib/payload.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -56,6 +56,7 @@ const {values: argv} = parseArgs({
     wheel: {type: 'boolean'},
     replay: {type: 'boolean'},
     limits: {type: 'boolean'},
+    latency: {type: 'boolean'},
     backlog: {type: 'boolean', default: false},
     'core-only': {type: 'boolean', default: false},
     'phase-timeout': {type: 'string'},
@@ -82,8 +83,8 @@ if (argv.help) {
   --worker child|inproc  where the ax worker and the hand-built consumer run (default child)
   --queue-types LIST   queue types of the end-to-end pairs (hand-built + P1), first = headline
                        (default quorum,classic; quick quorum)
-  --only LIST          run only these workloads: a,a2,p2,b,c,p1,bullmq,p4,p5a,p5b,p6,p3,wheel,replay,limits (development;
-                       the report is partial; naming p5a/p5b/p6, p3 or wheel turns that part on)
+  --only LIST          run only these workloads: a,a2,p2,b,c,p1,bullmq,p4,p5a,p5b,p6,p3,wheel,replay,limits,latency
+                       (development; the report is partial; naming p5a/p5b/p6, p3, wheel, limits or latency turns that part on)
   --hand-built K=V,…   settings of the hand-built pipeline (c) and (a′), for measuring variants:
                        batch, lanes, idsPerMessage, prefetch, claimWaitMs, completeWaitMs, inFlight,
                        connections, ackMultiple (defaults: bench/lib/raw.js HAND_BUILT)
@@ -93,6 +94,13 @@ if (argv.help) {
   --wheel              run the timing-wheel micro-benchmark from bench/wheel.js (same default)
   --replay             run the dead-letter replay benchmark from bench/replay.js (same default; --only replay)
   --limits             run the limited-claim benchmark from bench/limits.js (off by default; --only limits)
+  --latency            run the latency benchmark from bench/latency.js (P10; off by default; --only latency):
+                       submit → handler start at a steady 100/s and 2,000/s (30 s each; quick 5 s), ax (SDK
+                       submit() per task, worker in a child) and BullMQ (Queue.add per job, Worker at
+                       concurrency 50) alternating, --runs rounds; outbox commit → start at 100/s through
+                       one relay; and where ax's time goes per step (buffer, INSERT, publish, delivery,
+                       claim, start). Also alone: node bench/latency.js [--quick] [--json] [--seconds S]
+                       [--rates 100,2000] [--runs N]
   --backlog            run bench/backlog.js: the backlog query at 5M terminal rows (off by default:
                        the fill takes ~10 minutes; with --quick 200k rows)
   --p6-far-future N    P6: far-future rows in the table (default 1000000; quick 100000)
@@ -145,6 +153,7 @@ const opts = {
   wheel: !argv['core-only'] && (argv.wheel ?? !quick),
   replay: !argv['core-only'] && (argv.replay ?? !quick),
   limits: argv.limits === true,
+  latency: argv.latency === true,
   only: argv.only ? new Set(argv.only.split(',').map((x) => x.trim())) : null,
   p6FarFuture: argv['p6-far-future'] === undefined ? undefined : int(argv['p6-far-future']),
   p6InHorizon: argv['p6-in-horizon'] === undefined ? undefined : int(argv['p6-in-horizon']),
@@ -172,6 +181,7 @@ if (opts.only) {
   else if (!argv.wheel) opts.wheel = false;
   opts.replay = opts.only.has('replay') || argv.replay === true;
   opts.limits = opts.only.has('limits') || argv.limits === true;
+  opts.latency = opts.only.has('latency') || argv.latency === true;
   if (opts.only.has('archive') && !opts.archive) opts.archive = quick ? 100_000 : 1_000_000;
 }
 let timeoutOf;
@@ -232,6 +242,8 @@ process.on('SIGINT', () => {
 
 let fatal;
 const results = {};
+/** The latency benchmark's result, whose failed measurements fail the suite too. */
+let latencyResult;
 try {
   const admin = await mysql.createConnection({uri: MYSQL_ROOT});
   await admin.query(`CREATE DATABASE \`${tag}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
@@ -348,49 +360,8 @@ try {
       mkdirSync(dir, {recursive: true});
       execArgv.push('--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-name=${label.replace(/\W+/g, '_')}-${Date.now()}.cpuprofile`);
     }
-    const child = trackChild(
-      fork(join(ROOT, 'bench', 'child.js'), [mode, JSON.stringify(o)], {
-        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-        execArgv,
-      }),
-    );
-    const pending = new Map();
-    let seq = 0;
-    let exited = false;
-    await new Promise((resolve, reject) => {
-      child.on('message', (m) => {
-        if (m?.ev === 'ready') resolve();
-        else if (m?.id !== undefined && pending.has(m.id)) {
-          const p = pending.get(m.id);
-          pending.delete(m.id);
-          if (m.ok) p.resolve(m.result);
-          else p.reject(new Error(m.error));
-        }
-      });
-      child.on('exit', (code, signal) => {
-        exited = true;
-        for (const p of pending.values()) p.reject(new Error(`${label} exited (${code ?? signal})`));
-        pending.clear();
-        reject(new Error(`${label} exited before it was ready (${code ?? signal})`));
-      });
-    });
-    const call = (cmd, ...args) =>
-      new Promise((resolve, reject) => {
-        if (exited) return reject(new Error(`${label} has exited`));
-        const id = ++seq;
-        pending.set(id, {resolve, reject});
-        child.send({id, cmd, args});
-      });
-    const h = {pid: child.pid, inproc: false, label};
-    for (const m of HANDLE_METHODS) h[m] = (...a) => call(m, ...a);
-    cleanups.push(async () => {
-      if (exited) return;
-      await within(
-        h.stop().catch(() => undefined),
-        8000,
-      );
-      await stopChild(child, {signal: 'SIGTERM', graceMs: 3000});
-    });
+    const h = await forkConsumer(mode, o, label, {execArgv});
+    cleanups.push(() => h.dispose());
     return h;
   }
 
@@ -886,6 +857,15 @@ try {
         return {error: String(e?.message ?? e)};
       })
     : undefined;
+  // Submit → start at steady rates, ax against BullMQ, and the outbox's commit → start (P10).
+  const latency = opts.latency
+    ? await runPhase('latency', () => import('./latency.js').then((m) => m.runLatencyBench({quick, runs: opts.runs, log}))).catch((e) => {
+        if (e instanceof PhaseTimeoutError) throw e;
+        log(`latency benchmark failed: ${e?.stack ?? e}`);
+        return {error: String(e?.message ?? e), ok: false};
+      })
+    : undefined;
+  latencyResult = latency;
   let backlog;
   if (argv.backlog) {
     log('backlog query at size from bench/backlog.js');
@@ -925,6 +905,7 @@ try {
     wheel,
     replay,
     limits,
+    latency,
     archive,
     backlog,
     bigTable: bigTable ? {database: bigTable.name, finishedTasks: opts.bigTable, sizes: await bigTable.sizes()} : undefined,
@@ -978,4 +959,5 @@ if (fatal instanceof PhaseTimeoutError) log(`the suite stopped at phase ${fatal.
 const failed = Object.values(results)
   .flat()
   .some((r) => r.ok === false || (r.correctness && (r.correctness.lost > 0 || r.correctness.duplicates > 0)));
-process.exit(fatal || failed ? 1 : 0);
+const latencyFailed = latencyResult?.ok === false;
+process.exit(fatal || failed || latencyFailed ? 1 : 0);

@@ -16,6 +16,7 @@
 //     BullMQ's Lua scripts always XADD to the queue's event stream (it cannot be switched off);
 //     `streams.events.maxLen` keeps it short (default 10,000; we use 1,000).
 import {createRequire} from 'node:module';
+import {recordStart, takeLatencies} from './latency-sink.js';
 
 const require = createRequire(import.meta.url);
 // bullmq's ESM build imports directories (unsupported by Node's ESM loader): use its CommonJS build.
@@ -78,7 +79,8 @@ export async function destroyQueue(queue) {
 
 /**
  * A BullMQ Worker on queue `name` as a consumer handle (arm/done/count/resetCounters/stats/stop).
- * The processor sleeps `data.ms` when the job carries it (the P4 peer), otherwise does nothing.
+ * The processor sleeps `data.ms` when the job carries it (the P4 peer), otherwise does nothing; a
+ * job whose data carries a submit time `t` (bench/latency.js) has its start recorded first.
  * Each job's `data.n` is marked in a bitmap so a job processed twice shows as a duplicate.
  */
 export async function startBullWorker({name, prefix, url, concurrency}) {
@@ -91,6 +93,7 @@ export async function startBullWorker({name, prefix, url, concurrency}) {
   const worker = new Worker(
     name,
     async (job) => {
+      if (typeof job.data.t === 'number') recordStart(job.id, job.data.t, job.data.n);
       const i = job.data.n;
       if (i < seen.length) {
         if (seen[i]) duplicates++;
@@ -119,6 +122,7 @@ export async function startBullWorker({name, prefix, url, concurrency}) {
     done: () => (count >= goal ? Promise.resolve({count}) : new Promise((r) => waiters.push(r))),
     count: () => count,
     resetCounters() {},
+    latencies: takeLatencies,
     stats: () => ({processed, duplicates, inFlight: processed - count, mem: process.memoryUsage().rss}),
     async stop() {
       await worker.close();

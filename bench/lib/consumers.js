@@ -5,11 +5,13 @@
 //   done()       resolves {count} once n completions are durable
 //   count()      completions since arm
 //   stats()      counters (statements, rows, time in the store) since resetCounters()
+//   latencies()  the latency benchmark's timestamps since the last call (lib/latency-sink.js)
 //   resetCounters(), stop()
 import amqp from 'amqplib';
 import mysql from 'mysql2/promise';
 import {orderedAcker} from './acks.js';
 import {HAND_BUILT, bellIds, retrying} from './raw.js';
+import {epochMs, recordClaim, takeLatencies} from './latency-sink.js';
 
 function target() {
   let count = 0;
@@ -72,6 +74,22 @@ export function instrumentAx(store, broker, counters) {
   instrument(broker, 'publish', counters, (a) => a[0].length);
 }
 
+/**
+ * Records when each claim of a task of `type` was called and returned (lib/latency-sink.js), for
+ * the latency benchmark's breakdown; tasks of other types cost one comparison each.
+ */
+function traceClaims(store, type) {
+  if (typeof store.tasksClaim !== 'function') return;
+  const orig = store.tasksClaim.bind(store);
+  store.tasksClaim = async (...args) => {
+    const call = epochMs();
+    const r = await orig(...args);
+    const done = epochMs();
+    for (const t of r.claimed) if (t.type === type) recordClaim(t.id, call, done);
+    return r;
+  };
+}
+
 /** Config of a benchmark ax instance: defaults, except the servers, prefix, queue type and log level. */
 export async function axConfig(overrides) {
   const {loadConfig} = await import('../../dist/core/config/config.js');
@@ -87,6 +105,7 @@ export async function startAxWorker({overrides, handlersModule, workerId}) {
   const broker = await openBroker(rt, {reconnect: false});
   const counted = {};
   instrumentAx(store, broker, counted);
+  traceClaims(store, 'bench_latency');
   const worker = await createWorkerService({...rt, store, broker, handlersModule, pools: ['io'], workerId});
   await worker.start();
   const t = target();
@@ -123,6 +142,7 @@ export async function startAxWorker({overrides, handlersModule, workerId}) {
      * --health-port` does) and the registry is rendered every second (a scrape, 15× Prometheus's
      * usual rate); off, both stop. Returns false in trees without src/core/metrics.
      */
+    latencies: takeLatencies,
     async setMetrics(on) {
       metricsOff?.();
       metricsOff = null;
@@ -261,6 +281,7 @@ export async function startHandBuilt({mysqlUrl, amqpUrl, table, queue, settings 
       counted = {};
     },
     stats: () => ({calls: counted, mem: process.memoryUsage().rss}),
+    latencies: takeLatencies,
     async stop() {
       await ch.close().catch(() => undefined);
       await conn.close().catch(() => undefined);
@@ -269,7 +290,7 @@ export async function startHandBuilt({mysqlUrl, amqpUrl, table, queue, settings 
   };
 }
 
-export const HANDLE_METHODS = ['arm', 'done', 'count', 'resetCounters', 'stats', 'stop', 'setMetrics'];
+export const HANDLE_METHODS = ['arm', 'done', 'count', 'resetCounters', 'stats', 'stop', 'setMetrics', 'latencies'];
 
 /** The consumers a child process (child.js) or the bench itself (--worker inproc) can start, by mode. */
 export const CONSUMERS = {

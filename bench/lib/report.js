@@ -274,6 +274,7 @@ export function renderMarkdown(report, opts) {
   if (report.archive) lines.push('## Archive (bench/archive.js)', '', report.archive.markdown ?? `**failed**: ${report.archive.error}`, '');
   if (report.limits)
     lines.push('## Claims of a limited type (bench/limits.js)', '', report.limits.markdown ?? `**failed**: ${report.limits.error}`, '');
+  if (report.latency) lines.push('## Latency (bench/latency.js)', '', report.latency.markdown ?? `**failed**: ${report.latency.error}`, '');
   if (report.wheel) {
     lines.push('## Timing wheel (bench/wheel.js)', '', report.wheel.markdown ?? `**failed**: ${report.wheel.error}`, '');
   }
