@@ -266,8 +266,21 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       rates: {type: 'string'},
       runs: {type: 'string'},
       'outbox-rate': {type: 'string'},
+      help: {type: 'boolean', short: 'h', default: false},
     },
   });
+  if (values.help) {
+    console.log(`usage: node bench/latency.js [--quick] [--json] [--seconds S] [--rates R,…] [--runs N] [--outbox-rate R]
+  submit → handler start for ax (client.submit per task) and BullMQ (Queue.add per job) at steady rates,
+  alternating in each run, plus the outbox's commit → start and where ax's time goes (after npm run build).
+  --quick          5 s per rate, one run
+  --seconds S      seconds per rate (default 30; quick 5)
+  --rates R,…      tasks per second (default 100,2000)
+  --runs N         rounds, each system at each rate once per round (default 1)
+  --outbox-rate R  rows per second of the outbox part (default 100; 0 skips it)
+  --json           print the JSON result instead of Markdown`);
+    process.exit(0);
+  }
   const num = (name, s, min) => {
     if (s === undefined) return undefined;
     const x = Number(s);
