@@ -10,6 +10,7 @@ import {type BackoffShape, backoffMs} from '../retry/backoff.js';
 import {AxEvents} from '../events.js';
 import {Periodic, type Service, type StopOptions} from '../lifecycle.js';
 import {outboxRowToTask} from './convert.js';
+import {RelayPacing} from './pacing.js';
 import {countRelayEvents, type RelayStats} from './stats.js';
 import type {TypeSelector} from '../cells/cells.js';
 
@@ -25,7 +26,10 @@ export interface RelayOptions {
   defaults: TaskDefaults;
   /** Unique per process (default relay:host:pid). */
   id?: string;
-  /** Sleep between scans when the last batch was not full (default 1 s). */
+  /**
+   * How often an idle relay looks for rows, all pass loops together looking every
+   * interval/concurrency (default 1 s; see RelayPacing for the busy rules).
+   */
   intervalMs: number;
   /** Rows per claim (default 500). */
   batchSize: number;
@@ -33,7 +37,7 @@ export interface RelayOptions {
   leaseMs: number;
   /** Sent rows are deleted after this (default 7 d); 0 keeps them. */
   retentionMs: number;
-  /** Batches in flight at once (default 2: one claiming/writing while another publishes). */
+  /** Pass loops, each with its batch in flight (default 2: one claiming/writing while another publishes). */
   concurrency?: number;
   /** Sent rows deleted per purge statement (default 5000); a full purge is followed by another. */
   purgeBatch?: number;
@@ -54,7 +58,9 @@ const PURGE_EVERY_MS = 60_000;
 /**
  * The outbox relay: claims up to 500 unsent rows with SKIP LOCKED in a short transaction, writes
  * the tasks into ax idempotently, publishes the due ones with confirms and only then marks the rows
- * sent. A full batch loops at once (so throughput is not capped at 500 rows per interval). Rows that
+ * sent. A pass that found rows loops at once (so throughput is not capped at a batch per interval);
+ * an empty one waits a 20 ms busy poll while rows were found within the last interval, else its
+ * loop's next idle slot, the loops staggered over the interval (RelayPacing). Rows that
  * can never be relayed are marked failed and skipped. MySQL or RabbitMQ errors hand the batch back
  * and back off; a broker memory alarm pauses claiming until it clears.
  *
@@ -74,6 +80,7 @@ export class Relay implements Service {
   /** The last publish failed and none has succeeded since. */
   private publishFailing = false;
   private readonly passes: Periodic[];
+  private readonly pacing: RelayPacing;
   private readonly lagLoop: Periodic;
   private readonly purgeLoop: Periodic;
   private stopping: Promise<void> | undefined;
@@ -95,7 +102,9 @@ export class Relay implements Service {
       if (this.stats.blocked) this.events.emit('relay:blocked', {blocked: false});
       this.publishFailing = false;
     });
-    this.passes = Array.from({length: o.concurrency ?? 2}, (_, i) => this.passLoop(i));
+    const loops = o.concurrency ?? 2;
+    this.pacing = new RelayPacing({clock: o.clock, intervalMs: o.intervalMs, loops});
+    this.passes = Array.from({length: loops}, (_, i) => this.passLoop(i));
     this.lagLoop = new Periodic({
       name: 'relay lag',
       clock: o.clock,
@@ -113,8 +122,10 @@ export class Relay implements Service {
   }
 
   /**
-   * One pass loop: a pass relays one batch; a full batch is followed by another at once, a short
-   * one by the interval, a failure by a jittered exponential backoff (reset by a success).
+   * One pass loop: a pass relays one batch. What follows it is RelayPacing's rule (rows found: at
+   * once; nothing found: a short busy poll, or the loop's next idle slot); a failure is followed by
+   * a jittered exponential backoff (reset by a success), and a pass while the broker blocks
+   * publishers claims nothing and waits the interval.
    */
   private passLoop(i: number): Periodic {
     let errors = 0;
@@ -127,7 +138,7 @@ export class Relay implements Service {
         const n = await this.once();
         errors = 0;
         this.events.emit('relay:pass', {at: this.o.clock.now(), error: null});
-        return n < this.o.batchSize ? this.o.intervalMs : 0;
+        return this.pacing.afterPass(i, n);
       },
       onError: (e) => {
         if (this.stopped) return; // a pass cut short by stop(): its batch was handed back
@@ -161,7 +172,9 @@ export class Relay implements Service {
     if (this.running || this.stopped) return Promise.resolve();
     this.running = true;
     // Each loop claims its own rows (SKIP LOCKED), so batches overlap without sharing anything.
-    for (const p of this.passes) p.start(0);
+    // Their first passes are staggered over one interval: so are their idle polls from then on.
+    this.pacing.begin();
+    this.passes.forEach((p, i) => p.start(this.pacing.firstWait(i)));
     this.lagLoop.start(0);
     if (this.o.retentionMs > 0) this.purgeLoop.start();
     return Promise.resolve();

@@ -1,0 +1,240 @@
+/**
+ * The relay's pacing and ringing rules on a fake clock, with in-memory stand-ins for its seams (the
+ * business database's task_outbox, ax's tasksInsert/doorbellsMark/doorbellsForget, the broker):
+ * when each pass loop claims next (rows found, busy, idle, staggered, after an error, while the
+ * broker blocks). The real-server behaviour is
+ * test/integration/outbox.test.ts.
+ */
+import {describe, expect, it} from 'vitest';
+import {AxError} from '../../src/core/errors.js';
+import {silentLogger} from '../../src/core/log.js';
+import type {Broker, TaskMessage} from '../../src/core/broker/types.js';
+import {BUSY_POLL_MS} from '../../src/core/outbox/pacing.js';
+import {PASS_BACKOFF, Relay, type RelayOptions} from '../../src/core/outbox/relay.js';
+import type {InsertResult, OutboxRow, RungRef, TasksInsertParams} from '../../src/core/store/types.js';
+import {backoffMs} from '../../src/core/retry/backoff.js';
+import {fakeClock} from '../helpers/clock.js';
+
+const T0 = Date.parse('2026-03-01T12:00:00Z');
+const INTERVAL = 1000;
+
+/**
+ * A relay on a fake clock. The outbox is an array of rows (`add` appends some); ax's tasks a map of
+ * id → {fence, published}. Every seam call is recorded with the clock's time.
+ */
+function harness(o: {publish?: (m: TaskMessage[]) => Promise<void>; claimFails?: () => boolean} & Partial<RelayOptions> = {}) {
+  const clock = fakeClock(T0);
+  let seq = 0;
+  const rows: Array<OutboxRow & {claimed: boolean; sent: boolean}> = [];
+  const claims: Array<{at: number; rows: number}> = [];
+  const inserts: Array<{ids: string[]; marked: string[]}> = [];
+  const published: string[][] = [];
+  const marks: RungRef[][] = [];
+  const forgotten: RungRef[][] = [];
+  const sent: number[][] = [];
+  const tasks = new Map<string, {fence: number; published: boolean}>();
+  const listeners = new Map<string, Array<(info?: unknown) => void>>();
+  const {publish, claimFails, ...rest} = o;
+  const outbox: RelayOptions['outbox'] = {
+    outboxClaim: ({limit}) => {
+      if (claimFails?.()) return Promise.reject(new AxError('unavailable', 'business database down (test)'));
+      const got = rows.filter((r) => !r.claimed && !r.sent).slice(0, limit);
+      for (const r of got) r.claimed = true;
+      claims.push({at: clock.now() - T0, rows: got.length});
+      return Promise.resolve(got);
+    },
+    outboxMarkSent: ({ids}) => {
+      sent.push(ids);
+      for (const r of rows) if (ids.includes(r.id)) Object.assign(r, {sent: true, claimed: false});
+      return Promise.resolve(ids.length);
+    },
+    outboxMarkFailed: () => Promise.resolve(),
+    outboxRelease: ({ids}) => {
+      for (const r of rows) if (ids.includes(r.id)) r.claimed = false;
+      return Promise.resolve();
+    },
+    outboxPurgeSent: () => Promise.resolve(0),
+    outboxLag: () => Promise.resolve({unsent: 0, failed: 0, oldestAgeMs: null}),
+  };
+  const store: RelayOptions['store'] = {
+    tasksInsert: (p: TasksInsertParams) => {
+      const marked = new Set(p.markPublished ?? []);
+      inserts.push({ids: p.tasks.map((t) => t.id), marked: [...marked]});
+      const r: InsertResult = {inserted: [], existing: [], conflicts: []};
+      for (const t of p.tasks) {
+        const e = tasks.get(t.id);
+        if (e) r.existing.push({id: t.id, existingId: t.id, state: 'submitted', fence: e.fence});
+        else {
+          tasks.set(t.id, {fence: 0, published: marked.has(t.id)});
+          r.inserted.push(t.id);
+        }
+      }
+      return Promise.resolve(r);
+    },
+    doorbellsMark: ({rung}) => {
+      marks.push(rung);
+      for (const {id} of rung) tasks.get(id)!.published = true;
+      return Promise.resolve();
+    },
+  };
+  const broker = {
+    publish: (m: TaskMessage[]) => {
+      published.push(m.map((x) => x.id));
+      return publish ? publish(m) : Promise.resolve();
+    },
+    on: (event: string, fn: (info?: unknown) => void) => listeners.set(event, [...(listeners.get(event) ?? []), fn]),
+  } as unknown as Broker;
+  const relay = new Relay({
+    outbox,
+    store,
+    broker,
+    clock,
+    random: () => 0.5,
+    logger: silentLogger,
+    defaults: {maxRetries: 3, payloadLimitBytes: 65_536, cell: 'default'},
+    id: 'relay:test',
+    intervalMs: INTERVAL,
+    batchSize: 2,
+    leaseMs: 30_000,
+    retentionMs: 0,
+    concurrency: 1,
+    ...rest,
+  });
+  /** Appends outbox rows; `delayMs` makes them due later. */
+  const add = (n: number, over: Partial<OutboxRow> = {}): void => {
+    for (let i = 0; i < n; i++) {
+      const id = ++seq;
+      rows.push({
+        id,
+        taskId: null,
+        type: 'order_notify',
+        payload: `{"n":${id}}`,
+        runAt: null,
+        delayMs: null,
+        pool: null,
+        priority: null,
+        maxRetries: null,
+        timeoutMs: null,
+        dedupKey: null,
+        createdAt: new Date(clock.now()),
+        attempts: 0,
+        lastError: null,
+        failedAt: null,
+        claimed: false,
+        sent: false,
+        ...over,
+      });
+    }
+  };
+  const emit = (event: string): void => {
+    for (const fn of listeners.get(event) ?? []) fn();
+  };
+  /** The times (ms since T0) of claims in [from, to). */
+  const claimTimes = (from = 0, to = Infinity): number[] => claims.filter((c) => c.at >= from && c.at < to).map((c) => c.at);
+  return {clock, relay, rows, claims, claimTimes, inserts, published, marks, forgotten, sent, tasks, add, emit};
+}
+
+/** n evenly spaced times: from, from + step, … */
+const every = (from: number, step: number, n: number): number[] => Array.from({length: n}, (_, i) => from + i * step);
+
+describe('relay pacing', () => {
+  it('goes again at once after a pass that found rows, short batch or not', async () => {
+    const h = harness({batchSize: 500});
+    h.add(3);
+    await h.relay.start();
+    await h.clock.advanceAsync(0);
+    // The short batch (3 of 500) is followed at once by a pass that finds nothing.
+    expect(h.claims).toEqual([
+      {at: 0, rows: 3},
+      {at: 0, rows: 0},
+    ]);
+    // Rows committed during a busy spell are taken by the next busy poll.
+    h.add(1);
+    await h.clock.advanceAsync(BUSY_POLL_MS);
+    expect(h.claims.slice(2)).toEqual([
+      {at: BUSY_POLL_MS, rows: 1},
+      {at: BUSY_POLL_MS, rows: 0},
+    ]);
+    await h.relay.stop();
+  });
+
+  it('polls every BUSY_POLL_MS for one interval after the last rows found, then once per interval', async () => {
+    const h = harness();
+    h.add(1);
+    await h.relay.start();
+    await h.clock.advanceAsync(3500);
+    // Found at 0; busy polls until 1000 (the first pass that is an interval past the last find),
+    // then idle: the loop's slots at 2000 and 3000.
+    expect(h.claimTimes()).toEqual([0, ...every(0, BUSY_POLL_MS, INTERVAL / BUSY_POLL_MS + 1), 2000, 3000]);
+    await h.relay.stop();
+  });
+
+  it('staggers the idle polls of its loops over the interval, and a lone row is taken at the next one', async () => {
+    const h = harness({concurrency: 2});
+    await h.relay.start();
+    await h.clock.advanceAsync(2999);
+    expect(h.claimTimes()).toEqual([0, 500, 1000, 1500, 2000, 2500]);
+    // A row committed at 3100 waits for loop 2's slot at 3500, not loop 1's at 4000.
+    await h.clock.advanceAsync(101);
+    h.add(1);
+    await h.clock.advanceAsync(400);
+    expect(h.claims.filter((c) => c.rows > 0)).toEqual([{at: 3500, rows: 1}]);
+    expect(h.sent).toEqual([[1]]);
+    await h.relay.stop();
+  });
+
+  it('falls back into the stagger after a busy spell that both loops went through together', async () => {
+    const h = harness({concurrency: 2});
+    await h.relay.start();
+    await h.clock.advanceAsync(1200);
+    h.add(6); // three batches of 2, found by loop 2 at its slot at 1500: busy from then on
+    await h.clock.advanceAsync(300);
+    expect(h.claims.filter((c) => c.rows > 0)).toEqual(Array(3).fill({at: 1500, rows: 2}));
+    await h.clock.advanceAsync(5000 - 1500);
+    // Both loops busy-poll until an interval past the find (loop 1 from its slot at 2000), both
+    // fall idle at 2500, and from then on each is back on its own slots: 3000/4000, 3500/4500.
+    expect(h.claimTimes(2000, 2501)).toEqual(expect.arrayContaining([2000, 2020, 2480, 2500]));
+    expect(h.claimTimes(2500, 2501)).toEqual([2500, 2500]);
+    expect(h.claimTimes(2501, 5000)).toEqual([3000, 3500, 4000, 4500]);
+    await h.relay.stop();
+  });
+
+  it('backs off after a failed pass (doubling, jittered) and goes back to its pace after a success', async () => {
+    let failing = true;
+    const h = harness({claimFails: () => failing});
+    await h.relay.start();
+    const fails: number[] = [];
+    h.relay.events.on('relay:pass', (e) => e.error !== null && fails.push(e.at - T0));
+    await h.clock.advanceAsync(2000);
+    const first = backoffMs(1, PASS_BACKOFF, () => 0.5);
+    const second = backoffMs(2, PASS_BACKOFF, () => 0.5);
+    expect(fails).toEqual([0, first, first + second]);
+    failing = false;
+    h.add(1);
+    await h.clock.advanceAsync(first + second + backoffMs(3, PASS_BACKOFF, () => 0.5) - 2000);
+    // The pass after the third backoff succeeds, finds the row and goes again at once.
+    const ok = first + second + backoffMs(3, PASS_BACKOFF, () => 0.5);
+    expect(h.claims).toEqual([
+      {at: ok, rows: 1},
+      {at: ok, rows: 0},
+    ]);
+    expect(h.sent).toEqual([[1]]);
+    await h.relay.stop();
+  });
+
+  it('claims nothing while the broker blocks publishers, and resumes once it unblocks', async () => {
+    const h = harness();
+    await h.relay.start();
+    await h.clock.advanceAsync(100);
+    h.emit('blocked');
+    h.add(2);
+    await h.clock.advanceAsync(3000);
+    expect(h.claims.filter((c) => c.at > 0)).toEqual([]);
+    expect(h.relay.ready()).toBe(false);
+    h.emit('unblocked');
+    // The blocked pass at 3000 waits one interval: the next claims at 4000 find the rows.
+    await h.clock.advanceAsync(1000);
+    expect(h.claims.filter((c) => c.rows > 0)).toEqual([{at: 4000, rows: 2}]);
+    await h.relay.stop();
+  });
+});
