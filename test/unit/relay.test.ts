@@ -2,7 +2,7 @@
  * The relay's pacing and ringing rules on a fake clock, with in-memory stand-ins for its seams (the
  * business database's task_outbox, ax's tasksInsert/doorbellsMark/doorbellsForget, the broker):
  * when each pass loop claims next (rows found, busy, idle, staggered, after an error, while the
- * broker blocks). The real-server behaviour is
+ * broker blocks), and what a batch marks, rings and undoes. The real-server behaviour is
  * test/integration/outbox.test.ts.
  */
 import {describe, expect, it} from 'vitest';
@@ -17,6 +17,15 @@ import {fakeClock} from '../helpers/clock.js';
 
 const T0 = Date.parse('2026-03-01T12:00:00Z');
 const INTERVAL = 1000;
+
+/** Lets pending promise callbacks run (the fake clock moves no time). */
+const settle = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+function deferred(): {promise: Promise<void>; resolve: () => void} {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return {promise, resolve};
+}
 
 /**
  * A relay on a fake clock. The outbox is an array of rows (`add` appends some); ax's tasks a map of
@@ -74,6 +83,11 @@ function harness(o: {publish?: (m: TaskMessage[]) => Promise<void>; claimFails?:
     doorbellsMark: ({rung}) => {
       marks.push(rung);
       for (const {id} of rung) tasks.get(id)!.published = true;
+      return Promise.resolve();
+    },
+    doorbellsForget: ({rung}) => {
+      forgotten.push(rung);
+      for (const {id} of rung) Object.assign(tasks.get(id)!, {published: false, fence: tasks.get(id)!.fence + 1});
       return Promise.resolve();
     },
   };
@@ -236,5 +250,81 @@ describe('relay pacing', () => {
     await h.clock.advanceAsync(1000);
     expect(h.claims.filter((c) => c.rows > 0)).toEqual([{at: 4000, rows: 2}]);
     await h.relay.stop();
+  });
+});
+
+describe('relay batches', () => {
+  it('writes new due tasks already marked published, rings them, marks no doorbell, then marks the rows sent', async () => {
+    const confirm = deferred();
+    const h = harness({batchSize: 10, publish: () => confirm.promise});
+    h.add(2);
+    h.add(1, {delayMs: 60_000});
+    const pass = h.relay.once();
+    await settle();
+    const [a, b, later] = h.inserts[0]!.ids;
+    expect(h.inserts).toEqual([{ids: [a, b, later], marked: [a, b]}]);
+    expect(h.tasks.get(a!)).toEqual({fence: 0, published: true});
+    expect(h.tasks.get(later!)).toEqual({fence: 0, published: false});
+    expect(h.published).toEqual([[a, b]]);
+    // Rows are sent only after the confirm.
+    expect(h.sent).toEqual([]);
+    confirm.resolve();
+    expect(await pass).toBe(3);
+    expect(h.sent).toEqual([[1, 2, 3]]);
+    expect(h.marks).toEqual([]);
+    expect(h.relay.stats).toMatchObject({relayed: 3, published: 2});
+  });
+
+  it('rings tasks found already in ax and not yet run, and marks them at the fence they were found with', async () => {
+    const h = harness({batchSize: 10});
+    h.add(2);
+    await h.relay.once();
+    const [a, b] = h.inserts[0]!.ids;
+    h.tasks.get(b!)!.fence = 4;
+    // The relay crashed before marking the rows sent: they are claimed again.
+    for (const r of h.rows) r.sent = false;
+    await h.relay.once();
+    expect(h.inserts[1]).toEqual({ids: [a, b], marked: [a, b]});
+    expect(h.published).toEqual([
+      [a, b],
+      [a, b],
+    ]);
+    expect(h.marks).toEqual([
+      [
+        {id: a, fence: 0},
+        {id: b, fence: 4},
+      ],
+    ]);
+  });
+
+  it('undoes the mark of new tasks when the publish fails, hands the rows back, and rings them on the next pass', async () => {
+    let down = true;
+    const h = harness({
+      batchSize: 10,
+      publish: () => (down ? Promise.reject(new AxError('unavailable', 'RabbitMQ down (test)')) : Promise.resolve()),
+    });
+    h.add(2);
+    await expect(h.relay.once()).rejects.toThrow(/RabbitMQ down/);
+    const [a, b] = h.inserts[0]!.ids;
+    expect(h.forgotten).toEqual([
+      [
+        {id: a, fence: 0},
+        {id: b, fence: 0},
+      ],
+    ]);
+    expect(h.tasks.get(a!)).toEqual({fence: 1, published: false});
+    expect(h.sent).toEqual([]);
+    expect(h.rows.every((r) => !r.claimed && !r.sent)).toBe(true);
+    expect(h.relay.ready()).toBe(false);
+    down = false;
+    expect(await h.relay.once()).toBe(2);
+    expect(h.published.at(-1)).toEqual([a, b]);
+    expect(h.marks).toEqual([
+      [
+        {id: a, fence: 1},
+        {id: b, fence: 1},
+      ],
+    ]);
+    expect(h.sent).toEqual([[1, 2]]);
   });
 });
