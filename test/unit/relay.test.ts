@@ -10,7 +10,7 @@ import {AxError} from '../../src/core/errors.js';
 import {silentLogger} from '../../src/core/log.js';
 import type {Broker, TaskMessage} from '../../src/core/broker/types.js';
 import {BUSY_POLL_MS} from '../../src/core/outbox/pacing.js';
-import {PASS_BACKOFF, Relay, type RelayOptions} from '../../src/core/outbox/relay.js';
+import {PASS_BACKOFF, Relay, heldRuns, type RelayOptions} from '../../src/core/outbox/relay.js';
 import type {InsertResult, OutboxRow, RungRef, TasksInsertParams} from '../../src/core/store/types.js';
 import {backoffMs} from '../../src/core/retry/backoff.js';
 import {fakeClock} from '../helpers/clock.js';
@@ -36,6 +36,7 @@ function harness(o: {publish?: (m: TaskMessage[]) => Promise<void>; claimFails?:
   let seq = 0;
   const rows: Array<OutboxRow & {claimed: boolean; sent: boolean}> = [];
   const claims: Array<{at: number; rows: number}> = [];
+  const skips: Array<ReadonlyArray<readonly [number, number]> | undefined> = [];
   const inserts: Array<{ids: string[]; marked: string[]}> = [];
   const published: string[][] = [];
   const marks: RungRef[][] = [];
@@ -45,9 +46,11 @@ function harness(o: {publish?: (m: TaskMessage[]) => Promise<void>; claimFails?:
   const listeners = new Map<string, Array<(info?: unknown) => void>>();
   const {publish, claimFails, ...rest} = o;
   const outbox: RelayOptions['outbox'] = {
-    outboxClaim: ({limit}) => {
+    outboxClaim: ({limit, skip}) => {
       if (claimFails?.()) return Promise.reject(new AxError('unavailable', 'business database down (test)'));
-      const got = rows.filter((r) => !r.claimed && !r.sent).slice(0, limit);
+      skips.push(skip);
+      const skipped = (id: number): boolean => (skip ?? []).some(([from, to]) => id >= from && id <= to);
+      const got = rows.filter((r) => !r.claimed && !r.sent && !skipped(r.id)).slice(0, limit);
       for (const r of got) r.claimed = true;
       claims.push({at: clock.now() - T0, rows: got.length});
       return Promise.resolve(got);
@@ -145,7 +148,7 @@ function harness(o: {publish?: (m: TaskMessage[]) => Promise<void>; claimFails?:
   };
   /** The times (ms since T0) of claims in [from, to). */
   const claimTimes = (from = 0, to = Infinity): number[] => claims.filter((c) => c.at >= from && c.at < to).map((c) => c.at);
-  return {clock, relay, rows, claims, claimTimes, inserts, published, marks, forgotten, sent, tasks, add, emit};
+  return {clock, relay, rows, claims, skips, claimTimes, inserts, published, marks, forgotten, sent, tasks, add, emit};
 }
 
 /** n evenly spaced times: from, from + step, … */
@@ -326,5 +329,31 @@ describe('relay batches', () => {
       ],
     ]);
     expect(h.sent).toEqual([[1, 2]]);
+  });
+
+  it("has the other passes' claims skip the id runs of a batch in flight, until its rows are sent", async () => {
+    const confirm = deferred();
+    let calls = 0;
+    const h = harness({batchSize: 3, publish: () => (++calls === 1 ? confirm.promise : Promise.resolve())});
+    h.add(5);
+    const first = h.relay.once();
+    await settle();
+    expect(await h.relay.once()).toBe(2);
+    expect(h.skips).toEqual([undefined, [[1, 3]]]);
+    confirm.resolve();
+    expect(await first).toBe(3);
+    h.add(1);
+    expect(await h.relay.once()).toBe(1);
+    expect(h.skips[2]).toBeUndefined();
+  });
+
+  it('gives a batch as runs of consecutive ids, and none when it is scattered over more than 8', () => {
+    expect(heldRuns([5, 3, 4, 9, 1, 1])).toEqual([
+      [1, 1],
+      [3, 5],
+      [9, 9],
+    ]);
+    expect(heldRuns(every(0, 2, 8))).toHaveLength(8);
+    expect(heldRuns(every(0, 2, 9))).toEqual([]);
   });
 });

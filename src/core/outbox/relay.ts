@@ -53,6 +53,25 @@ const ringOf = (t: NewTask, id: string, fence: number): Ring => ({id, type: t.ty
 /** Due at `nowMs` (the relay's clock): no run_at (now), or one already past. */
 const isDue = (t: NewTask, nowMs: number): boolean => t.runAtMs === null || t.runAtMs <= nowMs;
 
+/** Runs of a batch at most handed to the other passes' claims (each is a condition of theirs). */
+const MAX_SKIP_RUNS = 8;
+/**
+ * A batch's ids as runs of consecutive ids, `[from, to]`, for the other passes' claims to pass over
+ * (OutboxClaimParams.skip): every id in a run is one of the batch's rows. None when the batch is
+ * scattered over more than MAX_SKIP_RUNS runs (the claims then read its rows, as without the hint).
+ */
+export function heldRuns(ids: readonly number[]): Array<[number, number]> {
+  const sorted = [...ids].sort((a, b) => a - b);
+  const runs: Array<[number, number]> = [];
+  for (const id of sorted) {
+    const last = runs.at(-1);
+    if (last && id <= last[1] + 1) last[1] = Math.max(last[1], id);
+    else runs.push([id, id]);
+    if (runs.length > MAX_SKIP_RUNS) return [];
+  }
+  return runs;
+}
+
 /** The wait after a failed pass (n failures in a row): 500 ms doubling to 30 s, jittered to ×0.5–1.5. */
 export const PASS_BACKOFF: BackoffShape = {firstMs: 500, maxMs: 30_000, jitter: [0.5, 1.5]};
 /** Sent rows deleted per statement by the housekeeping purge. */
@@ -92,6 +111,8 @@ export class Relay implements Service {
   private publishFailing = false;
   private readonly passes: Periodic[];
   private readonly pacing: RelayPacing;
+  /** The id runs of the batches in flight (heldRuns), skipped by the other passes' claims. */
+  private readonly held = new Set<Array<[number, number]>>();
   private readonly lagLoop: Periodic;
   private readonly purgeLoop: Periodic;
   private stopping: Promise<void> | undefined;
@@ -203,13 +224,18 @@ export class Relay implements Service {
 
   /** Relays one batch; returns how many rows it claimed (0: nothing to do). Throws on server errors. */
   async once(): Promise<number> {
+    const skip = [...this.held].flat();
     const rows = await this.o.outbox.outboxClaim({
       owner: this.id,
       limit: this.o.batchSize,
       leaseMs: this.o.leaseMs,
       ...(this.o.types === undefined || this.o.types.all ? {} : {types: this.o.types}),
+      ...(skip.length > 0 ? {skip} : {}),
     });
     if (rows.length === 0) return 0;
+    // Until its rows are marked sent, failed or handed back, the other passes' claims skip them.
+    const runs = heldRuns(rows.map((r) => r.id));
+    this.held.add(runs);
     try {
       await this.relay(rows);
     } catch (e) {
@@ -217,6 +243,8 @@ export class Relay implements Service {
         .outboxRelease({ids: rows.map((r) => r.id), owner: this.id, error: `relay: ${errorMessage(e)}`})
         .catch(() => undefined);
       throw e;
+    } finally {
+      this.held.delete(runs);
     }
     // A batch went all the way through: whatever publish failed before is behind us, even when this
     // batch had nothing to publish (its tasks were rung meanwhile by a scheduler).
