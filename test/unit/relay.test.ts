@@ -200,6 +200,14 @@ describe('relay pacing', () => {
     await h.relay.stop();
   });
 
+  it('has three loops by default: an idle relay looks every third of an interval', async () => {
+    const h = harness({concurrency: undefined});
+    await h.relay.start();
+    await h.clock.advanceAsync(1999);
+    expect(h.claimTimes().map(Math.round)).toEqual([0, 333, 667, 1000, 1333, 1667]);
+    await h.relay.stop();
+  });
+
   it('falls back into the stagger after a busy spell that both loops went through together', async () => {
     const h = harness({concurrency: 2});
     await h.relay.start();

@@ -48,11 +48,16 @@ export class RelayPacing {
     return this.untilSlot(i, now);
   }
 
-  /** Time to loop i's next slot strictly after `now`: in (0, interval]. */
+  /**
+   * Time to loop i's next slot at least 1 ms after `now`: in [1, interval + 1). (A slot closer than
+   * that is the one this pass was for, give or take rounding: on a clock counting from the epoch,
+   * a wait of a fraction of a millisecond would not move time at all.)
+   */
   private untilSlot(i: number, now: number): number {
     const interval = this.o.intervalMs;
     const since = (((now - this.epoch - this.offset(i)) % interval) + interval) % interval;
-    return interval - since;
+    const wait = interval - since;
+    return wait < 1 ? wait + interval : wait;
   }
 
   private offset(i: number): number {

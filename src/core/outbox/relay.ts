@@ -37,7 +37,11 @@ export interface RelayOptions {
   leaseMs: number;
   /** Sent rows are deleted after this (default 7 d); 0 keeps them. */
   retentionMs: number;
-  /** Pass loops, each with its batch in flight (default 2: one claiming/writing while another publishes). */
+  /**
+   * Pass loops, each with its batch in flight (default 3: while one claims, one writes into ax and
+   * one publishes; on a 2-core machine 3 drained a backlog ~8% faster than 2 in 7 of 8 paired runs).
+   * An idle relay's loops poll on staggered slots: `concurrency` empty claims per interval.
+   */
   concurrency?: number;
   /** Sent rows deleted per purge statement (default 5000); a full purge is followed by another. */
   purgeBatch?: number;
@@ -134,7 +138,7 @@ export class Relay implements Service {
       if (this.stats.blocked) this.events.emit('relay:blocked', {blocked: false});
       this.publishFailing = false;
     });
-    const loops = o.concurrency ?? 2;
+    const loops = o.concurrency ?? 3;
     this.pacing = new RelayPacing({clock: o.clock, intervalMs: o.intervalMs, loops});
     this.passes = Array.from({length: loops}, (_, i) => this.passLoop(i));
     this.lagLoop = new Periodic({
