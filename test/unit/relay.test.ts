@@ -31,7 +31,9 @@ function deferred(): {promise: Promise<void>; resolve: () => void} {
  * A relay on a fake clock. The outbox is an array of rows (`add` appends some); ax's tasks a map of
  * id → {fence, published}. Every seam call is recorded with the clock's time.
  */
-function harness(o: {publish?: (m: TaskMessage[]) => Promise<void>; claimFails?: () => boolean} & Partial<RelayOptions> = {}) {
+function harness(
+  o: {publish?: (m: TaskMessage[]) => Promise<void>; claimFails?: () => boolean; onInsert?: () => void} & Partial<RelayOptions> = {},
+) {
   const clock = fakeClock(T0);
   let seq = 0;
   const rows: Array<OutboxRow & {claimed: boolean; sent: boolean}> = [];
@@ -44,7 +46,7 @@ function harness(o: {publish?: (m: TaskMessage[]) => Promise<void>; claimFails?:
   const sent: number[][] = [];
   const tasks = new Map<string, {fence: number; published: boolean}>();
   const listeners = new Map<string, Array<(info?: unknown) => void>>();
-  const {publish, claimFails, ...rest} = o;
+  const {publish, claimFails, onInsert, ...rest} = o;
   const outbox: RelayOptions['outbox'] = {
     outboxClaim: ({limit, skip}) => {
       if (claimFails?.()) return Promise.reject(new AxError('unavailable', 'business database down (test)'));
@@ -72,6 +74,7 @@ function harness(o: {publish?: (m: TaskMessage[]) => Promise<void>; claimFails?:
     tasksInsert: (p: TasksInsertParams) => {
       const marked = new Set(p.markPublished ?? []);
       inserts.push({ids: p.tasks.map((t) => t.id), marked: [...marked]});
+      onInsert?.();
       const r: InsertResult = {inserted: [], existing: [], conflicts: []};
       for (const t of p.tasks) {
         const e = tasks.get(t.id);
@@ -284,6 +287,16 @@ describe('relay batches', () => {
     expect(h.sent).toEqual([[1, 2, 3]]);
     expect(h.marks).toEqual([]);
     expect(h.relay.stats).toMatchObject({relayed: 3, published: 2});
+  });
+
+  it('rings a task that fell due while its batch was written, and marks it after the confirm', async () => {
+    const h = harness({batchSize: 10, onInsert: () => h.clock.advance(5)});
+    h.add(1, {delayMs: 3});
+    await h.relay.once();
+    const [a] = h.inserts[0]!.ids;
+    expect(h.inserts[0]!.marked).toEqual([]);
+    expect(h.published).toEqual([[a]]);
+    expect(h.marks).toEqual([[{id: a, fence: 0}]]);
   });
 
   it('rings tasks found already in ax and not yet run, and marks them at the fence they were found with', async () => {

@@ -285,7 +285,7 @@ export class Relay implements Service {
     for (const round of rounds) {
       // The tasks due now are rung right after the commit, so their INSERT writes them marked
       // published, as the producer's does (no doorbellsMark for them). Decided before the INSERT:
-      // one that falls due while the batch is written is left unmarked and unrung, for the scheduler.
+      // one that falls due while the batch is written is rung too, and marked after the confirm.
       const markNow = this.o.clock.now();
       const markIds = round.filter((t) => isDue(t.task, markNow)).map((t) => t.task.id);
       const {result, refused} = await this.insertIsolating(round, markIds);
@@ -309,7 +309,7 @@ export class Relay implements Service {
           if (markedHere.has(t.task.id)) {
             due.set(t.task.id, ringOf(t.task, t.task.id, 0));
             marked.add(t.task.id);
-          }
+          } else if (isDue(t.task, this.o.clock.now())) due.set(t.task.id, ringOf(t.task, t.task.id, 0));
         } else if (e?.state === 'submitted' && !due.has(e.existingId) && isDue(t.task, this.o.clock.now())) {
           // Not yet run, including one a crashed relay wrote but never rang (the claim absorbs
           // duplicates), rung by the id the task has in ax: a row with the same dedup key and content
