@@ -6,10 +6,12 @@ import {runRelayDaemon} from '../relay.js';
 export default class RelayCommand extends AxCommand {
   static override daemon = true;
   static override summary = 'Move tasks from the business database’s task_outbox into ax, until SIGTERM/SIGINT.';
-  static override description = `Every AX_RELAY_INTERVAL (1s) the relay claims up to AX_RELAY_BATCH (500) unsent rows of task_outbox
-with FOR UPDATE SKIP LOCKED (several relays share one table), writes the tasks into ax idempotently,
-publishes the due ones with publisher confirms and only then marks the rows sent. A full batch loops
-at once. Rows that can never be relayed (invalid JSON, bad type, conflicting dedup key) are marked
+  static override description = `The relay claims up to AX_RELAY_BATCH (500) unsent rows of task_outbox at a time with
+FOR UPDATE SKIP LOCKED (several relays share one table), writes the tasks into ax idempotently,
+publishes the due ones with publisher confirms and only then marks the rows sent. A pass that found
+rows is followed by another at once, an empty one by a 20 ms poll for one AX_RELAY_INTERVAL (1s)
+after the last rows found; an idle relay looks every interval/3 (its three passes staggered). Rows
+that can never be relayed (invalid JSON, bad type, conflicting dedup key) are marked
 failed and skipped: see \`ax outbox list --failed\`.
 
 It relays for the cells of --cell a,b (default: AX_CELL): one relay per cell, each taking only the

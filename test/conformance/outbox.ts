@@ -59,6 +59,23 @@ export function outboxConformance(name: string, make: () => Promise<OutboxHarnes
       expect(await o.outboxMarkSent({ids: [ids[2]!], owner: 'relay-a'})).toBe(1);
     });
 
+    it('passes over the id ranges the caller says it holds (skip), and claims them once they are not skipped', async () => {
+      const ids = await h.insertRows(5);
+      const got = await o.outboxClaim({
+        owner: 'relay-s',
+        limit: 2,
+        leaseMs: 60_000,
+        skip: [
+          [ids[0]!, ids[1]!],
+          [ids[3]!, ids[3]!],
+        ],
+      });
+      expect(got.map((r) => r.id)).toEqual([ids[2], ids[4]]);
+      const rest = await o.outboxClaim({owner: 'relay-s', limit: 10, leaseMs: 60_000, skip: []});
+      expect(rest.map((r) => r.id)).toEqual([ids[0], ids[1], ids[3]]);
+      expect(await o.outboxMarkSent({ids, owner: 'relay-s'})).toBe(5);
+    });
+
     it('marks failed rows, lists them, reports the lag, and retries them (some or all)', async () => {
       const ids = await h.insertRows(3);
       expect((await o.outboxListUnsent({limit: 100})).map((r) => r.id)).toEqual(ids);

@@ -13,8 +13,8 @@ import type {AxConfig} from '../../src/core/config/config.js';
 import {createSchedulerService} from '../../src/core/scheduler/service.js';
 import type {Scheduler} from '../../src/core/scheduler/scheduler.js';
 import type {MysqlOutboxStore} from '../../src/core/store/mysql/outbox.js';
-import type {NewTask, TaskSpec} from '../../src/core/task/model.js';
-import type {TaskStore} from '../../src/core/store/types.js';
+import type {TaskSpec} from '../../src/core/task/model.js';
+import type {TaskStore, TasksInsertParams} from '../../src/core/store/types.js';
 import {idFromDedupKey} from '../../src/core/task/id.js';
 import {type Clock, systemClock} from '../../src/core/time.js';
 import {AxError} from '../../src/core/errors.js';
@@ -535,8 +535,8 @@ describe('transactional outbox', () => {
     // quirk): the real store, except that any batch holding the task with k = 3 fails as MySQL would.
     const refusing: TaskStore = Object.create(real, {
       tasksInsert: {
-        value: ({tasks, actor}: {tasks: NewTask[]; actor: string}) =>
-          tasks.some((t) => (JSON.parse(t.payload) as {k?: number}).k === 3)
+        value: (p: TasksInsertParams) =>
+          p.tasks.some((t) => (JSON.parse(t.payload) as {k?: number}).k === 3)
             ? Promise.reject(
                 new AxError('invalid_input', "ax's database refused a task of the batch: Data too long", {
                   cause: Object.assign(new Error("Data too long for column 'dedup_key' at row 4"), {
@@ -545,7 +545,7 @@ describe('transactional outbox', () => {
                   }),
                 }),
               )
-            : real.tasksInsert({tasks, actor}),
+            : real.tasksInsert(p),
       },
     });
     const relay = await manualRelay({}, systemClock, {store: refusing});

@@ -147,7 +147,7 @@ export const SETTINGS: Record<keyof AxConfig, Setting> = {
     kind: 'duration',
     default: 1000,
     min: 10,
-    doc: 'relay scan interval when the outbox is drained',
+    doc: 'an idle relay looks for outbox rows every interval/3 (3 staggered passes); after rows, at once, then every 20 ms for one interval',
   },
   relayBatchSize: {env: 'AX_RELAY_BATCH', kind: 'int', default: 500, min: 1, doc: 'outbox rows per relay claim'},
   relayLeaseMs: {

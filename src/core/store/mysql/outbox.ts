@@ -154,17 +154,22 @@ export class MysqlOutboxStore implements OutboxStore {
     await exec(this.db, this.db.pool, upgrade);
   }
 
-  /** One short transaction: SELECT … FOR UPDATE SKIP LOCKED (idx_outbox_unsent), then the claim UPDATE. */
-  outboxClaim({owner, limit, leaseMs, types}: OutboxClaimParams): Promise<OutboxRow[]> {
+  /**
+   * One short transaction: SELECT … FOR UPDATE SKIP LOCKED (idx_outbox_unsent), then the claim
+   * UPDATE. `skip`'s ranges are `NOT (id BETWEEN …)` conditions on the index's id, which InnoDB
+   * checks in the index entry (index condition pushdown) before it reads the row.
+   */
+  outboxClaim({owner, limit, leaseMs, types, skip = []}: OutboxClaimParams): Promise<OutboxRow[]> {
     const byType = typesWhere(types);
+    const skipSql = skip.map(() => ' AND NOT (id BETWEEN ? AND ?)').join('');
     return tx(this.db, async (c) => {
       const rows = await select(
         this.db,
         c,
         `SELECT ${this.rowColumns} FROM task_outbox
-          WHERE sent_at IS NULL AND failed_at IS NULL AND (claimed_until IS NULL OR claimed_until < NOW(3))${byType.sql}
+          WHERE sent_at IS NULL AND failed_at IS NULL AND (claimed_until IS NULL OR claimed_until < NOW(3))${byType.sql}${skipSql}
           ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED`,
-        [...byType.params, limit],
+        [...byType.params, ...skip.flat(), limit],
       );
       if (rows.length === 0) return [];
       const ids = rows.map((r) => Number(r.id));

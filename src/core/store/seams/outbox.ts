@@ -32,6 +32,12 @@ export interface OutboxClaimParams {
   leaseMs: number;
   /** Only rows of these types (a cell's relay; see cells/cells.ts typeSelector); absent: every row. */
   types?: TypeSelector;
+  /**
+   * Inclusive id ranges `[from, to]` every row of which the caller holds in a claim of its own
+   * (its other batches in flight): passed over in the index without reading or locking the rows,
+   * which a claim would otherwise read only to find them claimed. Absent or empty: none.
+   */
+  skip?: ReadonlyArray<readonly [from: number, to: number]>;
 }
 
 export interface OutboxMarkSentParams {
