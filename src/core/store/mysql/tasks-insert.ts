@@ -2,11 +2,14 @@
 import type {NewTask} from '../../task/model.js';
 import {type TaskState} from '../../task/state.js';
 import type {InsertResult, TasksInsertParams} from '../types.js';
-import {type Db, type PoolConnection, exec, isDataError, marks, select, tx} from './db.js';
+import {type Conn, type Db, type PoolConnection, driverCode, exec, isDataError, marks, select, tx} from './db.js';
 import {AxError, errorMessage} from '../../errors.js';
 import {PAYLOAD_APART, bodiesUpserts, chunkByBytes, packBig} from './payloads.js';
 
 const MAX_DUP_RETRIES = 3;
+
+/** What a row adds to its INSERT statement, for cutting a batch into statements (chunkByBytes). */
+const rowBytes = (t: NewTask): number => t.payload.length + 256;
 
 /**
  * Writes new tasks in one transaction (see HotPathStore.tasksInsert); a task's creation is its row
@@ -33,6 +36,23 @@ export async function tasksInsert(
   // a duplicate key error rolls it back and the careful path below sorts out what exists.
   const keys = tasks.flatMap((t) => (t.dedupKey === null ? [] : [t.dedupKey]));
   let optimistic = new Set(tasks.map((t) => t.id)).size === tasks.length && new Set(keys).size === keys.length;
+  // One INSERT statement is atomic by itself: without payloads stored apart and within one
+  // statement's bytes, the fast path runs it on its own (autocommit), two round trips fewer than
+  // START TRANSACTION … COMMIT — a quarter of a lone task's write at ordinary load (issue 22).
+  if (optimistic && bodies.size === 0 && chunkByBytes(tasks, rowBytes).length === 1) {
+    try {
+      await writeRows(db, db.pool, cell, tasks, actor, localNowMs, bodies, marked);
+      return {inserted: tasks.map((t) => t.id), existing: [], conflicts: []};
+    } catch (e) {
+      const code = driverCode(e);
+      if (code === 'ER_DUP_ENTRY') optimistic = false;
+      else if (code !== 'ER_LOCK_DEADLOCK' && code !== 'ER_LOCK_WAIT_TIMEOUT') {
+        if (isDataError(e)) throw new AxError('invalid_input', `ax's database refused a task of the batch: ${errorMessage(e)}`, {cause: e});
+        throw e;
+      }
+      // Nothing was written (the statement rolled back): the transaction below sorts it out.
+    }
+  }
   for (let attempt = 1; ; attempt++) {
     try {
       return await tx(db, (c) => insertOnce(db, c, cell, tasks, actor, localNowMs, optimistic, bodies, marked));
@@ -131,7 +151,7 @@ async function insertOnce(
  */
 async function writeRows(
   db: Db,
-  c: PoolConnection,
+  c: Conn,
   cell: string,
   fresh: NewTask[],
   actor: string,
@@ -141,7 +161,7 @@ async function writeRows(
 ): Promise<void> {
   const apart: Array<[string, Buffer]> = [];
   // Several INSERTs when the payloads are big (STATEMENT_VALUE_BYTES), all in this transaction.
-  for (const chunk of chunkByBytes(fresh, (t) => (bodies.has(t) ? 0 : t.payload.length) + 256)) {
+  for (const chunk of chunkByBytes(fresh, (t) => (bodies.has(t) ? 256 : rowBytes(t)))) {
     const values: string[] = [];
     const params: unknown[] = [];
     for (const t of chunk) {
