@@ -6,8 +6,8 @@ import {toDueTask} from './rows.js';
 import {inList} from './guards.js';
 
 /**
- * Grace for brand-new immediate tasks written unpublished (by the relay, say): their writer
- * publishes them itself. A row whose fence moved (a doorbell forgotten after a failed publish, an
+ * Grace for brand-new immediate tasks written unpublished: their writer may be about to publish
+ * them (the relay rings a task that fell due while its batch was written right after the commit). A row whose fence moved (a doorbell forgotten after a failed publish, an
  * early ring reset) has no writer about to ring it and is taken at once.
  */
 const PRODUCER_GRACE_US = 2_000_000;
