@@ -134,7 +134,7 @@ export class Producer {
       this.armLinger();
     }
     if (this.buffer.length >= this.o.batchSize) this.pump();
-    else if (this.inserting === 0 && this.lingered) this.kickSoon();
+    else if (this.inserting === 0 && this.lingered && this.active.length < (this.o.maxConcurrentBatches ?? 3)) this.kickSoon();
     return task.id;
   }
 
