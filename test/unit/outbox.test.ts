@@ -2,27 +2,11 @@ import {describe, expect, it} from 'vitest';
 import {outboxRowToTask} from '../../src/core/outbox/convert.js';
 import {idFromDedupKey} from '../../src/core/task/id.js';
 import type {OutboxRow} from '../../src/core/store/types.js';
+import {outboxRow} from '../helpers/outbox-row.js';
 
 const defaults = {maxRetries: 5, payloadLimitBytes: 1024, cell: 'default'};
 const created = new Date('2026-11-29T10:00:00.000Z');
-const row = (over: Partial<OutboxRow> = {}): OutboxRow => ({
-  id: 7,
-  taskId: null,
-  type: 'order_notify',
-  payload: '{"orderId": 42}',
-  runAt: null,
-  delayMs: null,
-  pool: null,
-  priority: null,
-  maxRetries: null,
-  timeoutMs: null,
-  dedupKey: null,
-  createdAt: created,
-  attempts: 0,
-  lastError: null,
-  failedAt: null,
-  ...over,
-});
+const row = (over: Partial<OutboxRow> = {}): OutboxRow => outboxRow({id: 7, payload: '{"orderId": 42}', createdAt: created, ...over});
 
 describe('outbox rows → tasks', () => {
   it('maps every column and derives a stable id from the row', () => {

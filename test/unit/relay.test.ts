@@ -14,6 +14,7 @@ import {PASS_BACKOFF, Relay, heldRuns, type RelayOptions} from '../../src/core/o
 import type {InsertResult, OutboxRow, RungRef, TasksInsertParams} from '../../src/core/store/types.js';
 import {backoffMs} from '../../src/core/retry/backoff.js';
 import {fakeClock} from '../helpers/clock.js';
+import {outboxRow} from '../helpers/outbox-row.js';
 
 const T0 = Date.parse('2026-03-01T12:00:00Z');
 const INTERVAL = 1000;
@@ -124,26 +125,7 @@ function harness(
   const add = (n: number, over: Partial<OutboxRow> = {}): void => {
     for (let i = 0; i < n; i++) {
       const id = ++seq;
-      rows.push({
-        id,
-        taskId: null,
-        type: 'order_notify',
-        payload: `{"n":${id}}`,
-        runAt: null,
-        delayMs: null,
-        pool: null,
-        priority: null,
-        maxRetries: null,
-        timeoutMs: null,
-        dedupKey: null,
-        createdAt: new Date(clock.now()),
-        attempts: 0,
-        lastError: null,
-        failedAt: null,
-        claimed: false,
-        sent: false,
-        ...over,
-      });
+      rows.push({...outboxRow({id, payload: `{"n":${id}}`, createdAt: new Date(clock.now()), ...over}), claimed: false, sent: false});
     }
   };
   const emit = (event: string): void => {
