@@ -45,7 +45,7 @@ describe('producer', () => {
     expect(rung.messages).toBe(10 + 10 + 4);
   });
 
-  it('flushes a lone task after the flush interval without flush()', async () => {
+  it('writes a lone task at once (group commit), without flush() and long before the ceiling', async () => {
     let written!: () => void;
     const done = new Promise<void>((r) => (written = r));
     const watching: TaskStore = Object.create(store, {
@@ -57,7 +57,7 @@ describe('producer', () => {
         },
       },
     });
-    const p = producer({store: watching, flushMs: 30});
+    const p = producer({store: watching, flushMs: 3_600_000});
     const id = await p.submit({type: 'order_notify', payload: {lone: true}});
     await done;
     expect(await count('id = ?', [id])).toBe(1);
