@@ -11,6 +11,7 @@ import {AxEvents} from '../events.js';
 import {Periodic, type Service, type StopOptions} from '../lifecycle.js';
 import {outboxRowToTask} from './convert.js';
 import {RelayPacing} from './pacing.js';
+import {forgetUnconfirmed} from '../producer/forget.js';
 import {countRelayEvents, type RelayStats} from './stats.js';
 import type {TypeSelector} from '../cells/cells.js';
 
@@ -329,7 +330,8 @@ export class Relay implements Service {
         await this.o.broker.publish([...due.values()]);
       } catch (e) {
         this.publishFailing = true;
-        await this.forget([...marked], e);
+        // The batch is handed back either way, and its next pass rings them.
+        await forgetUnconfirmed({store: this.o.store, logger: this.log}, [...marked], e);
         throw e;
       }
       this.publishFailing = false;
@@ -388,25 +390,6 @@ export class Relay implements Service {
     };
     await write(items);
     return {result, refused};
-  }
-
-  /**
-   * Undoes the INSERT's published mark of new tasks whose doorbell was not confirmed, so that the
-   * scheduler rings them (one guarded UPDATE; a task a worker claimed meanwhile is left alone).
-   * When this fails too they stay marked, and the reconciler rings them once the mark is older
-   * than AX_REPUBLISH_AFTER. The batch is handed back either way, and its next pass rings them.
-   */
-  private async forget(ids: string[], cause: unknown): Promise<void> {
-    if (ids.length === 0) return;
-    try {
-      await this.o.store.doorbellsForget({rung: ids.map((id) => ({id, fence: 0}))});
-    } catch (e) {
-      this.log.warn('relayed tasks not rung, and still marked published; the reconciler will ring for them', {
-        tasks: ids.length,
-        error: errorMessage(cause),
-        forgetError: errorMessage(e),
-      });
-    }
   }
 
   /** Deletes sent rows past the retention, statement after statement while one comes back full. */

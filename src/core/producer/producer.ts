@@ -8,6 +8,7 @@ import {type TaskDefaults, validateTaskSpec} from '../task/validate.js';
 import {type Clock, type Random, type TimerHandle, sleep} from '../time.js';
 import {type BackoffShape, backoffMs} from '../retry/backoff.js';
 import {AxEvents} from '../events.js';
+import {forgetUnconfirmed} from './forget.js';
 
 export interface ProducerOptions {
   store: Pick<HotPathStore, 'tasksInsert' | 'doorbellsForget'>;
@@ -59,6 +60,13 @@ export interface FlushReport {
 interface Queued {
   seq: number;
   task: NewTask;
+}
+
+/** A batch's INSERT as it went: the result, the ids it marked published, whether an attempt failed first. */
+interface Written {
+  result: InsertResult;
+  dueIds: string[];
+  retried: boolean;
 }
 
 interface Batch {
@@ -261,7 +269,7 @@ export class Producer {
 
   /** Writes one batch, retrying while MySQL is unavailable; never rejects. */
   private async write(tasks: NewTask[]): Promise<void> {
-    let written: Awaited<ReturnType<Producer['insert']>>;
+    let written: Written | undefined;
     try {
       written = await this.insert(tasks);
     } finally {
@@ -274,7 +282,7 @@ export class Producer {
    * Inserts one batch, retrying with backoff while MySQL is unavailable (or timing out); records a
    * failure and returns undefined when it gives up or the error is another.
    */
-  private async insert(tasks: NewTask[]): Promise<{result: InsertResult; dueIds: string[]; retried: boolean} | undefined> {
+  private async insert(tasks: NewTask[]): Promise<Written | undefined> {
     const started = this.o.clock.monotonic();
     let retried = false;
     for (let attempt = 1; ; attempt++) {
@@ -336,29 +344,11 @@ export class Producer {
         this.events.emit('doorbell:published', {by: 'producer', count: due.length, ids: due.map((t) => t.id)});
     } catch (e) {
       this.report.unpublished += due.length;
-      await this.forget(due, e);
-    }
-  }
-
-  /**
-   * Undoes the INSERT's mark for doorbells that were not confirmed, so the scheduler rings them at
-   * its next load. A new row's fence is 0 until its first claim; rows a worker claimed meanwhile
-   * (the publish reached the broker after all) are left alone by the guard. When this fails too,
-   * the rows stay marked and the reconciler rings them once the mark is older than republishAfter.
-   */
-  private async forget(due: NewTask[], cause: unknown): Promise<void> {
-    try {
-      await this.o.store.doorbellsForget({rung: due.map((t) => ({id: t.id, fence: 0}))});
-      this.o.logger.warn('tasks written but not published; the scheduler will ring for them', {
-        tasks: due.length,
-        error: errorMessage(cause),
-      });
-    } catch (e) {
-      this.o.logger.warn('tasks written but not published, and still marked published; the reconciler will ring for them', {
-        tasks: due.length,
-        error: errorMessage(cause),
-        forgetError: errorMessage(e),
-      });
+      await forgetUnconfirmed(
+        {store: this.o.store, logger: this.o.logger},
+        due.map((t) => t.id),
+        e,
+      );
     }
   }
 }
