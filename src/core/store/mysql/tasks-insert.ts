@@ -37,31 +37,27 @@ export async function tasksInsert(
   const keys = tasks.flatMap((t) => (t.dedupKey === null ? [] : [t.dedupKey]));
   let optimistic = new Set(tasks.map((t) => t.id)).size === tasks.length && new Set(keys).size === keys.length;
   // One INSERT statement is atomic by itself: without payloads stored apart and within one
-  // statement's bytes, the fast path runs it on its own (autocommit), two round trips fewer than
-  // START TRANSACTION … COMMIT — a quarter of a lone task's write at ordinary load (issue 22).
-  if (optimistic && bodies.size === 0 && chunkByBytes(tasks, rowBytes).length === 1) {
-    try {
-      await writeRows(db, db.pool, cell, tasks, actor, localNowMs, bodies, marked);
-      return {inserted: tasks.map((t) => t.id), existing: [], conflicts: []};
-    } catch (e) {
-      const code = driverCode(e);
-      if (code === 'ER_DUP_ENTRY') optimistic = false;
-      else if (code !== 'ER_LOCK_DEADLOCK' && code !== 'ER_LOCK_WAIT_TIMEOUT') {
-        if (isDataError(e)) throw new AxError('invalid_input', `ax's database refused a task of the batch: ${errorMessage(e)}`, {cause: e});
-        throw e;
-      }
-      // Nothing was written (the statement rolled back): the transaction below sorts it out.
-    }
-  }
+  // statement's bytes, the first (optimistic) attempt runs it on its own (autocommit), two round
+  // trips fewer than START TRANSACTION … COMMIT — a quarter of a lone task's write at ordinary
+  // load (issue 22). Whatever it runs into, nothing was written, and the transaction takes over.
+  const oneStatement = bodies.size === 0 && chunkByBytes(tasks, rowBytes).length === 1;
   for (let attempt = 1; ; attempt++) {
+    const autocommit = attempt === 1 && optimistic && oneStatement;
     try {
+      if (autocommit) {
+        await writeRows(db, db.pool, cell, tasks, actor, localNowMs, bodies, marked);
+        return {inserted: tasks.map((t) => t.id), existing: [], conflicts: []};
+      }
       return await tx(db, (c) => insertOnce(db, c, cell, tasks, actor, localNowMs, optimistic, bodies, marked));
     } catch (e) {
+      const code = driverCode(e);
       // Some id/key exists, or a concurrent producer inserted one between our SELECT and INSERT: re-read.
-      if ((e as {code?: string}).code === 'ER_DUP_ENTRY' && attempt < MAX_DUP_RETRIES + 1) {
+      if (code === 'ER_DUP_ENTRY' && attempt < MAX_DUP_RETRIES + 1) {
         optimistic = false;
         continue;
       }
+      // The lone statement lost a lock race: the transaction, which retries its own, goes next.
+      if (autocommit && (code === 'ER_LOCK_DEADLOCK' || code === 'ER_LOCK_WAIT_TIMEOUT')) continue;
       if (isDataError(e)) throw new AxError('invalid_input', `ax's database refused a task of the batch: ${errorMessage(e)}`, {cause: e});
       throw e;
     }
