@@ -1,5 +1,5 @@
 import {defineConfig} from 'vitest/config';
-import {ALONE, FAST, SOAK, SOAK_ALONE} from './test/tiers.js';
+import {ALONE, FAST, FAULTS, SOAK, SOAK_ALONE} from './test/tiers.js';
 
 /**
  * One project per tier (test/tiers.ts, docs/testing.md); every file is in exactly one: `fast` (npm
@@ -26,7 +26,7 @@ export default defineConfig({
         test: {
           name: 'full',
           include: ['test/**/*.test.ts'],
-          exclude: [...FAST, ...ALONE, ...SOAK, ...SOAK_ALONE],
+          exclude: [...FAST, ...ALONE, ...SOAK, ...SOAK_ALONE, ...FAULTS],
           // Its e2e tests run the CLI as a process, up to twenty in a row per test (~1 s of CPU each):
           // with another file on the other core their budget is twice a lone file's.
           testTimeout: 120_000,
@@ -35,6 +35,8 @@ export default defineConfig({
       {extends: true, test: {name: 'alone', include: ALONE, fileParallelism: false}},
       {extends: true, test: {name: 'soak', include: SOAK}},
       {extends: true, test: {name: 'soak-alone', include: SOAK_ALONE, fileParallelism: false}},
+      // Scenarios of minutes (and a 30-minute soak with AX_FAULTS_FULL=1): one file at a time.
+      {extends: true, test: {name: 'faults', include: FAULTS, fileParallelism: false, testTimeout: 3_600_000, hookTimeout: 300_000}},
     ],
   },
 });

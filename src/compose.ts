@@ -17,6 +17,7 @@ import type {Broker} from './core/broker/types.js';
 import {cellConfig, cellMap} from './core/cells/cells.js';
 import {createClient, type AxClient, type CellConnection} from './core/client.js';
 import {type AxConfig, type LoadConfigOptions, loadConfig} from './core/config/config.js';
+import {parseAmqpUrls} from './core/config/amqp-urls.js';
 import {createLogger, logOptions, type Logger} from './core/log.js';
 import {MysqlTaskStore} from './core/store/mysql/store.js';
 import {type Db, openDb} from './core/store/mysql/db.js';
@@ -112,7 +113,7 @@ export function openOutbox(rt: Runtime, opts: {requireTable?: boolean} = {}): Pr
 /** Connects to RabbitMQ and declares the topology (unless `declare: false`: read-only tools). `reconnect` for long-running services. */
 export async function openBroker(rt: Runtime, opts: {reconnect: boolean; declare?: boolean}): Promise<Broker> {
   const b = new AmqpBroker({
-    url: rt.config.amqpUrl,
+    urls: parseAmqpUrls(rt.config.amqpUrl),
     prefix: rt.config.amqpPrefix,
     cell: rt.config.cell,
     queueType: rt.config.queueType,
@@ -128,19 +129,23 @@ export async function openBroker(rt: Runtime, opts: {reconnect: boolean; declare
   return b;
 }
 
-/** The admin service's view of `rt`'s cell: its openers are this module's (RabbitMQ without reconnecting: one-shot use). */
-export function adminContext(rt: Runtime): AdminContext {
+/**
+ * The admin service's view of `rt`'s cell: its openers are this module's. RabbitMQ does not
+ * reconnect (one-shot use) unless `longLived` (ax web: the broker outlives a RabbitMQ restart).
+ */
+export function adminContext(rt: Runtime, o: {longLived?: boolean} = {}): AdminContext {
+  const reconnect = o.longLived === true;
   return {
     ...rt,
     open: {
       store: () => openStore(rt),
-      broker: (o) => openBroker(rt, {reconnect: false, declare: o.declare}),
+      broker: (b) => openBroker(rt, {reconnect, declare: b.declare}),
       outbox: (o) => openOutbox(rt, o),
       schema: () => openSchema(rt),
       archiveTarget: () => openArchiveTarget(rt),
       producer: () => openClient(rt, {reconnect: false, giveUpAfterMs: rt.config.queryTimeoutMs}),
     },
-    forCell: (cell) => adminContext(rt.forCell(cell)),
+    forCell: (cell) => adminContext(rt.forCell(cell), o),
   };
 }
 
@@ -148,8 +153,8 @@ export function adminContext(rt: Runtime): AdminContext {
  * The admin service (core/admin/service.ts) of `rt`'s cell: connections opened at first use and
  * closed by its close(). `given` connections (a client's own) are used and left open.
  */
-export function openAdmin(rt: Runtime, given: {store?: AxStore; broker?: Broker} = {}): Admin {
-  const ctx = adminContext(rt);
+export function openAdmin(rt: Runtime, given: {store?: AxStore; broker?: Broker} = {}, o: {longLived?: boolean} = {}): Admin {
+  const ctx = adminContext(rt, o);
   return createAdmin(ctx, createSession(ctx, given));
 }
 

@@ -24,6 +24,13 @@ export const SOAK = [
 /** Soaks that must run with no other file at once: outbox-faults restarts the local MariaDB. */
 export const SOAK_ALONE = ['test/integration/outbox-faults.test.ts'];
 
+/**
+ * The fault scenarios of issue 24 (`npm run test:faults`, short form in CI; AX_FAULTS_FULL=1 for
+ * full lengths): one file at a time, since they inject latency, outages and clock skew and some start
+ * their own RabbitMQ nodes.
+ */
+export const FAULTS = ['test/faults/**/*.test.ts'];
+
 /** The integration tests of the fast tier: the conformance suites on the real adapters and the quick ones. */
 export const FAST_INTEGRATION = [
   // Conformance suites (test/conformance).
@@ -48,6 +55,7 @@ export const FAST_INTEGRATION = [
   'test/integration/scheduler-stop.test.ts',
   'test/integration/worker-lanes.test.ts',
   'test/integration/worker-safety.test.ts',
+  'test/integration/witness.test.ts',
 ];
 
 /** The fast tier (`npm run test:fast`): every unit test and the integration tests above. */

@@ -2,7 +2,8 @@
  * End-to-end tests of the CLI's set-up errors and polish (`node bin/run.js …`, run `npm run build`
  * first): each MySQL set-up problem (wrong password, unknown user, missing database, schema not
  * migrated, missing business database, missing task_outbox) has its own message, hint and exit
- * code, and so has a RabbitMQ login refused or virtual host missing; read-only commands never create a database; `-h`, `-v`, `version`, did-you-mean for
+ * code, and so has a RabbitMQ login refused or virtual host missing (also through a cluster's list of URLs, whose bad
+ * entry is refused before anything starts); read-only commands never create a database; `-h`, `-v`, `version`, did-you-mean for
  * commands and flags, autocomplete, the EXIT CODES section of every command's help.
  */
 import {randomBytes} from 'node:crypto';
@@ -183,6 +184,25 @@ describe('RabbitMQ set-up problems: a refused login is said as such, exit 5, not
     expect(r.code).toBe(5);
     expect(flat(r.stderr)).toMatch(/refused to open virtual host "ax_no_such_vhost" for user "[^"]+": the virtual host does not exist/);
     expect(flat(r.stderr)).toMatch(/Check the virtual host in AX_AMQP_URL/);
+  });
+
+  test('AX_AMQP_URL listing a cluster: a bad entry exits 2 before anything starts, naming it without its password', async () => {
+    const r = await ax(['worker', '--handlers', join(ROOT, 'test/fixtures/handlers.js'), '--pools', 'io'], {
+      AX_AMQP_URL: `${AMQP_URL},amqp//guest:hunter2_pw@mq2:5672`,
+    });
+    expect(r.code, r.stderr).toBe(2);
+    expect(flat(r.stderr)).toMatch(/amqpUrl \(AX_AMQP_URL\) \(entry 2 of 2\) must start with amqp:\/\/ or amqps:\/\//);
+    expect(r.stderr).not.toContain('hunter2_pw');
+    expect(r.stderr).not.toMatch(/connect|retrying/i);
+  });
+
+  test('AX_AMQP_URL listing a cluster: a dead node is skipped; all of them failing, a refused login is what is said', async () => {
+    const dead = 'amqp://guest:guest@127.0.0.1:1';
+    expect((await ax(['queues', '--json'], {AX_AMQP_URL: `${dead},${AMQP_URL}`})).code).toBe(0);
+    const r = await ax(['queues', '--json'], {AX_AMQP_URL: `${dead},${wrong}`});
+    expect(r.code, r.stderr).toBe(5);
+    expect(r.json.error).toMatchObject({code: 'unavailable', details: {reason: 'access_denied', scope: 'amqp'}});
+    expect(r.stdout + r.stderr).not.toContain('wrong_');
   });
 
   test('a worker with a wrong password exits 5 at once instead of waiting for the server', async () => {

@@ -37,16 +37,20 @@ export interface TestEnv {
 /**
  * Creates a migrated database `axt_<random>` and prefix `axt_<random>`; `overrides` tune the config.
  * `cells` adds cells (AX_CELLS, also in `env.env`), each with the types given and a migrated
- * database of its own, `axt_<random>_<cell>` (dropped by dispose(), with its queues).
+ * database of its own, `axt_<random>_<cell>` (dropped by dispose(), with its queues). `amqpUrl`
+ * (default the shared RabbitMQ) is AX_AMQP_URL, e.g. the nodes of a test cluster (rabbit-cluster.ts).
  */
-export async function createTestEnv(overrides: Partial<AxConfig> = {}, opts: {cells?: Record<string, string[]>} = {}): Promise<TestEnv> {
+export async function createTestEnv(
+  overrides: Partial<AxConfig> = {},
+  opts: {cells?: Record<string, string[]>; amqpUrl?: string} = {},
+): Promise<TestEnv> {
   const tag = `axt_${randomBytes(4).toString('hex')}`;
   const cells = Object.fromEntries(
     Object.entries(opts.cells ?? {}).map(([cell, types]) => [cell, {types, mysqlUrl: `${MYSQL_ROOT}/${tag}_${cell.replace(/-/g, '_')}`}]),
   );
   const env: Record<string, string> = {
     AX_MYSQL_URL: `${MYSQL_ROOT}/${tag}`,
-    AX_AMQP_URL: AMQP_URL,
+    AX_AMQP_URL: opts.amqpUrl ?? AMQP_URL,
     AX_AMQP_PREFIX: tag,
     AX_LOG_LEVEL: process.env.AX_TEST_LOG_LEVEL ?? 'warn',
     ...(opts.cells ? {AX_CELLS: JSON.stringify(cells)} : {}),
@@ -94,6 +98,7 @@ export async function createTestEnv(overrides: Partial<AxConfig> = {}, opts: {ce
       }
       const names = [config.cell, ...Object.keys(cells)].map((c) => topology(tag, c, config.queueType));
       await deleteQueues(
+        env.AX_AMQP_URL!,
         names.flatMap((n) => n.allQueues()),
         [tag, ...names.map((n) => n.controlExchange)],
       );
@@ -101,8 +106,14 @@ export async function createTestEnv(overrides: Partial<AxConfig> = {}, opts: {ce
   };
 }
 
-async function deleteQueues(queues: string[], exchanges: string[]): Promise<void> {
-  const conn = await amqp.connect(AMQP_URL);
+/** Deletes them through the first node of `urls` (AX_AMQP_URL) that answers; none answering, nothing. */
+async function deleteQueues(urls: string, queues: string[], exchanges: string[]): Promise<void> {
+  let conn: amqp.ChannelModel | undefined;
+  for (const url of urls.split(',')) {
+    conn = await amqp.connect(url.trim()).catch(() => undefined);
+    if (conn) break;
+  }
+  if (!conn) return;
   try {
     const ch = await conn.createChannel();
     for (const q of queues) await ch.deleteQueue(q).catch(() => undefined);

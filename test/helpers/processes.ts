@@ -17,8 +17,9 @@ export interface ProcessTestEnv {
   dispose(): Promise<void>;
 }
 
-export async function createProcessTestEnv(): Promise<ProcessTestEnv> {
-  const env = await createTestEnv({submitFlushMs: 20});
+/** `amqpUrl`: AX_AMQP_URL of the environment (default the shared RabbitMQ), e.g. a test cluster's nodes. */
+export async function createProcessTestEnv(o: {amqpUrl?: string} = {}): Promise<ProcessTestEnv> {
+  const env = await createTestEnv({submitFlushMs: 20}, o.amqpUrl === undefined ? {} : {amqpUrl: o.amqpUrl});
   const client = createClient({
     ...env.rt,
     store: await env.store(),

@@ -13,7 +13,16 @@ export interface Spawned {
 
 /** Starts `node bin/run.js ...args` with the test environment (NODE_ENV=production: load dist). */
 export function spawnAx(args: string[], env: Record<string, string>, input?: string): Spawned {
-  const child = spawn(process.execPath, ['bin/run.js', ...args], {
+  return spawnNode(['bin/run.js', ...args], env, input);
+}
+
+/**
+ * Starts `node ...args` in the checkout (a script of test/fixtures, say) with `env` added,
+ * NODE_ENV=production. `input`: written to its stdin, which is then closed; `null`: stdin is a pipe
+ * left open (write to `child.stdin`); none: no stdin.
+ */
+export function spawnNode(args: string[], env: Record<string, string>, input?: string | null): Spawned {
+  const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env: {...process.env, ...env, NODE_ENV: 'production'},
     stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
@@ -22,7 +31,7 @@ export function spawnAx(args: string[], env: Record<string, string>, input?: str
   let err = '';
   child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
-  if (input !== undefined) child.stdin?.end(input);
+  if (typeof input === 'string') child.stdin?.end(input);
   const exited = new Promise<{code: number | null; signal: NodeJS.Signals | null}>((resolve) =>
     child.on('exit', (code, signal) => resolve({code, signal})),
   );

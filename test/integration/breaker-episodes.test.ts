@@ -4,11 +4,12 @@
  * five times, closed by probes and by an operator's reset — and every time it closes, the tasks it
  * parked are due and rung at once instead of waiting for their old probe time.
  *
- * Time: the gates run on a fake clock that starts at the database's clock and only moves forward;
- * the outcome windows (type_outcomes) are written for the fake clock's seconds, which the store's
- * window read (`second >= NOW() - window`) accepts because they are never older than the database
- * clock. The gates' own loops never fire (refresh every 10⁹ ms): each step calls refresh() on all
- * three concurrently, as three workers whose refreshes coincide.
+ * Time: the gates decide on the database clock (FlowGate.dbNow), so the store's sessions are
+ * pinned to a fake clock that starts at the database's and only moves forward
+ * (test/helpers/pinned-db-clock.ts); the outcome windows (type_outcomes) are written for its
+ * seconds and the tests' own SQL compares with it, not with the server's NOW(). The gates' own
+ * loops never fire (refresh every 10⁹ ms): each step calls refresh() on all three concurrently, as
+ * three workers whose refreshes coincide.
  */
 import {afterAll, beforeAll, describe, expect, it} from 'vitest';
 import {FlowGate} from '../../src/core/flow/gate.js';
@@ -20,7 +21,9 @@ import {validateTaskSpec} from '../../src/core/task/validate.js';
 import type {AxStore} from '../../src/core/store/types.js';
 import type {AmqpBroker} from '../../src/core/broker/amqp/broker.js';
 import {createTestEnv, takeRung, type TestEnv} from '../helpers/env.js';
+import type {Clock} from '../../src/core/time.js';
 import {fakeClock, type FakeClock} from '../helpers/clock.js';
+import {pinDbClock, type PinnedClock} from '../helpers/pinned-db-clock.js';
 
 const TYPE = 'order_notify';
 const newId = createIdGenerator(() => Date.now());
@@ -31,6 +34,7 @@ describe('breaker episodes on MySQL (three gates)', () => {
   let broker: AmqpBroker;
   let clock: FakeClock;
   let gates: FlowGate[];
+  let pinned: PinnedClock;
   const events = new AxEvents();
   const moves: string[] = [];
 
@@ -39,6 +43,7 @@ describe('breaker episodes on MySQL (three gates)', () => {
     store = await env.store();
     broker = await env.broker();
     clock = fakeClock((await store.clockNow()).getTime());
+    pinned = pinDbClock([store], clock);
     for (const e of ['breaker:opened', 'breaker:half-open', 'breaker:closed'] as const) events.on(e, () => moves.push(e));
     gates = [1, 2, 3].map((i) => {
       const g = new FlowGate({store, clock, logger: createLogger('silent'), refreshMs: 1e9});
@@ -48,6 +53,7 @@ describe('breaker episodes on MySQL (three gates)', () => {
     for (const g of gates) await g.start([], broker);
   });
   afterAll(async () => {
+    pinned?.assertPinned();
     for (const g of gates ?? []) await g.stop();
     await env?.dispose();
   });
@@ -118,8 +124,8 @@ describe('breaker episodes on MySQL (three gates)', () => {
       expect(await breaker()).toBe('closed');
       expect(await parked()).toBe(0);
       const due = await env.sql<{n: number}>(
-        `SELECT COUNT(*) AS n FROM tasks WHERE id IN (${ids.map(() => '?').join(',')}) AND run_at <= NOW(3) AND published_at IS NOT NULL`,
-        ids,
+        `SELECT COUNT(*) AS n FROM tasks WHERE id IN (${ids.map(() => '?').join(',')}) AND run_at <= FROM_UNIXTIME(?) AND published_at IS NOT NULL`,
+        [...ids, clock.now() / 1000],
       );
       expect(Number(due[0]!.n)).toBe(10);
       expect(new Set((await takeRung(env, 'io')).ids)).toEqual(new Set(ids));
@@ -173,9 +179,29 @@ describe('breaker episodes on MySQL (three gates)', () => {
   it('a worker whose snapshot still says open does not park a task again once the breaker has closed', async () => {
     expect(await breaker()).toBe('closed');
     const [id] = await parkSome(1);
-    const rows = await env.sql<{parked: string | null; due: number}>('SELECT parked, run_at <= NOW(3) AS due FROM tasks WHERE id = ?', [
-      id,
-    ]);
+    const rows = await env.sql<{parked: string | null; due: number}>(
+      'SELECT parked, run_at <= FROM_UNIXTIME(?) AS due FROM tasks WHERE id = ?',
+      [clock.now() / 1000, id],
+    );
     expect(rows[0]).toEqual({parked: null, due: 1});
+  });
+
+  it("an operator's reset from a host whose clock is 30 s off closes it at the database's time: the next window counts what follows, not what came before", async () => {
+    const offBy = (offsetMs: number): Clock => ({...clock, now: () => clock.now() + offsetMs});
+    const adminAt = (offsetMs: number) =>
+      createTypesAdmin({store, broker, clock: offBy(offsetMs), logger: createLogger('silent'), operator: () => 'carol', flowRefreshMs: 0});
+    // Behind: a window starting 30 s early would count the failures it was reset for and re-open it.
+    await open();
+    await adminAt(-30_000).resetBreaker(TYPE, 'host behind');
+    clock.advance(1000);
+    await refreshAll();
+    expect(await breaker()).toBe('closed');
+    // Ahead: a window starting 30 s late would ignore the failures that come next (open() expects it open).
+    await open();
+    await adminAt(30_000).resetBreaker(TYPE, 'host ahead');
+    expect(await breaker()).toBe('closed');
+    await open();
+    const closes = (await store.typeHistory({type: TYPE, limit: 10})).filter((e) => e.event === 'breaker:closed').slice(0, 2);
+    expect(closes.map((e) => e.detail)).toEqual(['reset by carol: host ahead', 'reset by carol: host behind']);
   });
 });

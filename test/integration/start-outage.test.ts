@@ -1,6 +1,6 @@
 /**
  * Starting while MariaDB or RabbitMQ is down, without stopping the shared servers: the spawned
- * process is pointed at TCP proxies (test/helpers/tcp-proxy.ts) that close every connection until
+ * process is pointed at TCP proxies (test/helpers/fault-proxy.ts) that close every connection until
  * they are switched to forward to the real servers. It must wait (logging each attempt, /readyz
  * 503), then become ready and work; with --fail-fast / AX_CONNECT_FAIL_FAST it exits 5 at once.
  */
@@ -13,7 +13,7 @@ import {AMQP_URL, MYSQL_ROOT, eventually, type TestEnv} from '../helpers/env.js'
 import {createProcessTestEnv, logLines, type ProcessTestEnv} from '../helpers/processes.js';
 import {createBusinessDb, type BusinessDb} from '../helpers/outbox.js';
 import {ROOT, type Spawned} from '../helpers/spawn.js';
-import {startTcpProxy, type TcpProxy} from '../helpers/tcp-proxy.js';
+import {startFaultProxy, targetOf, type FaultProxy} from '../helpers/fault-proxy.js';
 
 const retries = (p: Spawned, to: string): number =>
   logLines(p.stderr()).filter((l) => l.msg === 'cannot connect, retrying' && l.to === to).length;
@@ -21,21 +21,17 @@ const get = async (url: string): Promise<{status: number; body: Record<string, u
   const r = await fetch(url);
   return {status: r.status, body: (await r.json()) as Record<string, unknown>};
 };
-const target = (url: string): {host: string; port: number} => {
-  const u = new URL(url);
-  return {host: u.hostname, port: Number(u.port)};
-};
 
 describe('start during an outage', () => {
   let fx: ProcessTestEnv;
   let env: TestEnv;
   let client: AxClient;
-  const proxies: TcpProxy[] = [];
+  const proxies: FaultProxy[] = [];
 
   /** Fresh proxies to MariaDB and RabbitMQ (both down) and the env pointing a process at them. */
   const outage = async () => {
-    const mysql = await startTcpProxy(target(MYSQL_ROOT));
-    const amqp = await startTcpProxy(target(AMQP_URL));
+    const mysql = await startFaultProxy(targetOf(MYSQL_ROOT), {kind: 'refuse'});
+    const amqp = await startFaultProxy(targetOf(AMQP_URL), {kind: 'refuse'});
     proxies.push(mysql, amqp);
     const db = new URL(env.env.AX_MYSQL_URL!).pathname;
     const through = {
@@ -76,11 +72,11 @@ describe('start during an outage', () => {
     expect(line).toMatchObject({level: 'warn', to: 'MySQL', attempt: 1, retryInMs: expect.any(Number)});
     expect(w.stderr()).not.toMatch(/"level":"error"/);
 
-    o.mysql.up();
+    o.mysql.heal();
     await eventually(async () => retries(w, 'RabbitMQ') >= 2, 20_000, 'RabbitMQ retries');
     expect((await get(`${url}/readyz`)).status).toBe(503);
 
-    o.amqp.up();
+    o.amqp.heal();
     await eventually(async () => (await get(`${url}/readyz`)).status === 200, 20_000, 'the worker to be ready');
     const id = await client.submit({type: 'test_noop', payload: {}});
     await client.flush();
@@ -111,9 +107,9 @@ describe('start during an outage', () => {
     );
     expect(await get(`${early}/healthz`)).toMatchObject({status: 200, body: {state: 'connecting', connect: {what: 'MySQL'}}});
     expect((await get(`${early}/readyz`)).status).toBe(503);
-    o.mysql.up();
+    o.mysql.heal();
     await eventually(async () => retries(s, 'RabbitMQ') >= 1, 20_000, 'RabbitMQ retries');
-    o.amqp.up();
+    o.amqp.heal();
     const url = await eventually(async () => /health on (http:\/\/[\d.:]+)/.exec(s.stderr())?.[1], 20_000, 'the scheduler to run');
     await eventually(async () => (await get(`${url}/readyz`)).status === 200, 20_000, 'the scheduler to be ready');
     s.child.kill('SIGTERM');
@@ -135,7 +131,7 @@ describe('start during an outage', () => {
     const o = await outage();
     const biz: BusinessDb = await createBusinessDb({migrate: true});
     try {
-      const bizProxy = await startTcpProxy(target(MYSQL_ROOT));
+      const bizProxy = await startFaultProxy(targetOf(MYSQL_ROOT), {kind: 'refuse'});
       // The sidecar's AX_RELAY_HEALTH_PORT=0 means "no endpoint": give it a free port.
       const port = await new Promise<number>((resolve) => {
         const srv = createServer().listen(0, '127.0.0.1', () => {
@@ -163,12 +159,12 @@ describe('start during an outage', () => {
       fx.track(car);
       await eventually(async () => retries(car, 'MySQL (ax)') >= 2, 20_000, 'MySQL retries');
       expect((await get(`http://127.0.0.1:${port}/readyz`)).status).toBe(503);
-      o.mysql.up();
+      o.mysql.heal();
       await eventually(async () => retries(car, 'MySQL (outbox)') >= 1, 20_000, 'outbox retries');
-      bizProxy.up();
+      bizProxy.heal();
       await eventually(async () => retries(car, 'RabbitMQ') >= 1, 20_000, 'RabbitMQ retries');
       expect((await get(`http://127.0.0.1:${port}/readyz`)).status).toBe(503);
-      o.amqp.up();
+      o.amqp.heal();
       await eventually(async () => (await get(`http://127.0.0.1:${port}/readyz`)).status === 200, 20_000, 'the sidecar to be ready');
       child.kill('SIGTERM');
       expect(await exited).toBe(0);
@@ -189,6 +185,6 @@ describe('start during an outage', () => {
       expect(retries(p, 'MySQL')).toBe(0);
       expect(p.stderr()).toMatch(/MySQL at mysql:\/\/root@127\.0\.0\.1:\d+\/axt_\w+ is unavailable/);
     }
-    expect(o.mysql.connections).toBeGreaterThanOrEqual(2);
+    expect(o.mysql.accepted).toBeGreaterThanOrEqual(2);
   });
 });

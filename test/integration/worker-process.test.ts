@@ -5,7 +5,7 @@
 import {mkdtempSync, readFileSync, existsSync} from 'node:fs';
 import {tmpdir} from 'node:os';
 import {join} from 'node:path';
-import {afterAll, beforeAll, describe, expect, it} from 'vitest';
+import {afterAll, beforeAll, describe, expect, it, onTestFinished} from 'vitest';
 import type {AxClient} from '../../src/core/client.js';
 import {reconcile} from '../../src/core/reconcile/reconcile.js';
 import {AxEvents, nextEvent} from '../../src/core/events.js';
@@ -140,13 +140,17 @@ describe('worker processes', () => {
 
   it('SIGTERM with a short grace period releases queued tasks (attempt 0) and rings for them', async () => {
     const w = worker({AX_SHUTDOWN_GRACE: '100ms'}, ['--io-concurrency', '1']);
+    onTestFinished(() => void w.child.kill('SIGKILL')); // a failure here must not leave it taking the next test's tasks
+    // Submitted in two flushes: ax does not order the doorbells of concurrently written batches, and
+    // with one slot the short tasks would simply run first if their doorbell came first.
     const long = await client.submit({type: 'test_sleep', payload: {ms: 30_000}});
+    await client.flush();
+    await eventually(async () => lines(join(dir, 'started.log')).some((l) => l.startsWith(`${long} `)), 20_000, 'the long task to start');
     const queued = [
       await client.submit({type: 'test_sleep', payload: {ms: 10}}),
       await client.submit({type: 'test_sleep', payload: {ms: 10}}),
     ];
     await client.flush();
-    await eventually(async () => lines(join(dir, 'started.log')).some((l) => l.startsWith(`${long} `)), 20_000, 'the long task to start');
     await eventually(
       async () => {
         const r = await env.sql<{n: number}>("SELECT COUNT(*) AS n FROM tasks WHERE id IN (?, ?, ?) AND state = 'running'", [
@@ -184,6 +188,7 @@ describe('worker processes', () => {
     }
     // Another worker picks the released ones up straight from their doorbell.
     const next = worker();
+    onTestFinished(() => void next.child.kill('SIGKILL'));
     await eventually(
       async () => {
         const r = await env.sql<{n: number}>("SELECT COUNT(*) AS n FROM tasks WHERE id IN (?, ?) AND state = 'succeeded'", queued);
@@ -198,6 +203,7 @@ describe('worker processes', () => {
 
   it('logs each failure at warn and each dead-letter at error, and a summary line every --summary-every', async () => {
     const w = worker({AX_LOG_LEVEL: 'info', AX_SHUTDOWN_GRACE: '100ms'}, ['--summary-every', '200ms']);
+    onTestFinished(() => void w.child.kill('SIGKILL'));
     const id = await client.submit({type: 'test_fail', payload: {}, maxRetries: 1});
     await client.flush();
     await eventually(async () => (await client.getTask(id)).task.state === 'failed', 20_000, 'the first attempt to fail');

@@ -139,12 +139,12 @@ describe('links', () => {
         )
         .join('\n');
     const code = read(['src', 'sidecar', 'bench', 'scripts']);
-    // The test knobs (AX_MODEL_RUNS, AX_TEST_*) are read by the tests, and named on the testing page only.
+    // The test knobs (AX_MODEL_RUNS, AX_TEST_*, AX_FAULTS_FULL) are read by the tests, and named on the testing and faults pages only.
     const withTests = `${code}\n${read(['test'])}`;
     const unknown: string[] = [];
     for (const file of [...files, 'deploy/README.md', 'sidecar/README.md'])
       for (const m of readDoc(file).matchAll(/\bAX_[A-Z][A-Z0-9_]*[A-Z0-9]\b/g))
-        if (!(file === 'docs/testing.md' ? withTests : code).includes(m[0])) unknown.push(`${file}: ${m[0]}`);
+        if (!(file === 'docs/testing.md' || file === 'docs/faults.md' ? withTests : code).includes(m[0])) unknown.push(`${file}: ${m[0]}`);
     expect([...new Set(unknown)]).toEqual([]);
   });
 

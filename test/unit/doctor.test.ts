@@ -319,6 +319,40 @@ describe('ax doctor checks', () => {
       // 1.5 s apart but measured over a 2 s round trip: within the uncertainty.
       expect(byId(run(healthy({localAt: ago(1500), rttMs: 2000})).findings, 'timing.clock')?.status).toBe('ok');
     });
+
+    it("a live worker whose clock is off the database's beyond --max-skew (from its heartbeats) is a problem naming it and which way", () => {
+      const clocked = (id: string, offsetMs: number, errorMs: number, over: Partial<WorkerRow> = {}): WorkerRow =>
+        worker({id, stats: {heartbeatMs: 5000, types: {}, clock: {offsetMs, errorMs}}, ...over});
+      const r = run(healthy({workers: [clocked('w1', 2, 1), clocked('w2', 30_000, 3), clocked('w3', -30_500, 2)]}));
+      expect(byId(r.findings, 'timing.workers')).toMatchObject({
+        status: 'problem',
+        title: "2 live workers whose clock is off the database's by more than 1s",
+        evidence: [
+          "w3 on h1 (pid 10): 30.5s behind the database's ± 2ms",
+          "w2 on h1 (pid 10): 30s ahead of the database's ± 3ms",
+          expect.stringMatching(/^due times, leases, retries, cron and breakers use the database's clock: nothing runs early/),
+        ],
+        next: [expect.stringMatching(/^sync the clocks \(NTP\)/)],
+      });
+      expect(problems(r.findings)).toEqual(['timing.workers']);
+      // Within the measurement's uncertainty, a stopped worker, a malformed doc: not a problem.
+      const fine = run(
+        healthy({
+          workers: [
+            clocked('w1', 1500, 600),
+            clocked('w2', 60_000, 1, {stoppedAt: ago(60_000), heartbeatAt: ago(60_000)}),
+            worker({id: 'w3', stats: {heartbeatMs: 5000, types: {}, clock: {offsetMs: 'x'}} as never}),
+          ],
+        }),
+      );
+      expect(byId(fine.findings, 'timing.workers')).toMatchObject({
+        status: 'ok',
+        title: "the clocks of 1 live worker agree with the database's (within 1s)",
+        evidence: ["w1 on h1 (pid 10): 1.5s ahead of the database's ± 600ms"],
+      });
+      // No live worker reports its clock (an older ax): nothing to say.
+      expect(byId(run(healthy()).findings, 'timing.workers')).toBeUndefined();
+    });
   });
 
   it('timing: tasks that start late after due on average are a warning; on time is ok, unknown says nothing', () => {

@@ -23,7 +23,8 @@ import {AxEvents, type BreakerEvent} from '../../src/core/events.js';
 import {createLogger} from '../../src/core/log.js';
 import type {Broker} from '../../src/core/broker/types.js';
 import type {BreakerTransitionParams, OutcomeCount, TypeRecord} from '../../src/core/store/types.js';
-import {fakeClock} from '../helpers/clock.js';
+import {fakeClock, type FakeClock} from '../helpers/clock.js';
+import {type Clock, sleep} from '../../src/core/time.js';
 
 const T0 = Date.parse('2026-12-01T12:00:00Z');
 const s = BREAKER_DEFAULTS;
@@ -143,8 +144,11 @@ describe('admission with a breaker', () => {
   });
 });
 
-/** One store shared by several gates: a registry row per type and per-second counts, CAS transitions. */
-function sharedStore() {
+/**
+ * One store shared by several gates: a registry row per type and per-second counts, CAS
+ * transitions; `dbNow` is the database's clock (FlowView.at).
+ */
+function sharedStore(dbNow: () => number) {
   const types = new Map<string, TypeRecord>();
   const counts: OutcomeCount[] = [];
   const transitions: BreakerTransitionParams[] = [];
@@ -152,7 +156,7 @@ function sharedStore() {
     // Like the MySQL store's: only the rows that say something (a breaker that ever moved does).
     flowView: () =>
       Promise.resolve({
-        at: new Date(T0),
+        at: new Date(dbNow()),
         types: [...types.values()].filter(
           (t) => t.paused || t.breaker.state !== 'closed' || t.breaker.changedAt !== null || Object.keys(t.settings).length > 0,
         ),
@@ -179,7 +183,7 @@ function sharedStore() {
 describe('breakers across workers (FlowGate over a shared store)', () => {
   it('three workers each seeing a minority of the failures open it together, with one transition and one event', async () => {
     const clock = fakeClock(T0);
-    const sh = sharedStore();
+    const sh = sharedStore(clock.now);
     const events = new AxEvents();
     const opened: BreakerEvent[] = [];
     events.on('breaker:opened', (e) => opened.push(e));
@@ -215,4 +219,66 @@ describe('breakers across workers (FlowGate over a shared store)', () => {
     expect(sh.transitions.map((t) => t.event)).toEqual(['breaker:opened', 'breaker:half-open', 'breaker:closed']);
     for (const g of gates) await g.stop();
   });
+});
+
+/** `base` seen from a host whose wall clock is `offsetMs` off (its monotonic clock and timers are the machine's). */
+const skewed = (base: FakeClock, offsetMs: number): Clock => ({
+  now: () => base.now() + offsetMs,
+  monotonic: () => base.monotonic(),
+  setTimeout: (fn, ms) => base.setTimeout(fn, ms),
+  clearTimeout: (h) => base.clearTimeout(h),
+});
+
+describe('breakers on a worker whose clock is off (clock skew)', () => {
+  it("measures the worker's clock against the database's within half the read's round trip", async () => {
+    const db = fakeClock(T0);
+    const sh = sharedStore(db.now);
+    // The database stamps NOW(3) 10 ms into a read of 40 ms.
+    const store: GateStore = {
+      ...sh.store,
+      flowView: async (p) => {
+        await sleep(db, 10);
+        const view = await sh.store.flowView(p);
+        await sleep(db, 30);
+        return view;
+      },
+    };
+    const gate = new FlowGate({store, clock: skewed(db, 30_000), logger: createLogger('silent'), refreshMs: 1e9, breakers: false});
+    expect(gate.clockOffset()).toBeNull();
+    const read = gate.refresh();
+    await db.advanceAsync(40);
+    await read;
+    const c = gate.clockOffset()!;
+    expect(c.errorMs).toBe(21);
+    expect(Math.abs(c.offsetMs - 30_000)).toBeLessThanOrEqual(c.errorMs);
+    // Never ahead of the database's clock, behind it by at most the round trip.
+    expect(T0 + 40 - gate.dbNow()).toBeGreaterThanOrEqual(0);
+    expect(T0 + 40 - gate.dbNow()).toBeLessThanOrEqual(40);
+  });
+
+  for (const offsetMs of [30_000, -30_000]) {
+    it(`a worker ${offsetMs > 0 ? 'ahead' : 'behind'} by 30 s opens it for its cool-down on the database clock, from the failures of the database's window`, async () => {
+      const db = fakeClock(T0);
+      const sh = sharedStore(db.now);
+      const gate = new FlowGate({store: sh.store, clock: skewed(db, offsetMs), logger: createLogger('silent'), refreshMs: 1000});
+      await gate.start([], {publish: () => Promise.resolve()} as unknown as Broker);
+      expect(gate.dbNow()).toBe(T0);
+      // 13 of 25 failed in the database's last second (type_outcomes counts seconds of NOW()).
+      sh.counts.push({type: 'order_notify', at: new Date(T0), ok: 12, failed: 13});
+      await db.advanceAsync(1000);
+      expect(sh.transitions).toHaveLength(1);
+      // Stamped with the database's time: a worker behind would have opened it until a time already
+      // past (no cool-down at all), one ahead for twice the cool-down.
+      expect(sh.transitions[0]!.to).toMatchObject({state: 'open', changedAt: new Date(T0 + 1000), until: new Date(T0 + 31_000)});
+      // The worker's own check parks the type until the probe time, measured on the database clock.
+      expect(gate.admit('order_notify', true)).toMatchObject({run: false, parked: 'breaker', delayMs: 30_000});
+      await db.advanceAsync(29_000);
+      expect(sh.types.get('order_notify')?.breaker.state).toBe('open');
+      expect(gate.admit('order_notify', true)).toMatchObject({run: false, parked: 'breaker', delayMs: 1000});
+      await db.advanceAsync(1000);
+      expect(sh.types.get('order_notify')?.breaker).toMatchObject({state: 'half_open', changedAt: new Date(T0 + 31_000)});
+      expect(gate.admit('order_notify', true)).toEqual({run: true, probe: true});
+      await gate.stop();
+    });
+  }
 });

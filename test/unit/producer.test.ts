@@ -258,6 +258,28 @@ describe('producer failures', () => {
     expect(h.published).toEqual([[a]]);
   });
 
+  it('after a long outage it tries again within 6 s of the last try, whatever the jitter (it notices the recovery soon)', async () => {
+    let down = true;
+    const h = harness({
+      random: () => 0.999,
+      insert: (p) => (down ? Promise.reject(new AxError('unavailable', 'ECONNREFUSED')) : Promise.resolve(allNew(p))),
+    });
+    await h.producer.submit({type: 'order_notify'});
+    const flushed = h.producer.flush();
+    await settle();
+    // Two minutes of outage: the backoff is at its cap long before.
+    await h.clock.advanceAsync(120_000);
+    const tries = h.inserts.map((i) => i.at);
+    const gaps = tries.slice(1).map((t, i) => t - tries[i]!);
+    expect(Math.max(...gaps)).toBeLessThanOrEqual(6000);
+    expect(gaps.at(-1)).toBeGreaterThan(5000); // at the cap: ~4 s × 1.5
+    down = false;
+    const recoveredAt = h.clock.now();
+    await h.clock.advanceAsync(6000);
+    expect(await flushed).toMatchObject({inserted: 1});
+    expect(h.inserts.at(-1)!.at - recoveredAt).toBeLessThanOrEqual(6000);
+  });
+
   it('while a batch retries an outage, later submits wait in the buffer and go as the next batch once it commits', async () => {
     const h = harness({
       bufferLimit: 100,

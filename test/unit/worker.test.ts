@@ -9,7 +9,7 @@
 import {describe, expect, it} from 'vitest';
 import {silentLogger} from '../../src/core/log.js';
 import {type Broker, type Delivery, encodeMessage} from '../../src/core/broker/types.js';
-import type {ClaimedTask, FlowView, Outcome, TasksClaimParams, TypeRecord} from '../../src/core/store/types.js';
+import type {ClaimedTask, FlowView, Outcome, TasksClaimParams, TypeRecord, WorkerStatsDoc} from '../../src/core/store/types.js';
 import type {TaskState} from '../../src/core/task/state.js';
 import {FlowGate} from '../../src/core/flow/gate.js';
 import {defineHandlers, TaskResult} from '../../src/core/worker/handlers.js';
@@ -40,7 +40,7 @@ const settle = async (): Promise<void> => {
  * `registry` is what the flow refresh reads (edit it, then advance the clock 1 s); `onClaim` runs
  * inside each claim, before it returns (a refresh that reads a pause committed meanwhile).
  */
-function harness(o: {capacity?: number; onClaim?: (p: TasksClaimParams) => Promise<void>} = {}) {
+function harness(o: {capacity?: number; onClaim?: (p: TasksClaimParams) => Promise<void>; clockAheadMs?: number} = {}) {
   const clock = fakeClock(T0);
   const registry: {types: TypeRecord[]} = {types: []};
   const rows = new Map<string, {type: string; state: TaskState; fence: number}>();
@@ -52,7 +52,9 @@ function harness(o: {capacity?: number; onClaim?: (p: TasksClaimParams) => Promi
   const started: string[] = [];
   const gate = (id: string): Deferred => gates.get(id) ?? (gates.set(id, deferred()), gates.get(id)!);
 
-  const view = (): FlowView => ({at: new Date(clock.now()), types: registry.types, handlers: {}});
+  const heartbeats: WorkerStatsDoc[] = [];
+  // The database's clock: the worker's own is `clockAheadMs` ahead of it.
+  const view = (): FlowView => ({at: new Date(clock.now() - (o.clockAheadMs ?? 0)), types: registry.types, handlers: {}});
   const store: WorkerStore = {
     tasksClaim: async (p) => {
       claims.push([...p.ids]);
@@ -95,7 +97,7 @@ function harness(o: {capacity?: number; onClaim?: (p: TasksClaimParams) => Promi
     },
     leasesRenew: (p) => Promise.resolve(p.held.map((h) => h.id)),
     doorbellsMark: () => Promise.resolve(),
-    workersUpsert: () => Promise.resolve(),
+    workersUpsert: (p) => Promise.resolve(void (p.stats && heartbeats.push(p.stats))),
     workersStop: () => Promise.resolve(),
     flowView: () => Promise.resolve(view()),
     typesRegister: () => Promise.resolve(),
@@ -152,7 +154,7 @@ function harness(o: {capacity?: number; onClaim?: (p: TasksClaimParams) => Promi
   const pause = (type: string): void => {
     registry.types = [typeRecord(type, new Date(clock.now()), {paused: true, pausedBy: 'ops', pausedReason: 'downstream down'})];
   };
-  return {clock, worker, flow, rows, claims, deferredTasks, outcomes, acked, started, gate, ring, pause};
+  return {clock, worker, flow, rows, claims, deferredTasks, outcomes, acked, started, gate, ring, pause, heartbeats};
 }
 
 describe('worker: admission before the claim', () => {
@@ -267,4 +269,21 @@ describe('worker: withdrawing refused tasks from the local queue', () => {
     ]);
     await h.worker.stop({graceMs: 0});
   });
+});
+
+describe("worker: its clock against the database's", () => {
+  for (const aheadMs of [30_000, -30_000]) {
+    it(`writes its offset from the database's clock with each heartbeat (${aheadMs > 0 ? 'ahead' : 'behind'} 30 s), for ax doctor`, async () => {
+      const h = harness({clockAheadMs: aheadMs});
+      await h.worker.start();
+      // The registration comes before the first flow read: no clock yet.
+      expect(h.heartbeats[0]?.clock).toBeUndefined();
+      await h.worker.runOnce();
+      // Read at once by the in-memory store: a round trip of 0, known to NOW(3)'s millisecond.
+      expect(h.heartbeats.at(-1)?.clock).toEqual({offsetMs: aheadMs, errorMs: 1});
+      await h.clock.advanceAsync(5000);
+      expect(h.heartbeats.at(-1)?.clock).toEqual({offsetMs: aheadMs, errorMs: 1});
+      await h.worker.stop({graceMs: 0});
+    });
+  }
 });

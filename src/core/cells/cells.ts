@@ -10,6 +10,7 @@
  */
 import {invalid} from '../errors.js';
 import {parseMysqlUrl} from '../config/mysql-url.js';
+import {parseAmqpUrls} from '../config/amqp-urls.js';
 import {MAX_TYPE_LENGTH, TYPE_NAME_RE} from '../task/validate.js';
 
 /** One configured cell (AX_CELLS entry): the types it takes and its own servers, when it has them. */
@@ -18,7 +19,7 @@ export interface CellSpec {
   types: string[];
   /** Its own MySQL database (or server); absent: AX_MYSQL_URL. */
   mysqlUrl?: string;
-  /** Its own RabbitMQ server or vhost; absent: AX_AMQP_URL. */
+  /** Its own RabbitMQ server or vhost (or a cluster's nodes, comma-separated); absent: AX_AMQP_URL. */
   amqpUrl?: string;
 }
 
@@ -75,8 +76,9 @@ export function parseCells(raw: unknown, from: string): CellsSetting {
       cell.mysqlUrl = spec.mysqlUrl;
     }
     if (spec.amqpUrl !== undefined) {
-      if (typeof spec.amqpUrl !== 'string' || !/^amqps?:\/\//.test(spec.amqpUrl))
-        throw invalid(`${where}: amqpUrl must start with amqp:// or amqps://`);
+      if (typeof spec.amqpUrl !== 'string')
+        throw invalid(`${where}: amqpUrl must be a string (one URL, or a cluster's as a comma-separated list)`);
+      parseAmqpUrls(spec.amqpUrl, `${where}: amqpUrl`);
       cell.amqpUrl = spec.amqpUrl;
     }
     out[name] = cell;

@@ -17,7 +17,7 @@ export interface CellReport {
   types: string[];
   /** host:port/database, without credentials. */
   database: string;
-  /** host:port/vhost of RabbitMQ, without credentials. */
+  /** host:port/vhost of RabbitMQ, without credentials (a cluster: each node's, comma-separated). */
   amqp: string;
   /** Whether the database / RabbitMQ are the default cell's (kept apart by the cell column and queue names). */
   ownDatabase: boolean;
@@ -49,6 +49,14 @@ export function urlTarget(url: string, defaultPort: number): string {
   }
 }
 
+/** urlTarget of each URL of a comma-separated list (AX_AMQP_URL naming a cluster's nodes), comma-separated. */
+export function urlTargets(list: string, defaultPort: number): string {
+  return list
+    .split(',')
+    .map((u) => urlTarget(u.trim(), defaultPort))
+    .join(',');
+}
+
 /** Reads every cell side by side (each its own connection, closed after). */
 export async function cellsReport(o: {
   map: CellMap;
@@ -68,7 +76,7 @@ async function oneCell(
     default: s.cell === o.map.defaultCell,
     types: o.map.patterns.filter((p) => p.cell === s.cell).map((p) => p.text),
     database: urlTarget(s.mysqlUrl, 3306),
-    amqp: urlTarget(s.amqpUrl, 5672),
+    amqp: urlTargets(s.amqpUrl, 5672),
     ownDatabase: s.cell !== o.map.defaultCell && s.mysqlUrl !== o.defaults.mysqlUrl,
     ownAmqp: s.cell !== o.map.defaultCell && s.amqpUrl !== o.defaults.amqpUrl,
     backlog: null,

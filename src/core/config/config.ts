@@ -4,13 +4,19 @@ import {resolve} from 'node:path';
 import {invalid} from '../errors.js';
 import {parseDuration} from '../duration.js';
 import {parseMysqlUrl} from './mysql-url.js';
+import {parseAmqpUrls} from './amqp-urls.js';
+
+export {redactUrl} from './redact-url.js';
 import {type CellsSetting, cellMap, parseCells} from '../cells/cells.js';
 
 /** Every setting of ax. docs/reference/configuration.md lists the same keys, env variables and defaults. */
 export interface AxConfig {
   /** MySQL/MariaDB URL of ax's own database (secret: env or file only). */
   mysqlUrl: string;
-  /** RabbitMQ URL (secret: env or file only). */
+  /**
+   * RabbitMQ URL, or the nodes of one cluster as a comma-separated list, tried in turn on connect and
+   * on every reconnect (secret: env or file only).
+   */
   amqpUrl: string;
   /** The business database holding `task_outbox` (relay); empty: the same as mysqlUrl. */
   outboxMysqlUrl: string;
@@ -104,6 +110,17 @@ export interface AxConfig {
   connectFailFast: boolean;
   /** Longest wait between two connection attempts at start (the backoff's cap before jitter). */
   connectRetryMaxMs: number;
+  /** Address of the console (ax web); anything but loopback needs webTokens. */
+  webHost: string;
+  webPort: number;
+  /** The console's tokens: `name:role:sha256:<hex>`, comma-separated (secret: env or file only). */
+  webTokens: string;
+  /** A console login lasts this long. */
+  webSessionTtlMs: number;
+  /** Largest request body the console's API takes. */
+  webBodyLimitBytes: number;
+  /** Mark the console's session cookie Secure (served over HTTPS by a proxy). */
+  webSecureCookies: boolean;
 }
 
 /**
@@ -134,7 +151,13 @@ export const SETTINGS: Record<keyof AxConfig, Setting> = {
     secret: true,
     doc: "ax's MySQL/MariaDB database",
   },
-  amqpUrl: {env: 'AX_AMQP_URL', kind: 'string', default: 'amqp://guest:guest@127.0.0.1:5672', secret: true, doc: 'RabbitMQ server'},
+  amqpUrl: {
+    env: 'AX_AMQP_URL',
+    kind: 'string',
+    default: 'amqp://guest:guest@127.0.0.1:5672',
+    secret: true,
+    doc: 'RabbitMQ server, or the nodes of one cluster as a comma-separated list of URLs: ax connects to the first live one from a random start and, when it is lost, to the next; docs/operating/rabbitmq-cluster.md',
+  },
   outboxMysqlUrl: {
     env: 'AX_OUTBOX_MYSQL_URL',
     kind: 'string',
@@ -211,7 +234,7 @@ export const SETTINGS: Record<keyof AxConfig, Setting> = {
     kind: 'cells',
     default: {},
     secret: true,
-    doc: 'more cells, as JSON: `{"big": {"types": ["order_*", "invoice_render"], "mysqlUrl": "mysql://…/ax_big", "amqpUrl": "amqp://…/big"}}`; types are exact names or `domain_*` prefixes, the URLs optional (default: AX_MYSQL_URL, AX_AMQP_URL); docs/operating/cells.md',
+    doc: 'more cells, as JSON: `{"big": {"types": ["order_*", "invoice_render"], "mysqlUrl": "mysql://…/ax_big", "amqpUrl": "amqp://…/big"}}`; types are exact names or `domain_*` prefixes, amqpUrl may list the nodes of a cluster like AX_AMQP_URL, the URLs optional (default: AX_MYSQL_URL, AX_AMQP_URL); docs/operating/cells.md',
   },
   amqpPrefix: {env: 'AX_AMQP_PREFIX', kind: 'string', default: 'ax', doc: 'prefix of exchange and queue names'},
   queueType: {env: 'AX_QUEUE_TYPE', kind: 'string', default: 'quorum', choices: ['quorum', 'classic'], doc: 'RabbitMQ queue type'},
@@ -404,6 +427,47 @@ export const SETTINGS: Record<keyof AxConfig, Setting> = {
     min: 10,
     doc: 'longest wait between connection attempts at start (jittered backoff from 250ms)',
   },
+  webHost: {
+    env: 'AX_WEB_HOST',
+    kind: 'string',
+    default: '127.0.0.1',
+    doc: 'address of the console and HTTP API (ax web); anything but loopback needs AX_WEB_TOKENS',
+  },
+  webPort: {
+    env: 'AX_WEB_PORT',
+    kind: 'int',
+    default: 8080,
+    min: 0,
+    max: 65_535,
+    doc: 'port of the console and HTTP API (0: any free port)',
+  },
+  webTokens: {
+    env: 'AX_WEB_TOKENS',
+    kind: 'string',
+    default: '',
+    secret: true,
+    doc: 'console tokens, comma-separated `name:role:sha256:<hex>` (roles viewer, operator, producer); make one with `ax web token`; empty: no login, loopback only',
+  },
+  webSessionTtlMs: {
+    env: 'AX_WEB_SESSION_TTL',
+    kind: 'duration',
+    default: 8 * 3_600_000,
+    min: 60_000,
+    doc: 'a console login lasts this long',
+  },
+  webBodyLimitBytes: {
+    env: 'AX_WEB_BODY_LIMIT',
+    kind: 'bytes',
+    default: 4 * 1024 * 1024,
+    min: 1024,
+    doc: 'largest request body of the HTTP API (413 above)',
+  },
+  webSecureCookies: {
+    env: 'AX_WEB_SECURE_COOKIES',
+    kind: 'bool',
+    default: false,
+    doc: 'mark the session cookie Secure (the console is behind HTTPS)',
+  },
 };
 
 export const DEFAULT_CONFIG_FILE = 'ax.config.json';
@@ -503,7 +567,7 @@ export function loadConfig(opts: LoadConfigOptions = {}): AxConfig {
   // Checked here so that a bad URL fails at load, before any connection is tried.
   parseMysqlUrl(cfg.mysqlUrl);
   if (cfg.outboxMysqlUrl !== '') parseMysqlUrl(cfg.outboxMysqlUrl);
-  if (!/^amqps?:\/\//.test(cfg.amqpUrl)) throw invalid('amqpUrl must start with amqp:// or amqps://');
+  parseAmqpUrls(cfg.amqpUrl, 'amqpUrl (AX_AMQP_URL)');
   return cfg;
 }
 
@@ -515,15 +579,4 @@ export function ioPoolSize(cfg: Pick<AxConfig, 'ioConcurrency' | 'ioWaitRatio'>,
 /** CPU pool size: cores + 1 unless configured. */
 export function cpuPoolSize(cfg: Pick<AxConfig, 'cpuThreads'>, cores = availableParallelism()): number {
   return cfg.cpuThreads > 0 ? cfg.cpuThreads : cores + 1;
-}
-
-/** A URL with its password replaced by `***`, for logs and error messages. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return '<invalid url>';
-  }
 }

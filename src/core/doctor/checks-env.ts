@@ -1,8 +1,8 @@
-/** "Timing inaccurate" (clock skew between this host and the database) and "memory growing". */
+/** "Timing inaccurate" (clock skew between this host or a worker's and the database) and "memory growing". */
 import {formatDuration} from '../duration.js';
 import {capped, finding, plural, splitWorkers} from './evidence.js';
 import {memoryTrend, mib, validMemory, WORKER_RSS_PROBLEM_BYTES, type WorkerMemoryDoc} from '../memory.js';
-import type {WorkerRow} from '../store/types.js';
+import type {ClockOffset, WorkerRow} from '../store/types.js';
 import type {Check, CheckContext, Finding} from './types.js';
 
 /**
@@ -39,6 +39,62 @@ export const clockCheck: Check = {
         `this host's clock is ${formatDuration(Math.abs(skew))} ${skew > 0 ? 'behind' : 'ahead of'} the database's`,
         [...evidence, 'explicit runAt times submitted from here are off by as much; due times themselves use the database clock'],
         ['sync the clocks (NTP): timedatectl status, chronyc tracking — here and on the database host'],
+      ),
+    ];
+  },
+};
+
+/** A heartbeat's clock doc when it has the expected shape, else null (an older ax, or a newer or broken writer's). */
+export function validClockOffset(c: unknown): ClockOffset | null {
+  if (c === undefined || c === null || typeof c !== 'object') return null;
+  const d = c as Partial<ClockOffset>;
+  return Number.isFinite(d.offsetMs) && Number.isFinite(d.errorMs) && (d.errorMs as number) >= 0 ? (d as ClockOffset) : null;
+}
+
+/**
+ * The clock of every live worker against the database's, from its heartbeats (each worker
+ * measures it at its flow refresh: WorkerStatsDoc.clock). ax itself decides on the database's
+ * clock — due times, leases, retries, cron, breakers — so a worker whose host clock is off runs
+ * nothing early and holds no lease late; but its handlers' own Date.now(), its log times and the
+ * explicit runAt times its code submits are off by as much. A problem beyond --max-skew after the
+ * measurement's uncertainty; says nothing when no live worker reports a clock (an older ax).
+ */
+export const workerClockCheck: Check = {
+  id: 'timing.workers',
+  symptom: 'timing',
+  run({db, settings}: CheckContext): Finding[] {
+    const {live} = splitWorkers(db.workers, settings.heartbeatMs);
+    const measured = live.flatMap((w) => {
+      const c = validClockOffset(w.stats?.clock);
+      return c ? [{w, c}] : [];
+    });
+    if (measured.length === 0) return [];
+    const line = ({w, c}: (typeof measured)[number]) =>
+      `${w.id} on ${w.host} (pid ${w.pid}): ${formatDuration(Math.abs(c.offsetMs))} ${c.offsetMs > 0 ? 'ahead of' : 'behind'} the database's ± ${formatDuration(c.errorMs)}`;
+    const off = measured
+      .filter(({c}) => Math.abs(c.offsetMs) - c.errorMs > settings.maxSkewMs)
+      .sort((a, b) => Math.abs(b.c.offsetMs) - Math.abs(a.c.offsetMs));
+    if (off.length === 0)
+      return [
+        finding(
+          'timing.workers',
+          'timing',
+          'ok',
+          `the clocks of ${plural(measured.length, 'live worker')} agree with the database's (within ${formatDuration(settings.maxSkewMs)})`,
+          capped(measured.map(line)),
+        ),
+      ];
+    return [
+      finding(
+        'timing.workers',
+        'timing',
+        'problem',
+        `${plural(off.length, 'live worker')} whose clock is off the database's by more than ${formatDuration(settings.maxSkewMs)}`,
+        [
+          ...capped(off.map(line)),
+          "due times, leases, retries, cron and breakers use the database's clock: nothing runs early; the handlers' own time, log times and runAt times submitted from there are off by as much",
+        ],
+        ['sync the clocks (NTP) of those hosts: timedatectl status, chronyc tracking'],
       ),
     ];
   },

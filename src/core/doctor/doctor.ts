@@ -3,7 +3,7 @@
  * A server that could not be read is itself a finding (a problem), and every check that needed it
  * is reported `skipped` with the reason instead of guessing.
  */
-import {clockCheck, lateStartCheck, memoryCheck} from './checks-env.js';
+import {clockCheck, lateStartCheck, memoryCheck, workerClockCheck} from './checks-env.js';
 import {deathsCheck, duplicatesCheck, swallowedCheck} from './checks-outcomes.js';
 import {flowCheck} from './checks-flow.js';
 import {poisonCheck, queueFullCheck, saturationCheck, slowCheck} from './checks-slow.js';
@@ -29,6 +29,7 @@ export const CHECKS: ReadonlyArray<Check> = [
   duplicatesCheck,
   memoryCheck,
   clockCheck,
+  workerClockCheck,
   lateStartCheck,
 ];
 

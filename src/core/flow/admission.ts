@@ -38,7 +38,8 @@ const RUN: Admission = {run: true};
 /** The registry as the policy reads it: by type. `loaded` false until the first successful read. */
 export interface FlowSnapshot {
   loaded: boolean;
-  /** Epoch ms of the database clock at the read, and the local clock then (to age it). */
+  /** Epoch ms of the database clock at the read (FlowView.at; 0 before the first read). */
+  at: number;
   types: ReadonlyMap<string, TypeRecord>;
   /** Live workers with a handler per type. */
   handlers: ReadonlyMap<string, number>;
@@ -48,12 +49,20 @@ export interface FlowSnapshot {
   locked: ReadonlySet<string>;
 }
 
-export const EMPTY_SNAPSHOT: FlowSnapshot = {loaded: false, types: new Map(), handlers: new Map(), limited: new Set(), locked: new Set()};
+export const EMPTY_SNAPSHOT: FlowSnapshot = {
+  loaded: false,
+  at: 0,
+  types: new Map(),
+  handlers: new Map(),
+  limited: new Set(),
+  locked: new Set(),
+};
 
 export function snapshotOf(v: FlowView): FlowSnapshot {
   const limited = new Set(v.types.filter((t) => hasLimits(limitsOf(t.settings))).map((t) => t.type));
   return {
     loaded: true,
+    at: v.at.getTime(),
     types: new Map(v.types.map((t) => [t.type, t])),
     handlers: new Map(Object.entries(v.handlers).map(([t, ids]) => [t, ids.length])),
     limited,

@@ -1,6 +1,7 @@
 /**
  * The worker's view of flow control: the registry snapshot the admission step decides from,
- * refreshed every AX_FLOW_REFRESH on the injected clock, plus the parking and the handler
+ * refreshed every AX_FLOW_REFRESH on the injected clock (its decisions on the database clock the
+ * snapshot was read at, never the worker's own: see dbNow), plus the parking and the handler
  * registration that go with it, and the evaluation of the types' breakers on each refresh. The
  * worker asks `admit()` before a claim and parks what it refuses; the claim's transaction decides
  * again from the types' rows (`locked()` names the rows it must lock for update: limits, probes).
@@ -10,7 +11,7 @@ import {errorMessage} from '../errors.js';
 import type {Logger} from '../log.js';
 import {Periodic} from '../lifecycle.js';
 import type {Broker} from '../broker/types.js';
-import type {FlowStore, HotPathStore, ParkedKind, TypeRecord} from '../store/types.js';
+import type {ClockOffset, FlowStore, HotPathStore, ParkedKind, TypeRecord} from '../store/types.js';
 import type {Clock} from '../time.js';
 import type {AxEvents} from '../events.js';
 import {limitsOf} from './limits.js';
@@ -53,6 +54,9 @@ const PURGE_EVERY = 60;
 
 export class FlowGate {
   private snap: FlowSnapshot = EMPTY_SNAPSHOT;
+  /** The monotonic time the snapshot's read returned (its `at` is the database clock then), and how long it took. */
+  private readAt = 0;
+  private readRttMs = 0;
   private events: AxEvents | undefined;
   private broker: Broker | undefined;
   private readonly refreshed: Array<() => void> = [];
@@ -95,9 +99,8 @@ export class FlowGate {
 
   async refresh(): Promise<void> {
     const before = this.snap;
-    this.snap = snapshotOf(await this.o.store.flowView({liveMs: this.liveMs}));
-    if (this.o.breakers !== false && (await this.evaluateBreakers()))
-      this.snap = snapshotOf(await this.o.store.flowView({liveMs: this.liveMs}));
+    await this.read();
+    if (this.o.breakers !== false && (await this.evaluateBreakers())) await this.read();
     if (++this.refreshes % PURGE_EVERY === 0) await this.o.store.outcomesPurge({olderThanMs: OUTCOMES_KEPT_MS});
     // One line per change this worker sees (operators and tests can tell when a pause took effect).
     for (const [type, t] of this.snap.types)
@@ -119,6 +122,39 @@ export class FlowGate {
     for (const f of this.refreshed) f();
   }
 
+  private async read(): Promise<void> {
+    const sent = this.o.clock.monotonic();
+    const view = await this.o.store.flowView({liveMs: this.liveMs});
+    this.readAt = this.o.clock.monotonic();
+    this.readRttMs = this.readAt - sent;
+    this.snap = snapshotOf(view);
+  }
+
+  /**
+   * The database clock now (epoch ms), estimated from the snapshot's read (FlowView.at) aged on the
+   * monotonic clock. Breakers live on the database clock — their outcome counts are seconds of
+   * NOW(), and the claim compares `until` with NOW(3) — so every decision here is made on it too:
+   * a worker whose own clock is off neither opens a breaker for longer or shorter than its
+   * cool-down nor misses the failures of its window. Never ahead of the database's clock; behind it
+   * by at most the read's round trip. Before the first read, the local clock (no type has a
+   * breaker to decide on then).
+   */
+  dbNow(): number {
+    return this.snap.loaded ? this.snap.at + (this.o.clock.monotonic() - this.readAt) : this.o.clock.now();
+  }
+
+  /**
+   * This host's wall clock minus the database's (ms; positive: ahead), ± `errorMs`, from the last
+   * snapshot's read: dbNow() is behind the database by between 0 and the read's round trip, so the
+   * offset lies within half of it (plus NOW(3)'s millisecond) of the middle. Null before the first
+   * read. Written with the worker's heartbeats, where `ax doctor` compares every worker's clock.
+   */
+  clockOffset(): ClockOffset | null {
+    if (!this.snap.loaded) return null;
+    const half = this.readRttMs / 2;
+    return {offsetMs: Math.round(this.o.clock.now() - this.dbNow() - half), errorMs: Math.ceil(half) + 1};
+  }
+
   /** Calls `f` after each successful refresh, with the new snapshot in place (the worker withdraws what it now refuses). */
   onRefreshed(f: () => void): void {
     this.refreshed.push(f);
@@ -131,7 +167,7 @@ export class FlowGate {
 
   /** The check before a claim, from the snapshot (see admit in admission.ts). */
   admit(type: string, localHandler: boolean): Admission {
-    return admit(this.snap, type, localHandler, this.o.clock.now(), this.admission);
+    return admit(this.snap, type, localHandler, this.dbNow(), this.admission);
   }
 
   /**
@@ -140,7 +176,7 @@ export class FlowGate {
    * any moved (by this worker or, when its compare-and-set lost, by another).
    */
   private async evaluateBreakers(): Promise<boolean> {
-    const now = this.o.clock.now();
+    const now = this.dbNow();
     const windowMs = countsSpanMs(
       [...this.snap.types.values()].map((t) => ({settings: breakerSettings(t.settings), state: stateOf(t)})),
       now,

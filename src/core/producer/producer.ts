@@ -45,8 +45,13 @@ export interface ProducerOptions {
   events?: AxEvents;
 }
 
-/** The wait before a batch's next try while MySQL is unavailable: 200 ms doubling to 10 s, jittered to ×0.5–1.5. */
-export const SUBMIT_RETRY: BackoffShape = {firstMs: 200, maxMs: 10_000, jitter: [0.5, 1.5]};
+/**
+ * The wait before a batch's next try while MySQL is unavailable: 200 ms doubling to 4 s, jittered to
+ * ×0.5–1.5. The cap bounds how late a producer notices the database is back (at most 6 s after a long
+ * outage: the batches behind the retrying one wait for it); a cap of 10 s left tasks submitted at
+ * the recovery waiting up to 15 s (test/faults/network.test.ts measured 8.5 s).
+ */
+export const SUBMIT_RETRY: BackoffShape = {firstMs: 200, maxMs: 4000, jitter: [0.5, 1.5]};
 
 /** What one flush() covered. */
 export interface FlushReport {

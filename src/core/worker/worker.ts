@@ -276,9 +276,10 @@ export class Worker implements Service {
     this.log.info('worker started', {pools: this.info().pools, leaseMs: this.o.leaseMs});
   }
 
-  /** What each heartbeat writes: the per-type counters and the memory trend. */
+  /** What each heartbeat writes: the per-type counters, the memory trend and this host's clock against the database's. */
   private statsDoc(): WorkerStatsDoc {
-    return {...this.typeStats.snapshot(), memory: this.memory.doc()};
+    const clock = this.gate.clockOffset();
+    return {...this.typeStats.snapshot(), memory: this.memory.doc(), ...(clock ? {clock} : {})};
   }
 
   private info(): {id: string; host: string; pid: number; pools: Record<string, number>; types: string[]} {

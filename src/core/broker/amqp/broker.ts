@@ -20,11 +20,19 @@ import {
   groupDoorbells,
   MAX_TASKS_PER_MESSAGE,
 } from '../types.js';
+import {closeChannel, closeConnection} from './close.js';
 import {amqpConnectError} from './errors.js';
+import {connectFirstLive, firstNode, type NodeFailure, nodeAfter} from './nodes.js';
+import {redactUrl} from '../../config/redact-url.js';
 import {type Topology, topology} from './topology.js';
 
 export interface AmqpBrokerOptions {
-  url: string;
+  /**
+   * The server's URL, or the URLs of one cluster's nodes (parseAmqpUrls of AX_AMQP_URL): each
+   * connect tries them in turn, from a random one at start and from the one after the node lost on
+   * a reconnect, and keeps the first that works.
+   */
+  urls: readonly string[];
   prefix: string;
   cell: string;
   queueType: 'quorum' | 'classic';
@@ -127,14 +135,22 @@ class ControlConsumer {
 }
 
 /**
- * The Broker on RabbitMQ (amqplib). One connection; a confirm channel for publishing and one
- * channel per consumer. Any unexpected channel or connection close resets the whole connection,
- * and (with `reconnect`) a loop reconnects, re-declares the topology and re-subscribes.
+ * The Broker on RabbitMQ (amqplib). One connection, to one node of `urls`; a confirm channel for
+ * publishing and one channel per consumer. Any unexpected channel or connection close resets the
+ * whole connection, and (with `reconnect`) a loop reconnects — to the next node that answers —,
+ * re-declares the topology and re-subscribes. A nacked publish replaces the publishing channel
+ * (renewPublisher): RabbitMQ may go on nacking on that channel after a node's loss.
  */
 export class AmqpBroker implements Broker {
   readonly names: Topology;
   private conn: ChannelModel | undefined;
+  /** `conn` once it is fully set up (topology, consumers): only its loss starts a reconnect loop. */
+  private live: ChannelModel | undefined;
   private pub: ConfirmChannel | undefined;
+  /** Index in `urls` of the node connected to (of the last one, while down). */
+  private node = 0;
+  /** Index in `urls` the next connect starts from. */
+  private nextStart: number;
   private ready: Promise<void> | undefined;
   private closing = false;
   private chain: Promise<unknown> = Promise.resolve();
@@ -147,7 +163,9 @@ export class AmqpBroker implements Broker {
     const per = opts.tasksPerMessage ?? 1;
     if (!Number.isInteger(per) || per < 1 || per > MAX_TASKS_PER_MESSAGE)
       throw new AxError('invalid_input', `tasksPerMessage must be a whole number from 1 to ${MAX_TASKS_PER_MESSAGE}, got ${per}`);
+    if (opts.urls.length === 0) throw new AxError('invalid_input', 'AmqpBroker needs at least one RabbitMQ URL');
     this.names = topology(opts.prefix, opts.cell, opts.queueType);
+    this.nextStart = firstNode(opts.urls.length, opts.random);
   }
 
   on(event: BrokerEvent, listener: (info?: unknown) => void): void {
@@ -165,10 +183,34 @@ export class AmqpBroker implements Broker {
     }
   }
 
+  /**
+   * One round over the nodes (connectFirstLive): connected to the first that works, or the round's
+   * error (AxError('unavailable') naming each node, or the topology's refusal).
+   */
   private async connect(): Promise<void> {
+    const skipped: NodeFailure[] = [];
+    const {index} = await connectFirstLive(
+      this.opts.urls,
+      this.nextStart,
+      (url) => this.connectTo(url),
+      (f) => skipped.push(f),
+    );
+    this.node = index;
+    const node = redactUrl(this.opts.urls[index]!);
+    // A round that failed as a whole is logged by its caller; one that got past dead nodes says which.
+    if (skipped.length > 0)
+      this.opts.logger.warn('amqp connected past unavailable nodes', {
+        node,
+        skipped: skipped.map((f) => ({node: redactUrl(f.url), error: errorMessage(f.error)})),
+      });
+    else this.opts.logger.debug('amqp connected', {node});
+  }
+
+  /** Connects to `url` and sets everything up on it; on any failure closes what it opened and throws. */
+  private async connectTo(url: string): Promise<void> {
     let conn: ChannelModel | undefined;
     try {
-      conn = await amqp.connect(withHeartbeat(this.opts.url), {
+      conn = await amqp.connect(withHeartbeat(url), {
         noDelay: true,
         timeout: 10_000,
         clientProperties: {connection_name: `ax ${process.pid}`},
@@ -180,22 +222,68 @@ export class AmqpBroker implements Broker {
         this.events.emit('blocked', reason);
       });
       c.on('unblocked', () => this.events.emit('unblocked'));
-      const pub = await c.createConfirmChannel();
-      pub.on('error', (e: Error) => this.opts.logger.warn('amqp publish channel error', {error: e.message}));
-      pub.on('return', (msg: ConsumeMessage) => this.returned?.add(String(msg.properties.messageId)));
+      const pub = await this.openPublisher(c);
       if (this.opts.declare !== false) await this.declare(pub);
-      pub.on('close', () => this.reset(c, pub));
       c.on('close', (e?: Error) => this.lost(c, e));
       this.conn = c;
       this.pub = pub;
       for (const k of this.consumers) if (!k.cancelled) await this.open(c, k);
       for (const k of this.controls) if (!k.cancelled) await this.openControl(c, k);
+      this.live = c;
       this.events.emit('connected');
     } catch (e) {
-      await conn?.close().catch(() => undefined);
+      if (this.conn === conn) {
+        this.conn = undefined;
+        this.pub = undefined;
+      }
+      if (conn) await this.closeConn(conn);
       if (e instanceof AxError) throw e;
-      throw amqpConnectError(e, this.opts.url);
+      throw amqpConnectError(e, url);
     }
+  }
+
+  /**
+   * A confirm channel for publishing on `conn`. Its unexpected close resets the connection once it
+   * is the one in use (`pub`); the close of one being set up or replaced (renewPublisher) does not.
+   */
+  private async openPublisher(conn: ChannelModel): Promise<ConfirmChannel> {
+    const pub = await conn.createConfirmChannel();
+    pub.on('error', (e: Error) => this.opts.logger.warn('amqp publish channel error', {error: e.message}));
+    pub.on('return', (msg: ConsumeMessage) => this.returned?.add(String(msg.properties.messageId)));
+    pub.on('close', () => {
+      if (this.pub === pub) this.reset(conn, pub);
+    });
+    return pub;
+  }
+
+  /**
+   * Replaces the publishing channel `old` after RabbitMQ nacked a message on it, and closes `old`.
+   * A nack may stick to a channel: RabbitMQ keeps, per channel and quorum queue, the replica the
+   * channel's first publish to that queue asked — the leader named by the queue's record at that
+   * moment — and RabbitMQ 3.10 nacks at once, without asking another, while that replica's node is
+   * down. A publisher that reconnects after losing a node publishes within milliseconds, before the
+   * queue's record names the new leader: without a new channel every later publish to that queue
+   * would be nacked for as long as the node stays down. A new channel reads the record again (a nack
+   * on it renews it again, until the record names the live leader). When no new channel can be
+   * opened, the connection is reset (the reconnect loop takes over).
+   */
+  private async renewPublisher(old: ConfirmChannel): Promise<void> {
+    const conn = this.conn;
+    if (!conn || this.pub !== old || this.closing) return;
+    let pub: ConfirmChannel;
+    try {
+      pub = await this.openPublisher(conn);
+    } catch {
+      this.reset(conn, old);
+      return;
+    }
+    if (this.conn !== conn || this.pub !== old) {
+      void this.closeCh(pub);
+      return;
+    }
+    this.pub = pub;
+    this.opts.logger.debug('amqp publish channel renewed after a nack');
+    void this.closeCh(old);
   }
 
   private async declare(ch: Channel): Promise<void> {
@@ -289,15 +377,32 @@ export class AmqpBroker implements Broker {
   /** Closes `conn` after an unexpected channel close; `lost` then takes over. */
   private reset(conn: ChannelModel, _ch: Channel): void {
     if (this.closing || this.conn !== conn) return;
-    conn.close().catch(() => undefined);
+    void this.closeConn(conn);
   }
 
+  /** Closes a connection, waiting for the server no longer than a confirm may take (close.ts). */
+  private closeConn(conn: ChannelModel): Promise<void> {
+    return closeConnection(conn, this.opts.confirmTimeoutMs, this.opts.clock);
+  }
+
+  /** Closes a channel, waiting for the server no longer than a confirm may take (close.ts). */
+  private closeCh(ch: Channel): Promise<void> {
+    return closeChannel(ch, this.opts.confirmTimeoutMs, this.opts.clock);
+  }
+
+  /**
+   * The connection closed. A connection still being set up is left to the connect in progress (it
+   * fails, and its caller retries); the loss of a live one starts the reconnect loop from the next node.
+   */
   private lost(conn: ChannelModel, e?: Error): void {
     if (this.conn !== conn) return;
     this.conn = undefined;
     this.pub = undefined;
-    if (this.closing) return;
-    this.opts.logger.warn('amqp connection lost', {error: e?.message});
+    const wasLive = this.live === conn;
+    this.live = undefined;
+    if (this.closing || !wasLive) return;
+    this.nextStart = nodeAfter(this.node, this.opts.urls.length);
+    this.opts.logger.warn('amqp connection lost', {node: redactUrl(this.opts.urls[this.node]!), error: e?.message});
     this.events.emit('disconnected', e);
     this.ready = this.opts.reconnect ? this.reconnectLoop() : Promise.reject(new AxError('unavailable', 'RabbitMQ connection lost'));
     this.ready.catch(() => undefined);
@@ -308,7 +413,7 @@ export class AmqpBroker implements Broker {
       if (this.closing) throw new AxError('closed', 'broker is closed');
       try {
         await this.connect();
-        this.opts.logger.info('amqp reconnected', {attempt});
+        this.opts.logger.info('amqp reconnected', {attempt, node: redactUrl(this.opts.urls[this.node]!)});
         return;
       } catch (e) {
         const delay = backoffMs(attempt, RECONNECT_BACKOFF, this.opts.random);
@@ -353,10 +458,15 @@ export class AmqpBroker implements Broker {
       this.returned = returned;
       const confirms: Array<Promise<void>> = [];
       let closed = false;
+      let nacked = false;
       const onClose = (): void => {
         closed = true;
       };
+      const onNack = (): void => {
+        nacked = true;
+      };
       ch.once('close', onClose);
+      ch.on('nack', onNack);
       try {
         for (const it of items) {
           if (closed) break;
@@ -371,11 +481,18 @@ export class AmqpBroker implements Broker {
           if (!ok) await this.withTimeout(new Promise<void>((r) => ch.once('drain', () => r())), 'waiting for the publish buffer to drain');
         }
         if (closed) throw new AxError('unavailable', 'RabbitMQ channel closed while publishing');
-        await this.withTimeout(Promise.all(confirms), 'waiting for publisher confirms');
+        try {
+          await this.withTimeout(Promise.all(confirms), 'waiting for publisher confirms');
+        } catch (e) {
+          // A nack may stick to the channel (renewPublisher): the next publish goes on a new one.
+          if (nacked && !closed) await this.renewPublisher(ch);
+          throw e;
+        }
         if (returned.size > 0)
           throw new AxError('unavailable', `RabbitMQ could not route ${returned.size} message(s): is the topology declared?`);
       } finally {
         ch.removeListener('close', onClose);
+        ch.removeListener('nack', onNack);
         if (this.returned === returned) this.returned = undefined;
         for (const c of confirms) c.catch(() => undefined);
       }
@@ -425,7 +542,7 @@ export class AmqpBroker implements Broker {
         k.acks?.flush();
         // Closing the channel (rather than basic.cancel) returns its unacked, unclaimed deliveries
         // to the queue at once; deliveries already acked stay acked.
-        if (ch) await ch.close().catch(() => undefined);
+        if (ch) await this.closeCh(ch);
       },
     };
   }
@@ -450,7 +567,7 @@ export class AmqpBroker implements Broker {
         if (k.cancelled) return;
         k.cancelled = true;
         this.controls.delete(k);
-        if (k.ch) await k.ch.close().catch(() => undefined);
+        if (k.ch) await this.closeCh(k.ch);
       },
     };
   }
@@ -483,7 +600,7 @@ export class AmqpBroker implements Broker {
       for (const q of this.names.allQueues()) out[q] = (await ch.checkQueue(q)).messageCount;
       return out;
     } finally {
-      await ch.close().catch(() => undefined);
+      await this.closeCh(ch);
     }
   }
 
@@ -517,7 +634,7 @@ export class AmqpBroker implements Broker {
       }
       return out;
     } finally {
-      await ch?.close().catch(() => undefined);
+      if (ch) await this.closeCh(ch);
     }
   }
 
@@ -530,7 +647,8 @@ export class AmqpBroker implements Broker {
     await this.withTimeout(this.chain, 'closing').catch(() => undefined);
     const conn = this.conn;
     this.conn = undefined;
+    this.live = undefined;
     this.pub = undefined;
-    await conn?.close().catch(() => undefined);
+    if (conn) await this.closeConn(conn);
   }
 }

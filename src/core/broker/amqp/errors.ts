@@ -1,6 +1,6 @@
 /** Translating amqplib's connection failures into AxError('unavailable') with a reason, as the MySQL adapter does. */
 import {AxError, errorMessage} from '../../errors.js';
-import {redactUrl} from '../../config/config.js';
+import {redactUrl} from '../../config/redact-url.js';
 
 /** Why RabbitMQ could not be used: `details.reason` (with `details.scope: 'amqp'`) of the AxError. */
 export type AmqpFailureReason = 'unreachable' | 'access_denied' | 'permission_denied';

@@ -35,6 +35,19 @@ export interface WorkerStatsDoc {
   types: Record<string, TypeCounters>;
   /** Its memory and the trend of its resident memory (absent from an older ax, or a malformed doc: see validMemory). */
   memory?: WorkerMemoryDoc;
+  /**
+   * Its wall clock against the database's, as measured at its last flow refresh (absent from an
+   * older ax, or before its first read; a malformed one is ignored: see validClockOffset in
+   * core/doctor/checks-env.ts). ax decides on the database's clock; this is for `ax doctor`,
+   * which names the workers whose host clock is off.
+   */
+  clock?: ClockOffset;
+}
+
+/** A host's wall clock minus the database's, in ms (positive: ahead), known to ± errorMs. */
+export interface ClockOffset {
+  offsetMs: number;
+  errorMs: number;
 }
 
 export interface WorkerRow extends WorkerInfo {
