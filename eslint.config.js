@@ -7,7 +7,7 @@
 //   adapters; commands and src/cli do not import adapters either: only the composition root
 //   src/compose.ts (and sidecar/, through src/relay.ts) creates them;
 // - each driver package is imported in one place;
-// - Ink and React are imported under src/ui/ only;
+// - Ink and React are imported under src/ui/ only; Fastify under src/web/ only;
 // - core code takes time and randomness injected (no Date.now, Math.random, setTimeout);
 // - no focused or skipped tests;
 // - no import cycles under src/ (import-x/no-cycle; it follows value imports only, so
@@ -29,11 +29,13 @@ const UI_ONLY = {
   group: ['ink', 'ink/*', 'ink-*', 'react', 'react/*', 'react-dom'],
   message: 'Ink and React are imported only under src/ui/',
 };
+// The HTTP framework is the console's driver: imported under src/web/ only.
+const WEB_ONLY = {group: ['fastify', 'fastify/*', '@fastify/*'], message: 'Fastify is imported only under src/web/ (the console server)'};
 const driverPattern = (name) => ({group: [name, `${name}/*`], message: `${name} is imported only in ${DRIVERS[name]}`});
 const CORE_FORBIDDEN = [
   {
-    group: ['**/commands/*', '**/cli/*', '**/ui/*', '**/sidecar/*', '**/compose.js'],
-    message: 'src/core must not depend on commands, cli, ui, sidecar or the composition root',
+    group: ['**/commands/*', '**/cli/*', '**/ui/*', '**/web/*', '**/sidecar/*', '**/compose.js'],
+    message: 'src/core must not depend on commands, cli, ui, web, sidecar or the composition root',
   },
   {group: ['@oclif/*', 'ink', 'ink-*', 'react', 'react/*'], message: 'src/core knows nothing of oclif, Ink or React'},
 ];
@@ -48,14 +50,20 @@ const OPENERS = {
   message: 'commands go through the admin service (this.admin(flags)) or the daemon host; they never open a server themselves',
 };
 /** no-restricted-imports for a file: core rules (if in core), adapter rule (if a service), drivers except its own (a list). */
-function imports({core = false, service = false, allowDriver, ui = false, extra = []} = {}) {
-  const patterns = [...(core ? CORE_FORBIDDEN : []), ...(service ? [ADAPTERS] : []), ...(core || ui ? [] : [UI_ONLY]), ...extra];
+function imports({core = false, service = false, allowDriver, ui = false, web = false, extra = []} = {}) {
+  const patterns = [
+    ...(core ? CORE_FORBIDDEN : []),
+    ...(service ? [ADAPTERS] : []),
+    ...(core || ui ? [] : [UI_ONLY]),
+    ...(web ? [] : [WEB_ONLY]),
+    ...extra,
+  ];
   for (const name of Object.keys(DRIVERS)) if (!allowDriver?.includes(name)) patterns.push(driverPattern(name));
   return ['error', {patterns}];
 }
 
 export default tseslint.config(
-  {ignores: ['dist/**', 'node_modules/**', 'bench/results/**', 'coverage/**']},
+  {ignores: ['dist/**', 'dist-web/**', 'node_modules/**', 'bench/results/**', 'coverage/**']},
   ...tseslint.configs.recommended,
   {
     rules: {
@@ -90,6 +98,11 @@ export default tseslint.config(
   {
     files: ['src/ui/**/*.{ts,tsx}'],
     rules: {'no-restricted-imports': imports({service: true, ui: true})},
+  },
+  {
+    // The console server: a thin caller of the admin service, like a command; Fastify lives here.
+    files: ['src/web/**/*.ts'],
+    rules: {'no-restricted-imports': imports({service: true, web: true})},
   },
   ...[...new Set(Object.values(DRIVERS))].map((file) => ({
     files: [file],
@@ -128,6 +141,15 @@ export default tseslint.config(
       ],
     },
     rules: {'import-x/no-cycle': 'error'},
+  },
+  {
+    // The browser console (ui/, built by Vite into dist-web/): React in the browser, and never the
+    // server's code (it would pull Node modules into the bundle); the API's shapes are in ui/src/types.ts.
+    // Browser globals need no list: TypeScript checks names (ui/tsconfig.json has the DOM libs).
+    files: ['ui/**/*.{ts,tsx}'],
+    rules: {
+      'no-restricted-imports': ['error', {patterns: [{group: ['**/src/*', '**/src/**'], message: 'the console imports no server code'}]}],
+    },
   },
   {
     files: ['test/**/*.ts', 'test/**/*.js'],

@@ -67,6 +67,7 @@ const {values: argv} = parseArgs({
     'json-out': {type: 'string'},
     compare: {type: 'string'},
     metrics: {type: 'boolean', default: false},
+    console: {type: 'string'},
     'big-table': {type: 'string'},
     archive: {type: 'string'},
     'payload-bytes': {type: 'string'},
@@ -118,6 +119,10 @@ if (argv.help) {
                        p1m.<qt> and ratio.p1m.<qt>/p1.<qt> (the goal: ≥ 0.97), and the same pairs in CPU
                        per task, off ÷ on: cpuRatio.p1.<qt>/p1m.<qt> (all processes) and
                        cpuRatio.worker.p1.<qt>/p1m.<qt> (the worker's; child mode)
+  --console N          P1 twice per round, without and with the console open in N browsers (ax web as its
+                       own process, N clients polling the overview every 2 s; order alternating):
+                       p1w.<qt>, ratio.p1w.<qt>/p1.<qt> and the CPU per task pair cpuRatio.p1.<qt>/p1w.<qt>
+                       (the console process counted; issue 23's goal: ≥ 0.97)
   --big-table N        P1 twice per round, on the empty table and with N finished tasks already in
                        tasks and task_history (order alternating; bench/bigtable.js): p1big.<qt> and
                        ratio.p1big.<qt>/p1.<qt> (the goal: ≥ 0.85), the tables' sizes in the report.
@@ -388,6 +393,8 @@ try {
   // Measurement helpers
 
   /** The processes a workload is charged for; `servers` lists the server processes (labels of lib/cpu.js). */
+  /** More processes to meter during the phases (the console of --console, while it runs). */
+  const extraProcs = {};
   function procsFor(consumer, servers = ['mariadbd', 'beam.smp']) {
     if (
       !Object.values(serverPids)
@@ -398,6 +405,7 @@ try {
     const procs = {'node (bench)': process.pid};
     if (consumer && !consumer.inproc) procs['node (worker)'] = consumer.pid;
     for (const s of servers) procs[s] = serverPids[s] ?? [];
+    Object.assign(procs, extraProcs);
     return procs;
   }
 
@@ -768,7 +776,40 @@ try {
         );
         record(`p1big.${qt}`, r, round);
       };
+      // --console N: the same P1 with the console open in N browsers, before P1 in even rounds and after it in odd ones.
+      const p1Console = async () => {
+        const {startConsoleProcess, startPollers} = await import('./lib/console-load.js');
+        const web = await startConsoleProcess({
+          AX_MYSQL_URL: mysqlUrl,
+          AX_AMQP_PREFIX: `${tag}_${qt[0]}`,
+          AX_WEB_TOKENS: '',
+          AX_LOG_LEVEL: 'warn',
+        });
+        const pollers = startPollers(web.url, Number(argv.console));
+        // Browsers already open: P1 starts once the console has started, answered every browser and
+        // backfilled its charts (its own start is not what the goal is about).
+        await pollers.settled();
+        // The console's own CPU counts in the phase's CPU per task (with MariaDB's, which serves it).
+        extraProcs['node (console)'] = web.pid;
+        let r;
+        try {
+          r = await runPhase(`p1w.${qt}`, () => wP1(qt, n));
+        } finally {
+          delete extraProcs['node (console)'];
+          const polled = await pollers.stop();
+          await web.stop();
+          log(`console: ${polled.answered} overview requests answered, ${polled.failed} failed`);
+        }
+        show(
+          `P1 ax end to end, console open in ${argv.console} browsers (${qt})`,
+          r,
+          'tasks/s',
+          `; lost ${r.correctness.lost}, duplicates ${r.correctness.duplicates}`,
+        );
+        record(`p1w.${qt}`, r, round);
+      };
       if (bigTable && round % 2 === 1) await p1Big();
+      if (argv.console && round % 2 === 0) await p1Console();
       if (argv.metrics && round % 2 === 0) await p1Metrics();
       const p1 = await runPhase(`p1.${qt}`, () => wP1(qt, n));
       show(
@@ -779,6 +820,7 @@ try {
       );
       record(`p1.${qt}`, p1, round);
       if (argv.metrics && round % 2 === 1) await p1Metrics();
+      if (argv.console && round % 2 === 1) await p1Console();
       if (bigTable && round % 2 === 0) await p1Big();
     }
     if (round % 2 === 1) await runPeers();
@@ -920,6 +962,13 @@ try {
     if (bigTable) {
       report.summary[`p1big.${qt}`] = series(`p1big.${qt}`);
       report.summary[`ratio.p1big.${qt}/p1.${qt}`] = summary(paired(`p1big.${qt}`, `p1.${qt}`));
+    }
+    if (argv.console) {
+      report.summary[`p1w.${qt}`] = series(`p1w.${qt}`);
+      report.summary[`ratio.p1w.${qt}/p1.${qt}`] = summary(paired(`p1w.${qt}`, `p1.${qt}`));
+      // CPU per task, closed ÷ open (all processes, the console's and MariaDB's included): less
+      // sensitive to other tenants' load than the throughput pair; ≥ 0.97 is the goal's meaning.
+      report.summary[`cpuRatio.p1.${qt}/p1w.${qt}`] = summary(paired(`p1.${qt}`, `p1w.${qt}`, (r) => r.cpuPerItem.total));
     }
     if (argv.metrics) {
       report.summary[`ratio.p1m.${qt}/p1.${qt}`] = summary(paired(`p1m.${qt}`, `p1.${qt}`));

@@ -22,6 +22,7 @@ import {existsSync, mkdirSync, readdirSync, renameSync, rmSync, rmdirSync, statS
 import {createRequire} from 'node:module';
 import {dirname, join, relative, resolve} from 'node:path';
 import {fileURLToPath} from 'node:url';
+import {newestMtime} from './lib/mtime.mjs';
 
 const STAMP = '.build-stamp';
 const NEXT = '.next-';
@@ -39,19 +40,6 @@ function filesUnder(dir) {
   };
   walk(dir);
   return out;
-}
-
-/** The newest modification time (ms) among `paths` and everything under them; 0 when none exists. */
-function newestMtime(paths) {
-  let newest = 0;
-  const visit = (p) => {
-    if (!existsSync(p)) return;
-    const s = statSync(p);
-    newest = Math.max(newest, s.mtimeMs);
-    if (s.isDirectory()) for (const e of readdirSync(p)) visit(join(p, e));
-  };
-  for (const p of paths) visit(p);
-  return newest;
 }
 
 /**

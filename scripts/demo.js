@@ -1,9 +1,11 @@
-// The demo behind `npm run demo`: starts a worker and a scheduler process (`ax worker`, `ax scheduler`),
+// The demo behind `npm run demo`: starts a worker, a scheduler and the console (`ax worker`, `ax
+// scheduler`, `ax web`, whose address it prints),
 // submits a few hundred tasks through the SDK (CPU and IO tasks, delayed ones, some that fail and are
 // retried, one that dead-letters, one unrecoverable), waits until all are finished and prints a
 // summary. Run it through `npm run demo`, which first starts MariaDB/RabbitMQ, builds and migrates.
 import {spawn} from 'node:child_process';
-import {mkdtempSync, openSync} from 'node:fs';
+import {mkdtempSync, openSync, writeSync} from 'node:fs';
+import {createServer} from 'node:net';
 import {tmpdir} from 'node:os';
 import path from 'node:path';
 import {fileURLToPath} from 'node:url';
@@ -38,6 +40,38 @@ const scheduler = spawn(process.execPath, ['bin/run.js', 'scheduler', '--summary
 });
 console.log(`worker and scheduler started; their logs: ${logDir}/worker.log, scheduler.log`);
 const schedulerExited = new Promise((r) => scheduler.on('exit', (code, signal) => r({code, signal})));
+
+/** Whether `port` on loopback is free (the console takes AX_WEB_PORT, 8080, unless another process has it). */
+const portFree = (port) =>
+  new Promise((resolve) => {
+    const probe = createServer()
+      .once('error', () => resolve(false))
+      .listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
+  });
+const webPort = Number(process.env.AX_WEB_PORT ?? 8080);
+const web = spawn(process.execPath, ['bin/run.js', 'web', '--port', String((await portFree(webPort)) ? webPort : 0)], {
+  cwd: root,
+  env: childEnv,
+  stdio: ['ignore', 'ignore', 'pipe'],
+});
+const webExited = new Promise((r) => web.on('exit', (code, signal) => r({code, signal})));
+// `ax web` says where it listens on its first line (the rest of its log goes to a file).
+const webLog = openSync(path.join(logDir, 'web.log'), 'w');
+const consoleUrl = await new Promise((resolve) => {
+  let text = '';
+  web.stderr.on('data', (chunk) => {
+    text += chunk;
+    const m = /the console is at (\S+?)\/? /.exec(text);
+    if (m) resolve(m[1]);
+  });
+  web.once('exit', () => resolve(null));
+});
+web.stderr.on('data', (chunk) => writeSync(webLog, chunk));
+console.log(
+  consoleUrl
+    ? `the console: ${consoleUrl}/ (while the demo runs; \`ax web\` serves it any time)`
+    : `the console did not start: see ${logDir}/web.log`,
+);
 
 const ax = await connect();
 // user_register_credit fails on purpose (the first 0–2 attempts of each task, 60 failures in 120
@@ -139,10 +173,16 @@ for (const h of dead.history)
 const bad = await ax.getTask(ids.invoice_render[0]);
 console.log(`\nunrecoverable task ${bad.task.id}: ${bad.task.state} after ${bad.task.attempt} attempt: ${bad.task.lastError}`);
 
+if (consoleUrl && process.env.AX_DEMO_KEEP_CONSOLE === '1') {
+  console.log(`\nthe console stays at ${consoleUrl}/ until Ctrl-C (AX_DEMO_KEEP_CONSOLE=1)`);
+  await new Promise((r) => process.once('SIGINT', r));
+}
 worker.kill('SIGTERM');
 scheduler.kill('SIGTERM');
+web.kill('SIGTERM');
 const exit = await workerExited;
 const sexit = await schedulerExited;
+await webExited;
 console.log(`\nworker stopped (${exit.signal ?? `exit ${exit.code}`}), scheduler stopped (${sexit.signal ?? `exit ${sexit.code}`})`);
 await ax.close();
 await store.close();

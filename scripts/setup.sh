@@ -17,3 +17,5 @@ if [ "${1:-}" = "--tools" ]; then bash scripts/tools.sh; fi
 # ax processes of the checkout; skipped when nothing changed since the last build. Files of moved
 # or deleted sources are removed, so none lingers (or is packed).
 node scripts/build.mjs --if-stale
+# The console's UI (ui/, built by Vite into dist-web/), when Vite is installed (a development checkout).
+if [ -d node_modules/vite ]; then node scripts/build-ui.mjs --if-stale; fi

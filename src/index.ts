@@ -22,3 +22,5 @@ export type {TaskSpec, TaskRecord, HistoryEntry, JsonObject, PoolName} from './c
 export type {TaskState} from './core/task/state.js';
 export {enqueueInTransaction, type SqlConnection, type EnqueueOptions} from './core/outbox/enqueue.js';
 export {OUTBOX_DDL} from './core/outbox/schema.js';
+export {startConsole, type ConsoleOptions} from './sdk-console.js';
+export type {WebServer} from './web/server.js';

@@ -67,7 +67,7 @@ export function createTopSource(rt: Runtime, o: {flow?: FlowControl} = {}): TopS
         return `${paused ? 'pause' : 'resume'} of ${type} failed: ${errorMessage(e)}`;
       }
     },
-    tasks: (type) => admin.tasks.list({type, limit: DRILL_TASKS}),
+    tasks: async (type) => (await admin.tasks.list({type, limit: DRILL_TASKS})).tasks,
     task: (id) => admin.tasks.show(id, {archive: false}),
     close: () => admin.close(),
   };

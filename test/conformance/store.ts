@@ -814,6 +814,38 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
       expect((await s.auditList({limit: 1000})).length - auditBefore).toBe(2);
     });
 
+    it('cancels named tasks in one transaction: the waiting and running ones, others and unknown ids left alone, one audit row', async () => {
+      const [sub, failed, running, done] = [1, 2, 3, 4].map((n) => task({type: 'bulk_ids', payload: {n}}));
+      await s.tasksInsert({tasks: [sub!, failed!, running!, done!], actor: 'test'});
+      const [cf] = (await s.tasksClaim({ids: [failed!.id], worker: 'w1', leaseMs: 30_000})).claimed;
+      await s.outcomesApply({outcomes: [{kind: 'fail', id: failed!.id, fence: cf!.fence, retryDelayMs: 60_000, error: 'e'}], actor: 'w1'});
+      const [cr] = (await s.tasksClaim({ids: [running!.id], worker: 'w2', leaseMs: 30_000})).claimed;
+      const [cd] = (await s.tasksClaim({ids: [done!.id], worker: 'w1', leaseMs: 30_000})).claimed;
+      await s.outcomesApply({outcomes: [{kind: 'complete', id: done!.id, fence: cd!.fence}], actor: 'w1'});
+      const auditBefore = (await s.auditList({limit: 1000})).length;
+      const audit = {operator: 'web:alice@127.0.0.1', command: 'web tasks bulk cancel', filter: {ids: ['…']}, reason: 'retired'};
+      const ids = [sub!.id, failed!.id, running!.id, done!.id, newId()];
+      const got = await s.tasksCancelIds({ids, actor: 'admin:1', reason: 'retired', audit});
+      expect(got.map((c) => [c.id, c.from]).sort()).toEqual(
+        [
+          [sub!.id, 'submitted'],
+          [failed!.id, 'failed'],
+          [running!.id, 'running'],
+        ].sort(),
+      );
+      expect(got.find((c) => c.id === running!.id)?.stopped).toEqual({id: running!.id, fence: cr!.fence, attempt: 1, worker: 'w2'});
+      for (const t of [sub!, failed!, running!]) expect((await s.tasksGet({id: t.id}))?.state).toBe('cancelled');
+      expect((await s.tasksGet({id: done!.id}))?.state).toBe('succeeded');
+      const trail = await s.auditList({limit: 1000});
+      expect(trail.length - auditBefore).toBe(1);
+      expect(trail[0]).toMatchObject({operator: 'web:alice@127.0.0.1', command: 'web tasks bulk cancel', taskCount: 3, reason: 'retired'});
+      expect([...trail[0]!.taskIds!].sort()).toEqual([sub!.id, failed!.id, running!.id].sort());
+      // Nothing left to cancel: no change, no audit row.
+      expect(await s.tasksCancelIds({ids, actor: 'admin:1', reason: null, audit})).toEqual([]);
+      expect(await s.tasksCancelIds({ids: [], actor: 'admin:1', reason: null, audit})).toEqual([]);
+      expect((await s.auditList({limit: 1000})).length - auditBefore).toBe(1);
+    });
+
     it('searches tasks by last error (literally), dedup key and a payload field', async () => {
       const since = await s.clockNow();
       const a = task({type: 'search_x', payload: {orderId: 42, customer: {id: 'c7'}}, dedupKey: 'search-order-42'});
@@ -851,6 +883,90 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
       expect((await s.tasksList({type: 'report_daily', limit: 1})).length).toBe(1);
       const stats = await s.tasksStats();
       expect(stats.find((r) => r.type === 'report_daily' && r.state === 'submitted')?.count).toBe(2);
+    });
+
+    it('pages the list by keyset on (created_at, id): no overlap, no gap, equal creation times included; until bounds it', async () => {
+      const type = 'page_probe';
+      // Each batch is one INSERT: its tasks share one created_at (NOW(3) of the statement).
+      const batches: NewTask[][] = [];
+      for (let b = 0; b < 3; b++) {
+        const ts = [0, 1, 2, 3, 4].map((i) => task({type, payload: {b, i}}));
+        await s.tasksInsert({tasks: ts, actor: 'test'});
+        batches.push(ts);
+        await h.waitDbMs(5);
+      }
+      const rows = await s.tasksGetMany({ids: batches.flat().map((t) => t.id)});
+      const created = new Map(rows.map((r) => [r.id, r.createdAt.getTime()]));
+      expect(new Set(batches[0]!.map((t) => created.get(t.id))).size).toBe(1);
+      const expected = [...rows].sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : -1)).map((r) => r.id);
+      const seen: string[] = [];
+      let after: {createdAt: Date; id: string} | undefined;
+      for (let page = 0; page < 10; page++) {
+        const got = await s.tasksList({type, limit: 4, ...(after ? {after} : {})});
+        seen.push(...got.map((t) => t.id));
+        if (got.length < 4) break;
+        after = {createdAt: got.at(-1)!.createdAt, id: got.at(-1)!.id};
+      }
+      expect(seen).toEqual(expected);
+      // The same selection and order, three columns of it (bulk actions).
+      const refs = await s.tasksListRefs({type, limit: 100});
+      expect(refs.map((r) => r.id)).toEqual(expected);
+      expect(refs[0]).toEqual({id: expected[0], state: 'submitted', createdAt: new Date(created.get(expected[0]!)!)});
+      // until: created before the second batch's time (the first batch only); with since, a window.
+      const second = new Date(created.get(batches[1]![0]!.id)!);
+      const third = new Date(created.get(batches[2]![0]!.id)!);
+      expect((await s.tasksList({type, until: second, limit: 100})).map((t) => t.id).sort()).toEqual(batches[0]!.map((t) => t.id).sort());
+      expect((await s.tasksList({type, since: second, until: third, limit: 100})).map((t) => t.id).sort()).toEqual(
+        batches[1]!.map((t) => t.id).sort(),
+      );
+      // A cursor past the oldest task: an empty page.
+      const oldest = expected.at(-1)!;
+      expect(await s.tasksList({type, limit: 4, after: {createdAt: new Date(created.get(oldest)!), id: oldest}})).toEqual([]);
+    });
+
+    it('counts per bucket the tasks created and the transitions into succeeded, failed, dead and cancelled; the backlog per state', async () => {
+      const type = 'bucket_probe';
+      const since = await s.clockNow();
+      const [ok, retry, dead, cancel, waiting] = [1, 2, 3, 4, 5].map((n) => task({type, payload: {n}}));
+      await s.tasksInsert({tasks: [ok!, retry!, dead!, cancel!, waiting!], actor: 'test'});
+      const claimed = (await s.tasksClaim({ids: [ok!.id, retry!.id, dead!.id], worker: 'w1', leaseMs: 30_000})).claimed;
+      const fence = (id: string) => claimed.find((c) => c.id === id)!.fence;
+      await s.outcomesApply({
+        outcomes: [
+          {kind: 'complete', id: ok!.id, fence: fence(ok!.id)},
+          {kind: 'fail', id: retry!.id, fence: fence(retry!.id), retryDelayMs: 600_000, error: 'e'},
+          {kind: 'deadLetter', id: dead!.id, fence: fence(dead!.id), error: 'e'},
+        ],
+        actor: 'w1',
+      });
+      await s.tasksCancel({id: cancel!.id, actor: 'admin:1', reason: null});
+      await h.waitDbMs(2);
+      const until = await s.clockNow();
+      const one = {since, until, bucketMs: until.getTime() - since.getTime()};
+      expect(await s.tasksCreatedBuckets(one)).toEqual([{at: since, count: 5}]);
+      const byState = Object.fromEntries((await s.transitionBuckets(one)).map((r) => [r.state, [r.at.getTime(), r.count]]));
+      expect(byState).toEqual({
+        succeeded: [since.getTime(), 1],
+        failed: [since.getTime(), 1],
+        dead: [since.getTime(), 1],
+        cancelled: [since.getTime(), 1],
+      });
+      // Buckets are cut from `since`, 30 s each.
+      const wide = {since: new Date(since.getTime() - 60_000), until, bucketMs: 30_000};
+      const buckets = await s.tasksCreatedBuckets(wide);
+      // (Other tests' tasks may be in the wider window: the buckets hold what the plain count does.)
+      expect(buckets.reduce((n, b) => n + b.count, 0)).toBe(await s.tasksCreatedCount({since: wide.since, until}));
+      expect(buckets.every((b) => b.at >= wide.since && b.at < until && (b.at.getTime() - wide.since.getTime()) % 30_000 === 0)).toBe(true);
+      expect(await s.transitionBuckets({since: until, until: new Date(until.getTime() + 60_000), bucketMs: 1000})).toEqual([]);
+      // The backlog per state (every type): this test's waiting, retrying and dead tasks among them.
+      const report = await s.backlogByState();
+      const row = report.rows.find((r) => r.type === type)!;
+      expect(row).toMatchObject({due: 1, delayed: 1, running: 0, dead: 1});
+      expect(report.states.submitted).toBeGreaterThanOrEqual(1);
+      const sum = (k: 'submitted' | 'failed' | 'running' | 'dead') => report.states[k];
+      expect(sum('submitted') + sum('failed')).toBe(report.rows.reduce((n, r) => n + r.due + r.delayed, 0));
+      expect(sum('running')).toBe(report.rows.reduce((n, r) => n + r.running, 0));
+      expect(sum('dead')).toBe(report.rows.reduce((n, r) => n + r.dead, 0));
     });
 
     it('reports the backlog per type: due, delayed, running, dead and the oldest due run_at', async () => {

@@ -13,7 +13,7 @@ describe('the demo on a fresh database', () => {
   let env: TestEnv | undefined;
   afterAll(async () => env?.dispose());
 
-  it('finishes with demo OK, no breaker opened, and says in words what it waits for', {timeout: 120_000}, async () => {
+  it('finishes with demo OK, no breaker opened, says in words what it waits for, and starts the console', {timeout: 120_000}, async () => {
     env = await createTestEnv();
     const vars: Record<string, string> = {...env.env};
     delete vars.AX_LOG_LEVEL; // the demo's own default
@@ -24,11 +24,18 @@ describe('the demo on a fresh database', () => {
     });
     let out = '';
     let err = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    // The console it starts answers while the demo runs.
+    let consoleAnswer: Promise<number> | undefined;
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /the console: (http:\/\/127\.0\.0\.1:\d+)\//.exec(out);
+      if (m && !consoleAnswer) consoleAnswer = fetch(`${m[1]}/api/v1/session`).then((r) => r.status);
+    });
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
     const code = await new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
     expect({code, err}).toEqual({code: 0, err: ''});
     expect(out).toMatch(/demo OK/);
+    expect(await consoleAnswer).toBe(200);
     expect(out).toMatch(/breaker opens above 90 % failures for the demo/);
     // The retries and delayed tasks it waits for, in words.
     expect(out).toMatch(/waiting: \d+ (retry|retries|delayed tasks?) of \w+ due in [\d.]+ s/);

@@ -7,11 +7,12 @@ import {DOCTOR_SQL} from '../../src/core/store/mysql/doctor.js';
 import {failureGroupsSql} from '../../src/core/store/mysql/failures.js';
 import {runningCountSql} from '../../src/core/store/mysql/admit-claim.js';
 import {HOT_SQL} from '../../src/core/store/mysql/hot-sql.js';
+import {tasksListQuery} from '../../src/core/store/mysql/inspect.js';
 import {outcomeUpdateSql} from '../../src/core/store/mysql/outcomes.js';
 import {claimSelectSql, claimUpdateSql} from '../../src/core/store/mysql/tasks-claim.js';
 import {doorbellsForgetSql, doorbellsMarkSql} from '../../src/core/store/mysql/doorbells.js';
 import {holdsTakeSql} from '../../src/core/store/mysql/holds.js';
-import {createTestEnv, type TestEnv} from '../helpers/env.js';
+import {createTestEnv, mysql, type TestEnv} from '../helpers/env.js';
 
 interface Plan {
   key: string | null;
@@ -175,6 +176,59 @@ describe('query plans of the hot statements', () => {
     const p = await explain(HOT_SQL.createdCount, ['default', new Date(now - 2000), new Date(now - 1000)]);
     expect(p.key).toBe('idx_tasks_created');
     expect(p.Extra).toContain('Using index');
+  });
+
+  it('task search pages: a backward range of idx_tasks_created from the cursor or until, down to since; a deep page reads a page', async () => {
+    const now = (await env.sql<{now: Date}>('SELECT NOW(3) AS now'))[0]!.now.getTime();
+    // 15,000 of the 20,000 rows are newer than the cursor: an OFFSET (or a read from the newest) would pass them all.
+    const after = {createdAt: new Date(now - 15_000_000), id: '00003A98-0000-7000-8000-000000000000'};
+    const since = new Date(now - 18_000_000);
+    const until = new Date(now - 15_000_000);
+    const c = await mysql.createConnection({uri: env.config.mysqlUrl, timezone: 'Z'});
+    try {
+      await c.query("SET time_zone = '+00:00'");
+      for (const f of [
+        {after, limit: 50},
+        {after, type: 'order_notify', limit: 50},
+        {after, state: 'succeeded' as const, limit: 50},
+        {until, limit: 50},
+        // A match too rare to fill the page: the window is read, not the older rows.
+        {since, until, type: 'never_seen', limit: 50},
+      ]) {
+        const q = tasksListQuery('default', f, 'id');
+        const [plan] = (await c.query(`EXPLAIN ${q.sql}`, q.params)) as unknown as [Plan[]];
+        expect(plan[0]).toMatchObject({key: 'idx_tasks_created', type: 'range'});
+        expect(plan[0]!.Extra ?? '').not.toMatch(/filesort/);
+        await c.query('FLUSH STATUS');
+        await c.query(q.sql, q.params);
+        const [status] = (await c.query("SHOW SESSION STATUS LIKE 'Handler_read_prev'")) as unknown as [Array<{Value: string}>];
+        // A page of 50 (a fifth of the rows of a type, a few more of a state), or the 3,000 rows of the window.
+        expect(Number(status[0]!.Value)).toBeLessThan(f.type === 'never_seen' ? 3100 : 300);
+      }
+      // A dedup key is one row of uq_tasks_dedup, cursor or not (row 16,000: older than the cursor).
+      await c.query("UPDATE tasks SET dedup_key = 'explain-k' WHERE id = '00003E80-0000-7000-8000-000000000000'");
+      const q = tasksListQuery('default', {after, dedupKey: 'explain-k', limit: 50}, 'id');
+      const [plan] = (await c.query(`EXPLAIN ${q.sql}`, q.params)) as unknown as [Plan[]];
+      expect(plan[0]!.key).toBe('uq_tasks_dedup');
+    } finally {
+      await c.end();
+    }
+  });
+
+  it('overview: created per bucket, a covering range of idx_tasks_created; transitions per bucket, idx_history_failures, each task by primary key', async () => {
+    const now = (await env.sql<{now: Date}>('SELECT NOW(3) AS now'))[0]!.now.getTime();
+    const [since, until] = [new Date(now - 3_600_000), new Date(now)];
+    const created = (
+      await env.sql<Plan & {rows: number}>(`EXPLAIN ${HOT_SQL.createdBuckets}`, [since, 5_000_000, 'default', since, until])
+    )[0]!;
+    expect(created).toMatchObject({key: 'idx_tasks_created', type: 'range'});
+    expect(created.Extra).toContain('Using index');
+    expect(created.Extra).not.toMatch(/filesort/);
+    // The hour's 3,600 of the 20,000 rows.
+    expect(Number(created.rows)).toBeLessThan(8000);
+    const plan = await env.sql<Plan & {table: string}>(`EXPLAIN ${HOT_SQL.transitionBuckets}`, [since, 5_000_000, since, until, 'default']);
+    expectFailuresJoin(plan);
+    expect(plan.find((p) => p.table === 'h')!.Extra).not.toMatch(/filesort/);
   });
 
   it('history: idx_history_task', async () => {

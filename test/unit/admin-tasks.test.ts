@@ -5,6 +5,8 @@
  */
 import {describe, expect, test, vi} from 'vitest';
 import {fakeAdmin} from '../helpers/admin.js';
+import type {ListFilter} from '../../src/core/store/types.js';
+import type {TaskRecord} from '../../src/core/task/model.js';
 
 const ID = '0190f1c2-7d3e-7a41-9b2c-5e6f7a8b9c0d';
 
@@ -16,6 +18,11 @@ describe('admin tasks', () => {
       () => t.show('not-an-id'),
       () => t.list({state: 'sleeping'}),
       () => t.list({limit: 0}),
+      () => t.list({since: '1h', until: '2h'}),
+      () => t.list({since: '2026-12-01T10:00:00Z', until: '2026-12-01T10:00:00Z'}),
+      () => t.list({until: 'tomorrow'}),
+      () => t.list({after: 'not-an-id'}),
+      () => t.list({after: ID.toUpperCase()}),
       () => t.stats('yesterday'),
       () => t.errors({since: 'soon'}),
       () => t.cancel('0190F1C2-7D3E-7A41-9B2C-5E6F7A8B9C0D'),
@@ -24,6 +31,23 @@ describe('admin tasks', () => {
       () => t.planCancel({type: 'a_b', command: 'c'}),
       () => t.planCancel({type: 'a_b', state: 'succeeded', command: 'c'}),
       () => t.planCancel({type: 'a_b', state: 'submitted', reason: 'x'.repeat(1001), command: 'c'}),
+      () => t.planBulk({action: 'cancel', command: 'c'}),
+      () => t.planBulk({action: 'cancel', ids: [ID], filter: {type: 'a_b'}, command: 'c'}),
+      () => t.planBulk({action: 'cancel', ids: [], command: 'c'}),
+      () => t.planBulk({action: 'purge' as 'cancel', ids: [ID], command: 'c'}),
+      () => t.planBulk({action: 'replay', ids: [ID, 'nope'], command: 'c'}),
+      () =>
+        t.planBulk({
+          action: 'replay',
+          ids: Array.from({length: 10_001}, (_, i) => ID.slice(0, -5) + String(i).padStart(5, '0')),
+          command: 'c',
+        }),
+      () => t.planBulk({action: 'cancel', ids: [ID], reason: 'x'.repeat(1001), command: 'c'}),
+      () => t.planBulk({action: 'cancel', filter: {state: 'sleeping'}, command: 'c'}),
+      () => t.planBulk({action: 'cancel', filter: {since: '1h', until: '2h'}, command: 'c'}),
+      () => t.planBulk({action: 'cancel', filter: {payload: 'a=1'}, command: 'c'}),
+      () => t.planBulk({action: 'cancel', filter: {type: 'a_b', limit: 5} as {type: string}, command: 'c'}),
+      () => t.planBulk({action: 'cancel', filter: {type: 'a_b', after: ID} as {type: string}, command: 'c'}),
     ])
       await expect(call()).rejects.toMatchObject({code: 'invalid_input'});
     expect(f.opened).toEqual([]);
@@ -38,6 +62,7 @@ describe('admin tasks', () => {
     });
     await expect(f.admin.tasks.cancel(ID)).rejects.toThrow(/AX_OPERATOR/);
     await expect(f.admin.tasks.planCancel({type: 'a_b', state: 'submitted', command: 'c'})).rejects.toThrow(/AX_OPERATOR/);
+    await expect(f.admin.tasks.planBulk({action: 'replay', ids: [ID], command: 'c'})).rejects.toThrow(/AX_OPERATOR/);
     expect(f.opened).toEqual([]);
   });
 
@@ -104,6 +129,20 @@ describe('admin tasks', () => {
       code: 'not_found',
       message: expect.stringMatching(/nothing to cancel/),
     });
+  });
+
+  test('a list page: its cursor resolved to the keyset position, `next` only when the page is full, an unknown cursor not_found', async () => {
+    const createdAt = new Date('2026-12-01T11:00:00Z');
+    const rec = (id: string) => ({id, createdAt}) as TaskRecord;
+    const OTHER = '0190f1c2-7d3e-7a41-9b2c-5e6f7a8b9c0e';
+    const tasksList = vi.fn(async (f: ListFilter) => (f.limit === 2 ? [rec(OTHER), rec(ID)] : [rec(OTHER)]));
+    const tasksGet = vi.fn(async ({id}: {id: string}) => (id === OTHER ? rec(OTHER) : null));
+    const f = fakeAdmin({store: {tasksList, tasksGet}});
+    expect(await f.admin.tasks.list({limit: 2, until: '30m'})).toEqual({tasks: [rec(OTHER), rec(ID)], next: ID});
+    expect(tasksList).toHaveBeenLastCalledWith({limit: 2, until: new Date('2026-12-01T11:30:00Z')});
+    expect(await f.admin.tasks.list({limit: 3, after: OTHER})).toEqual({tasks: [rec(OTHER)], next: null});
+    expect(tasksList).toHaveBeenLastCalledWith({limit: 3, after: {createdAt, id: OTHER}});
+    await expect(f.admin.tasks.list({after: ID})).rejects.toMatchObject({code: 'not_found', message: expect.stringMatching(/first page/)});
   });
 
   test("show looks in the archive only when asked to (the SDK's getTask does not)", async () => {

@@ -69,7 +69,7 @@ export default class TasksList extends AxCommand {
   async run(): Promise<TaskListResult> {
     const {flags} = await this.parse(TasksList);
     await using admin = this.admin(flags);
-    const rows = await admin.tasks.list({
+    const {tasks: rows} = await admin.tasks.list({
       state: flags.state,
       type: flags.type,
       since: flags.since,

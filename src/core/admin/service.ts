@@ -8,6 +8,7 @@
  * validation opens nothing. Errors are AxErrors: invalid_input (nothing read or changed), not_found,
  * conflict, unavailable (a server could not be reached; nothing changed unless the method says so).
  */
+import {checkOperator} from '../audit/audit.js';
 import type {AdminContext} from './context.js';
 import {type ArchiveAdmin, createArchiveAdmin} from './archive.js';
 import {type AuditAdmin, createAuditAdmin} from './audit.js';
@@ -16,6 +17,7 @@ import {createTopAdmin, type TopAdmin} from './top.js';
 import {createCronService, type CronService} from './cron.js';
 import {createDlqAdmin, type DlqAdmin} from './dlq.js';
 import {type AdminSession, createSession} from './session.js';
+import {createOverviewSampler, type OverviewSampler} from './overview.js';
 import {createTasksAdmin, type TasksAdmin} from './tasks.js';
 import {createTypesService, type TypesAdmin} from './types.js';
 import {createCellsAdmin, type CellsAdmin} from './cells.js';
@@ -45,6 +47,12 @@ export interface Admin extends AsyncDisposable {
   readonly top: TopAdmin;
   /** The cell's workers (ax workers). */
   readonly workers: WorkersAdmin;
+  /**
+   * The console's overview of this cell, sampled in the background once for all its callers (see
+   * core/admin/overview.ts): start() it once (the web server does), then snapshot() answers from
+   * memory. Stopped by close(); the services of as() share it.
+   */
+  readonly overview: OverviewSampler;
   /** The troubleshooting checks (ax doctor): a server down is a finding, not an error. */
   readonly doctor: DoctorAdmin;
   /** Every cell of the configuration side by side (ax cells list), whatever cell this service is on. */
@@ -62,6 +70,14 @@ export interface Admin extends AsyncDisposable {
    * one's close(). Throws invalid_input for an unknown cell.
    */
   forCell(cell: string): Admin;
+  /**
+   * This service acting as `operator` (the web console's `web:<token name>@<client address>`):
+   * the same connections, opened once for both (no new pool), whose audited actions record that
+   * name instead of the context's (AX_OPERATOR). Its forCell keeps the operator; its close() does
+   * nothing (this service owns the connections). Throws invalid_input for a name that is blank,
+   * longer than MAX_OPERATOR_LENGTH or holds control characters.
+   */
+  as(operator: string): Admin;
   /** Closes every connection opened, this cell's and the other cells'. Idempotent. */
   close(): Promise<void>;
 }
@@ -80,32 +96,68 @@ export function createAdmin(ctx: AdminContext, session: AdminSession = createSes
     }
     return o;
   };
-  const forCell = (cell: string): Admin => (cell === ctx.config.cell ? admin : other(cell).admin);
-  const sessionOf = (cell: string): AdminSession => (cell === ctx.config.cell ? session : other(cell).session);
+  const overview = createOverviewSampler({store: () => session.store(), clock: ctx.clock, logger: ctx.logger});
   const close = async (): Promise<void> => {
+    await overview.stop();
     for (const o of others.values()) await o.admin.close();
     await session.close();
   };
+  return assemble(session, {
+    overview,
+    sessionOf: (cell) => (cell === ctx.config.cell ? session : other(cell).session),
+    other: (cell) => other(cell).admin,
+    close,
+  });
+}
+
+/** How a service reaches the other cells, and what its close() does. */
+interface Routing {
+  /** The cell's overview sampler: one per cell, whichever operator the service acts as. */
+  overview: OverviewSampler;
+  /** The session of a cell: this one's, or another cell's (made at its first use). */
+  sessionOf(cell: string): AdminSession;
+  /** The service of another cell. */
+  other(cell: string): Admin;
+  close(): Promise<void>;
+}
+
+/** The domains of the service over `session`. */
+function assemble(session: AdminSession, r: Routing): Admin {
+  const cell = session.ctx.config.cell;
+  const dlq = createDlqAdmin(session);
   const admin: Admin = {
-    cell: ctx.config.cell,
-    tasks: createTasksAdmin(session),
-    dlq: createDlqAdmin(session),
+    cell,
+    tasks: createTasksAdmin(session, dlq),
+    dlq,
     types: createTypesService(session),
-    cron: createCronService(session, sessionOf),
+    cron: createCronService(session, r.sessionOf),
     archive: createArchiveAdmin(session),
     outbox: createOutboxAdmin(session),
     audit: createAuditAdmin(session),
     top: createTopAdmin(session),
+    overview: r.overview,
     workers: createWorkersAdmin(session),
     doctor: createDoctorAdmin(session),
-    cells: createCellsAdmin(session, sessionOf),
+    cells: createCellsAdmin(session, r.sessionOf),
     queues: createQueuesAdmin(session),
     reconcile: createReconcileAdmin(session),
     schema: createSchemaAdmin(session),
     producer: createProducerAdmin(session),
-    forCell,
-    close,
-    [Symbol.asyncDispose]: close,
+    forCell: (c) => (c === cell ? admin : r.other(c)),
+    as: (operator) => actingAs(session, r, checkOperator(operator)),
+    close: r.close,
+    [Symbol.asyncDispose]: r.close,
   };
   return admin;
+}
+
+/** The service over `session`'s connections whose context's operator is `operator` (checked); closing it closes nothing. */
+function actingAs(session: AdminSession, r: Routing, operator: string): Admin {
+  const as = (s: AdminSession): AdminSession => ({...s, ctx: {...s.ctx, operator: () => operator}, close: async () => undefined});
+  return assemble(as(session), {
+    overview: r.overview,
+    sessionOf: (cell) => as(r.sessionOf(cell)),
+    other: (cell) => r.other(cell).as(operator),
+    close: async () => undefined,
+  });
 }

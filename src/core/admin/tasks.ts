@@ -9,11 +9,14 @@ import {invalid} from '../errors.js';
 import {failureReport, type FailureFilterInput, type FailureReport, parseFailureFilter} from '../inspect/failures.js';
 import {type CancelManyResult, type CancelManySelection, parseCancelMany, planCancelMany, runCancelMany} from '../inspect/cancel-many.js';
 import {cancelTask, type CancelResult, checkCancelReason} from '../inspect/cancel.js';
-import {type ListInput, listTasks, parseListFilter, showTask, type TaskDetail} from '../inspect/inspect.js';
+import {type ListInput, listTasks, parseListFilter, showTask, type TaskDetail, type TaskPage} from '../inspect/inspect.js';
 import {parseStatsSince, tasksStats, type TasksStatsReport} from '../inspect/stats.js';
 import {isTaskId} from '../task/id.js';
-import type {TaskRecord} from '../task/model.js';
+import type {DlqAdmin} from './dlq.js';
 import type {AdminSession} from './session.js';
+import {type BulkRequest, createBulkPlanner, type PlannedBulk} from './tasks-bulk.js';
+
+export type {BulkRequest, PlannedBulk} from './tasks-bulk.js';
 
 /** A bulk cancel as asked for: every task of `type` in the comma-separated `state`s (see parseCancelMany). */
 export interface CancelManyRequest {
@@ -45,8 +48,12 @@ export interface TasksAdmin {
    * archive is not looked at, as the SDK's getTask).
    */
   show(id: string, o?: {archive?: boolean}): Promise<TaskDetail>;
-  /** Tasks matching a filter (see parseListFilter), newest first. */
-  list(input: ListInput): Promise<TaskRecord[]>;
+  /**
+   * One page of tasks matching a filter (see parseListFilter), newest first; `after` is the previous
+   * page's `next` (see listTasks). Throws invalid_input for a bad filter, limit or malformed `after`
+   * (nothing opened), not_found for an `after` that is no task.
+   */
+  list(input: ListInput): Promise<TaskPage>;
   /** Backlog per type and what finished since `since` (a duration like 1h or a time; default 1h). */
   stats(since?: string): Promise<TasksStatsReport>;
   /** Failed attempts per type × error signature (see `ax errors`). */
@@ -64,9 +71,20 @@ export interface TasksAdmin {
    * what it selects: not_found when nothing. Nothing changes until the plan runs.
    */
   planCancel(req: CancelManyRequest): Promise<PlannedCancel>;
+  /**
+   * Checks a bulk cancel or replay of named tasks or of every task matching a filter (parseBulk:
+   * invalid_input, nothing opened; also for a bad AX_OPERATOR), resolves it to at most MAX_BULK
+   * tasks (invalid_input naming the limit when the filter matches more) and counts them per state
+   * and how many the action applies to (a cancel: submitted, failed, running; a replay: dead). A
+   * selection of nothing is a plan of zeros. Nothing changes until the plan runs: a cancel in
+   * audited batches (running attempts stopped and their workers told), a replay through the
+   * dead-letter replay by ids; both audited as `req.command` by the operator.
+   */
+  planBulk(req: BulkRequest): Promise<PlannedBulk>;
 }
 
-export function createTasksAdmin(s: AdminSession): TasksAdmin {
+/** `dlq` replays for the bulk replays (the same session's dead-letter admin). */
+export function createTasksAdmin(s: AdminSession, dlq: DlqAdmin): TasksAdmin {
   const {ctx} = s;
   return {
     async show(id, o = {}) {
@@ -77,8 +95,8 @@ export function createTasksAdmin(s: AdminSession): TasksAdmin {
       return showTask(store, id, {archivedAt: (i) => archivedAt(target, ctx.config.cell, i)});
     },
     async list(input) {
-      const filter = parseListFilter(input, ctx.clock.now());
-      return listTasks(await s.store(), filter);
+      const req = parseListFilter(input, ctx.clock.now());
+      return listTasks(await s.store(), req);
     },
     async stats(since) {
       const from = parseStatsSince(since, ctx.clock.now());
@@ -109,5 +127,6 @@ export function createTasksAdmin(s: AdminSession): TasksAdmin {
         run: () => runCancelMany(store, selection, {actor: ctx.actor, operator, reason, command: req.command, notifier: s.lazyBroker()}),
       };
     },
+    planBulk: createBulkPlanner(s, dlq),
   };
 }

@@ -35,6 +35,19 @@ export function operatorName(src: OperatorSource): string {
   return given;
 }
 
+/**
+ * An operator name given by a caller that acts for someone else (the web console: `web:<token
+ * name>@<client address>`), checked as AX_OPERATOR is: trimmed, not blank, no control characters,
+ * at most MAX_OPERATOR_LENGTH characters. Throws invalid_input.
+ */
+export function checkOperator(name: string): string {
+  const given = typeof name === 'string' ? name.trim() : '';
+  if (given === '') throw invalid('the operator name is blank');
+  if (/[\u0000-\u001f\u007f-\u009f]/.test(given)) throw invalid('the operator name holds control characters');
+  if (given.length > MAX_OPERATOR_LENGTH) throw invalid(`the operator name is longer than ${MAX_OPERATOR_LENGTH} characters`);
+  return given;
+}
+
 /** Throws invalid_input for a limit outside 1..MAX_AUDIT_LIST or an `after` that is not an audit row id. */
 export function checkAuditListParams(p: AuditListParams): void {
   if (!Number.isInteger(p.limit) || p.limit < 1 || p.limit > MAX_AUDIT_LIST)

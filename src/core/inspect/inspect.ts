@@ -16,23 +16,35 @@ const PAYLOAD_PATH = /^[A-Za-z_][A-Za-z0-9_]{0,63}(?:\.[A-Za-z_][A-Za-z0-9_]{0,6
 export interface ListInput {
   state?: string;
   type?: string;
-  /** A duration back from now (`15m`, `2d`) or an ISO-8601 time. */
+  /** Created at or after: a duration back from now (`15m`, `2d`) or an ISO-8601 time. */
   since?: string;
+  /** Created before: the same forms; after `since` when both are given. */
+  until?: string;
   /** A substring of the last error. */
   error?: string;
   dedupKey?: string;
   /** `field=value` (`orderId=42`, `customer.id=7`): the payload field's scalar equals the value as text. */
   payload?: string;
   limit?: number;
+  /** A task id, the `next` of the previous page: the tasks after it in the newest-first order. */
+  after?: string;
+}
+
+/** A checked list request: the store's filter, and the cursor still to be resolved (listTasksPage). */
+export interface ListRequest {
+  filter: ListFilter;
+  /** The task the page starts after (an id, checked to be one). */
+  after?: string;
 }
 
 /**
- * Validates list filters: known state, domain_action type, since as duration or ISO time, 1..1000;
- * a non-empty error substring and payload value of at most MAX_SEARCH_TEXT characters, a dedup key
- * as submit takes it, `--payload field=value` with a dotted field name and only with `since` (the
- * field is read from each task created since then). Throws invalid_input naming the flag.
+ * Validates list filters: known state, domain_action type, since and until as a duration or an ISO
+ * time with since before until, limit 1..1000; a non-empty error substring and payload value of at
+ * most MAX_SEARCH_TEXT characters, a dedup key as submit takes it, `--payload field=value` with a
+ * dotted field name and only with `since` (the field is read from each task created since then), an
+ * `after` that is a task id. Throws invalid_input naming the flag.
  */
-export function parseListFilter(input: ListInput, nowMs: number): ListFilter {
+export function parseListFilter(input: ListInput, nowMs: number): ListRequest {
   const f: ListFilter = {limit: input.limit ?? 50};
   if (!Number.isInteger(f.limit) || f.limit < 1 || f.limit > MAX_LIST_LIMIT)
     throw invalid(`limit must be a whole number from 1 to ${MAX_LIST_LIMIT}`);
@@ -42,6 +54,9 @@ export function parseListFilter(input: ListInput, nowMs: number): ListFilter {
   }
   if (input.type !== undefined) f.type = validateTypeName(input.type);
   if (input.since !== undefined) f.since = parseTimeBound(input.since, 'since', nowMs);
+  if (input.until !== undefined) f.until = parseTimeBound(input.until, 'until', nowMs);
+  if (f.since && f.until && f.since >= f.until)
+    throw invalid(`since (${f.since.toISOString()}) must be before until (${f.until.toISOString()})`);
   if (input.error !== undefined) {
     if (input.error.trim() === '') throw invalid('error must not be empty');
     if (input.error.length > MAX_SEARCH_TEXT) throw invalid(`error is longer than ${MAX_SEARCH_TEXT} characters`);
@@ -63,7 +78,9 @@ export function parseListFilter(input: ListInput, nowMs: number): ListFilter {
       throw invalid('payload needs since: it reads the payload of every task created since then (e.g. --since 1h)');
     f.payload = {path: `$.${field}`, value};
   }
-  return f;
+  if (input.after === undefined) return {filter: f};
+  if (!isTaskId(input.after)) throw invalid(`after "${input.after}" is not a task id (a lower-case UUID)`);
+  return {filter: f, after: input.after};
 }
 
 /**
@@ -81,8 +98,30 @@ export function parseTimeBound(value: string, name: string, nowMs: number): Date
   throw invalid(`${name} "${value}" is neither a duration back from now (e.g. 1h, 2d) nor an ISO time (e.g. 2026-12-01T00:00:00Z)`);
 }
 
-export function listTasks(store: Pick<InspectStore, 'tasksList'>, filter: ListFilter): Promise<TaskRecord[]> {
-  return store.tasksList(filter);
+/** One page of a task search, newest first. */
+export interface TaskPage {
+  tasks: TaskRecord[];
+  /** The `after` of the next page: the last task's id when the page is full, else null (no more). */
+  next: string | null;
+}
+
+/**
+ * One page of tasks matching `req`, newest first: (created_at, id) descending, a keyset page when
+ * `req.after` is given (the tasks after that one in this order, whatever was created since), so
+ * consecutive pages never overlap or skip a task, equal creation times included. Throws not_found
+ * when `after` is no task (any more: a cursor whose task was archived meanwhile; start again from
+ * the first page).
+ */
+export async function listTasks(store: Pick<InspectStore, 'tasksList' | 'tasksGet'>, req: ListRequest): Promise<TaskPage> {
+  let filter = req.filter;
+  if (req.after !== undefined) {
+    const at = await store.tasksGet({id: req.after});
+    if (at === null) throw new AxError('not_found', `after: task ${req.after} does not exist (archived since?): start from the first page`);
+    filter = {...filter, after: {createdAt: at.createdAt, id: at.id}};
+  }
+  const tasks = await store.tasksList(filter);
+  const last = tasks.at(-1);
+  return {tasks, next: tasks.length === filter.limit && last ? last.id : null};
 }
 
 export interface TaskDetail {

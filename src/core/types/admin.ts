@@ -15,7 +15,7 @@ import {breakerSettings, type BreakerSettings} from '../flow/breaker.js';
 import {limitsOf, type LimitsInput, mergeLimits} from '../flow/limits.js';
 import {releaseParked} from '../flow/release.js';
 
-export type TypesStore = FlowStore & Pick<InspectStore, 'backlog'> & Pick<HotPathStore, 'doorbellsMark'>;
+export type TypesStore = FlowStore & Pick<InspectStore, 'backlog' | 'clockNow'> & Pick<HotPathStore, 'doorbellsMark'>;
 
 export interface TypesAdminOptions {
   store: TypesStore;
@@ -48,6 +48,11 @@ export interface TypeView {
   breaker: TypeRecord['breaker'];
   /** Failures / attempts over the last minute as the breaker counts them (null: no attempt counted). */
   failureRate1m: number | null;
+  /**
+   * Attempts finished per second over the last minute, as the breaker counts them (type_outcomes:
+   * successes and failures, timeouts included; not unrecoverable failures, hand-backs, rescued leases).
+   */
+  rate1m: number;
   /** The cluster-wide limits (ax types set --max-running / --rate). */
   limits: TypeLimits;
 }
@@ -136,6 +141,9 @@ const limitsView = (settings: Record<string, unknown> | undefined): TypeLimits =
   return {maxRunning: l.maxRunning ?? null, rate: l.rate ?? null};
 };
 
+/** The window of failureRate1m and rate1m: outcomeCounts reads the seconds of it from idx_type_outcomes_second. */
+const RATE_WINDOW_MS = 60_000;
+
 const emptyBreaker: TypeRecord['breaker'] = {state: 'closed', until: null, openings: 0, changedAt: null};
 
 export function createTypesAdmin(o: TypesAdminOptions): TypesAdmin {
@@ -145,7 +153,7 @@ export function createTypesAdmin(o: TypesAdminOptions): TypesAdmin {
     const [report, backlog, counts] = await Promise.all([
       o.store.typesReport({liveMs}),
       o.store.backlog(),
-      o.store.outcomeCounts({windowMs: 60_000}),
+      o.store.outcomeCounts({windowMs: RATE_WINDOW_MS}),
     ]);
     const rate = new Map<string, {ok: number; failed: number}>();
     for (const c of counts) {
@@ -174,6 +182,7 @@ export function createTypesAdmin(o: TypesAdminOptions): TypesAdmin {
         paused: t?.paused ? {by: t.pausedBy, reason: t.pausedReason, since: t.pausedAt} : null,
         breaker: t?.breaker ?? emptyBreaker,
         failureRate1m: ((r) => (r && r.ok + r.failed > 0 ? r.failed / (r.ok + r.failed) : null))(rate.get(type)),
+        rate1m: ((r) => (r ? (r.ok + r.failed) / (RATE_WINDOW_MS / 1000) : 0))(rate.get(type)),
         limits: limitsView(t?.settings),
       };
     });
@@ -231,10 +240,11 @@ export function createTypesAdmin(o: TypesAdminOptions): TypesAdmin {
       if (!breakerSettings(r.settings).enabled) {
         kinds.push('breaker');
         if (r.breaker.state !== 'closed')
+          // At the database's time, like a reset (see resetBreaker).
           await o.store.breakerTransition({
             type: v.type,
             expect: {state: r.breaker.state, changedAt: r.breaker.changedAt},
-            to: {state: 'closed', until: null, openings: 0, changedAt: new Date(o.clock.now())},
+            to: {state: 'closed', until: null, openings: 0, changedAt: await o.store.clockNow()},
             event: 'breaker:closed',
             detail: `breaker turned off by ${operator}`,
             actor: operator,
@@ -256,10 +266,13 @@ export function createTypesAdmin(o: TypesAdminOptions): TypesAdmin {
       const rec = await record(v.type);
       if (!rec || rec.breaker.state === 'closed') throw new AxError('conflict', `the breaker of "${v.type}" is closed: nothing to reset`);
       const operator = o.operator();
+      // Closed at the database's time, never this host's: changedAt starts the failure window the
+      // workers count in seconds of NOW() (a host behind would count again the failures it was
+      // reset for and re-open it at once; one ahead would ignore the next failures for as long).
       const won = await o.store.breakerTransition({
         type: v.type,
         expect: {state: rec.breaker.state, changedAt: rec.breaker.changedAt},
-        to: {state: 'closed', until: null, openings: 0, changedAt: new Date(o.clock.now())},
+        to: {state: 'closed', until: null, openings: 0, changedAt: await o.store.clockNow()},
         event: 'breaker:closed',
         detail: `reset by ${operator}${reason ? `: ${reason}` : ''}`,
         actor: operator,

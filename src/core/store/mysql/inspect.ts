@@ -1,7 +1,19 @@
 /** InspectStore's reads on MySQL (its cancels: tasks-cancel.ts; failure groups: failures.ts; the audit trail: audit.ts). */
 import type {HistoryEntry, TaskRecord} from '../../task/model.js';
 import {Where} from './where.js';
-import type {BacklogReport, BacklogRow, ListFilter, StatsRow, TerminalCountRow, TasksCreatedCountParams} from '../types.js';
+import type {
+  BacklogByState,
+  BacklogRow,
+  BacklogState,
+  BucketParams,
+  CreatedBucketRow,
+  TransitionBucketRow,
+  ListFilter,
+  StatsRow,
+  TaskRef,
+  TerminalCountRow,
+  TasksCreatedCountParams,
+} from '../types.js';
 import type {TaskState} from '../../task/state.js';
 import {type Db, marks, select} from './db.js';
 import {TASK_COLUMNS, toHistoryEntry, toTaskRecord} from './rows.js';
@@ -30,6 +42,21 @@ export const INSPECT_SQL = {
       WHERE h.to_state IN ('succeeded', 'dead', 'cancelled') AND h.at >= ? AND t.cell = ? GROUP BY t.type, h.to_state`,
   /** Params: cell, since, until. Index: idx_tasks_created (cell, created_at), covering: a range of the window's tasks. */
   createdCount: 'SELECT COUNT(*) AS n FROM tasks WHERE cell = ? AND created_at >= ? AND created_at < ?',
+  /**
+   * Params: since, bucket (µs), cell, since, until. Index: idx_tasks_created (cell, created_at),
+   * covering: a range of the window's tasks; the groups (one per bucket) in a temporary table, unsorted.
+   */
+  createdBuckets: `SELECT TIMESTAMPDIFF(MICROSECOND, ?, created_at) DIV ? AS b, COUNT(*) AS n FROM tasks
+      WHERE cell = ? AND created_at >= ? AND created_at < ? GROUP BY b ORDER BY NULL`,
+  /**
+   * Params: since, bucket (µs), since, until, cell. Index: idx_history_failures (to_state, at): a
+   * range per state over the window, each history row and its task by PRIMARY (the task's cell);
+   * the groups (bucket × state) in a temporary table, unsorted. Measured: ~7 µs per transition.
+   */
+  transitionBuckets: `SELECT TIMESTAMPDIFF(MICROSECOND, ?, h.at) DIV ? AS b, h.to_state AS state, COUNT(*) AS n
+      FROM task_history h JOIN tasks t ON t.id = h.task_id
+      WHERE h.to_state IN ('succeeded', 'failed', 'dead', 'cancelled') AND h.at >= ? AND h.at < ? AND t.cell = ?
+      GROUP BY b, h.to_state ORDER BY NULL`,
   /** Params: task id. Index: idx_history_task. */
   history:
     'SELECT task_id, from_state, to_state, attempt, worker, at, error, stack, started_at FROM task_history WHERE task_id = ? ORDER BY seq',
@@ -66,29 +93,59 @@ export async function historyList(db: Db, id: string): Promise<HistoryEntry[]> {
 }
 
 /**
- * Newest tasks first, filtered by state/type/creation time (idx_tasks_created read newest first,
- * or idx_tasks_due (cell, state, …) for a state), dedup key (uq_tasks_dedup), a substring of the last
- * error and a payload field (both checked on each row the index range yields). All filter values
- * are bound parameters.
+ * Newest tasks first ((created_at, id) descending), filtered by state/type/creation time, dedup
+ * key (uq_tasks_dedup), a substring of the last error and a payload field (both checked on each
+ * row the index range yields). The cursor `after` is a keyset bound in that order: `created_at <= c
+ * AND (created_at < c OR id < i)`. All filter values are bound parameters. See tasksListQuery for
+ * the index each filter reads.
  */
 export async function tasksList(db: Db, cell: string, f: ListFilter): Promise<TaskRecord[]> {
+  const q = tasksListQuery(cell, f, TASK_COLUMNS);
+  return (await select(db, db.pool, q.sql, q.params)).map(toTaskRecord);
+}
+
+/** See InspectStore.tasksListRefs: tasksList's statement with three columns. */
+export async function tasksListRefs(db: Db, cell: string, f: ListFilter): Promise<TaskRef[]> {
+  const q = tasksListQuery(cell, f, 'id, state, created_at');
+  return (await select(db, db.pool, q.sql, q.params)).map((r) => ({
+    id: r.id as string,
+    state: r.state as TaskState,
+    createdAt: r.created_at as Date,
+  }));
+}
+
+/** States whose rows pile up (kept for the retention period): idx_tasks_due finds them no faster. */
+const PILING_STATES: readonly (TaskState | undefined)[] = [undefined, 'succeeded', 'cancelled'];
+
+/**
+ * The statement of tasksList (explain.test.ts checks its plans). With a bound on the creation time
+ * (since, until, the cursor) it reads idx_tasks_created (cell, created_at, then the primary key id)
+ * as a range, backwards from the upper bound down to `since`: a deep page costs what the first
+ * does, and a rare match within a window reads the window, not the table. The index is forced
+ * there because MariaDB otherwise reads it by `cell` alone ("ref") from the newest entry down,
+ * filtering the bounds row by row (measured: a page 60,000 rows deep read 180,000 entries). Not
+ * forced for a dedup key (uq_tasks_dedup: one row) or a state of the live set (submitted, running,
+ * failed, dead): idx_tasks_due (cell, state, …) and a sort of that state's rows may be the cheaper
+ * plan, which the optimizer picks. Params: the filter's, limit.
+ */
+export function tasksListQuery(cell: string, f: ListFilter, columns: string): {sql: string; params: unknown[]} {
   const where = new Where()
     .and('cell = ?', cell)
     .if(Boolean(f.state), 'state = ?', f.state)
     .if(Boolean(f.type), 'type = ?', f.type)
     .if(Boolean(f.since), 'created_at >= ?', f.since)
+    .if(Boolean(f.until), 'created_at < ?', f.until)
+    .if(f.after !== undefined, 'created_at <= ? AND (created_at < ? OR id < ?)', f.after?.createdAt, f.after?.createdAt, f.after?.id)
     .if(f.dedupKey !== undefined, 'dedup_key = ?', f.dedupKey)
     .if(f.errorContains !== undefined, LAST_ERROR_CONTAINS, likeLiteral(f.errorContains ?? ''))
     // Parsed per row: callers bound the scan with `since` (parseListFilter requires it).
     .if(f.payload !== undefined, `JSON_VALUE(${PAYLOAD_TEXT_SQL}, ?) = ?`, f.payload?.path, f.payload?.value);
-  const params = [...where.params, f.limit];
-  const rows = await select(
-    db,
-    db.pool,
-    `SELECT ${TASK_COLUMNS} FROM tasks WHERE ${where.sql} ORDER BY created_at DESC, id DESC LIMIT ?`,
-    params,
-  );
-  return rows.map(toTaskRecord);
+  const bounded = f.since !== undefined || f.until !== undefined || f.after !== undefined;
+  const force = bounded && f.dedupKey === undefined && PILING_STATES.includes(f.state);
+  return {
+    sql: `SELECT ${columns} FROM tasks${force ? ' FORCE INDEX (idx_tasks_created)' : ''} WHERE ${where.sql} ORDER BY created_at DESC, id DESC LIMIT ?`,
+    params: [...where.params, f.limit],
+  };
 }
 
 /** Counts per type × state (a covering scan of idx_tasks_due). */
@@ -97,15 +154,17 @@ export async function tasksStats(db: Db, cell: string): Promise<StatsRow[]> {
   return rows.map((r) => ({type: r.type as string, state: r.state as TaskState, count: Number(r.n)}));
 }
 
-/** The backlog per type: one index-only range (INSPECT_SQL.backlog) merged by type, and the clock. */
-export async function backlog(db: Db, cell: string): Promise<BacklogReport> {
+/** The backlog per type and per state: one index-only range (INSPECT_SQL.backlog) merged by type, and the clock. */
+export async function backlog(db: Db, cell: string): Promise<BacklogByState> {
   const [groups, clock] = await Promise.all([select(db, db.pool, INSPECT_SQL.backlog, [cell]), clockNow(db)]);
   const rows = new Map<string, BacklogRow>();
+  const states: BacklogByState['states'] = {submitted: 0, failed: 0, running: 0, dead: 0};
   for (const g of groups) {
     const type = g.type as string;
     let r = rows.get(type);
     if (!r) rows.set(type, (r = {type, due: 0, delayed: 0, running: 0, dead: 0, oldestDueAt: null}));
     const n = Number(g.n);
+    states[g.state as BacklogState] += n;
     if (g.state === 'running') r.running += n;
     else if (g.state === 'dead') r.dead += n;
     else {
@@ -116,13 +175,28 @@ export async function backlog(db: Db, cell: string): Promise<BacklogReport> {
       if (oldest && (!r.oldestDueAt || oldest < r.oldestDueAt)) r.oldestDueAt = oldest;
     }
   }
-  return {at: clock, rows: [...rows.values()].sort((a, b) => a.type.localeCompare(b.type))};
+  return {at: clock, states, rows: [...rows.values()].sort((a, b) => a.type.localeCompare(b.type))};
 }
 
 /** See InspectStore.terminalCounts (INSPECT_SQL.terminalCounts). */
 export async function terminalCounts(db: Db, cell: string, {since}: {since: Date}): Promise<TerminalCountRow[]> {
   const rows = await select(db, db.pool, INSPECT_SQL.terminalCounts, [since, cell]);
   return rows.map((r) => ({type: r.type as string, state: r.state as TerminalCountRow['state'], count: Number(r.n)}));
+}
+
+/** The start of bucket `b` of `p`. */
+const bucketAt = (p: BucketParams, b: unknown): Date => new Date(p.since.getTime() + Number(b) * p.bucketMs);
+
+/** See InspectStore.tasksCreatedBuckets (INSPECT_SQL.createdBuckets). */
+export async function tasksCreatedBuckets(db: Db, cell: string, p: BucketParams): Promise<CreatedBucketRow[]> {
+  const rows = await select(db, db.pool, INSPECT_SQL.createdBuckets, [p.since, p.bucketMs * 1000, cell, p.since, p.until]);
+  return rows.map((r) => ({at: bucketAt(p, r.b), count: Number(r.n)}));
+}
+
+/** See InspectStore.transitionBuckets (INSPECT_SQL.transitionBuckets). */
+export async function transitionBuckets(db: Db, cell: string, p: BucketParams): Promise<TransitionBucketRow[]> {
+  const rows = await select(db, db.pool, INSPECT_SQL.transitionBuckets, [p.since, p.bucketMs * 1000, p.since, p.until, cell]);
+  return rows.map((r) => ({at: bucketAt(p, r.b), state: r.state as TransitionBucketRow['state'], count: Number(r.n)}));
 }
 
 /** Tasks created in [since, until): see InspectStore.tasksCreatedCount. */

@@ -36,6 +36,8 @@ import type {
   SchedulesSetPausedParams,
   TaskStore,
   TasksCancelManyParams,
+  TasksCancelIdsParams,
+  BucketParams,
   TasksCancelParams,
   TasksClaimParams,
   TasksFindUndispatchedParams,
@@ -158,6 +160,9 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
   tasksCancelMany(p: TasksCancelManyParams) {
     return cancel.tasksCancelMany(this.db, this.cell, p);
   }
+  tasksCancelIds(p: TasksCancelIdsParams) {
+    return cancel.tasksCancelIds(this.db, this.cell, p);
+  }
   auditList(p: AuditListParams) {
     return audit.auditList(this.db, this.cell, p);
   }
@@ -194,10 +199,17 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
   tasksList(p: ListFilter) {
     return inspect.tasksList(this.db, this.cell, p);
   }
+
+  tasksListRefs(p: ListFilter) {
+    return inspect.tasksListRefs(this.db, this.cell, p);
+  }
   tasksStats() {
     return inspect.tasksStats(this.db, this.cell);
   }
   backlog() {
+    return inspect.backlog(this.db, this.cell);
+  }
+  backlogByState() {
     return inspect.backlog(this.db, this.cell);
   }
   terminalCounts(p: {since: Date}) {
@@ -205,6 +217,12 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
   }
   tasksCreatedCount(p: TasksCreatedCountParams) {
     return inspect.tasksCreatedCount(this.db, this.cell, p);
+  }
+  tasksCreatedBuckets(p: BucketParams) {
+    return inspect.tasksCreatedBuckets(this.db, this.cell, p);
+  }
+  transitionBuckets(p: BucketParams) {
+    return inspect.transitionBuckets(this.db, this.cell, p);
   }
   workersUpsert(p: WorkersUpsertParams) {
     return workers.workersUpsert(this.db, this.cell, p);

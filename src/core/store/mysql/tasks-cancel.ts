@@ -1,6 +1,6 @@
-/** InspectStore.tasksCancel and tasksCancelMany on MySQL: guarded cancels with history and audit rows. */
+/** InspectStore.tasksCancel, tasksCancelMany and tasksCancelIds on MySQL: guarded cancels with history and audit rows. */
 import {TRANSITIONS, guardOf, type TaskState} from '../../task/state.js';
-import type {CancelledTask, StoppedAttempt, TasksCancelManyParams, TasksCancelParams} from '../types.js';
+import type {CancelledTask, StoppedAttempt, TasksCancelIdsParams, TasksCancelManyParams, TasksCancelParams} from '../types.js';
 import {type Db, type PoolConnection, type Row, exec, marks, select, tx} from './db.js';
 import {AxError} from '../../errors.js';
 import {auditInsert} from './audit.js';
@@ -30,6 +30,22 @@ export async function tasksCancelMany(db: Db, cell: string, p: TasksCancelManyPa
   );
 }
 
+/**
+ * See InspectStore.tasksCancelIds: one transaction that locks the named rows still in a cancellable
+ * state by primary key (the others are left alone, locked only until it ends), cancels them
+ * (cancelRows) and writes one audit row when it cancelled any.
+ */
+export async function tasksCancelIds(db: Db, cell: string, p: TasksCancelIdsParams): Promise<CancelledTask[]> {
+  const ids = [...new Set(p.ids)];
+  if (ids.length === 0) return [];
+  const states = [...guardOf('cancel').from, ...guardOf('cancelRunning').from];
+  return lockAndCancel(db, cell, p, `id IN (${marks(ids.length)}) AND cell = ? AND state IN (${marks(states.length)})`, [
+    ...ids,
+    cell,
+    ...states,
+  ]);
+}
+
 /** One round of tasksCancelMany: the picked rows that still match, locked by primary key, cancelled. */
 async function cancelLocked(
   db: Db,
@@ -39,12 +55,26 @@ async function cancelLocked(
   states: readonly TaskState[],
   picked: readonly string[],
 ): Promise<CancelledTask[]> {
+  return lockAndCancel(db, cell, p, `id IN (${marks(picked.length)}) AND ${match}`, [...picked, cell, p.type, ...states]);
+}
+
+/**
+ * One transaction: locks the rows `where` selects (by primary key, in id order), cancels them
+ * (cancelRows) and writes one audit row naming them when it cancelled any.
+ */
+function lockAndCancel(
+  db: Db,
+  cell: string,
+  p: {actor: string; reason: string | null; audit: TasksCancelIdsParams['audit']},
+  where: string,
+  params: unknown[],
+): Promise<CancelledTask[]> {
   return tx(db, async (c) => {
     const rows = await select(
       db,
       c,
-      `SELECT id, state, attempt, fence, worker, started_at FROM tasks WHERE id IN (${marks(picked.length)}) AND ${match} ORDER BY id FOR UPDATE`,
-      [...picked, cell, p.type, ...states],
+      `SELECT id, state, attempt, fence, worker, started_at FROM tasks WHERE ${where} ORDER BY id FOR UPDATE`,
+      params,
     );
     if (rows.length === 0) return [];
     const done = await cancelRows(db, c, cell, rows, {actor: p.actor, reason: p.reason, by: p.audit.operator});

@@ -14,13 +14,27 @@ export interface ListFilter {
   type?: string;
   /** Created at or after. */
   since?: Date;
+  /** Created before. */
+  until?: Date;
   /** A substring of the last error (LIKE wildcards in it match literally). */
   errorContains?: string;
   /** The dedup key, exactly (uq_tasks_dedup). */
   dedupKey?: string;
   /** A payload field equals a value: `path` is a JSON path (`$.orderId`), the scalar compared as text. */
   payload?: {path: string; value: string};
+  /**
+   * The keyset cursor: only tasks after this position in the list's order (created_at, id)
+   * descending — created before `createdAt`, or at it with a smaller id. The previous page's last task.
+   */
+  after?: {createdAt: Date; id: string};
   limit: number;
+}
+
+/** A task as a bulk action selects it: which, its state, and its place in the list's order. */
+export interface TaskRef {
+  id: string;
+  state: TaskState;
+  createdAt: Date;
 }
 
 export interface StatsRow {
@@ -43,11 +57,19 @@ export interface BacklogRow {
   oldestDueAt: Date | null;
 }
 
+/** The states a backlog read counts: the live ones and dead. */
+export type BacklogState = 'submitted' | 'failed' | 'running' | 'dead';
+
 export interface BacklogReport {
   /** The database clock when the counts were read. */
   at: Date;
   /** One row per type with any due, delayed, running or dead task, sorted by type. */
   rows: BacklogRow[];
+}
+
+/** A backlog read with its counts per state over every type (submitted and failed: due and delayed alike). */
+export interface BacklogByState extends BacklogReport {
+  states: Record<BacklogState, number>;
 }
 
 /** Tasks of one type that reached a terminal state within a window (transitions, from history). */
@@ -71,6 +93,14 @@ export interface TasksCancelManyParams {
   /** submitted and/or failed, and running (each running attempt is stopped: see StoppedAttempt). */
   states: TaskState[];
   limit: number;
+  actor: string;
+  reason: string | null;
+  audit: AuditContext;
+}
+
+export interface TasksCancelIdsParams {
+  /** The tasks to cancel (one transaction: callers send a few hundred at a time). */
+  ids: readonly string[];
   actor: string;
   reason: string | null;
   audit: AuditContext;
@@ -120,6 +150,26 @@ export interface FailureFilter {
   deadOnly?: boolean;
 }
 
+/** A time range cut into buckets of `bucketMs` from `since` (the last one may end at `until`, shorter). */
+export interface BucketParams {
+  since: Date;
+  until: Date;
+  bucketMs: number;
+}
+
+/** Transitions into a state within one bucket: `at` is the bucket's start. */
+export interface TransitionBucketRow {
+  at: Date;
+  state: 'succeeded' | 'failed' | 'dead' | 'cancelled';
+  count: number;
+}
+
+/** Tasks created within one bucket: `at` is the bucket's start. */
+export interface CreatedBucketRow {
+  at: Date;
+  count: number;
+}
+
 export interface TasksCreatedCountParams {
   since: Date;
   until: Date;
@@ -132,8 +182,13 @@ export interface InspectStore extends DbClockStore {
   tasksGetMany(p: {ids: readonly string[]}): Promise<TaskRecord[]>;
   /** A task's history, oldest first. */
   historyList(p: HistoryListParams): Promise<HistoryEntry[]>;
-  /** Newest first, filtered. All filter values are bound parameters. */
+  /**
+   * Newest first ((created_at, id) descending), filtered, from the `after` position on (a keyset:
+   * never an OFFSET). All filter values are bound parameters.
+   */
   tasksList(p: ListFilter): Promise<TaskRecord[]>;
+  /** tasksList's selection and order with the id, state and creation time of each task only (bulk actions). */
+  tasksListRefs(p: ListFilter): Promise<TaskRef[]>;
   /** Counts per type × state. */
   tasksStats(): Promise<StatsRow[]>;
   /**
@@ -142,6 +197,8 @@ export interface InspectStore extends DbClockStore {
    * metrics gauges, `ax top` and `ax tasks stats`.
    */
   backlog(): Promise<BacklogReport>;
+  /** The same read as backlog() (one statement), with the counts per state as well: the overview's. */
+  backlogByState(): Promise<BacklogByState>;
   /**
    * Terminal transitions (succeeded, dead, cancelled) at or after `since`, per type × state,
    * unordered. A range of idx_history_failures (to_state, at) and one primary-key lookup of the
@@ -165,6 +222,13 @@ export interface InspectStore extends DbClockStore {
    * between are replaced by a next round. Call again until fewer than `limit` come back.
    */
   tasksCancelMany(p: TasksCancelManyParams): Promise<CancelledTask[]>;
+  /**
+   * Cancels the named tasks that are submitted, failed or running, in one transaction: the rows
+   * locked by primary key and re-checked, a guarded UPDATE per transition (cancel, cancelRunning:
+   * their attempts are stopped), one history INSERT and one audit row (none when nothing was
+   * cancelled). Unknown ids and tasks in other states are left alone (absent from the result).
+   */
+  tasksCancelIds(p: TasksCancelIdsParams): Promise<CancelledTask[]>;
   /** The audit trail, newest first (append-only: nothing edits or deletes it). */
   auditList(p: AuditListParams): Promise<AuditRecord[]>;
   /**
@@ -180,4 +244,17 @@ export interface InspectStore extends DbClockStore {
    * of `ax top`.
    */
   tasksCreatedCount(p: TasksCreatedCountParams): Promise<number>;
+  /**
+   * tasksCreatedCount per bucket (buckets without tasks are absent): one range of idx_tasks_created,
+   * covering, grouped in a small temporary table (a row per bucket). The overview's backfill.
+   */
+  tasksCreatedBuckets(p: BucketParams): Promise<CreatedBucketRow[]>;
+  /**
+   * History transitions into succeeded, failed, dead and cancelled in [since, until) per bucket and
+   * state (empty ones absent): a range of idx_history_failures (to_state, at) over the four states,
+   * and each transition's task by PRIMARY (its cell). The cost is the window's transitions, never the
+   * tables: the overview's rates and its counts of what finished within its window. `failed` counts
+   * the retried failures, rescued leases and the attempts a full pool queue handed back.
+   */
+  transitionBuckets(p: BucketParams): Promise<TransitionBucketRow[]>;
 }

@@ -1,0 +1,155 @@
+#!/usr/bin/env node
+// The console's reads with a big table (P11 in issue 23), runnable alone after `npm run build`:
+//   node bench/console.js [--rows 5000000] [--hour 1000000] [--keep] [--json]
+// In its own database (ax_bench_console, kept between runs with --keep: filling 5M rows takes
+// minutes), with `rows` finished tasks (succeeded, one attempt row each in task_history), `hour` of
+// them created within the last hour with a payload {orderId, customer: {id}}, it starts the console
+// in this process (the HTTP server over the admin service, no cache: every request reads) and measures:
+//   - GET /api/v1/overview and GET /api/v1/types: 30 requests each, median and p95 (goal ≤ 100 ms);
+//   - GET /api/v1/tasks?since=<the hour's start>&payload=orderId=<n>: search by payload over the hour's
+//     tasks (one match: every task of the hour is read), 5 requests
+//     (goal ≤ 1 s);
+//   - what five browsers cost: five clients polling the overview every 2 s for 20 s against the
+//     console's shared reading (one database read per 1.5 s whatever the number of browsers), as the
+//     database time per second they cause.
+import {randomBytes} from 'node:crypto';
+import {parseArgs} from 'node:util';
+import mysql from 'mysql2/promise';
+import {createRuntime, openAdmin} from '../dist/compose.js';
+import {loadConfig} from '../dist/core/config/config.js';
+import {schemaMigrate} from '../dist/core/store/mysql/migrate.js';
+import {openDb} from '../dist/core/store/mysql/db.js';
+import {createLogger} from '../dist/core/log.js';
+import {consoleOptions} from '../dist/web/console.js';
+import {createOverviewProvider} from '../dist/web/overview.js';
+import {startWebServer} from '../dist/web/server.js';
+import {percentiles} from './lib/stats.js';
+
+const {values: argv} = parseArgs({
+  options: {
+    rows: {type: 'string', default: '5000000'},
+    hour: {type: 'string', default: '1000000'},
+    keep: {type: 'boolean'},
+    json: {type: 'boolean'},
+  },
+});
+const ROWS = Number(argv.rows);
+const HOUR = Number(argv.hour);
+const MYSQL_ROOT = process.env.AX_BENCH_MYSQL_ROOT ?? 'mysql://root@127.0.0.1:3306';
+const DB = 'ax_bench_console';
+const log = (m) => process.stderr.write(`[console ${String(Math.round(performance.now() / 1000)).padStart(4)} s] ${m}\n`);
+const CHUNK = 250_000;
+
+const root = await mysql.createConnection({uri: `${MYSQL_ROOT}/mysql`, multipleStatements: true});
+await root.query(`CREATE DATABASE IF NOT EXISTS \`${DB}\``);
+const env = {AX_MYSQL_URL: `${MYSQL_ROOT}/${DB}`, AX_LOG_LEVEL: 'warn', AX_AMQP_PREFIX: `axb_${randomBytes(3).toString('hex')}`};
+const config = loadConfig({env, cwd: '/nonexistent'});
+const rt = createRuntime(config, createLogger('warn', {bench: 'console'}));
+const db = await openDb({url: config.mysqlUrl, createDatabase: true, queryTimeoutMs: 600_000, connectionLimit: 2});
+await schemaMigrate(db);
+
+const [[{n: have}]] = await root.query(`SELECT COUNT(*) AS n FROM \`${DB}\`.tasks`);
+if (Number(have) !== ROWS) {
+  log(`filling ${ROWS} finished tasks (${HOUR} in the last hour); had ${have}`);
+  await root.query(`TRUNCATE \`${DB}\`.tasks; TRUNCATE \`${DB}\`.task_history`);
+  for (let from = 1; from <= ROWS; from += CHUNK) {
+    const to = Math.min(ROWS, from + CHUNK - 1);
+    // The last HOUR rows are created within the last hour; the rest spread over the 30 days before.
+    const created = `IF(seq > ${ROWS - HOUR}, NOW(3) - INTERVAL ((${ROWS} - seq) * 3500 / ${Math.max(HOUR, 1)}) SECOND, NOW(3) - INTERVAL 1 HOUR - INTERVAL (seq MOD 2592000) SECOND)`;
+    const id = `LOWER(CONCAT(LPAD(HEX(seq), 8, '0'), '-0000-7000-8000-', LPAD(HEX(seq), 12, '0')))`;
+    await root.query(
+      `INSERT INTO \`${DB}\`.tasks (id, cell, type, state, attempt, max_retries, run_at, content_hash, created_at, updated_at, finished_at, started_at, worker, payload)
+       SELECT ${id}, 'default', ELT(1 + seq MOD 4, 'order_notify', 'order_capture', 'report_build', 'user_welcome'), 'succeeded', 1, 5,
+              c, MD5(seq), c, c + INTERVAL 20000 MICROSECOND, c + INTERVAL 20000 MICROSECOND, c + INTERVAL 5000 MICROSECOND, 'bench:1',
+              CONCAT('{"orderId":', seq, ',"customer":{"id":', seq MOD 1000, '}}')
+       FROM (SELECT seq, ${created} AS c FROM seq_${from}_to_${to}) s`,
+    );
+    await root.query(
+      `INSERT INTO \`${DB}\`.task_history (task_id, from_state, to_state, attempt, worker, at, started_at)
+       SELECT id, 'running', 'succeeded', 1, 'bench:1', finished_at, started_at FROM \`${DB}\`.tasks
+       WHERE id BETWEEN LOWER(CONCAT(LPAD(HEX(${from}), 8, '0'), '-')) AND LOWER(CONCAT(LPAD(HEX(${to}), 8, '0'), '-ffff'))`,
+    );
+    log(`${to} rows`);
+  }
+  await root.query(`ANALYZE TABLE \`${DB}\`.tasks, \`${DB}\`.task_history`);
+}
+
+log('starting the console');
+const admin = openAdmin(rt, {}, {longLived: true});
+/** The console over `admin`, its overview shared for `maxAgeMs` (0: every request reads). */
+const consoleServer = (maxAgeMs) =>
+  startWebServer({
+    ...consoleOptions(rt, admin, {host: '127.0.0.1', port: 0, assetsDir: null, version: 'bench'}),
+    tokens: [],
+    overview: createOverviewProvider({clock: rt.clock, ...(maxAgeMs === undefined ? {} : {maxAgeMs})}),
+  });
+const server = await consoleServer(0);
+
+async function timed(path, n) {
+  log(`${path} ×${n}`);
+  const ms = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    const res = await fetch(server.url + path);
+    await res.arrayBuffer();
+    if (res.status !== 200) throw new Error(`${path}: ${res.status}`);
+    ms.push(performance.now() - t0);
+  }
+  const {p50, p95} = percentiles(Float64Array.from(ms), [50, 95]);
+  return {path, n, p50, p95, first: ms[0]};
+}
+
+const results = {rows: ROWS, hour: HOUR, reads: []};
+log(`measuring at ${server.url}`);
+for (const path of ['/api/v1/overview', '/api/v1/types']) {
+  await timed(path, 3); // warm the buffer pool and the connections
+  results.reads.push(await timed(path, 30));
+}
+// The hour of HOUR tasks starts at the first of them (filled earlier, it may no longer be the last hour).
+const firstOfHour = `${(ROWS - HOUR + 1).toString(16).padStart(8, '0')}-0000-7000-8000-${(ROWS - HOUR + 1).toString(16).padStart(12, '0')}`;
+const [[{created_at: hourStart}]] = await root.query(`SELECT created_at FROM \`${DB}\`.tasks WHERE id = ?`, [firstOfHour]);
+const since = encodeURIComponent(new Date(hourStart).toISOString());
+results.reads.push(await timed(`/api/v1/tasks?since=${since}&payload=orderId%3D${ROWS - Math.floor(HOUR / 2)}&limit=50`, 5));
+
+// Five browsers on the overview, through the shared reading (the console's default 1.5 s).
+const shared = await consoleServer();
+const [[before]] = await root.query("SHOW GLOBAL STATUS LIKE 'Questions'");
+const t0 = performance.now();
+let requests = 0;
+await Promise.all(
+  Array.from({length: 5}, async (_, i) => {
+    await new Promise((r) => setTimeout(r, i * 400));
+    while (performance.now() - t0 < 20_000) {
+      const res = await fetch(shared.url + '/api/v1/overview');
+      await res.arrayBuffer();
+      requests++;
+      await new Promise((r) => setTimeout(r, 2000));
+    }
+  }),
+);
+const [[after]] = await root.query("SHOW GLOBAL STATUS LIKE 'Questions'");
+results.fiveBrowsers = {
+  requests,
+  seconds: (performance.now() - t0) / 1000,
+  statementsPerS: (Number(after.Value) - Number(before.Value)) / ((performance.now() - t0) / 1000),
+};
+
+await shared.close();
+await server.close();
+await admin.close();
+await db.close?.();
+if (!argv.keep) await root.query(`DROP DATABASE \`${DB}\``);
+await root.end();
+
+if (argv.json) console.log(JSON.stringify(results, null, 2));
+else {
+  console.log(`console reads with ${ROWS.toLocaleString('en')} finished tasks (${HOUR.toLocaleString('en')} in the last hour)`);
+  for (const r of results.reads)
+    console.log(
+      `  ${r.path.padEnd(70)} p50 ${r.p50.toFixed(1)} ms  p95 ${r.p95.toFixed(1)} ms  (first ${r.first.toFixed(0)} ms, n=${r.n})`,
+    );
+  const f = results.fiveBrowsers;
+  console.log(
+    `  five browsers polling the overview every 2 s: ${f.requests} requests in ${f.seconds.toFixed(0)} s, ${f.statementsPerS.toFixed(1)} statements/s on MariaDB`,
+  );
+}

@@ -1,0 +1,342 @@
+/**
+ * The console's HTTP API (ax web) against the real MariaDB and RabbitMQ: auth (tokens, sessions,
+ * failed logins limited), roles, CSRF, the Host check, security headers, size limits and bad input
+ * (each a clear 4xx with nothing written), every read and action, and the audit trail naming the
+ * token and the client address.
+ */
+import {request as httpRequest} from 'node:http';
+import {Ajv} from 'ajv';
+import {afterAll, beforeAll, describe, expect, it} from 'vitest';
+import type {AxStore} from '../../src/core/store/types.js';
+import {startConsole} from '../../src/index.js';
+import {createIdGenerator} from '../../src/core/task/id.js';
+import {validateTaskSpec} from '../../src/core/task/validate.js';
+import {createTestEnv, eventually, type TestEnv} from '../helpers/env.js';
+import {call, checkAgainstOpenApi, login, startTestConsole, type TestConsole} from '../helpers/web.js';
+
+let env: TestEnv;
+let store: AxStore;
+let c: TestConsole;
+let op: string;
+let viewer: string;
+let producer: string;
+const newId = createIdGenerator(Date.now);
+
+async function deadTask(type: string, payload: Record<string, unknown> = {}, error = 'boom'): Promise<string> {
+  const t = validateTaskSpec({type, payload}, {maxRetries: 0, payloadLimitBytes: 65_536, cell: 'default'}, Date.now(), newId);
+  await store.tasksInsert({tasks: [t], actor: 'it:1'});
+  const [claimed] = (await store.tasksClaim({ids: [t.id], worker: 'w:1', leaseMs: 30_000})).claimed;
+  await store.outcomesApply({outcomes: [{kind: 'deadLetter', id: t.id, fence: claimed!.fence, error}], actor: 'w:1'});
+  return t.id;
+}
+
+async function succeededTask(type: string): Promise<string> {
+  const t = validateTaskSpec({type, payload: {}}, {maxRetries: 0, payloadLimitBytes: 65_536, cell: 'default'}, Date.now(), newId);
+  await store.tasksInsert({tasks: [t], actor: 'it:1'});
+  const [claimed] = (await store.tasksClaim({ids: [t.id], worker: 'w:1', leaseMs: 30_000})).claimed;
+  await store.outcomesApply({outcomes: [{kind: 'complete', id: t.id, fence: claimed!.fence}], actor: 'w:1'});
+  return t.id;
+}
+
+const taskCount = async (): Promise<number> => Number((await env.sql<{n: number}>('SELECT COUNT(*) AS n FROM tasks'))[0]?.n);
+const lastAudit = async () => (await store.auditList({limit: 1}))[0];
+
+beforeAll(async () => {
+  env = await createTestEnv();
+  store = await env.store();
+  c = await startTestConsole(env, {users: {alice: 'operator', vic: 'viewer', svc: 'producer'}, maxLoginFailures: 3});
+  op = c.tokens.alice as string;
+  viewer = c.tokens.vic as string;
+  producer = c.tokens.svc as string;
+});
+afterAll(async () => {
+  await c?.close();
+  await env?.dispose();
+});
+
+describe('auth', () => {
+  it('refuses anonymous and unknown tokens; a login sets an HttpOnly SameSite=Strict cookie and gives the CSRF token', async () => {
+    expect((await call(c, 'GET', '/api/v1/overview')).status).toBe(401);
+    expect(await call(c, 'GET', '/api/v1/overview', {token: 'axt_nope'})).toMatchObject({
+      status: 401,
+      body: {error: {code: 'unauthorized'}},
+    });
+    const anon = await call(c, 'GET', '/api/v1/session');
+    expect(anon.body).toMatchObject({authenticated: false, authRequired: true, role: null, csrf: null});
+    const s = await login(c, op);
+    expect(s.setCookie).toMatch(/ax_session=[^;]+; Max-Age=3600; Path=\/; HttpOnly; SameSite=Strict/);
+    const me = await call(c, 'GET', '/api/v1/session', {cookie: s.cookie});
+    expect(me.body).toMatchObject({authenticated: true, name: 'alice', role: 'operator', csrf: s.csrf});
+    expect((await call(c, 'GET', '/api/v1/types', {cookie: s.cookie})).status).toBe(200);
+    expect((await call(c, 'DELETE', '/api/v1/session', {cookie: s.cookie})).status).toBe(204);
+    expect((await call(c, 'GET', '/api/v1/types', {cookie: s.cookie})).status).toBe(401);
+  });
+
+  it('rate-limits failed logins per address (429 with Retry-After), even with the right token', async () => {
+    const other = await startTestConsole(env, {users: {zed: 'viewer'}, maxLoginFailures: 3});
+    try {
+      for (let i = 0; i < 3; i++) expect((await call(other, 'POST', '/api/v1/session', {body: {token: `wrong${i}`}})).status).toBe(401);
+      const limited = await call(other, 'POST', '/api/v1/session', {body: {token: other.tokens.zed}});
+      expect(limited).toMatchObject({status: 429, body: {error: {code: 'rate_limited'}}});
+      expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+    } finally {
+      await other.close();
+    }
+  });
+});
+
+describe('roles and CSRF', () => {
+  it('a viewer reads but may not act (403, nothing changed); a producer only submits', async () => {
+    expect((await call(c, 'GET', '/api/v1/types', {token: viewer})).status).toBe(200);
+    const paused = await call(c, 'POST', '/api/v1/types/web_roles/pause', {token: viewer, body: {reason: 'x'}});
+    expect(paused).toMatchObject({status: 403, body: {error: {code: 'forbidden'}}});
+    expect(await env.sql("SELECT * FROM task_types WHERE type = 'web_roles' AND paused_at IS NOT NULL")).toEqual([]);
+    expect((await call(c, 'GET', '/api/v1/overview', {token: producer})).status).toBe(403);
+    const before = await taskCount();
+    expect((await call(c, 'POST', '/api/v1/tasks', {token: viewer, body: {type: 'web_submit'}})).status).toBe(403);
+    expect(await taskCount()).toBe(before);
+  });
+
+  it('a browser session must send its CSRF token with a change; without it nothing changes', async () => {
+    await call(c, 'POST', '/api/v1/tasks', {token: producer, body: {type: 'web_csrf', delay: '1h'}});
+    const s = await login(c, op);
+    const refused = await call(c, 'POST', '/api/v1/types/web_csrf/pause', {cookie: s.cookie, body: {reason: 'x'}});
+    expect(refused).toMatchObject({status: 403, body: {error: {code: 'csrf'}}});
+    const wrong = await call(c, 'POST', '/api/v1/types/web_csrf/pause', {cookie: s.cookie, csrf: 'forged', body: {}});
+    expect(wrong.status).toBe(403);
+    expect(await env.sql("SELECT * FROM task_types WHERE type = 'web_csrf' AND paused_at IS NOT NULL")).toEqual([]);
+    const ok = await call(c, 'POST', '/api/v1/types/web_csrf/pause', {cookie: s.cookie, csrf: s.csrf, body: {reason: 'deploy'}});
+    expect(ok.status).toBe(200);
+    expect(await lastAudit()).toMatchObject({operator: 'web:alice@127.0.0.1', command: 'types pause', reason: 'deploy'});
+    await call(c, 'POST', '/api/v1/types/web_csrf/resume', {token: op, body: {}});
+  });
+
+  it('answers a Host that is not loopback with 403 (DNS rebinding) and sends the security headers', async () => {
+    // fetch may not set Host: a raw request, as a rebinding page's browser would send it.
+    const {port} = new URL(c.url);
+    const r = await new Promise<{status: number; body: string}>((resolve, reject) => {
+      const req = httpRequest({host: '127.0.0.1', port, path: '/api/v1/session', headers: {host: `evil.example:${port}`}}, (res) => {
+        let body = '';
+        res.on('data', (d) => (body += d));
+        res.on('end', () => resolve({status: res.statusCode ?? 0, body}));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(r.status).toBe(403);
+    expect(JSON.parse(r.body)).toMatchObject({error: {code: 'forbidden'}});
+    const ok = await call(c, 'GET', '/api/v1/session');
+    expect(ok.headers.get('content-security-policy')).toContain("script-src 'self'");
+    expect(ok.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
+    expect(ok.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(ok.headers.get('cache-control')).toBe('no-store');
+  });
+});
+
+describe('bad input: a clear 4xx, nothing written', () => {
+  it('refuses unknown parameters and fields, malformed ids, bad JSON, big bodies and invalid tasks', async () => {
+    const before = await taskCount();
+    const cases: Array<[string, string, Record<string, unknown>, number, RegExp]> = [
+      ['GET', '/api/v1/tasks?colour=red', {}, 400, /colour|additional/],
+      ['GET', '/api/v1/tasks/not-a-uuid', {}, 400, /id/],
+      ['GET', '/api/v1/tasks?payload=k%3D1', {}, 400, /since/],
+      ['GET', '/api/v1/tasks?state=zombie', {}, 400, /state/],
+      ['POST', '/api/v1/tasks', {rawBody: '{"type": '}, 400, /JSON/],
+      ['POST', '/api/v1/tasks', {body: {type: 'Not A Type'}}, 400, /type/],
+      ['POST', '/api/v1/tasks', {body: {type: 'web_bad', colour: 'red'}}, 400, /colour|additional/],
+      ['POST', '/api/v1/tasks', {body: {tasks: [{type: 'web_ok'}, {type: 'web_ok', delay: 'soon'}]}}, 400, /delay/],
+      ['POST', '/api/v1/tasks', {body: {type: 'web_big', payload: {blob: 'x'.repeat(300 * 1024)}}}, 413, /AX_WEB_BODY_LIMIT/],
+      ['POST', '/api/v1/tasks', {rawBody: 'type=web_form', headers: {'content-type': 'application/x-www-form-urlencoded'}}, 415, /JSON/],
+      ['POST', '/api/v1/tasks/00000000-0000-7000-8000-000000000000/replay', {body: {force: true}}, 400, /reason/],
+      ['POST', '/api/v1/types/web_rate/resume', {body: {rate: -1}}, 400, /rate/],
+      ['GET', '/api/v1/nothing-here', {}, 404, /no API route/],
+    ];
+    for (const [method, path, o, status, message] of cases) {
+      const r = await call(c, method, path, {token: op, ...o});
+      expect({path, status: r.status}).toEqual({path, status});
+      expect(r.body.error.message).toMatch(message);
+    }
+    expect(await taskCount()).toBe(before);
+  });
+});
+
+describe('reads', () => {
+  it('searches tasks by payload field with keyset pages, shows a task and fetches a big payload on demand', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const r = await call(c, 'POST', '/api/v1/tasks', {
+        token: producer,
+        body: {type: 'web_search', payload: {order: {id: i}}, delay: '1h'},
+      });
+      expect(r.status).toBe(201);
+      ids.push(r.body.id);
+    }
+    const found = await call(c, 'GET', '/api/v1/tasks?type=web_search&since=1h&payload=order.id%3D3', {token: viewer});
+    expect(found.body.tasks.map((t: {id: string}) => t.id)).toEqual([ids[3]]);
+    const p1 = await call(c, 'GET', '/api/v1/tasks?type=web_search&limit=2', {token: viewer});
+    const p2 = await call(c, 'GET', `/api/v1/tasks?type=web_search&limit=2&after=${p1.body.next}`, {token: viewer});
+    const p3 = await call(c, 'GET', `/api/v1/tasks?type=web_search&limit=2&after=${p2.body.next}`, {token: viewer});
+    const paged = [...p1.body.tasks, ...p2.body.tasks, ...p3.body.tasks].map((t: {id: string}) => t.id);
+    expect(paged.sort()).toEqual([...ids].sort());
+    expect(p3.body.next).toBeNull();
+
+    const big = await call(c, 'POST', '/api/v1/tasks', {
+      token: producer,
+      body: {type: 'web_search', payload: {blob: 'y'.repeat(40_000)}, delay: '1h'},
+    });
+    const shown = await call(c, 'GET', `/api/v1/tasks/${big.body.id}`, {token: viewer});
+    expect(shown.body).toMatchObject({archived: false, task: {id: big.body.id, payload: null, payloadTruncated: true}});
+    expect(shown.body.history.length).toBeGreaterThan(0);
+    const payload = await call(c, 'GET', `/api/v1/tasks/${big.body.id}/payload`, {token: viewer});
+    expect(payload.body.blob).toHaveLength(40_000);
+    expect((await call(c, 'GET', '/api/v1/tasks/00000000-0000-7000-8000-000000000000', {token: viewer})).status).toBe(404);
+  });
+
+  it('answers the overview, types, dead letters, cron, workers, doctor, audit and the OpenAPI document', async () => {
+    await deadTask('web_reads', {}, 'order 1 missing');
+    await deadTask('web_reads', {}, 'order 2 missing');
+    const ov = await call(c, 'GET', '/api/v1/overview', {token: viewer});
+    expect(ov.status).toBe(200);
+    expect(ov.body).toMatchObject({cell: 'default', alert: {level: expect.any(String)}});
+    expect(ov.body.backlog.dead).toBeGreaterThanOrEqual(2);
+    expect(ov.body).toHaveProperty('outbox');
+    // The sampler's counts and series arrive with its first sample (started by the first overview).
+    const sampled = await eventually(async () => {
+      const r = await call(c, 'GET', '/api/v1/overview', {token: viewer});
+      return r.body.states ? r.body : undefined;
+    });
+    expect(sampled.states.dead).toBeGreaterThanOrEqual(2);
+    expect(Array.isArray(sampled.series)).toBe(true);
+    const types = await call(c, 'GET', '/api/v1/types', {token: viewer});
+    expect(types.body.types.find((t: {type: string}) => t.type === 'web_reads')).toMatchObject({dead: 2});
+    const dlq = await call(c, 'GET', '/api/v1/dlq?type=web_reads', {token: viewer});
+    expect(dlq.body.tasks).toHaveLength(2);
+    const groups = await call(c, 'GET', '/api/v1/dlq/groups?type=web_reads', {token: viewer});
+    expect(groups.body.groups).toMatchObject([{type: 'web_reads', signature: 'order <n> missing', count: 2}]);
+    for (const path of ['/api/v1/cron', '/api/v1/workers', '/api/v1/doctor?since=5m', '/api/v1/audit?limit=5']) {
+      expect({path, status: (await call(c, 'GET', path, {token: viewer})).status}).toEqual({path, status: 200});
+    }
+    const doc = await call(c, 'GET', '/api/v1/openapi.json');
+    expect(doc.body.openapi).toBe('3.0.3');
+    expect(Object.keys(doc.body.paths)).toEqual(
+      expect.arrayContaining(['/api/v1/tasks', '/api/v1/tasks/{id}/replay', '/api/v1/dlq/replay']),
+    );
+  });
+});
+
+describe('actions', () => {
+  it('replays a dead task; force replay of a succeeded one needs a reason and is audited with the token and address', async () => {
+    const dead = await deadTask('web_act');
+    const r = await call(c, 'POST', `/api/v1/tasks/${dead}/replay`, {token: op, body: {}});
+    expect(r).toMatchObject({status: 200, body: {replayed: 1}});
+    expect((await store.tasksGet({id: dead}))?.state).toBe('submitted');
+
+    const done = await succeededTask('web_act');
+    const refused = await call(c, 'POST', `/api/v1/tasks/${done}/replay`, {token: op, body: {force: true}});
+    expect(refused.status).toBe(400);
+    expect((await store.tasksGet({id: done}))?.state).toBe('succeeded');
+    const forced = await call(c, 'POST', `/api/v1/tasks/${done}/replay`, {token: op, body: {force: true, reason: 'ledger rolled back'}});
+    expect(forced).toMatchObject({status: 200, body: {replayed: 1}});
+    expect(await lastAudit()).toMatchObject({
+      operator: 'web:alice@127.0.0.1',
+      command: 'web replay --force',
+      reason: 'ledger rolled back',
+      taskCount: 1,
+    });
+  });
+
+  it('cancels a task, and bulk-cancels everything matching a filter after a dry run that changes nothing', async () => {
+    const one = await call(c, 'POST', '/api/v1/tasks', {token: op, body: {type: 'web_cancel', delay: '1h'}});
+    expect((await call(c, 'POST', `/api/v1/tasks/${one.body.id}/cancel`, {token: op, body: {reason: 'wrong order'}})).status).toBe(200);
+    expect((await store.tasksGet({id: one.body.id}))?.state).toBe('cancelled');
+
+    const batch = await call(c, 'POST', '/api/v1/tasks', {
+      token: op,
+      body: {tasks: [1, 2, 3].map((i) => ({type: 'web_bulk', payload: {i}, delay: '1h'}))},
+    });
+    expect(batch.body.ids).toHaveLength(3);
+    const dry = await call(c, 'POST', '/api/v1/tasks/bulk', {
+      token: op,
+      body: {action: 'cancel', filter: {type: 'web_bulk'}, dryRun: true},
+    });
+    expect(dry.body).toMatchObject({dryRun: true, matched: 3, actionable: 3});
+    expect((await store.tasksGet({id: batch.body.ids[0]}))?.state).toBe('submitted');
+    const run = await call(c, 'POST', '/api/v1/tasks/bulk', {
+      token: op,
+      body: {action: 'cancel', filter: {type: 'web_bulk'}, reason: 'bulk'},
+    });
+    expect(run.body).toMatchObject({dryRun: false, done: 3});
+    for (const id of batch.body.ids) expect((await store.tasksGet({id}))?.state).toBe('cancelled');
+  });
+
+  it('replays dead letters as a job with progress, with a merge patch, after a dry run', async () => {
+    const ids = [await deadTask('web_dlq', {n: 1}), await deadTask('web_dlq', {n: 2})];
+    const dry = await call(c, 'POST', '/api/v1/dlq/replay', {token: op, body: {filter: {type: 'web_dlq'}, dryRun: true}});
+    expect(dry.body).toMatchObject({dryRun: true, plan: {total: 2}});
+    const started = await call(c, 'POST', '/api/v1/dlq/replay', {
+      token: op,
+      body: {filter: {type: 'web_dlq'}, patch: {fixed: true}, reason: 'patched'},
+    });
+    expect(started.status).toBe(202);
+    const job = await eventually(async () => {
+      const j = await call(c, 'GET', `/api/v1/jobs/${started.body.job}`, {token: viewer});
+      expect(j.body.state).toBe('done');
+      return j.body;
+    });
+    expect(job).toMatchObject({done: 2, total: 2, result: {replayed: 2}});
+    for (const id of ids) expect((await store.tasksGet({id}))?.payload).toMatchObject({fixed: true});
+    expect(await lastAudit()).toMatchObject({operator: 'web:alice@127.0.0.1', command: 'web dlq replay'});
+  });
+
+  it('pauses and resumes a type, resets its breaker and sets its limits', async () => {
+    await call(c, 'POST', '/api/v1/tasks', {token: producer, body: {type: 'web_flow', delay: '1h'}});
+    expect(await call(c, 'POST', '/api/v1/types/web_flow/breaker/reset', {token: op, body: {}})).toMatchObject({
+      status: 409,
+      body: {error: {code: 'conflict'}},
+    });
+    expect((await call(c, 'POST', '/api/v1/types/web_flow/pause', {token: op, body: {reason: 'incident'}})).status).toBe(200);
+    const shown = await call(c, 'GET', '/api/v1/types/web_flow', {token: viewer});
+    expect(shown.body.paused).toMatchObject({by: 'web:alice@127.0.0.1', reason: 'incident'});
+    expect((await call(c, 'POST', '/api/v1/types/web_flow/resume', {token: op, body: {rate: 50}})).status).toBe(200);
+    expect((await call(c, 'POST', '/api/v1/types/web_flow/resume', {token: op, body: {}})).status).toBe(409);
+    const limits = await call(c, 'PATCH', '/api/v1/types/web_flow', {token: op, body: {maxRunning: 3, rate: '10/s'}});
+    expect(limits.status).toBe(200);
+    expect((await call(c, 'GET', '/api/v1/types/web_flow', {token: viewer})).body.limits).toMatchObject({maxRunning: 3});
+  });
+});
+
+describe('embedded from the SDK', () => {
+  it('startConsole() serves the console on its configuration and refuses a non-loopback host without tokens', async () => {
+    const server = await startConsole({env: {...env.env, AX_WEB_PORT: '0', AX_WEB_TOKENS: ''}, cwd: '/nonexistent'});
+    try {
+      expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect((await call(server, 'GET', '/api/v1/session')).body).toMatchObject({
+        authenticated: true,
+        authRequired: false,
+        role: 'operator',
+      });
+      expect((await call(server, 'GET', '/api/v1/types')).status).toBe(200);
+    } finally {
+      await server.close();
+    }
+    await expect(startConsole({env: {...env.env, AX_WEB_HOST: '0.0.0.0', AX_WEB_TOKENS: ''}, cwd: '/nonexistent'})).rejects.toMatchObject({
+      code: 'invalid_input',
+      message: expect.stringMatching(/AX_WEB_TOKENS/),
+    });
+  });
+});
+
+describe('the OpenAPI document', () => {
+  it('describes every answer the live server gave in this file, and every operation was exercised', async () => {
+    const doc = (await call(c, 'GET', '/api/v1/openapi.json')).body;
+    const ajv = new Ajv({strict: false, allErrors: true});
+    const validate = (schema: unknown, data: unknown): string | null => {
+      const v = ajv.compile(schema as object);
+      return v(data) ? null : ajv.errorsText(v.errors);
+    };
+    const r = checkAgainstOpenApi(doc, validate);
+    expect(r.invalid).toEqual([]);
+    expect(r.undocumented).toEqual([]);
+    expect(r.unexercised).toEqual([]);
+  });
+});
