@@ -5,6 +5,7 @@
  * audit trail has every replayed batch).
  */
 import {randomUUID} from 'node:crypto';
+import type {Logger} from '../core/log.js';
 import type {Clock} from '../core/time.js';
 import {errorResponse, type ErrorBody} from './errors.js';
 
@@ -28,7 +29,7 @@ export interface Jobs {
   drain(): Promise<void>;
 }
 
-export function createJobs(o: {clock: Pick<Clock, 'now'>; keepMs?: number; max?: number}): Jobs {
+export function createJobs(o: {clock: Pick<Clock, 'now'>; logger?: Logger; keepMs?: number; max?: number}): Jobs {
   const keepMs = o.keepMs ?? 3_600_000;
   const max = o.max ?? 1000;
   const jobs = new Map<string, {view: JobView; ended: number | null}>();
@@ -70,8 +71,12 @@ export function createJobs(o: {clock: Pick<Clock, 'now'>; keepMs?: number; max?:
           end();
         },
         (e: unknown) => {
+          const r = errorResponse(e);
           view.state = 'failed';
-          view.error = errorResponse(e).body.error;
+          view.error = r.body.error;
+          // Its answer says "see the server log" for an internal error: so it must be there.
+          if (r.internal)
+            o.logger?.error('web: a job failed', {job: view.id, kind: view.kind, error: e instanceof Error ? e.stack : String(e)});
           end();
         },
       );

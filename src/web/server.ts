@@ -102,7 +102,7 @@ export async function buildWebApp(o: WebServerOptions): Promise<{app: FastifyIns
     sessions,
     limiter,
     tokens: o.tokens,
-    jobs: createJobs({clock: o.clock}),
+    jobs: createJobs({clock: o.clock, logger: log}),
     overview: o.overview,
     logger: log,
     version: o.version,
@@ -133,24 +133,30 @@ export async function buildWebApp(o: WebServerOptions): Promise<{app: FastifyIns
     },
   });
 
-  // DNS rebinding: a page of another name resolving to 127.0.0.1 must not reach a loopback console,
-  // so there the Host must name loopback and the port listened on (known once listening).
+  // DNS rebinding: a page of another name resolving to 127.0.0.1 must not reach a loopback console
+  // without tokens, so there the Host must name loopback (or the address bound) and the port
+  // listened on (known once listening). With tokens every request is authenticated instead, and a
+  // reverse proxy on the same host may send its own name.
   let allowedHosts: Set<string> | null = null;
   app.addHook('onRequest', async (req, reply) => {
-    setSecurityHeaders(reply, req.url.startsWith('/api/'));
-    if (isLoopback(o.host)) {
+    const route = routeOf(req);
+    setSecurityHeaders(reply, (route ?? req.url).startsWith('/api/'));
+    if (isLoopback(o.host) && o.tokens.length === 0) {
       const addr = app.server.address();
-      if (allowedHosts === null && typeof addr === 'object' && addr) allowedHosts = loopbackHosts(addr.port);
+      if (allowedHosts === null && typeof addr === 'object' && addr) allowedHosts = loopbackHosts(addr.port, o.host);
       if (allowedHosts && !allowedHosts.has(req.headers.host ?? ''))
         throw new WebError('forbidden', `Host "${req.headers.host ?? ''}" is not this console's address (use http://127.0.0.1:<port>)`);
     }
-    if (!req.url.startsWith('/api/')) return;
+    // Who is asking, for every route of the API (the matched route, never the raw URL) and any other
+    // route that is not public; static assets and unknown paths need no one.
+    if (route === undefined || !(route.startsWith('/api/') || accessOf(req) !== 'public')) return;
+    // A locked-out address is refused before its token is looked at: guessing gets no answers.
+    if (req.headers.authorization !== undefined) refuseIfLimited(ctx, req.ip);
     const who = identify(
       {authorization: req.headers.authorization, sessionId: req.cookies[SESSION_COOKIE]},
       {tokens: o.tokens, sessions, localName: o.localName},
     );
     if (who === 'bad_token') {
-      refuseIfLimited(ctx, req.ip);
       limiter.failed(req.ip);
       log.warn('web: refused an unknown API token', {client: req.ip, url: req.url});
       throw new WebError('unauthorized', 'the bearer token is not one of AX_WEB_TOKENS');
@@ -163,8 +169,11 @@ export async function buildWebApp(o: WebServerOptions): Promise<{app: FastifyIns
   });
   // Before the body is read or validated: an anonymous or forbidden caller learns nothing of it.
   app.addHook('onRequest', async (req) => {
-    const access = req.routeOptions.config?.access ?? 'viewer';
-    if (access === 'public' || !req.url.startsWith('/api/')) return;
+    // By the route the router matched: it decodes and normalises the URL (`/%61pi/…`, an absolute
+    // `http://host/api/…` target), so a test of the raw URL could be passed around. No route: 404.
+    if (routeOf(req) === undefined) return;
+    const access = accessOf(req);
+    if (access === 'public') return;
     const who = req.who;
     if (!who) throw new WebError('unauthorized', 'sign in first (POST /api/v1/session with a token, or Authorization: Bearer <token>)');
     if (!admits(access, who.role)) throw new WebError('forbidden', `the ${who.role} role may not do this (it needs ${access})`);
@@ -225,6 +234,12 @@ export async function startWebServer(o: WebServerOptions): Promise<WebServer> {
       })()),
   };
 }
+
+/** The pattern of the route the router matched (`/api/v1/tasks/:id`); undefined when none did (404). */
+const routeOf = (req: FastifyRequest): string | undefined => req.routeOptions.url;
+
+/** Who may call the matched route: its `config.access`, `viewer` when it says nothing. */
+const accessOf = (req: FastifyRequest): Access => req.routeOptions.config?.access ?? 'viewer';
 
 function header(req: FastifyRequest, name: string): string | undefined {
   const v = req.headers[name];

@@ -94,8 +94,11 @@ export function csrfRefusal(who: Who, r: CsrfInput, sessions: Sessions): string 
 }
 
 /** Loopback host names a browser may use for a console bound to loopback (DNS rebinding guard). */
-export function loopbackHosts(port: number): Set<string> {
-  return new Set([`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`]);
+export function loopbackHosts(port: number, bound?: string): Set<string> {
+  const hosts = new Set([`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`]);
+  // Bound to another loopback address (127.0.0.2, say): browsers name that one.
+  if (bound !== undefined) hosts.add(`${bound.includes(':') ? `[${bound}]` : bound}:${port}`);
+  return hosts;
 }
 
 export function isLoopback(host: string): boolean {

@@ -35,8 +35,13 @@ export function cellOf(ctx: RouteContext, req: FastifyRequest): string {
   return cell === undefined || cell === '' ? ctx.admin.cell : cell;
 }
 
-/** The admin service of the request's cell, for reads. Throws invalid_input for an unknown cell. */
+/**
+ * The admin service of the request's cell, for reads. Throws unauthorized when no caller was
+ * identified (the server's hooks do that for every API route; this is the backstop), invalid_input
+ * for an unknown cell.
+ */
 export function reader(ctx: RouteContext, req: FastifyRequest): Admin {
+  if (!req.who) throw new WebError('unauthorized', 'sign in first');
   const cell = cellOf(ctx, req);
   return cell === ctx.admin.cell ? ctx.admin : ctx.admin.forCell(cell);
 }
