@@ -308,12 +308,20 @@ describe('actions', () => {
     });
     expect(dry.body).toMatchObject({dryRun: true, matched: 3, actionable: 3});
     expect((await store.tasksGet({id: batch.body.ids[0]}))?.state).toBe('submitted');
+    // A task that came since the dry run: the confirm, which names the count it was shown, is refused.
+    const late = await call(c, 'POST', '/api/v1/tasks', {token: op, body: {type: 'web_bulk', payload: {i: 4}, delay: '1h'}});
+    const stale = await call(c, 'POST', '/api/v1/tasks/bulk', {
+      token: op,
+      body: {action: 'cancel', filter: {type: 'web_bulk'}, reason: 'bulk', expect: 3},
+    });
+    expect(stale).toMatchObject({status: 409, body: {error: {code: 'conflict', details: {matched: 4, expected: 3}}}});
+    expect((await store.tasksGet({id: late.body.id}))?.state).toBe('submitted');
     const run = await call(c, 'POST', '/api/v1/tasks/bulk', {
       token: op,
-      body: {action: 'cancel', filter: {type: 'web_bulk'}, reason: 'bulk'},
+      body: {action: 'cancel', filter: {type: 'web_bulk'}, reason: 'bulk', expect: 4},
     });
-    expect(run.body).toMatchObject({dryRun: false, done: 3});
-    for (const id of batch.body.ids) expect((await store.tasksGet({id}))?.state).toBe('cancelled');
+    expect(run.body).toMatchObject({dryRun: false, done: 4});
+    for (const id of [...batch.body.ids, late.body.id]) expect((await store.tasksGet({id}))?.state).toBe('cancelled');
   });
 
   it('replays dead letters as a job with progress, with a merge patch, after a dry run', async () => {

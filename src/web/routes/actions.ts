@@ -9,6 +9,7 @@
 import type {FastifyInstance} from 'fastify';
 import type {Admin} from '../../core/admin/service.js';
 import type {JsonObject} from '../../core/task/model.js';
+import {WebError} from '../errors.js';
 import {actor, ERRORS, type Handler, type RouteContext, S} from './context.js';
 
 const REASON = S.str(1000, 'recorded in the history and the audit trail');
@@ -87,6 +88,11 @@ export function registerActions(app: FastifyInstance, ctx: RouteContext): void {
           filter: FILTER,
           reason: REASON,
           dryRun: S.bool,
+          expect: {
+            type: 'integer',
+            minimum: 0,
+            description: "the dry run's matched count: refused with 409 when the tasks matching now are more or fewer",
+          },
         },
         ['action'],
       ),
@@ -106,6 +112,7 @@ export function registerActions(app: FastifyInstance, ctx: RouteContext): void {
         filter?: Record<string, string>;
         reason?: string;
         dryRun?: boolean;
+        expect?: number;
       };
       const plan = await actor(ctx, req).tasks.planBulk({
         action: b.action,
@@ -116,6 +123,17 @@ export function registerActions(app: FastifyInstance, ctx: RouteContext): void {
       });
       const counts = {matched: plan.matched, actionable: plan.actionable, byState: plan.byState};
       if (b.dryRun) return {dryRun: true, ...counts};
+      // A filter matches anew at the confirm (a relative `since` moved, tasks came or went): act only
+      // on what the operator was shown.
+      if (b.expect !== undefined && b.expect !== plan.matched)
+        throw new WebError(
+          'conflict',
+          `the selection now matches ${plan.matched} tasks, not the ${b.expect} of the dry run: run the dry run again`,
+          {
+            matched: plan.matched,
+            expected: b.expect,
+          },
+        );
       return {dryRun: false, ...counts, ...(await plan.run())};
     },
   );
@@ -153,6 +171,7 @@ export function registerActions(app: FastifyInstance, ctx: RouteContext): void {
         rate?: number;
         reason?: string;
         dryRun?: boolean;
+        expect?: number;
       };
       const planned = await actor(ctx, req).dlq.plan({
         ...(b.ids === undefined ? {} : {ids: b.ids}),

@@ -40,7 +40,12 @@ export function BulkDialog({req, plan, onClose, onDone}: {req: BulkRequest; plan
     setBusy(true);
     setError(null);
     try {
-      const r = await api.send<BulkResult>('POST', '/tasks/bulk', {...req, reason: reason.trim() || undefined, dryRun: false});
+      const r = await api.send<BulkResult>('POST', '/tasks/bulk', {
+        ...req,
+        reason: reason.trim() || undefined,
+        dryRun: false,
+        expect: plan.matched,
+      });
       setResult(r);
       onDone();
     } catch (e) {
