@@ -186,7 +186,9 @@ describe('soak under rotating faults', () => {
     /** Drawn at the middle of their window. */
     const mid = (pts: Array<[number, number]>): Array<[number, number]> => pts.map(([t, v]) => [t + WINDOW_S / 2, v]);
     const p99 = p(0.99);
-    const quietWindows = p99.filter(([t]) => t >= WINDOW_S && t + WINDOW_S <= LEAD_MS / 1000);
+    // Quiet: the lead's windows but its first and last — tasks submitted in the last one are caught
+    // in flight by the first fault (counted by submit time), which made a 15 s "quiet" p99 once.
+    const quietWindows = p99.filter(([t]) => t >= WINDOW_S && t + 2 * WINDOW_S <= LEAD_MS / 1000);
     const quiet = Math.max(...quietWindows.map(([, v]) => v));
     const threshold = Math.max(quiet * 1.5, quiet + 50);
     const recoveries = spans.map((s) => {
