@@ -72,13 +72,18 @@ describe('auth', () => {
     expect((await call(c, 'GET', '/api/v1/types', {cookie: s.cookie})).status).toBe(401);
   });
 
-  it('rate-limits failed logins per address (429 with Retry-After), even with the right token', async () => {
+  it('rate-limits failed logins per address (429 with Retry-After), even with the right token, at login or as a bearer', async () => {
     const other = await startTestConsole(env, {users: {zed: 'viewer'}, maxLoginFailures: 3});
     try {
       for (let i = 0; i < 3; i++) expect((await call(other, 'POST', '/api/v1/session', {body: {token: `wrong${i}`}})).status).toBe(401);
       const limited = await call(other, 'POST', '/api/v1/session', {body: {token: other.tokens.zed}});
       expect(limited).toMatchObject({status: 429, body: {error: {code: 'rate_limited'}}});
       expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+      // A locked-out address is refused before its bearer token is looked at: a right guess says nothing.
+      expect(await call(other, 'GET', '/api/v1/types', {token: other.tokens.zed})).toMatchObject({
+        status: 429,
+        body: {error: {code: 'rate_limited'}},
+      });
     } finally {
       await other.close();
     }
