@@ -1,9 +1,11 @@
 /**
  * What the fault scenarios share: ax processes that reach MariaDB and RabbitMQ only through fault
  * proxies (one pair per process, so a fault can hit one process or all), a producer in the test
- * process behind its own pair, a steady load of submits, and the wait for every task to finish.
+ * process behind its own pair, a steady load of submits (steadyLoad: acknowledged at submit;
+ * flushedLoad: acknowledged at each tick's flush), and the wait for every task to finish.
  */
 import {createClient, type AxClient} from '../../src/core/client.js';
+import type {TaskSpec} from '../../src/core/task/model.js';
 import {createRuntime, openBroker, openStore} from '../../src/compose.js';
 import {loadConfig} from '../../src/core/config/config.js';
 import {createLogger} from '../../src/core/log.js';
@@ -127,4 +129,76 @@ export async function allTerminal(env: TestEnv, ids: string[], timeoutMs: number
     timeoutMs,
     `all ${ids.length} tasks to finish`,
   );
+}
+
+export interface FlushedLoad {
+  /** Acknowledged task ids, in order. */
+  readonly ids: string[];
+  /** Earliest start of each acknowledged task: the time before its submit plus its delay. */
+  readonly dueAt: Map<string, number>;
+  /** Flushes that failed (their tasks are not counted as acknowledged), with why. */
+  readonly failures: string[];
+  /** Longest flush so far, ms. */
+  readonly maxFlushMs: number;
+  /** Stops after the tick in progress; resolves when it is done. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Submits `perTick` tasks made by `make(n)` (n counts from 0) every `tickMs`, flushing after each
+ * batch, until stop(). Unlike steadyLoad, a task counts as acknowledged only once its flush
+ * resolved, and ticks never overlap: a slow flush (a fault) holds the stream back, as a producer
+ * with a full buffer would, and `failures` and `maxFlushMs` say how flushes fared (the broker
+ * cluster scenario, where the producer's own broker is among the faults).
+ */
+export function flushedLoad(client: AxClient, o: {perTick: number; tickMs: number; make: (n: number) => TaskSpec}): FlushedLoad {
+  const ids: string[] = [];
+  const dueAt = new Map<string, number>();
+  const failures: string[] = [];
+  let maxFlushMs = 0;
+  let running = true;
+  let n = 0;
+  const loop = (async () => {
+    while (running) {
+      const started = Date.now();
+      const batch: Array<{id: string; due: number}> = [];
+      for (let k = 0; k < o.perTick; k++) {
+        const spec = o.make(n++);
+        const before = Date.now();
+        const id = await client.submit(spec);
+        batch.push({id, due: before + delayOf(spec)});
+      }
+      try {
+        await client.flush();
+        for (const b of batch) {
+          ids.push(b.id);
+          dueAt.set(b.id, b.due);
+        }
+      } catch (e) {
+        failures.push(e instanceof Error ? e.message : String(e));
+      }
+      maxFlushMs = Math.max(maxFlushMs, Date.now() - started);
+      const rest = o.tickMs - (Date.now() - started);
+      if (rest > 0 && running) await new Promise((r) => setTimeout(r, rest));
+    }
+  })();
+  return {
+    ids,
+    dueAt,
+    failures,
+    get maxFlushMs() {
+      return maxFlushMs;
+    },
+    async stop() {
+      running = false;
+      await loop;
+    },
+  };
+}
+
+/** A spec's delay in ms (numbers only: the scenarios use numbers). */
+function delayOf(spec: TaskSpec): number {
+  if (spec.delay === undefined) return 0;
+  if (typeof spec.delay !== 'number') throw new Error('flushedLoad: give delays in ms');
+  return spec.delay;
 }

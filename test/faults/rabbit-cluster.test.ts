@@ -19,8 +19,8 @@ import {createTestEnv, eventually, type TestEnv} from '../helpers/env.js';
 import {logLines} from '../helpers/processes.js';
 import {startRabbitCluster, type RabbitCluster} from '../helpers/rabbit-cluster.js';
 import {spawnAx, type Spawned} from '../helpers/spawn.js';
-import {steadyLoad} from '../helpers/steady-load.js';
 import {cleanWitnesses, readWitnesses} from '../helpers/witness.js';
+import {flushedLoad} from './load.js';
 import {FULL, len} from './scale.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -144,7 +144,7 @@ describe('RabbitMQ cluster: kill -9 of a node under load', () => {
     await eventually(async () => new Set((await axConnections(0)).map((c) => c.pid)).size === 4, 30_000, 'four ax processes connected');
 
     // 80 % run now, 20 % in 0.5-2.5 s (the scheduler rings them, through the faults too).
-    const load = steadyLoad(client, {
+    const load = flushedLoad(client, {
       perTick: 20,
       tickMs: 100,
       make: (n) =>
