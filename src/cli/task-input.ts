@@ -17,6 +17,7 @@ export interface TaskFlags {
   'max-retries'?: number | undefined;
   timeout?: string | undefined;
   'dedup-key'?: string | undefined;
+  key?: string | undefined;
   id?: string | undefined;
 }
 
@@ -58,6 +59,7 @@ function flagFields(flags: TaskFlags): Partial<Record<keyof TaskSpec, unknown>> 
   if (flags['max-retries'] !== undefined) out.maxRetries = flags['max-retries'];
   if (flags.timeout !== undefined) out.timeout = flags.timeout;
   if (flags['dedup-key'] !== undefined) out.dedupKey = flags['dedup-key'];
+  if (flags.key !== undefined) out.key = flags.key;
   if (flags.id !== undefined) out.id = flags.id;
   return out;
 }

@@ -16,7 +16,7 @@ export default class Submit extends AxCommand {
 
 Task types are domain_action: lower-case words joined by "_", at least two (order_notify). The payload is a JSON object (default {}), at most AX_PAYLOAD_LIMIT bytes (64 KiB).
 
-With --stdin every line is one task. With a type argument each line is a payload object; without one each line is a full task spec with the fields type, payload, delay or runAt, pool, priority, maxRetries, timeout, dedupKey and id, e.g. {"type": "order_notify", "payload": {"orderId": 1}, "delay": "5s"}. Flags such as --delay, --pool, --priority or --timeout apply to every line that does not set the field. Every line is checked before anything is written: one bad line and nothing is submitted.
+With --stdin every line is one task. With a type argument each line is a payload object; without one each line is a full task spec with the fields type, payload, delay or runAt, pool, priority, maxRetries, timeout, dedupKey, key and id, e.g. {"type": "order_notify", "payload": {"orderId": 1}, "delay": "5s"}. Flags such as --delay, --pool, --priority or --timeout apply to every line that does not set the field. Every line is checked before anything is written: one bad line and nothing is submitted.
 
 Submitting is idempotent: the same --id or --dedup-key with the same type and payload returns the existing task; with different content it is refused (exit 4).
 
@@ -60,6 +60,9 @@ Exit codes: 2 bad input (also a --cell that is not the types' cell), 4 conflict,
     'max-retries': maxRetriesFlag({what: 'of the task', defaultText: 'AX_MAX_RETRIES, 5'}),
     timeout: Flags.string({description: `per-attempt timeout: ${DURATION_RULE} (default: the handler's, else 10m)`}),
     'dedup-key': Flags.string({description: 'business key, unique per cell: re-submitting it returns the existing task'}),
+    key: Flags.string({
+      description: 'who the task is for, e.g. tenant:42: its type\'s per-key limits and fair dispatch apply per key (ax types set --help)',
+    }),
     id: Flags.string({description: 'caller-chosen task id (lower-case UUID), for blind retries'}),
   };
 

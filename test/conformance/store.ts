@@ -1121,6 +1121,7 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
         priority: 'normal',
         maxRetries: null,
         timeoutMs: null,
+        key: null,
         overlap: 'allow',
         misfire: 'fire-once',
         nextFireAt,

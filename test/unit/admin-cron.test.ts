@@ -52,6 +52,7 @@ describe('admin cron', () => {
       priority: 'normal',
       maxRetries: null,
       timeoutMs: null,
+      key: null,
       overlap: 'allow',
       misfire: 'skip',
       paused: false,

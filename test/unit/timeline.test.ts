@@ -26,6 +26,7 @@ function task(o: Partial<TaskRecord> = {}): TaskRecord {
     startedAt: t(1),
     submittedBy: 'api:7',
     dedupKey: null,
+    key: null,
     lastError: null,
     publishedAt: t(0),
     createdAt: t(0),

@@ -53,6 +53,7 @@ export function occurrence(cfg: AxConfig, s: ScheduleRecord, fireAtMs: number, n
     maxRetries: s.maxRetries ?? cfg.maxRetries,
     timeoutMs: s.timeoutMs,
     dedupKey,
+    key: s.key,
     runAtMs: fireAtMs,
     delayMs: 0,
     submittedAtMs: nowMs,

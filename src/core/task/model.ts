@@ -41,6 +41,12 @@ export interface TaskSpec {
   timeout?: number | string;
   /** A business key unique per cell: submitting it again returns the existing task. */
   dedupKey?: string;
+  /**
+   * Who the task is for (a tenant, customer or account, e.g. `tenant:42`): per-key limits and fair
+   * dispatch of its type apply per key (`ax types set --max-running-per-key`, `--rate-per-key`,
+   * `--fair`). At most MAX_TASK_KEY_LENGTH characters, no control characters. Default: none.
+   */
+  key?: string;
   /** A caller-chosen id (UUID); lets a producer retry a submit blindly. */
   id?: string;
 }
@@ -55,6 +61,8 @@ export interface NewTask {
   maxRetries: number;
   timeoutMs: number | null;
   dedupKey: string | null;
+  /** The task's key (TaskSpec.key), or null. */
+  key: string | null;
   /** Absolute due time (epoch ms) when the producer gave one. */
   runAtMs: number | null;
   /** Due time as an offset from the submit call (producer clock); used when runAtMs is null. */
@@ -103,6 +111,8 @@ export interface TaskRecord {
    */
   submittedBy: string | null;
   dedupKey: string | null;
+  /** The task's key (tenant, customer…), or null (TaskSpec.key). */
+  key: string | null;
   lastError: string | null;
   publishedAt: Date | null;
   createdAt: Date;

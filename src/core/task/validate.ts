@@ -17,6 +17,8 @@ import {
 export const TYPE_NAME_RE = /^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$/;
 export const MAX_TYPE_LENGTH = 64;
 export const MAX_DEDUP_KEY_LENGTH = 191;
+/** The longest task key (TaskSpec.key), in characters. */
+export const MAX_TASK_KEY_LENGTH = 128;
 export const MAX_PAYLOAD_DEPTH = 32;
 export const MAX_RETRIES_LIMIT = 100;
 /** A runAt this far in the past is still accepted (clock skew between producers). */
@@ -130,6 +132,20 @@ function validateRunAt(runAt: unknown, nowMs: number): number {
   return ms;
 }
 
+/**
+ * A task key (TaskSpec.key) as given, or invalid_input: a string of 1 to MAX_TASK_KEY_LENGTH
+ * characters without control characters and without whitespace at either end (MySQL compares
+ * keys ignoring trailing spaces: "k" and "k " would be one key to it and two to ax).
+ */
+export function validateTaskKey(key: unknown, what = 'key'): string {
+  if (typeof key !== 'string' || key.length === 0 || key.length > MAX_TASK_KEY_LENGTH)
+    throw invalid(`${what} must be a string of 1 to ${MAX_TASK_KEY_LENGTH} characters, e.g. tenant:42`);
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f-\u009f]/.test(key)) throw invalid(`${what} must not contain control characters`);
+  if (/^\s|\s$/.test(key)) throw invalid(`${what} must not begin or end with whitespace`);
+  return key;
+}
+
 export interface TaskDefaults {
   maxRetries: number;
   payloadLimitBytes: number;
@@ -143,7 +159,7 @@ export interface TaskDefaults {
 export function validateTaskSpec(spec: unknown, defaults: TaskDefaults, nowMs: number, newId: () => string): NewTask {
   if (spec === null || typeof spec !== 'object' || Array.isArray(spec)) throw invalid('a task must be an object');
   const s = spec as TaskSpec & Record<string, unknown>;
-  const known = new Set(['type', 'payload', 'delay', 'runAt', 'pool', 'priority', 'maxRetries', 'timeout', 'dedupKey', 'id']);
+  const known = new Set(['type', 'payload', 'delay', 'runAt', 'pool', 'priority', 'maxRetries', 'timeout', 'dedupKey', 'key', 'id']);
   for (const k of Object.keys(s)) if (!known.has(k)) throw invalid(`unknown task field "${k}"`);
   const type = validateTypeName(s.type);
   const payload = validatePayload(s.payload, defaults.payloadLimitBytes);
@@ -173,6 +189,7 @@ export function validateTaskSpec(spec: unknown, defaults: TaskDefaults, nowMs: n
     if (/\s$/.test(s.dedupKey)) throw invalid('dedupKey must not end with whitespace');
     dedupKey = s.dedupKey;
   }
+  const key = s.key === undefined ? null : validateTaskKey(s.key);
   let id: string;
   if (s.id !== undefined) {
     if (!isTaskId(s.id)) throw invalid(`id "${String(s.id)}" is not a lower-case UUID`);
@@ -188,6 +205,7 @@ export function validateTaskSpec(spec: unknown, defaults: TaskDefaults, nowMs: n
     maxRetries,
     timeoutMs,
     dedupKey,
+    key,
     runAtMs,
     delayMs,
     submittedAtMs: nowMs,

@@ -37,6 +37,7 @@ const SPEC = {
       ],
     },
     dedupKey: S.str(255),
+    key: S.str(255),
     id: S.id,
   },
 };

@@ -10,7 +10,7 @@ import type {
 import {type Db, type Row, exec, select} from './db.js';
 
 const COLUMNS =
-  'name, cron, tz, type, payload, pool, priority, max_retries, timeout_ms, overlap, misfire, paused, next_fire_at, last_fire_at, last_task_id, created_at, updated_at';
+  'name, cron, tz, type, payload, pool, priority, max_retries, timeout_ms, task_key, overlap, misfire, paused, next_fire_at, last_fire_at, last_task_id, created_at, updated_at';
 
 function toRecord(r: Row): ScheduleRecord {
   return {
@@ -23,6 +23,7 @@ function toRecord(r: Row): ScheduleRecord {
     priority: r.priority as ScheduleRecord['priority'],
     maxRetries: r.max_retries === null ? null : Number(r.max_retries),
     timeoutMs: r.timeout_ms === null ? null : Number(r.timeout_ms),
+    key: (r.task_key as string | null) ?? null,
     overlap: r.overlap as ScheduleRecord['overlap'],
     misfire: r.misfire as ScheduleRecord['misfire'],
     paused: Number(r.paused) === 1,
@@ -39,9 +40,9 @@ export async function schedulesAdd(db: Db, cell: string, {schedule: s}: Schedule
     await exec(
       db,
       db.pool,
-      `INSERT INTO cron_schedules (cell, name, cron, tz, type, payload, pool, priority, max_retries, timeout_ms, overlap, misfire, paused, next_fire_at, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NOW(3), NOW(3))`,
-      [cell, s.name, s.cron, s.tz, s.type, s.payload, s.pool, s.priority, s.maxRetries, s.timeoutMs, s.overlap, s.misfire, s.nextFireAt],
+      `INSERT INTO cron_schedules (cell, name, cron, tz, type, payload, pool, priority, max_retries, timeout_ms, task_key, overlap, misfire, paused, next_fire_at, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NOW(3), NOW(3))`,
+      [cell, s.name, s.cron, s.tz, s.type, s.payload, s.pool, s.priority, s.maxRetries, s.timeoutMs, s.key, s.overlap, s.misfire, s.nextFireAt],
     );
   } catch (e) {
     if ((e as {code?: string}).code === 'ER_DUP_ENTRY') throw new AxError('conflict', `a schedule named "${s.name}" already exists`);

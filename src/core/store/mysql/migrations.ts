@@ -436,6 +436,51 @@ export const MIGRATIONS: Migration[] = [
       },
     ],
   },
+  {
+    version: 19,
+    name: 'task keys: per-key limits and fair dispatch',
+    statements: [
+      {
+        // Who a task is for (tenant, customer): TaskSpec.key. Last column, nullable: instant.
+        sql: 'ALTER TABLE tasks ADD COLUMN task_key VARCHAR(128) NULL, ALGORITHM=INSTANT',
+        unless: columnExists('tasks', 'task_key'),
+      },
+      {
+        // The claim's per-key reads (running per key, due rows per key in run_at order, the keys
+        // with due rows) from one index over virtual columns that are NULL on a row without a key:
+        // such a row's entry never changes with its state or due time, so tasks without keys pay
+        // no index write per transition for it (migration 17's lesson), only the entry at insert.
+        // key_phase: 1 claimable (submitted, failed), 2 running, 0 ended.
+        sql: `ALTER TABLE tasks
+                ADD COLUMN key_phase TINYINT AS (CASE WHEN task_key IS NULL THEN NULL
+                  WHEN state IN ('submitted', 'failed') THEN 1 WHEN state = 'running' THEN 2 ELSE 0 END) VIRTUAL,
+                ADD COLUMN key_run_at DATETIME(3) AS (IF(task_key IS NULL, NULL, run_at)) VIRTUAL,
+                ADD INDEX idx_tasks_key (cell, type, key_phase, task_key, key_run_at)`,
+        unless: indexExists('tasks', 'idx_tasks_key'),
+      },
+      // The token bucket per (type, key) of a type with a rate per key, like task_types' own.
+      `CREATE TABLE IF NOT EXISTS task_key_buckets (
+        cell     VARCHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        type     VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        task_key VARCHAR(128) NOT NULL,
+        tokens   DOUBLE NOT NULL,
+        at       DATETIME(3) NOT NULL,
+        PRIMARY KEY (cell, type, task_key),
+        KEY idx_key_buckets_at (cell, at)
+      ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+      {
+        // The key of every occurrence of a schedule (ax cron add --key). Instant.
+        sql: 'ALTER TABLE cron_schedules ADD COLUMN task_key VARCHAR(128) NULL, ALGORITHM=INSTANT',
+        unless: columnExists('cron_schedules', 'task_key'),
+      },
+      {
+        // Fair dispatch's round-robin position per type: the key served last and how many of its
+        // weight it has had in its current turn.
+        sql: 'ALTER TABLE task_types ADD COLUMN fair_key VARCHAR(128) NULL, ADD COLUMN fair_taken INT NOT NULL DEFAULT 0, ALGORITHM=INSTANT',
+        unless: columnExists('task_types', 'fair_key'),
+      },
+    ],
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.reduce((m, x) => Math.max(m, x.version), 0);

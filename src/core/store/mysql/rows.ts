@@ -5,7 +5,7 @@ import {PAYLOAD_BODY_COLUMN, payloadText} from './payloads.js';
 import type {DeadErrorGroup, HeldForDispatch} from '../types.js';
 
 /** Columns of `tasks` read into a TaskRecord (payload last: it may be large; a stored-apart one comes with it). */
-export const TASK_COLUMNS = `id, cell, type, pool, priority, state, attempt, max_retries, retry_base, run_at, timeout_ms, lease_until, fence, worker, started_at, submitted_by, dedup_key, last_error, published_at, created_at, updated_at, finished_at, payload, ${PAYLOAD_BODY_COLUMN}`;
+export const TASK_COLUMNS = `id, cell, type, pool, priority, state, attempt, max_retries, retry_base, run_at, timeout_ms, lease_until, fence, worker, started_at, submitted_by, dedup_key, task_key, last_error, published_at, created_at, updated_at, finished_at, payload, ${PAYLOAD_BODY_COLUMN}`;
 
 /** A payload column as an object ({} when unreadable: written by ax, so only after a manual edit). */
 export function parsePayload(text: string): JsonObject {
@@ -47,6 +47,7 @@ export function toTaskRecord(r: Row): TaskRecord {
     startedAt: (r.started_at as Date | null) ?? null,
     submittedBy: (r.submitted_by as string | null) ?? null,
     dedupKey: (r.dedup_key as string | null) ?? null,
+    key: (r.task_key as string | null) ?? null,
     lastError: (r.last_error as string | null) ?? null,
     publishedAt: (r.published_at as Date | null) ?? null,
     createdAt: r.created_at as Date,

@@ -175,7 +175,7 @@ async function writeRows(
         }
       }
       const publishedSql = marked.has(t.id) ? 'NOW(3)' : 'NULL';
-      values.push(`(?, ?, ?, ?, ?, 'submitted', 0, ?, ${runAtSql}, ?, 0, ?, ?, ?, NOW(3), NOW(3), ${publishedSql}, ?, ?)`);
+      values.push(`(?, ?, ?, ?, ?, 'submitted', 0, ?, ${runAtSql}, ?, 0, ?, ?, ?, NOW(3), NOW(3), ${publishedSql}, ?, ?, ?)`);
       params.push(
         t.id,
         cell,
@@ -190,6 +190,7 @@ async function writeRows(
         t.contentHash,
         bodies.has(t) ? PAYLOAD_APART : t.payload,
         actor,
+        t.key,
       );
       const body = bodies.get(t);
       if (body) apart.push([t.id, body]);
@@ -197,7 +198,7 @@ async function writeRows(
     await exec(
       db,
       c,
-      `INSERT INTO tasks (id, cell, type, pool, priority, state, attempt, max_retries, run_at, timeout_ms, fence, dedup_key, schedule_name, content_hash, created_at, updated_at, published_at, payload, submitted_by) VALUES ${values.join(', ')}`,
+      `INSERT INTO tasks (id, cell, type, pool, priority, state, attempt, max_retries, run_at, timeout_ms, fence, dedup_key, schedule_name, content_hash, created_at, updated_at, published_at, payload, submitted_by, task_key) VALUES ${values.join(', ')}`,
       params,
     );
   }

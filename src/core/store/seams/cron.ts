@@ -15,6 +15,8 @@ export interface ScheduleRecord {
   priority: Priority;
   maxRetries: number | null;
   timeoutMs: number | null;
+  /** The key of every occurrence (TaskSpec.key), or null. */
+  key: string | null;
   overlap: 'allow' | 'skip';
   misfire: 'skip' | 'fire-once';
   paused: boolean;
