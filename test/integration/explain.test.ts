@@ -12,6 +12,7 @@ import {outcomeUpdateSql} from '../../src/core/store/mysql/outcomes.js';
 import {claimSelectSql, claimUpdateSql} from '../../src/core/store/mysql/tasks-claim.js';
 import {doorbellsForgetSql, doorbellsMarkSql} from '../../src/core/store/mysql/doorbells.js';
 import {holdsTakeSql} from '../../src/core/store/mysql/holds.js';
+import {keysCountSql, keysTopSql} from '../../src/core/store/mysql/keys.js';
 import {createTestEnv, mysql, type TestEnv} from '../helpers/env.js';
 
 interface Plan {
@@ -258,5 +259,31 @@ describe('query plans of the hot statements', () => {
       expect(plan.find((p) => p.table === 't')).toMatchObject({key: 'PRIMARY', type: 'eq_ref'});
       if (sql === DOCTOR_SQL.attemptTimes) expect(plan.find((p) => p.table === 'r')?.key).toBe('idx_history_task');
     }
+  });
+
+  it('a type’s keys (ax types show, top, doctor): index-only ranges of idx_tasks_key, grouped in index order', async () => {
+    // Half of report_build's rows get one of 50 keys (the rest keep none: no entry in the key phases).
+    await env.sql(`UPDATE tasks SET task_key = CONCAT('tenant:', CONV(LEFT(id, 8), 16, 10) % 50)
+      WHERE cell = 'default' AND type = 'report_build' AND CONV(LEFT(id, 8), 16, 10) % 8 < 4`);
+    await env.sql('ANALYZE TABLE tasks');
+    const plan = await env.sql<Plan & {table: string; select_type: string; rows: number}>(`EXPLAIN ${keysTopSql}`, [
+      'default',
+      'report_build',
+      1,
+      10,
+    ]);
+    // The groups of the claimable range, counted from the index alone; only the groups are sorted.
+    const scan = plan.find((p) => p.table === 'tasks')!;
+    expect(scan).toMatchObject({select_type: 'DERIVED', key: 'idx_tasks_key'});
+    expect(['ref', 'range']).toContain(scan.type);
+    expect(scan.Extra).toContain('Using index');
+    expect(scan.Extra).not.toMatch(/temporary|filesort/);
+    // Claimable keyed rows of one type: ~500 of 20,000.
+    expect(Number(scan.rows)).toBeLessThan(2000);
+    const some = (
+      await env.sql<Plan & {rows: number}>(`EXPLAIN ${keysCountSql(2)}`, ['default', 'report_build', 2, 'tenant:1', 'tenant:2'])
+    )[0]!;
+    expect(some).toMatchObject({key: 'idx_tasks_key', type: 'range'});
+    expect(some.Extra).toContain('Using index');
   });
 });

@@ -15,6 +15,7 @@ import type {
   OutcomeCountsParams,
   BreakerTransitionParams,
   TypeSetSettingsParams,
+  TypeKeysParams,
   HandlersRegisterParams,
   ParkedReleaseParams,
   TasksDeferParams,
@@ -61,6 +62,7 @@ import * as doorbells from './doorbells.js';
 import * as failures from './failures.js';
 import * as park from './flow-park.js';
 import * as flow from './flow.js';
+import * as keys from './keys.js';
 import * as holds from './holds.js';
 import * as inspect from './inspect.js';
 import {leasesRenew} from './leases.js';
@@ -274,6 +276,9 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
   }
   typeSetSettings(p: TypeSetSettingsParams) {
     return flow.typeSetSettings(this.db, this.cell, p);
+  }
+  typeKeys(p: TypeKeysParams) {
+    return keys.typeKeys(this.db, this.cell, p);
   }
   clockNow() {
     return clockNow(this.db);

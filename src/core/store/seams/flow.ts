@@ -153,6 +153,37 @@ export interface HandlersRegisterParams {
   types: string[];
 }
 
+export interface TypeKeysParams {
+  type: string;
+  /** How many keys of each list: the most backlog, the most running. */
+  limit: number;
+}
+
+/** One task key (TaskSpec.key) of a type: its claimable rows and its running attempts. */
+export interface KeyCount {
+  key: string;
+  /** Claimable (submitted or failed: due and delayed, parked included). */
+  backlog: number;
+  running: number;
+}
+
+/** The task keys of one type (tasks without a key are not in it). */
+export interface TypeKeysReport {
+  /** Claimable tasks with a key. */
+  backlog: number;
+  /** Distinct keys with claimable tasks. */
+  withBacklog: number;
+  /** Running attempts of tasks with a key. */
+  running: number;
+  /** Distinct keys with running attempts. */
+  withRunning: number;
+  /**
+   * The `limit` keys with the most backlog and the `limit` with the most running (each with both
+   * counts), most backlog first, then most running, then by key.
+   */
+  top: KeyCount[];
+}
+
 /**
  * The type registry and flow control: pause state, settings, breaker state per type, which live
  * workers handle which type, and the parked backlog. Pause/resume are audited in their transaction.
@@ -201,4 +232,10 @@ export interface FlowStore extends DbClockStore {
   breakerTransition(p: BreakerTransitionParams): Promise<boolean>;
   /** Stores a type's settings (row created if missing) with a history and an audit row. */
   typeSetSettings(p: TypeSetSettingsParams): Promise<TypeRecord>;
+  /**
+   * A type's task keys: the top keys by backlog and by running, and the totals (mysql/keys.ts).
+   * Index-only ranges of idx_tasks_key; the backlog's is as long as the type's keyed backlog
+   * (about half a second per million claimable rows with a key): not for a per-second loop.
+   */
+  typeKeys(p: TypeKeysParams): Promise<TypeKeysReport>;
 }
