@@ -124,6 +124,7 @@ export function createClient(p: ClientParts): AxClient {
         report.existing += r.value.existing;
         report.unpublished += r.value.unpublished;
         report.conflicts.push(...r.value.conflicts);
+        if (r.value.throttled) (report.throttled ??= []).push(...r.value.throttled);
       }
     const failed = results.find((r) => r.status === 'rejected');
     if (failed) throw failed.reason;

@@ -10,12 +10,17 @@ import type {AdminSession} from './session.js';
 
 /** What a submit wrote. */
 export interface SubmitReport {
-  /** One id per task, in input order (with an id or dedup key: the id a re-submit finds again). */
+  /**
+   * One id per task, in input order (with an id or dedup key: the id a re-submit finds again; a
+   * throttled task: the id of the task its key's window kept).
+   */
   ids: string[];
   inserted: number;
   existing: number;
   /** Written but not yet rung for; the reconciler publishes them later. */
   unpublished: number;
+  /** Tasks not written because their throttle's window was open (see FlushReport); absent when none. */
+  throttled?: Array<{id: string; keptId: string; key: string}>;
 }
 
 export interface ProducerAdmin {
@@ -42,7 +47,13 @@ export function createProducerAdmin(s: AdminSession): ProducerAdmin {
       const ids: string[] = [];
       for (const spec of specs) ids.push(await client.submit(spec));
       const report = await client.flush();
-      return {ids, inserted: report.inserted, existing: report.existing, unpublished: report.unpublished};
+      const out: SubmitReport = {ids, inserted: report.inserted, existing: report.existing, unpublished: report.unpublished};
+      if (report.throttled && report.throttled.length > 0) {
+        const kept = new Map(report.throttled.map((x) => [x.id, x.keptId]));
+        out.ids = ids.map((id) => kept.get(id) ?? id);
+        out.throttled = report.throttled;
+      }
+      return out;
     },
   };
 }

@@ -60,6 +60,11 @@ export interface FlushReport {
   /** Written but whose doorbell was not confirmed; the scheduler (or the reconciler) rings for them later. */
   unpublished: number;
   conflicts: InsertResult['conflicts'];
+  /**
+   * Tasks with a throttle that were not written because their key's window was open, each with
+   * the id of the task that opened it (`keptId`); absent when there were none.
+   */
+  throttled?: NonNullable<InsertResult['throttled']>;
 }
 
 interface Queued {
@@ -328,6 +333,7 @@ export class Producer {
     this.report.inserted += result.inserted.length;
     this.report.existing += result.existing.length;
     this.report.conflicts.push(...result.conflicts);
+    if (result.throttled) (this.report.throttled ??= []).push(...result.throttled);
     const inserted = new Set(result.inserted);
     if (inserted.size > 0 && this.events.has('task:submitted')) {
       const perType = new Map<string, number>();
@@ -341,7 +347,9 @@ export class Producer {
     const ambiguous = new Set(
       retried ? result.existing.filter((e) => e.existingId === e.id && e.state === 'submitted' && e.fence === 0).map((e) => e.id) : [],
     );
-    const due = tasks.filter((t) => marked.has(t.id) && (inserted.has(t.id) || ambiguous.has(t.id)));
+    // A debounced task replaced in its own batch is written cancelled: not rung.
+    const replaced = new Set(result.replaced?.map((r) => r.id));
+    const due = tasks.filter((t) => marked.has(t.id) && (inserted.has(t.id) || ambiguous.has(t.id)) && !replaced.has(t.id));
     if (due.length === 0) return;
     try {
       await this.o.broker.publish(due.map((t) => ({id: t.id, type: t.type, pool: t.pool, priority: t.priority})));

@@ -47,8 +47,35 @@ export interface TaskSpec {
    * `--fair`). At most MAX_TASK_KEY_LENGTH characters, no control characters. Default: none.
    */
   key?: string;
+  /**
+   * Trailing-edge debounce: of the tasks of this type submitted with the same `key` while the
+   * earlier one has not started, only the last runs, `window` (ms or `5s`, 1 ms to 24 h) after its
+   * submit; the earlier ones are cancelled as replaced. Exclusive with `throttle`, `dedupKey`,
+   * `delay` and `runAt`.
+   */
+  debounce?: GateSpec;
+  /**
+   * Leading-edge throttle: the first task of this type with this `key` opens a window of `window`;
+   * the submits with the key while it is open are not written (flush() reports them with the kept
+   * task's id). Exclusive with `debounce` and `dedupKey`.
+   */
+  throttle?: GateSpec;
   /** A caller-chosen id (UUID); lets a producer retry a submit blindly. */
   id?: string;
+}
+
+/** A debounce or throttle as given: the key (per cell and task type) and the window. */
+export interface GateSpec {
+  /** 1 to 128 characters, no control characters, no whitespace at either end. */
+  key: string;
+  /** ms or a duration string (`500ms`, `5s`), from 1 ms to 24 h. */
+  window: number | string;
+}
+
+/** A validated debounce or throttle. */
+export interface TaskGate {
+  key: string;
+  windowMs: number;
 }
 
 /** A validated task, ready to be written. `delayMs` is relative to the moment it is written. */
@@ -73,6 +100,10 @@ export interface NewTask {
   contentHash: string;
   /** The cron schedule this task is an occurrence of (set by the scheduler, never by producers). */
   scheduleName?: string | null;
+  /** TaskSpec.debounce validated (its delay is its window), or null; absent means null. */
+  debounce?: TaskGate | null;
+  /** TaskSpec.throttle validated, or null; absent means null. */
+  throttle?: TaskGate | null;
 }
 
 /**

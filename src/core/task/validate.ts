@@ -9,6 +9,7 @@ import {
   isPriority,
   type JsonObject,
   type NewTask,
+  type TaskGate,
   type PoolName,
   type Priority,
   type TaskSpec,
@@ -21,6 +22,8 @@ export const MAX_DEDUP_KEY_LENGTH = 191;
 export const MAX_TASK_KEY_LENGTH = 128;
 export const MAX_PAYLOAD_DEPTH = 32;
 export const MAX_RETRIES_LIMIT = 100;
+/** The longest debounce or throttle window: a day. */
+export const MAX_GATE_WINDOW_MS = 86_400_000;
 /** A runAt this far in the past is still accepted (clock skew between producers). */
 export const RUN_AT_PAST_TOLERANCE_MS = 5000;
 
@@ -146,6 +149,24 @@ export function validateTaskKey(key: unknown, what = 'key'): string {
   return key;
 }
 
+/**
+ * A task's `debounce` or `throttle` (`what`) as given, or invalid_input: an object of exactly `key`
+ * (validateTaskKey) and `window` (a duration from 1 ms to 24 h). Undefined → null.
+ */
+export function validateGate(gate: unknown, what: 'debounce' | 'throttle'): TaskGate | null {
+  if (gate === undefined) return null;
+  if (gate === null || typeof gate !== 'object' || Array.isArray(gate))
+    throw invalid(`${what} must be an object {key, window}, e.g. {"key": "user:7", "window": "5s"}`);
+  const g = gate as Record<string, unknown>;
+  for (const k of Object.keys(g)) if (k !== 'key' && k !== 'window') throw invalid(`unknown ${what} field "${k}": give key and window`);
+  const key = validateTaskKey(g.key, `${what} key`);
+  if (g.window === undefined) throw invalid(`${what} window is required, e.g. "5s"`);
+  const windowMs = parseDuration(g.window, `${what} window`);
+  if (windowMs < 1) throw invalid(`${what} window must be at least 1ms`);
+  if (windowMs > MAX_GATE_WINDOW_MS) throw invalid(`${what} window ${String(g.window)} is over a day: the longest is 24h`);
+  return {key, windowMs};
+}
+
 export interface TaskDefaults {
   maxRetries: number;
   payloadLimitBytes: number;
@@ -159,7 +180,21 @@ export interface TaskDefaults {
 export function validateTaskSpec(spec: unknown, defaults: TaskDefaults, nowMs: number, newId: () => string): NewTask {
   if (spec === null || typeof spec !== 'object' || Array.isArray(spec)) throw invalid('a task must be an object');
   const s = spec as TaskSpec & Record<string, unknown>;
-  const known = new Set(['type', 'payload', 'delay', 'runAt', 'pool', 'priority', 'maxRetries', 'timeout', 'dedupKey', 'key', 'id']);
+  const known = new Set([
+    'type',
+    'payload',
+    'delay',
+    'runAt',
+    'pool',
+    'priority',
+    'maxRetries',
+    'timeout',
+    'dedupKey',
+    'key',
+    'debounce',
+    'throttle',
+    'id',
+  ]);
   for (const k of Object.keys(s)) if (!known.has(k)) throw invalid(`unknown task field "${k}"`);
   const type = validateTypeName(s.type);
   const payload = validatePayload(s.payload, defaults.payloadLimitBytes);
@@ -190,6 +225,15 @@ export function validateTaskSpec(spec: unknown, defaults: TaskDefaults, nowMs: n
     dedupKey = s.dedupKey;
   }
   const key = s.key === undefined ? null : validateTaskKey(s.key);
+  const debounce = validateGate(s.debounce, 'debounce');
+  const throttle = validateGate(s.throttle, 'throttle');
+  if (debounce && throttle) throw invalid('give either debounce or throttle, not both');
+  const gate = debounce ? 'debounce' : throttle ? 'throttle' : null;
+  // A dedup key makes one task of many submits by itself: with a gate, which would win is unclear.
+  if (gate && dedupKey !== null) throw invalid(`give either dedupKey or ${gate}, not both`);
+  // A debounced task runs its window after its submit: that is its due time.
+  if (debounce && (s.delay !== undefined || s.runAt !== undefined))
+    throw invalid('debounce sets the due time (its window after the submit): give no delay or runAt with it');
   let id: string;
   if (s.id !== undefined) {
     if (!isTaskId(s.id)) throw invalid(`id "${String(s.id)}" is not a lower-case UUID`);
@@ -207,8 +251,10 @@ export function validateTaskSpec(spec: unknown, defaults: TaskDefaults, nowMs: n
     dedupKey,
     key,
     runAtMs,
-    delayMs,
+    delayMs: debounce ? debounce.windowMs : delayMs,
     submittedAtMs: nowMs,
     contentHash: contentHash(type, payload),
+    debounce,
+    throttle,
   };
 }

@@ -481,6 +481,26 @@ export const MIGRATIONS: Migration[] = [
       },
     ],
   },
+  {
+    version: 20,
+    name: 'debounce and throttle gates',
+    statements: [
+      // One row per (cell, type, key, kind) ever debounced or throttled: the task it keeps and, for
+      // a throttle, the end of its window (a debounce's is its task's due time, for reading only).
+      // The producer's insert transaction locks the row (INSERT … ON DUPLICATE KEY UPDATE) before
+      // it decides, so concurrent producers of one key take turns. A window is open while
+      // until > NOW(3): a stale row is simply overwritten by the next submit, no cleanup needed.
+      `CREATE TABLE IF NOT EXISTS task_gates (
+        cell     VARCHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        type     VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        gate_key VARCHAR(128) NOT NULL,
+        kind     ENUM('debounce','throttle') NOT NULL,
+        task_id  CHAR(36) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        until    DATETIME(3) NOT NULL,
+        PRIMARY KEY (cell, type, gate_key, kind)
+      ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+    ],
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.reduce((m, x) => Math.max(m, x.version), 0);

@@ -5,6 +5,7 @@ import type {InsertResult, TasksInsertParams} from '../types.js';
 import {type Conn, type Db, type PoolConnection, driverCode, exec, isDataError, marks, select, tx} from './db.js';
 import {AxError, errorMessage} from '../../errors.js';
 import {PAYLOAD_APART, bodiesUpserts, chunkByBytes, packBig} from './payloads.js';
+import {isGated, writeGated} from './task-gates.js';
 
 const MAX_DUP_RETRIES = 3;
 
@@ -40,7 +41,8 @@ export async function tasksInsert(
   // statement's bytes, the first (optimistic) attempt runs it on its own (autocommit), two round
   // trips fewer than START TRANSACTION … COMMIT — a quarter of a lone task's write at ordinary
   // load (issue 22). Whatever it runs into, nothing was written, and the transaction takes over.
-  const oneStatement = bodies.size === 0 && chunkByBytes(tasks, rowBytes).length === 1;
+  // A debounce or throttle is decided under its gate's row lock (task-gates.ts): in the transaction.
+  const oneStatement = bodies.size === 0 && chunkByBytes(tasks, rowBytes).length === 1 && !tasks.some(isGated);
   for (let attempt = 1; ; attempt++) {
     const autocommit = attempt === 1 && optimistic && oneStatement;
     try {
@@ -78,6 +80,7 @@ async function insertOnce(
   const result: InsertResult = {inserted: [], existing: [], conflicts: []};
   if (tasks.length === 0) return result;
   if (optimistic) {
+    if (tasks.some(isGated)) return gated(db, c, cell, tasks, actor, localNowMs, bodies, marked, result);
     await writeRows(db, c, cell, tasks, actor, localNowMs, bodies, marked);
     return {inserted: tasks.map((t) => t.id), existing: [], conflicts: []};
   }
@@ -132,10 +135,33 @@ async function insertOnce(
     byId.set(t.id, {hash: t.contentHash, state: 'submitted', fence: 0, dedupKey: t.dedupKey});
     if (t.dedupKey !== null) byKey.set(t.dedupKey, {id: t.id, hash: t.contentHash, state: 'submitted', fence: 0});
     fresh.push(t);
-    result.inserted.push(t.id);
   }
   if (fresh.length === 0) return result;
+  if (fresh.some(isGated)) return gated(db, c, cell, fresh, actor, localNowMs, bodies, marked, result);
   await writeRows(db, c, cell, fresh, actor, localNowMs, bodies, marked);
+  result.inserted.push(...fresh.map((t) => t.id));
+  return result;
+}
+
+/** Writes `fresh` (some with a debounce or throttle) through their gates; adds them to `result`. */
+async function gated(
+  db: Db,
+  c: PoolConnection,
+  cell: string,
+  fresh: NewTask[],
+  actor: string,
+  localNowMs: number,
+  bodies: ReadonlyMap<NewTask, Buffer>,
+  marked: ReadonlySet<string>,
+  result: InsertResult,
+): Promise<InsertResult> {
+  const {throttled, replaced} = await writeGated(db, c, cell, fresh, actor, localNowMs, (rows) =>
+    writeRows(db, c, cell, rows, actor, localNowMs, bodies, marked),
+  );
+  const skip = new Set(throttled.map((x) => x.id));
+  result.inserted.push(...fresh.filter((t) => !skip.has(t.id)).map((t) => t.id));
+  if (throttled.length > 0) result.throttled = throttled;
+  if (replaced.length > 0) result.replaced = replaced;
   return result;
 }
 

@@ -10,12 +10,25 @@ import type {ParkedKind, RungRef} from './common.js';
 
 /** Result of writing a batch of new tasks. Every input id appears in exactly one list. */
 export interface InsertResult {
-  /** Newly written. */
+  /**
+   * Newly written. A debounced task is written even when it is replaced in the same transaction (a
+   * later one of its key came in the batch, or an earlier one held the key): see `replaced`.
+   */
   inserted: string[];
   /** Already there with the same content (same id, or same dedup key): idempotent success. */
   existing: Array<{id: string; existingId: string; state: TaskState; fence: number}>;
   /** Same id or dedup key with different content: refused, nothing written for them. */
   conflicts: Array<{id: string; existingId: string; reason: string}>;
+  /**
+   * Tasks with a throttle whose key's window was open: not written; `keptId` is the task that
+   * opened the window. Absent when the batch had no throttled task.
+   */
+  throttled?: Array<{id: string; keptId: string; key: string}>;
+  /**
+   * Debounced tasks of this batch written but cancelled at once as replaced by `by` (also in
+   * `inserted`): nobody should ring them. Tasks of earlier batches it replaced are not listed.
+   */
+  replaced?: Array<{id: string; by: string; key: string}>;
 }
 
 /** A task a worker now holds: the row as claimed (attempt and fence already incremented). */
