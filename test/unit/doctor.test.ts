@@ -428,6 +428,7 @@ describe('gathering the evidence', () => {
       successRepeats: async () => [],
       attemptTimes: async () => [],
       typesReport: async () => ({at: NOW, types: [], handlers: {}, all: [], parked: {}}),
+      typeKeys: async () => ({backlog: 0, withBacklog: 0, running: 0, withRunning: 0, top: []}),
     };
     if (fail)
       reads[fail] = (async () => {

@@ -6,6 +6,7 @@
 import {clockCheck, lateStartCheck, memoryCheck, workerClockCheck} from './checks-env.js';
 import {deathsCheck, duplicatesCheck, swallowedCheck} from './checks-outcomes.js';
 import {flowCheck} from './checks-flow.js';
+import {keysCheck} from './checks-keys.js';
 import {poisonCheck, queueFullCheck, saturationCheck, slowCheck} from './checks-slow.js';
 import {lateCheck, notDueCheck, poolsCheck, unrungCheck, workersCheck, wrongPoolCheck} from './checks-waiting.js';
 import {finding} from './evidence.js';
@@ -26,6 +27,7 @@ export const CHECKS: ReadonlyArray<Check> = [
   slowCheck,
   poisonCheck,
   flowCheck,
+  keysCheck,
   duplicatesCheck,
   memoryCheck,
   clockCheck,

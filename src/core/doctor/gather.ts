@@ -5,9 +5,18 @@
  */
 import type {Broker} from '../broker/types.js';
 import {AxError, errorMessage} from '../errors.js';
-import type {DoctorStore, FlowStore, InspectStore, RescueStore, WorkerRegistryStore} from '../store/types.js';
+import type {
+  BacklogReport,
+  DoctorStore,
+  FlowStore,
+  InspectStore,
+  RescueStore,
+  TypeKeysReport,
+  WorkerRegistryStore,
+} from '../store/types.js';
 import type {Clock} from '../time.js';
 import {DEFAULT_PRIORITY} from '../task/model.js';
+import {DOMINANT_MIN_BACKLOG} from '../types/keys.js';
 import {splitWorkers} from './evidence.js';
 import type {BrokerEvidence, DbEvidence, Source, SourceError} from './types.js';
 
@@ -15,7 +24,7 @@ import type {BrokerEvidence, DbEvidence, Source, SourceError} from './types.js';
 export type DoctorReadStore = Pick<InspectStore, 'clockNow' | 'backlog' | 'failureGroups'> &
   Pick<RescueStore, 'tasksFindUndispatched'> &
   Pick<WorkerRegistryStore, 'workersList'> &
-  Pick<FlowStore, 'typesReport'> &
+  Pick<FlowStore, 'typesReport' | 'typeKeys'> &
   DoctorStore;
 
 /** Most never-rung tasks read (a sample: the finding says "100+"). */
@@ -26,6 +35,22 @@ export const REPEATS_LIMIT = 50;
 export const SUCCESS_SAMPLE = 20_000;
 /** The window's latest attempt ends timed. */
 export const ATTEMPTS_SAMPLE = 5000;
+/**
+ * The types whose task keys are read (the largest backlogs of at least DOMINANT_MIN_BACKLOG): each
+ * read is a scan of the type's keyed backlog in idx_tasks_key (FlowStore.typeKeys).
+ */
+export const KEYS_TYPES = 20;
+
+/** The top key of each of the KEYS_TYPES largest backlogs (due + delayed ≥ DOMINANT_MIN_BACKLOG), by type. */
+export async function keysOf(store: Pick<FlowStore, 'typeKeys'>, backlog: BacklogReport): Promise<Record<string, TypeKeysReport>> {
+  const big = backlog.rows
+    .map((r) => ({type: r.type, n: r.due + r.delayed}))
+    .filter((r) => r.n >= DOMINANT_MIN_BACKLOG)
+    .sort((a, b) => b.n - a.n)
+    .slice(0, KEYS_TYPES);
+  const reads = await Promise.all(big.map(async ({type}) => [type, await store.typeKeys({type, limit: 1})] as const));
+  return Object.fromEntries(reads);
+}
 
 export function sourceError(e: unknown): SourceError {
   if (e instanceof AxError) {
@@ -47,8 +72,9 @@ export async function gatherDb(
     const dbAt = await store.clockNow();
     const rttMs = Math.round(o.clock.monotonic() - m0);
     const localAt = new Date(t0 + rttMs / 2);
-    const [backlog, duePools, workers, failures, deaths, undispatched, repeats, attempts, flow] = await Promise.all([
-      store.backlog(),
+    const read = store.backlog();
+    const [backlog, duePools, workers, failures, deaths, undispatched, repeats, attempts, flow, keys] = await Promise.all([
+      read,
       store.duePerPool(),
       store.workersList(),
       store.failureGroups({since: o.since}),
@@ -57,8 +83,12 @@ export async function gatherDb(
       store.successRepeats({since: o.since, sample: SUCCESS_SAMPLE, limit: REPEATS_LIMIT}),
       store.attemptTimes({since: o.since, sample: ATTEMPTS_SAMPLE}),
       store.typesReport({liveMs: o.liveMs}),
+      read.then((b) => keysOf(store, b)),
     ]);
-    return {ok: true, value: {dbAt, localAt, rttMs, backlog, duePools, workers, failures, deaths, undispatched, repeats, attempts, flow}};
+    return {
+      ok: true,
+      value: {dbAt, localAt, rttMs, backlog, duePools, workers, failures, deaths, undispatched, repeats, attempts, flow, keys},
+    };
   } catch (e) {
     return {ok: false, error: sourceError(e)};
   }

@@ -10,6 +10,7 @@ import type {
   DuePoolRow,
   HeldForDispatch,
   SuccessRepeat,
+  TypeKeysReport,
   TypesReport,
   WorkerRow,
 } from '../store/types.js';
@@ -67,6 +68,11 @@ export interface DbEvidence {
   attempts: AttemptTimes[];
   /** The type registry (pause, breaker per type, live handlers, parked counts); absent when not read. */
   flow?: TypesReport;
+  /**
+   * The task keys of the types with the largest backlogs (gather.ts keysOf: at least
+   * DOMINANT_MIN_BACKLOG waiting), each with its top key by backlog; absent when not read.
+   */
+  keys?: Record<string, TypeKeysReport>;
 }
 
 /** Ready messages per queue, and which queue is whose. */

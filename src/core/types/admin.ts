@@ -14,6 +14,7 @@ import {type BreakerInput, mergeBreaker} from '../flow/settings.js';
 import {breakerSettings, type BreakerSettings} from '../flow/breaker.js';
 import {limitsOf, type LimitsInput, mergeLimits} from '../flow/limits.js';
 import {releaseParked} from '../flow/release.js';
+import {keysView, type KeysView, TOP_KEYS} from './keys.js';
 
 export type TypesStore = FlowStore & Pick<InspectStore, 'backlog' | 'clockNow'> & Pick<HotPathStore, 'doorbellsMark'>;
 
@@ -59,6 +60,8 @@ export interface TypeView {
 
 export interface TypeDetail extends TypeView {
   history: TypeEvent[];
+  /** Its task keys: the top keys by backlog and by running, and a key that dominates the backlog (keys.ts). */
+  keys: KeysView;
 }
 
 export interface PauseResult {
@@ -286,7 +289,11 @@ export function createTypesAdmin(o: TypesAdminOptions): TypesAdmin {
     },
     async show(type) {
       const v = await known(type);
-      return {...v, history: await o.store.typeHistory({type: v.type, limit: 50})};
+      const [history, keys] = await Promise.all([
+        o.store.typeHistory({type: v.type, limit: 50}),
+        o.store.typeKeys({type: v.type, limit: TOP_KEYS}),
+      ]);
+      return {...v, history, keys: keysView(keys, v.due + v.delayed)};
     },
     async pause(type, reason) {
       const v = await known(type);
