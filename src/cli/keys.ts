@@ -4,13 +4,13 @@
  * is made printable (table() and printable()), never written raw.
  */
 import {dominantAdvice, dominantText, type KeysView} from '../core/types/keys.js';
-import type {TypeLimits} from '../core/types/admin.js';
 import {printable, table} from './render.js';
 
 const n = (x: number): string => x.toLocaleString('en-US');
 
 /** The "keys" section of `ax types show <type>`. */
-export function keysLines(type: string, k: KeysView, limits: Partial<TypeLimits>): string[] {
+/** `limits`: the type's limits in effect (TypeLimits): fair dispatch or a per-key limit changes the advice. */
+export function keysLines(type: string, k: KeysView, limits: object): string[] {
   if (k.withBacklog === 0 && k.withRunning === 0) return ['keys: no task with a key waiting or running'];
   const lines = [
     `keys: ${n(k.withBacklog)} with a backlog (${n(k.backlog)} tasks), ${n(k.withRunning)} running (${n(k.running)} attempts)`,

@@ -81,10 +81,12 @@ export function dominantText(type: string, d: DominantKey): string {
 }
 
 /**
- * What to do about a dominant key, given the type's settings in effect: fair dispatch or a limit
- * per key already on means the key only waits its turn (nothing to advise).
+ * What to do about a dominant key, given the type's limits in effect (TypeLimits, or limitsOf's
+ * LimitSettings): fair dispatch or a limit per key already on means the key only waits its turn
+ * (nothing to advise).
  */
-export function dominantAdvice(l: {fair?: boolean; maxRunningPerKey?: number | null; ratePerKey?: number | null}): string | null {
-  if (l.fair === true || (l.maxRunningPerKey ?? null) !== null || (l.ratePerKey ?? null) !== null) return null;
+export function dominantAdvice(limits: object): string | null {
+  const l = limits as {fair?: unknown; maxRunningPerKey?: unknown; ratePerKey?: unknown};
+  if (l.fair === true || typeof l.maxRunningPerKey === 'number' || typeof l.ratePerKey === 'number') return null;
   return 'consider --fair or --max-running-per-key';
 }
