@@ -18,6 +18,10 @@ export interface TaskFlags {
   timeout?: string | undefined;
   'dedup-key'?: string | undefined;
   key?: string | undefined;
+  debounce?: string | undefined;
+  'debounce-key'?: string | undefined;
+  throttle?: string | undefined;
+  'throttle-key'?: string | undefined;
   id?: string | undefined;
 }
 
@@ -60,6 +64,12 @@ function flagFields(flags: TaskFlags): Partial<Record<keyof TaskSpec, unknown>> 
   if (flags.timeout !== undefined) out.timeout = flags.timeout;
   if (flags['dedup-key'] !== undefined) out.dedupKey = flags['dedup-key'];
   if (flags.key !== undefined) out.key = flags.key;
+  for (const kind of ['debounce', 'throttle'] as const) {
+    const window = flags[kind];
+    const key = flags[`${kind}-key`];
+    if ((window === undefined) !== (key === undefined)) throw invalid(`give --${kind} <window> and --${kind}-key <key> together`);
+    if (window !== undefined && key !== undefined) out[kind] = {key, window};
+  }
   if (flags.id !== undefined) out.id = flags.id;
   return out;
 }

@@ -16,9 +16,11 @@ export default class Submit extends AxCommand {
 
 Task types are domain_action: lower-case words joined by "_", at least two (order_notify). The payload is a JSON object (default {}), at most AX_PAYLOAD_LIMIT bytes (64 KiB).
 
-With --stdin every line is one task. With a type argument each line is a payload object; without one each line is a full task spec with the fields type, payload, delay or runAt, pool, priority, maxRetries, timeout, dedupKey, key and id, e.g. {"type": "order_notify", "payload": {"orderId": 1}, "delay": "5s"}. Flags such as --delay, --pool, --priority or --timeout apply to every line that does not set the field. Every line is checked before anything is written: one bad line and nothing is submitted.
+With --stdin every line is one task. With a type argument each line is a payload object; without one each line is a full task spec with the fields type, payload, delay or runAt, pool, priority, maxRetries, timeout, dedupKey, key, debounce or throttle ({"key": …, "window": …}) and id, e.g. {"type": "order_notify", "payload": {"orderId": 1}, "delay": "5s"}. Flags such as --delay, --pool, --priority or --timeout apply to every line that does not set the field. Every line is checked before anything is written: one bad line and nothing is submitted.
 
 Submitting is idempotent: the same --id or --dedup-key with the same type and payload returns the existing task; with different content it is refused (exit 4).
+
+Debounce and throttle, per task type and key, across every producer: --debounce 5s --debounce-key user:7 runs the task 5 s after its submit unless another of the type and key comes before it starts, which replaces it (the earlier one is cancelled, its history naming the replacement); --throttle 1m --throttle-key tenant:3 writes the first task of the type and key and, for a minute, writes no other one: the id printed for those is the kept task's. Windows from 1ms to 24h; neither goes with --dedup-key, nor the two together; --debounce sets the due time, so no --delay or --at with it.
 
 Each task goes to the cell of its type (AX_CELLS; README "Cells"); --cell only checks that they all belong to that cell.
 
@@ -33,6 +35,14 @@ Exit codes: 2 bad input (also a --cell that is not the types' cell), 4 conflict,
     {
       description: 'Idempotent: a second submit with the same key returns the same task',
       command: `<%= config.bin %> submit user_register_credit --payload-file credit.json --dedup-key user-7:signup`,
+    },
+    {
+      description: 'Debounce: of a burst of edits of document 7, only the last is indexed, 10 s after it',
+      command: `<%= config.bin %> submit search_reindex --payload '{"doc": 7}' --debounce 10s --debounce-key doc:7`,
+    },
+    {
+      description: 'Throttle: at most one report per tenant per hour; others within the hour print the kept task',
+      command: `<%= config.bin %> submit report_build --payload '{"tenant": 3}' --throttle 1h --throttle-key tenant:3`,
     },
     {
       description: 'Many payloads of one type, one JSON object per line',
@@ -61,8 +71,21 @@ Exit codes: 2 bad input (also a --cell that is not the types' cell), 4 conflict,
     timeout: Flags.string({description: `per-attempt timeout: ${DURATION_RULE} (default: the handler's, else 10m)`}),
     'dedup-key': Flags.string({description: 'business key, unique per cell: re-submitting it returns the existing task'}),
     key: Flags.string({
-      description: 'who the task is for, e.g. tenant:42: its type\'s per-key limits and fair dispatch apply per key (ax types set --help)',
+      description: "who the task is for, e.g. tenant:42: its type's per-key limits and fair dispatch apply per key (ax types set --help)",
     }),
+    debounce: Flags.string({
+      description: `debounce window (${DURATION_RULE}; at most 24h): run the task that long after its submit, replaced by a later submit of its type and --debounce-key before it starts`,
+      dependsOn: ['debounce-key'],
+      exclusive: ['throttle', 'dedup-key', 'delay', 'at'],
+    }),
+    'debounce-key': Flags.string({description: 'the key --debounce applies to (per task type), e.g. doc:7', dependsOn: ['debounce']}),
+    throttle: Flags.string({
+      description:
+        'throttle window (at most 24h): the first task of its type and --throttle-key is written, no other one with them until the window ends',
+      dependsOn: ['throttle-key'],
+      exclusive: ['dedup-key'],
+    }),
+    'throttle-key': Flags.string({description: 'the key --throttle applies to (per task type), e.g. tenant:3', dependsOn: ['throttle']}),
     id: Flags.string({description: 'caller-chosen task id (lower-case UUID), for blind retries'}),
   };
 
@@ -79,6 +102,10 @@ Exit codes: 2 bad input (also a --cell that is not the types' cell), 4 conflict,
       if (result.existing > 0)
         this.logToStderr(
           `${result.existing} task(s) already existed with the same content (idempotent re-submit): nothing new was written for them`,
+        );
+      if (result.throttled)
+        this.logToStderr(
+          `${result.throttled.length} task(s) throttled (their key's window is open): not written; the id printed is the kept task's`,
         );
       if (result.unpublished > 0)
         this.logToStderr(

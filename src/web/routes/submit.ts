@@ -3,7 +3,8 @@
  * outbox: one task, or up to MAX_HTTP_BATCH in one request, validated as the SDK validates them
  * (type, payload size, delay or runAt, dedup key…) — one bad task refuses the whole request and
  * nothing is written. Answers 201 once every task is durable in MySQL (ids in input order; a
- * dedup key or id given again answers the existing task's id).
+ * dedup key or id given again answers the existing task's id, a throttled task the kept task's,
+ * listed in `throttled`).
  */
 import type {FastifyInstance} from 'fastify';
 import type {TaskSpec} from '../../core/task/model.js';
@@ -11,6 +12,23 @@ import {WebError} from '../errors.js';
 import {ERRORS, reader, type RouteContext, S} from './context.js';
 
 export const MAX_HTTP_BATCH = 500;
+
+/** A debounce or throttle: {key, window}; the rules (key, window ≤ 24 h, exclusions) are validateTaskSpec's. */
+const GATE = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['key', 'window'],
+  properties: {
+    key: S.str(255),
+    window: {
+      anyOf: [
+        {type: 'integer', minimum: 0},
+        {type: 'string', maxLength: 40},
+      ],
+      description: 'ms or a duration like 5s, at most 24h',
+    },
+  },
+};
 
 const SPEC = {
   type: 'object',
@@ -38,6 +56,8 @@ const SPEC = {
     },
     dedupKey: S.str(255),
     key: S.str(255),
+    debounce: GATE,
+    throttle: GATE,
     id: S.id,
   },
 };
@@ -63,6 +83,11 @@ export function registerSubmit(app: FastifyInstance, ctx: RouteContext): void {
             ids: {type: 'array', items: {type: 'string'}},
             inserted: {type: 'integer'},
             existing: {type: 'integer'},
+            throttled: {
+              type: 'array',
+              description: 'tasks not written because their throttle window was open, with the kept task (its id is in ids)',
+              items: S.obj({id: {type: 'string'}, keptId: {type: 'string'}, key: {type: 'string'}}),
+            },
           }),
         },
       },
@@ -76,11 +101,8 @@ export function registerSubmit(app: FastifyInstance, ctx: RouteContext): void {
       if (specs.length > MAX_HTTP_BATCH)
         throw new WebError('invalid_input', `at most ${MAX_HTTP_BATCH} tasks per request (got ${specs.length})`);
       const r = await reader(ctx, req).producer.submit(specs, {pinned: (req.query as {cell?: string}).cell !== undefined});
-      return reply
-        .code(201)
-        .send(
-          batch ? {ids: r.ids, inserted: r.inserted, existing: r.existing} : {id: r.ids[0], inserted: r.inserted, existing: r.existing},
-        );
+      const counts = {inserted: r.inserted, existing: r.existing, ...(r.throttled ? {throttled: r.throttled} : {})};
+      return reply.code(201).send(batch ? {ids: r.ids, ...counts} : {id: r.ids[0], ...counts});
     },
   );
 }
