@@ -254,6 +254,17 @@ describe('ax top: submit window, alert level, snapshot', () => {
     ]);
     // Without the registry read, parked is unknown (—), not zero.
     expect(s.types[0]!.parked).toBeNull();
+    // A key that holds most of a type's backlog comes with the flow state; none otherwise.
+    const keyed = buildSnapshot(
+      {
+        ...reading,
+        flow: new Map([['order_notify', {breaker: 'closed', paused: false, parked: 0, dominant: {key: 'tenant:42', share: 0.93}}]]),
+      },
+      [],
+      'default',
+    );
+    expect(keyed.types[0]!.dominantKey).toEqual({key: 'tenant:42', share: 0.93});
+    expect(s.types[0]!.dominantKey).toBeNull();
   });
 });
 

@@ -1,9 +1,9 @@
 /** ax top's flow control over the type registry: states per type, and p through TypesAdmin with the reason "ax top". */
 import {describe, expect, it, vi} from 'vitest';
 import {AxError} from '../../src/core/errors.js';
-import type {TypeRecord} from '../../src/core/store/types.js';
+import type {BacklogReport, TypeKeysReport, TypeRecord} from '../../src/core/store/types.js';
 import type {TypesAdmin} from '../../src/core/types/admin.js';
-import {flowStatesOf, TOP_REASON, topFlowControl} from '../../src/core/types/top-flow.js';
+import {flowStatesOf, KEYS_REFRESH_MS, KEYS_TYPES, TOP_REASON, topFlowControl} from '../../src/core/types/top-flow.js';
 import {typeRecord} from '../helpers/type-record.js';
 
 const at = new Date('2026-12-01T12:00:00Z');
@@ -51,5 +51,74 @@ describe('ax top flow control', () => {
     // Resumed by someone else meanwhile: the conflict is the answer, not a failure.
     (a.resume as ReturnType<typeof vi.fn>).mockRejectedValueOnce(new AxError('conflict', 'type "x" is not paused: nothing to resume'));
     expect(await flow.setPaused({type: 'x', paused: false, operator: 'alice'})).toBe('type "x" is not paused: nothing to resume');
+  });
+
+  describe('the dominant task key of a type', () => {
+    const backlog = (rows: Array<[string, number]>): BacklogReport => ({
+      at,
+      rows: rows.map(([type, due]) => ({type, due, delayed: 0, running: 0, dead: 0, oldestDueAt: null})),
+    });
+    const report = (key: string, n: number): TypeKeysReport => ({
+      backlog: n,
+      withBacklog: 1,
+      running: 0,
+      withRunning: 0,
+      top: [{key, backlog: n, running: 0}],
+    });
+    function setup(read: (type: string) => Promise<TypeKeysReport>) {
+      let now = 0;
+      const spy = vi.fn(read);
+      const flow = topFlowControl({
+        report: async () => ({all: [rec('a', {paused: true})], parked: {}}),
+        withAdmin: async (_op, fn) => fn(admin()),
+        keys: {read: spy, now: () => now},
+      });
+      return {flow, spy, advance: (ms: number) => (now += ms)};
+    }
+
+    it('is read for the types with a backlog of 100 or more and shown with its share; none without the backlog', async () => {
+      const {flow, spy} = setup(async (type) => (type === 'a' ? report('tenant:42', 930) : report('tenant:1', 40)));
+      const m = await flow.flowStates(
+        backlog([
+          ['a', 1000],
+          ['b', 150],
+          ['c', 99],
+        ]),
+      );
+      expect(m.get('a')).toEqual({breaker: 'closed', paused: true, parked: 0, dominant: {key: 'tenant:42', share: 0.93}});
+      expect(m.get('b')).toBeUndefined(); // read: 40 of 150 is no majority
+      expect(spy.mock.calls.map(([t]) => t).sort()).toEqual(['a', 'b']);
+      // Without the backlog (a caller of before): no keys read.
+      expect((await flow.flowStates()).get('a')).toEqual({breaker: 'closed', paused: true, parked: 0});
+    });
+
+    it('reads a type again only after KEYS_REFRESH_MS, in the background, showing the previous read meanwhile', async () => {
+      let n = 600;
+      const {flow, spy, advance} = setup(async () => report('k', n));
+      expect((await flow.flowStates(backlog([['a', 1000]]))).get('a')?.dominant).toEqual({key: 'k', share: 0.6});
+      n = 100;
+      advance(KEYS_REFRESH_MS - 1);
+      await flow.flowStates(backlog([['a', 1000]]));
+      expect(spy).toHaveBeenCalledTimes(1);
+      advance(1);
+      // Stale: read again, but this refresh shows the previous read.
+      expect((await flow.flowStates(backlog([['a', 1000]]))).get('a')?.dominant).toEqual({key: 'k', share: 0.6});
+      expect(spy).toHaveBeenCalledTimes(2);
+      await new Promise((r) => setTimeout(r, 0));
+      expect((await flow.flowStates(backlog([['a', 1000]]))).get('a')?.dominant).toBeUndefined();
+    });
+
+    it('reads at most KEYS_TYPES types, the largest backlogs; a failed read shows none and the flow states still come', async () => {
+      const {flow, spy} = setup(async (type) => {
+        if (type === 't_0') throw new Error('lock wait timeout');
+        return report('k', 10_000);
+      });
+      const m = await flow.flowStates(backlog(Array.from({length: KEYS_TYPES + 5}, (_, i): [string, number] => [`t_${i}`, 10_000 - i])));
+      expect(spy).toHaveBeenCalledTimes(KEYS_TYPES);
+      expect(m.get('t_0')).toBeUndefined();
+      expect(m.get('t_1')?.dominant).toEqual({key: 'k', share: 1});
+      expect(m.get(`t_${KEYS_TYPES}`)).toBeUndefined();
+      expect(m.get('a')).toEqual({breaker: 'closed', paused: true, parked: 0});
+    });
   });
 });

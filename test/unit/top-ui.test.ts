@@ -5,7 +5,7 @@ import type {TopSnapshot, TopState, TopTypeRow} from '../../src/core/inspect/top
 import {PAUSE_UNAVAILABLE} from '../../src/core/inspect/top.js';
 import {TopApp} from '../../src/ui/top/app.js';
 import {initialUi, reduceKey, reduceKeys, splitKeys, type KeyContext} from '../../src/ui/top/keymap.js';
-import {binned, headerLines, sparkline, sparkSpanMs, typeTableLines} from '../../src/ui/top/layout.js';
+import {binned, headerLines, HELP_LINES, sparkline, sparkSpanMs, typeTableLines} from '../../src/ui/top/layout.js';
 import {parseSort, sortRows} from '../../src/core/inspect/top-sort.js';
 import {taskDetailLines, taskListLines} from '../../src/ui/top/layout-drill.js';
 import {AxError} from '../../src/core/errors.js';
@@ -26,6 +26,7 @@ const typeRow = (type: string, o: Partial<TopTypeRow> = {}): TopTypeRow => ({
   breaker: null,
   paused: null,
   oldestDueMs: null,
+  dominantKey: null,
   ...o,
 });
 
@@ -241,6 +242,21 @@ describe('layout at fixed widths', () => {
     expect(two).toMatch(/^STALE: no data since 11:58:07 UTC/);
     expect(two).not.toContain('alert ok');
     expect(headerLines(s, 200, 1000)[1]).toMatch(/alert —$/);
+  });
+
+  it('a type whose backlog one task key holds is marked with the share and the key, the key made printable', () => {
+    const [, plain, marked, evil] = typeTableLines(
+      [
+        typeRow('mail_send'),
+        typeRow('order_notify', {due: 1000, dominantKey: {key: 'tenant:42', share: 0.934}}),
+        typeRow('report_build', {due: 500, dominantKey: {key: 'x\u001b[2J\u202e', share: 1}}),
+      ],
+      100,
+    );
+    expect(plain).toMatch(/^mail_send\s/);
+    expect(marked).toMatch(/^order_notify !93% tenant:42\s/);
+    expect(evil).toMatch(/^report_build !100% x\uFFFD\[2J\uFFFD\s/);
+    expect(HELP_LINES.join('\n')).toContain('!93% tenant:42');
   });
 
   it('PARKED is a column of its own, "—" when the registry was not read', () => {
@@ -526,6 +542,7 @@ function task(type: string, id: string): TaskRecord {
     leaseUntil: null,
     fence: 1,
     dedupKey: null,
+    key: null,
     lastError: 'boom\u001B[31m red',
   } as unknown as TaskRecord;
 }

@@ -34,6 +34,7 @@ export function createTopAdmin(s: AdminSession): TopAdmin {
   const flow = topFlowControl({
     report: async () => (await s.store()).typesReport({liveMs: FLOW_LIVE_MS}),
     withAdmin: (_operator, fn) => fn(types),
+    keys: {read: async (type) => (await s.store()).typeKeys({type, limit: 1}), now: () => s.ctx.clock.now()},
   });
   return {
     async connect() {

@@ -39,6 +39,11 @@ export interface FlowState {
   paused: boolean | null;
   /** Waiting tasks held back (parked: paused, breaker, no handler, a limit), all kinds together. */
   parked: number | null;
+  /**
+   * The task key that holds most of the type's backlog (core/types/keys.ts dominantKey), when the
+   * keys were read (types with a backlog of at least DOMINANT_MIN_BACKLOG); absent or null: none.
+   */
+  dominant?: {key: string; share: number} | null;
 }
 
 /**
@@ -47,8 +52,11 @@ export interface FlowState {
  * breaker and paused and says pause is not available.
  */
 export interface FlowControl {
-  /** Breaker, pause and parked count per type; a type not listed is closed, not paused, none parked. */
-  flowStates(): Promise<Map<string, FlowState>>;
+  /**
+   * Breaker, pause and parked count per type; a type not listed is closed, not paused, none parked.
+   * With the read's backlog, also the dominant key of the types whose backlog is large enough.
+   */
+  flowStates(backlog?: BacklogReport): Promise<Map<string, FlowState>>;
   /** Pauses or resumes a type as `operator` (audited); resolves with what to tell the operator. */
   setPaused(p: {type: string; paused: boolean; operator: string}): Promise<string>;
 }
@@ -106,7 +114,7 @@ export async function readTop(store: TopStore, o: TopReadOptions): Promise<TopRe
           type: o.errorsType!,
           groups: groupBySignature(await store.failureGroups({since: new Date(at.getTime() - ERRORS_WINDOW_MS), type: o.errorsType!})),
         })),
-    o.flow === undefined ? null : part('flow control', () => o.flow!.flowStates()),
+    o.flow === undefined ? null : part('flow control', () => o.flow!.flowStates(backlog ?? undefined)),
   ]);
   return {backlog, workers, submitted, errors, flow, failures};
 }
@@ -139,6 +147,8 @@ export interface TopTypeRow {
   paused: FlowState['paused'];
   /** Age of the oldest due task (ms), null when none is due. */
   oldestDueMs: number | null;
+  /** A task key holding most of the backlog (≥ 50 % of ≥ 100 waiting: core/types/keys.ts); null: none, or not read. */
+  dominantKey: {key: string; share: number} | null;
 }
 
 export interface TopSnapshot {
@@ -213,6 +223,7 @@ export function buildSnapshot(r: TopReading, history: readonly TopSample[], cell
       breaker: flow?.breaker ?? null,
       paused: flow?.paused ?? null,
       oldestDueMs: b?.oldestDueAt && nowMs !== null ? Math.max(0, nowMs - b.oldestDueAt.getTime()) : null,
+      dominantKey: flow?.dominant ?? null,
     };
   });
   const sum = (k: 'due' | 'delayed' | 'running' | 'dead'): number => (r.backlog?.rows ?? []).reduce((n, x) => n + x[k], 0);

@@ -9,6 +9,7 @@ import {historySpanMs} from '../../core/inspect/top-history.js';
 import {HISTORY_MS, type TopSample, type TopSnapshot, type TopTypeRow} from '../../core/inspect/top.js';
 import {sortLabel, type SortColumn, type TopSort} from '../../core/inspect/top-sort.js';
 import {BACKLOG_GROWING_MS, BACKLOG_P1, BACKLOG_P2} from '../../core/thresholds.js';
+import {sharePct} from '../../core/types/keys.js';
 
 /** The narrowest terminal `ax top` draws in. */
 export const MIN_WIDTH = 60;
@@ -136,6 +137,15 @@ const DROP_ORDER = ['PAUSE', 'BRK', 'DELAY', 'P95', 'RUN'];
 const MIN_TYPE_WIDTH = 14;
 
 /**
+ * A type's name in the table, with "!93% tenant:42" after it when one task key holds most of its
+ * backlog (TopTypeRow.dominantKey). The key comes from a producer: the table clips it (printable).
+ */
+export function typeLabel(r: TopTypeRow): string {
+  const d = r.dominantKey;
+  return d === null ? r.type : `${r.type} !${sharePct(d.share).replace(' ', '')} ${d.key}`;
+}
+
+/**
  * The per-type table: a header line and one line per row, at most `width − 2` wide (the views put
  * a selection mark in front). Narrow terminals lose the PAUSE, BRK, DELAY, P95 and RUN columns
  * first. The head marks the sorted column with ↓ or ↑ (`sort`; none: the table is not sorted).
@@ -155,7 +165,7 @@ export function typeTableLines(rows: readonly TopTypeRow[], width: number, sort?
     ),
     ...rows.map((r) =>
       line(
-        r.type,
+        typeLabel(r),
         cols.map((c) => clip(c.cell(r), c.width)),
       ),
     ),
@@ -198,5 +208,6 @@ export const HELP_LINES = [
   'RATE/s attempts per second · FAIL failed or dead share · P95 attempt duration',
   "(local queue wait included; over the workers' last heartbeat interval)",
   'BRK breaker: ok (closed), OPEN, half (half-open) · PAUSE paused (— registry not read)',
+  'TYPE !93% tenant:42: one task key holds that share of the backlog (ax types show <type>)',
   `Alert: P1 due > ${formatCount(BACKLOG_P1)} · P2 due > ${formatCount(BACKLOG_P2)} and growing for ${formatDuration(BACKLOG_GROWING_MS)}`,
 ];
