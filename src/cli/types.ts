@@ -1,5 +1,5 @@
 /** What the `ax types` commands share: the JSON shape, the table and the parsing of --rate. */
-import {iso, table, when} from './render.js';
+import {iso, printable, table, when} from './render.js';
 import type {TypeLimits, TypeView} from '../core/types/admin.js';
 import {rateText} from '../core/flow/limits.js';
 import {invalid} from '../core/errors.js';
@@ -36,6 +36,9 @@ const limitsText = (t: TypeView): string => {
   const parts = [
     ...(t.limits.maxRunning === null ? [] : [`max-running=${t.limits.maxRunning}`]),
     ...(t.limits.rate === null ? [] : [`rate=${rateText(t.limits.rate)}`]),
+    ...(t.limits.maxRunningPerKey === null ? [] : [`max-running-per-key=${t.limits.maxRunningPerKey}`]),
+    ...(t.limits.ratePerKey === null ? [] : [`rate-per-key=${rateText(t.limits.ratePerKey)}`]),
+    ...(t.limits.fair ? ['fair'] : []),
   ];
   return parts.length === 0 ? '-' : parts.join(' ');
 };
@@ -44,7 +47,13 @@ const limitsText = (t: TypeView): string => {
 export function limitsLine(l: TypeLimits): string {
   const cap = l.maxRunning === null ? 'no max running' : `at most ${l.maxRunning} running across all workers`;
   const rate = l.rate === null ? 'no rate limit' : `at most ${rateText(l.rate)} across all workers`;
-  return `${cap}; ${rate}`;
+  const perKey = [
+    ...(l.maxRunningPerKey === null ? [] : [`at most ${l.maxRunningPerKey} running per key`]),
+    ...(l.ratePerKey === null ? [] : [`at most ${rateText(l.ratePerKey)} per key`]),
+  ];
+  const weights = Object.entries(l.keyWeights).map(([k, w]) => `${printable(k)}=${w}`);
+  const fair = l.fair ? `fair across keys${weights.length > 0 ? ` (weights ${weights.join(', ')})` : ''}` : 'first in, first out';
+  return [cap, rate, ...perKey, fair].join('; ');
 }
 
 /** The `ax types list` table. */

@@ -73,7 +73,7 @@ export interface AxEventMap {
   'task:parked': {
     id: string;
     type: string;
-    parked: 'paused' | 'breaker' | 'unhandled' | 'capped' | 'rate' | null;
+    parked: 'paused' | 'breaker' | 'unhandled' | 'capped' | 'rate' | 'key-capped' | 'key-rate' | null;
     reason: string;
     delayMs: number;
     claimed: boolean;

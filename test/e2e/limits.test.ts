@@ -9,19 +9,17 @@ import type {AxClient} from '../../src/core/client.js';
 import {eventually, type TestEnv} from '../helpers/env.js';
 import {createProcessTestEnv, logLines, type ProcessTestEnv} from '../helpers/processes.js';
 import {runCli, ROOT, type Spawned} from '../helpers/spawn.js';
+import {maxConcurrent} from '../helpers/history.js';
 
-/** The most intervals open at once; an interval ending at t is closed before one starting at t. */
-function maxConcurrent(spans: Array<{start: number; end: number}>): number {
-  const points = spans.flatMap((s) => [
-    [s.start, 1],
-    [s.end, -1],
-  ]);
-  points.sort((a, b) => a[0]! - b[0]! || a[1]! - b[1]!);
-  let now = 0;
-  let max = 0;
-  for (const [, d] of points) max = Math.max(max, (now += d!));
-  return max;
-}
+/** A type's limits as shown, with no per-key limit and no fair dispatch. */
+const limits = (maxRunning: number | null, rate: number | null) => ({
+  maxRunning,
+  rate,
+  maxRunningPerKey: null,
+  ratePerKey: null,
+  fair: false,
+  keyWeights: {},
+});
 
 describe('cluster-wide limits per type (3 worker processes)', () => {
   let fx: ProcessTestEnv;
@@ -70,7 +68,7 @@ describe('cluster-wide limits per type (3 worker processes)', () => {
       stderr: expect.stringMatching(/type/),
     });
     const shown = await ax(['types', 'show', 'test_sleep', '--json']);
-    expect(shown.json.limits).toEqual({maxRunning: null, rate: null});
+    expect(shown.json.limits).toEqual(limits(null, null));
     expect(await count("SELECT COUNT(*) AS n FROM admin_audit WHERE command = 'types set'")).toBe(0);
     expect(await count("SELECT COUNT(*) AS n FROM task_type_history WHERE event = 'settings'")).toBe(0);
     // The SDK: the same checks, the same calls.
@@ -78,22 +76,22 @@ describe('cluster-wide limits per type (3 worker processes)', () => {
       await expect(client.types.set('test_sleep', bad), JSON.stringify(bad)).rejects.toMatchObject({code: 'invalid_input'});
     expect(await count("SELECT COUNT(*) AS n FROM admin_audit WHERE command = 'types set'")).toBe(0);
     const set = await client.types.set('test_fail', {maxRunning: 3, rate: '30/m'});
-    expect(set.limits).toEqual({maxRunning: 3, rate: 0.5});
-    expect((await client.types.show('test_fail')).limits).toEqual({maxRunning: 3, rate: 0.5});
-    expect((await client.types.set('test_fail', {rate: null})).limits).toEqual({maxRunning: 3, rate: null});
-    expect((await client.types.set('test_fail', {maxRunning: 'none'})).limits).toEqual({maxRunning: null, rate: null});
+    expect(set.limits).toEqual(limits(3, 0.5));
+    expect((await client.types.show('test_fail')).limits).toEqual(limits(3, 0.5));
+    expect((await client.types.set('test_fail', {rate: null})).limits).toEqual(limits(3, null));
+    expect((await client.types.set('test_fail', {maxRunning: 'none'})).limits).toEqual(limits(null, null));
     expect(await count("SELECT COUNT(*) AS n FROM admin_audit WHERE command = 'types set'")).toBe(3);
     // A type no worker has registered yet: settings ahead of a deploy, and the output says so.
     const ahead = await ax(['types', 'set', 'nobody_knows', '--max-running', '5']);
     expect(ahead).toMatchObject({code: 0, stdout: expect.stringMatching(/no worker, task or operator has used this type yet/)});
-    expect((await client.types.show('nobody_knows')).limits).toEqual({maxRunning: 5, rate: null});
+    expect((await client.types.show('nobody_knows')).limits).toEqual(limits(5, null));
     expect(await count("SELECT COUNT(*) AS n FROM admin_audit WHERE command = 'types set'")).toBe(4);
   });
 
   it('--max-running 20 with slow handlers: never more than 20 running across the workers, the cap used', {timeout: 90_000}, async () => {
     const set = await ax(['types', 'set', 'test_sleep', '--max-running', '20', '--json']);
     expect(set.code).toBe(0);
-    expect(set.json.limits).toEqual({maxRunning: 20, rate: null});
+    expect(set.json.limits).toEqual(limits(20, null));
     await inEffect('test_sleep', 'maxRunning', 20);
     const n = 200;
     const ids = await Promise.all(Array.from({length: n}, (_, i) => client.submit({type: 'test_sleep', payload: {i, ms: 400}})));
@@ -123,13 +121,13 @@ describe('cluster-wide limits per type (3 worker processes)', () => {
     const list = await ax(['types', 'list']);
     expect(list.stdout).toMatch(/test_sleep .* max-running=20/);
     const cleared = await ax(['types', 'set', 'test_sleep', '--max-running', 'none', '--json']);
-    expect(cleared.json.limits).toEqual({maxRunning: null, rate: null});
+    expect(cleared.json.limits).toEqual(limits(null, null));
   });
 
   it('--rate 100/s over 30 s of backlog with 3 workers: within ± 10 % over the steady window', {timeout: 120_000}, async () => {
     const set = await ax(['types', 'set', 'test_noop', '--rate', '100/s', '--json']);
     expect(set.code).toBe(0);
-    expect(set.json.limits).toEqual({maxRunning: null, rate: 100});
+    expect(set.json.limits).toEqual(limits(null, 100));
     await inEffect('test_noop', 'rate', 100);
     const n = 3000;
     const ids = await Promise.all(Array.from({length: n}, (_, i) => client.submit({type: 'test_noop', payload: {i}})));
@@ -179,7 +177,7 @@ describe('cluster-wide limits per type (3 worker processes)', () => {
       );
       const cleared = await ax(['types', 'set', 'test_noop', '--rate', 'none', '--json']);
       expect(cleared.code).toBe(0);
-      expect(cleared.json.limits).toEqual({maxRunning: null, rate: null});
+      expect(cleared.json.limits).toEqual(limits(null, null));
       expect(cleared.json.released).toBeGreaterThanOrEqual(n - 3);
       // Released: none waits for a slot any more, every one still waiting is due now (at the old
       // rate the last slot was ~20 s ahead). A worker whose snapshot still has the rate defers

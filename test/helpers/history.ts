@@ -12,3 +12,16 @@ export const ATTEMPT_STARTS = `(
     UNION ALL
     SELECT t.id, t.attempt, t.started_at, t.worker FROM tasks t WHERE t.state = 'running' AND t.started_at IS NOT NULL
   )`;
+
+/** The most intervals open at once; an interval ending at t is closed before one starting at t. */
+export function maxConcurrent(spans: Array<{start: number; end: number}>): number {
+  const points = spans.flatMap((s) => [
+    [s.start, 1],
+    [s.end, -1],
+  ]);
+  points.sort((a, b) => a[0]! - b[0]! || a[1]! - b[1]!);
+  let now = 0;
+  let max = 0;
+  for (const [, d] of points) max = Math.max(max, (now += d!));
+  return max;
+}

@@ -14,7 +14,8 @@ import {
 } from '../../src/core/flow/limits.js';
 import {fakeClock} from '../helpers/clock.js';
 
-const tasks = (n: number, prepaid = false, from = 0) => Array.from({length: n}, (_, i) => ({id: `t${from + i}`, prepaid}));
+const tasks = (n: number, paid = false, from = 0) =>
+  Array.from({length: n}, (_, i) => ({id: `t${from + i}`, prepaid: paid ? ('rate' as const) : null}));
 
 describe('limit settings', () => {
   it('parses --max-running: a whole number >= 1, or none; anything else is invalid_input', () => {
@@ -94,8 +95,8 @@ describe('rate (token bucket, fake clock)', () => {
     const rate = 100;
     let bucket: Bucket | null = null;
     const started: number[] = [];
-    const waiting = new Map<string, {at: number; prepaid: boolean}>();
-    for (let i = 0; i < 5000; i++) waiting.set(`t${i}`, {at: 0, prepaid: false});
+    const waiting = new Map<string, {at: number; prepaid: 'rate' | null}>();
+    for (let i = 0; i < 5000; i++) waiting.set(`t${i}`, {at: 0, prepaid: null});
     // Every 50 ms each worker claims up to 100 due tasks (the scheduler rang them), in turn.
     for (let tick = 0; tick < 600; tick++) {
       for (let w = 0; w < 3; w++) {
@@ -112,7 +113,7 @@ describe('rate (token bucket, fake clock)', () => {
           waiting.delete(id);
           started.push(clock.now());
         }
-        for (const x of d.deferred) waiting.set(x.id, {at: clock.now() + x.delayMs, prepaid: true});
+        for (const x of d.deferred) waiting.set(x.id, {at: clock.now() + x.delayMs, prepaid: 'rate'});
       }
       clock.advance(50);
     }

@@ -5,7 +5,7 @@ import type {BreakerSettings} from '../../core/flow/breaker.js';
 import type {BreakerInput} from '../../core/flow/settings.js';
 import {validateTypeName} from '../../core/task/validate.js';
 import {invalid} from '../../core/errors.js';
-import {parseMaxRunning, parseRate} from '../../core/flow/limits.js';
+import {parseKeyWeightFlags, parseMaxRunning, parseRate} from '../../core/flow/limits.js';
 import type {TypeLimits, TypeSetInput} from '../../core/types/admin.js';
 
 export interface TypesSetResult {
@@ -26,6 +26,8 @@ export default class TypesSet extends AxCommand {
 
 --max-running N: never more than N attempts of the type running across all workers; a claim takes only what fits, the rest waits in storage (parked "capped", no attempt used) and is looked at again in waves of N every 250 ms. --rate N/s (or N/m, N/h): at most that many claims of the type per second across all workers, a token bucket in MySQL holding one second of burst; tasks over it wait in storage (parked "rate") until the slot reserved for them. "none" clears a limit; the tasks waiting for a limit that changes are made due at once.
 
+Per task key (tasks submitted with a key, e.g. tenant:42; tasks without one are not counted): --max-running-per-key N never more than N attempts with the same key running across all workers (the rest waits in storage, parked "key-capped"); --rate-per-key N/s a token bucket per key, like --rate (parked "key-rate"). --fair: the type's due keyed tasks are claimed round-robin across keys — each doorbell is a permit for the next key's turn — so one key's flood does not hold back the others; --key-weight KEY=W (repeatable, W 1-100, "none" back to 1) gives a key W tasks per turn. --no-fair goes back to first in, first out.
+
 A type no worker has registered yet is accepted (limits and breaker set ahead of a deploy): the output says so. --breaker-off closes an open breaker at once and its parked tasks are due at once.
 
 Exit codes: 2 malformed type name or value, 5 MySQL unavailable.`;
@@ -39,6 +41,11 @@ Exit codes: 2 malformed type name or value, 5 MySQL unavailable.`;
     {description: 'At most 20 running at once, cluster-wide', command: '<%= config.bin %> types set partner_sync --max-running 20'},
     {description: 'At most 100 per second, cluster-wide', command: '<%= config.bin %> types set sms_send --rate 100/s'},
     {description: 'No rate limit any more', command: '<%= config.bin %> types set sms_send --rate none'},
+    {
+      description: 'Tenants share the type fairly, at most 2 running per tenant',
+      command: '<%= config.bin %> types set order_notify --fair --max-running-per-key 2',
+    },
+    {description: 'Tenant 42 gets 3 tasks per turn', command: '<%= config.bin %> types set order_notify --key-weight tenant:42=3'},
   ];
   static override args = {type: Args.string({description: 'task type (domain_action)', required: true, ignoreStdin: true})};
   static override flags = {
@@ -54,6 +61,13 @@ Exit codes: 2 malformed type name or value, 5 MySQL unavailable.`;
     defaults: Flags.boolean({description: 'drop every breaker override first'}),
     'max-running': Flags.string({description: 'most attempts of the type running at once across all workers (N >= 1, or none)'}),
     rate: Flags.string({description: 'most claims of the type per second across all workers: N/s, N/m, N/h (N > 0), or none'}),
+    'max-running-per-key': Flags.string({description: 'most attempts with the same task key running at once (N >= 1, or none)'}),
+    'rate-per-key': Flags.string({description: 'most claims per second per task key: N/s, N/m, N/h (N > 0), or none'}),
+    fair: Flags.boolean({description: 'claim due keyed tasks round-robin across keys', allowNo: true}),
+    'key-weight': Flags.string({
+      description: 'KEY=W: the key takes W tasks per fair turn (1-100, or KEY=none); repeatable',
+      multiple: true,
+    }),
   };
 
   async run(): Promise<TypesSetResult> {
@@ -70,12 +84,19 @@ Exit codes: 2 malformed type name or value, 5 MySQL unavailable.`;
     if (flags['breaker-close-after'] !== undefined) b.closeAfter = flags['breaker-close-after'];
     if (flags['breaker-off']) b.enabled = false;
     if (flags['breaker-on']) b.enabled = true;
-    const limits: Pick<TypeSetInput, 'maxRunning' | 'rate'> = {};
+    const limits: Omit<TypeSetInput, 'breaker' | 'reset'> = {};
     // Checked here too, so a bad value is refused before the database is opened.
     if (flags['max-running'] !== undefined) limits.maxRunning = parseMaxRunning(flags['max-running']);
     if (flags.rate !== undefined) limits.rate = parseRate(flags.rate);
+    if (flags['max-running-per-key'] !== undefined)
+      limits.maxRunningPerKey = parseMaxRunning(flags['max-running-per-key'], 'max running per key');
+    if (flags['rate-per-key'] !== undefined) limits.ratePerKey = parseRate(flags['rate-per-key'], 'rate per key');
+    if (flags.fair !== undefined) limits.fair = flags.fair;
+    if (flags['key-weight'] !== undefined) limits.keyWeights = parseKeyWeightFlags(flags['key-weight']);
     if (Object.keys(b).length === 0 && Object.keys(limits).length === 0 && !flags.defaults)
-      throw invalid('nothing to set: give --max-running, --rate, a --breaker-… flag or --defaults');
+      throw invalid(
+        'nothing to set: give --max-running, --rate, --max-running-per-key, --rate-per-key, --fair, --key-weight, a --breaker-… flag or --defaults',
+      );
     // No RabbitMQ needed: tasks a changed limit releases are due and unpublished, the scheduler rings them.
     const r = await admin.types.set(type, {breaker: b, reset: flags.defaults, ...limits});
     if (!this.jsonEnabled()) {

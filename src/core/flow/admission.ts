@@ -47,6 +47,8 @@ export interface FlowSnapshot {
   limited: ReadonlySet<string>;
   /** Limited types and those whose breaker is not closed: their claims lock the registry row (lockedAmong). */
   locked: ReadonlySet<string>;
+  /** Types with fair dispatch (a subset of `limited`): their keyed doorbells are permits (core/flow/fair.ts). */
+  fair: ReadonlySet<string>;
 }
 
 export const EMPTY_SNAPSHOT: FlowSnapshot = {
@@ -56,6 +58,7 @@ export const EMPTY_SNAPSHOT: FlowSnapshot = {
   handlers: new Map(),
   limited: new Set(),
   locked: new Set(),
+  fair: new Set(),
 };
 
 export function snapshotOf(v: FlowView): FlowSnapshot {
@@ -67,6 +70,7 @@ export function snapshotOf(v: FlowView): FlowSnapshot {
     handlers: new Map(Object.entries(v.handlers).map(([t, ids]) => [t, ids.length])),
     limited,
     locked: new Set([...limited, ...v.types.filter((t) => t.breaker.state !== 'closed').map((t) => t.type)]),
+    fair: new Set(v.types.filter((t) => limitsOf(t.settings).fair === true).map((t) => t.type)),
   };
 }
 

@@ -115,8 +115,16 @@ export class FlowGate {
     for (const type of new Set([...before.limited, ...this.snap.limited])) {
       const was = limitsOf(before.types.get(type)?.settings);
       const now = limitsOf(this.snap.types.get(type)?.settings);
-      if (was.maxRunning !== now.maxRunning || was.rate !== now.rate)
-        this.o.logger.info('type limits in effect', {type, maxRunning: now.maxRunning ?? null, rate: now.rate ?? null});
+      if (JSON.stringify(was) !== JSON.stringify(now))
+        this.o.logger.info('type limits in effect', {
+          type,
+          maxRunning: now.maxRunning ?? null,
+          rate: now.rate ?? null,
+          maxRunningPerKey: now.maxRunningPerKey ?? null,
+          ratePerKey: now.ratePerKey ?? null,
+          fair: now.fair === true,
+          keyWeights: now.keyWeights ?? {},
+        });
     }
     this.versions++;
     for (const f of this.refreshed) f();
@@ -163,6 +171,14 @@ export class FlowGate {
   /** The types of a claim batch whose registry rows the claim locks for update (see lockedAmong); undefined when none. */
   locked(tasks: Iterable<{type: string}>): string[] | undefined {
     return lockedAmong(this.snap, tasks);
+  }
+
+  /** The fair types among a claim batch's (their doorbells are permits: TasksClaimParams.fairTypes); undefined when none. */
+  fair(tasks: Iterable<{type: string}>): string[] | undefined {
+    if (this.snap.fair.size === 0) return undefined;
+    const out = new Set<string>();
+    for (const {type} of tasks) if (this.snap.fair.has(type)) out.add(type);
+    return out.size === 0 ? undefined : [...out];
   }
 
   /** The check before a claim, from the snapshot (see admit in admission.ts). */

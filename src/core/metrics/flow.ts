@@ -16,7 +16,7 @@ import type {MetricsRegistry} from './registry.js';
 export const BREAKER_STATES: ReadonlyArray<TypeRecord['breaker']['state']> = ['closed', 'open', 'half_open'];
 /** The report's live-handlers window; these gauges do not use the handlers. */
 const HANDLERS_LIVE_MS = 15_000;
-const PARKED_KINDS: readonly ParkedKind[] = ['paused', 'breaker', 'unhandled', 'capped', 'rate'];
+const PARKED_KINDS: readonly ParkedKind[] = ['paused', 'breaker', 'unhandled', 'capped', 'rate', 'key-capped', 'key-rate'];
 
 /** Registers the gauges and returns their reader for `CellMetricsOptions.extra`. */
 export function flowGauges(metrics: MetricsRegistry, store: Pick<FlowStore, 'typesReport'>): () => Promise<void> {

@@ -120,6 +120,10 @@ export interface TypeSetInput {
   reset?: boolean;
   maxRunning?: LimitsInput['maxRunning'];
   rate?: LimitsInput['rate'];
+  maxRunningPerKey?: LimitsInput['maxRunningPerKey'];
+  ratePerKey?: LimitsInput['ratePerKey'];
+  fair?: LimitsInput['fair'];
+  keyWeights?: LimitsInput['keyWeights'];
 }
 
 export interface TypeSetResult {
@@ -137,11 +141,26 @@ export interface TypeSetResult {
 export interface TypeLimits {
   maxRunning: number | null;
   rate: number | null;
+  /** Most attempts running per task key (null: no limit). */
+  maxRunningPerKey: number | null;
+  /** Claims per second per task key (null: no limit). */
+  ratePerKey: number | null;
+  /** Fair dispatch: due tasks claimed round-robin across keys. */
+  fair: boolean;
+  /** Fair dispatch's weights (keys absent: 1). */
+  keyWeights: Record<string, number>;
 }
 
 const limitsView = (settings: Record<string, unknown> | undefined): TypeLimits => {
   const l = limitsOf(settings);
-  return {maxRunning: l.maxRunning ?? null, rate: l.rate ?? null};
+  return {
+    maxRunning: l.maxRunning ?? null,
+    rate: l.rate ?? null,
+    maxRunningPerKey: l.maxRunningPerKey ?? null,
+    ratePerKey: l.ratePerKey ?? null,
+    fair: l.fair === true,
+    keyWeights: l.keyWeights ?? {},
+  };
 };
 
 /** The window of failureRate1m and rate1m: outcomeCounts reads the seconds of it from idx_type_outcomes_second. */
@@ -219,11 +238,14 @@ export function createTypesAdmin(o: TypesAdminOptions): TypesAdmin {
       const limits = mergeLimits(before, {
         ...(input.maxRunning !== undefined ? {maxRunning: input.maxRunning} : {}),
         ...(input.rate !== undefined ? {rate: input.rate} : {}),
+        ...(input.maxRunningPerKey !== undefined ? {maxRunningPerKey: input.maxRunningPerKey} : {}),
+        ...(input.ratePerKey !== undefined ? {ratePerKey: input.ratePerKey} : {}),
+        ...(input.fair !== undefined ? {fair: input.fair} : {}),
+        ...(input.keyWeights !== undefined ? {keyWeights: input.keyWeights} : {}),
       });
       const settings: Record<string, unknown> = {...current, breaker};
       if (Object.keys(breaker).length === 0) delete settings.breaker;
-      delete settings.maxRunning;
-      delete settings.rate;
+      for (const k of ['maxRunning', 'rate', 'maxRunningPerKey', 'ratePerKey', 'fair', 'keyWeights']) delete settings[k];
       Object.assign(settings, limits);
       const operator = o.operator();
       const r = await o.store.typeSetSettings({
@@ -238,6 +260,8 @@ export function createTypesAdmin(o: TypesAdminOptions): TypesAdmin {
       const kinds: ParkedKind[] = [
         ...(limits.rate !== before.rate ? (['rate'] as const) : []),
         ...(limits.maxRunning !== before.maxRunning ? (['capped'] as const) : []),
+        ...(limits.maxRunningPerKey !== before.maxRunningPerKey ? (['key-capped'] as const) : []),
+        ...(limits.ratePerKey !== before.ratePerKey ? (['key-rate'] as const) : []),
       ];
       // A breaker turned off closes now (not at the next worker's evaluation) and lets its parked tasks go.
       if (!breakerSettings(r.settings).enabled) {

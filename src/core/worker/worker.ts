@@ -332,6 +332,7 @@ export class Worker implements Service {
     if (byId.size === 0) return;
     // Pause, breaker and limits are decided again in the claim's transaction, from the types' rows.
     const lockTypes = this.gate.locked(batch);
+    const fairTypes = this.gate.fair(batch);
     // A refresh during the claim (a pause, an opening) may refuse what the claim took: dispatch re-checks then.
     const seen = this.gate.version;
     const result = await this.retrying('claim', byId.size, () =>
@@ -341,18 +342,22 @@ export class Worker implements Service {
         leaseMs: this.o.leaseMs,
         admission: this.gate.admission,
         ...(lockTypes ? {lockTypes} : {}),
+        ...(fairTypes ? {fairTypes} : {}),
       }),
     );
     if (!result) return;
+    const handled = new Set<string>();
     for (const r of result.deferred ?? []) {
       this.parked.emit({id: r.id, type: r.type, parked: r.parked, reason: r.reason, delayMs: r.delayMs, claimed: false});
       // Never claimed: its lane's room comes back now (a lane that leaked it would stop this queue).
+      handled.add(r.id);
       for (const p of byId.get(r.id) ?? []) {
         p.d.ack();
         p.lane.done();
       }
     }
     for (const s of result.skipped) {
+      handled.add(s.id);
       for (const p of byId.get(s.id) ?? []) {
         p.lane.done();
         if (s.state === null) this.track(this.poison(p.d, `unknown task id ${s.id}`));
@@ -362,17 +367,28 @@ export class Worker implements Service {
         }
       }
     }
-    // Run in delivery order (FIFO), not in the claim's primary-key order.
+    // Run in delivery order (FIFO), not in the claim's primary-key order; a task fair dispatch took
+    // on another task's doorbell (via) runs in that doorbell's place.
     const order = new Map([...byId.keys()].map((id, i) => [id, i]));
-    const claimed = [...result.claimed].sort((a, b) => (order.get(a.id) ?? 0) - (order.get(b.id) ?? 0));
+    const at = (t: ClaimedTask): number => order.get(t.via ?? t.id) ?? 0;
+    const claimed = [...result.claimed].sort((a, b) => at(a) - at(b));
     for (const t of claimed) {
       this.ch.claimed.emit({id: t.id, type: t.type, attempt: t.attempt, pool: t.pool, lateMs: t.lateMs});
-      const parts = byId.get(t.id) ?? [];
-      if (parts.length > 1) this.events.emit('doorbell:duplicate', {id: t.id, type: t.type, extra: parts.length - 1});
+      const bell = t.via ?? t.id;
+      handled.add(bell);
+      const parts = byId.get(bell) ?? [];
+      if (parts.length > 1) this.events.emit('doorbell:duplicate', {id: bell, type: t.type, extra: parts.length - 1});
       for (const p of parts) p.d.ack();
       for (const p of parts.slice(1)) p.lane.done();
       this.dispatch(t, this.gate.version === seen ? parts[0]?.type : undefined, parts[0]?.lane);
     }
+    // Doorbells fair dispatch lent to a task it then deferred: their tasks stay due (the row decides).
+    for (const [id, parts] of byId)
+      if (!handled.has(id))
+        for (const p of parts) {
+          p.d.ack();
+          p.lane.done();
+        }
   }
 
   /**

@@ -6,6 +6,7 @@
  * Input is checked by the route's schema and then by the admin service: a bad request is a 400
  * and changes nothing.
  */
+import type {TypeSetInput} from '../../core/types/admin.js';
 import type {FastifyInstance} from 'fastify';
 import type {Admin} from '../../core/admin/service.js';
 import type {JsonObject} from '../../core/task/model.js';
@@ -246,14 +247,30 @@ export function registerActions(app: FastifyInstance, ctx: RouteContext): void {
           anyOf: [{type: 'number', exclusiveMinimum: 0}, {type: 'string', maxLength: 40}, {type: 'null'}],
           description: 'tasks per second, or text like "100/s"; null clears it',
         },
+        maxRunningPerKey: {type: 'integer', minimum: 1, nullable: true},
+        ratePerKey: {
+          anyOf: [{type: 'number', exclusiveMinimum: 0}, {type: 'string', maxLength: 40}, {type: 'null'}],
+          description: 'tasks per second per task key, or text like "5/s"; null clears it',
+        },
+        fair: {type: 'boolean', description: 'claim due keyed tasks round-robin across keys'},
+        keyWeights: {
+          type: 'object',
+          maxProperties: 1000,
+          additionalProperties: {anyOf: [{type: 'integer', minimum: 1, maximum: 100}, {type: 'null'}]},
+          description: "fair-dispatch weight per key (1-100); null drops a key's weight",
+        },
       }),
       response: {200: TYPE_RESULT},
     },
     async (req) => {
-      const b = (req.body ?? {}) as {maxRunning?: number | null; rate?: number | string | null};
+      const b = (req.body ?? {}) as TypeSetInput;
       return actor(ctx, req).types.set((req.params as {type: string}).type, {
         ...(b.maxRunning === undefined ? {} : {maxRunning: b.maxRunning}),
         ...(b.rate === undefined ? {} : {rate: b.rate}),
+        ...(b.maxRunningPerKey === undefined ? {} : {maxRunningPerKey: b.maxRunningPerKey}),
+        ...(b.ratePerKey === undefined ? {} : {ratePerKey: b.ratePerKey}),
+        ...(b.fair === undefined ? {} : {fair: b.fair}),
+        ...(b.keyWeights === undefined ? {} : {keyWeights: b.keyWeights}),
       });
     },
     'PATCH',

@@ -8,23 +8,38 @@
 import {TRANSITIONS} from '../../task/state.js';
 import {ADMISSION_DEFAULTS, flowDecision, type FlowState, probeEpisode} from '../../flow/admission.js';
 import {breakerSettings} from '../../flow/breaker.js';
-import {decideLimits, hasLimits, type LimitRefusal, limitsOf} from '../../flow/limits.js';
+import {type Bucket, CAP_RECHECK_MS, decideLimits, hasKeyLimits, hasLimits, type LimitRefusal, limitsOf} from '../../flow/limits.js';
 import type {TasksClaimParams, TypeRecord} from '../types.js';
 import {type Conn, type Db, exec, marks, type Row, select} from './db.js';
 import {type FencedRef, guardedWhere} from './guards.js';
 import {caseById} from './rows.js';
 import {parseSettings} from './flow.js';
+import {type FairPermit, fairSubstitute} from './fair-claim.js';
 
 /** A claimable, due row as the claim read it (fence before the claim). */
 export interface ClaimRow {
   id: string;
   type: string;
+  /** Its task key (null: none). */
+  key: string | null;
+  pool: string;
   fence: number;
-  /** Parked `rate`: its rate slot was reserved when it was deferred. */
-  prepaid: boolean;
+  /** Parked `rate` or `key-rate`: a slot of that bucket was reserved for it when it was deferred. */
+  prepaid: 'rate' | 'key-rate' | null;
 }
 
-export type FlowRefusal = Omit<LimitRefusal, 'parked'> & {parked: 'paused' | 'breaker' | 'capped' | 'rate'; type: string};
+export type FlowRefusal = Omit<LimitRefusal, 'parked'> & {parked: 'paused' | 'breaker' | LimitRefusal['parked']; type: string};
+
+/** What the flow step decided: the refused rows, and fair dispatch's swaps (see fair-claim.ts). */
+export interface AdmitResult {
+  refused: Map<string, FlowRefusal>;
+  /** Tasks fair dispatch claims that were not in the batch: locked rows, with the doorbell each came in on. */
+  picked: Array<{row: Row; via: string}>;
+  /** Batch tasks whose doorbell went to a picked task: not claimed, still due. */
+  swapped: Set<string>;
+  /** Stale doorbells (their task running or ended) that went to a picked task. */
+  usedStale: Set<string>;
+}
 
 /**
  * Running rows of `n` capped types (params: cell, the types). An index-only range of
@@ -35,7 +50,7 @@ export const runningCountSql = (n: number): string =>
   `SELECT type, COUNT(*) AS n FROM tasks WHERE cell = ? AND state = 'running' AND type IN (${marks(n)}) GROUP BY type ORDER BY NULL`;
 
 const SHARED_COLUMNS = 'type, paused, paused_by, paused_reason, settings, breaker_state, breaker_until, breaker_changed_at, NOW(3) AS now';
-const LOCKED_COLUMNS = `${SHARED_COLUMNS}, probe_episode, probes_used, rate_tokens, rate_at`;
+const LOCKED_COLUMNS = `${SHARED_COLUMNS}, probe_episode, probes_used, rate_tokens, rate_at, fair_key, fair_taken`;
 
 function flowStateOf(r: Row, settings: Record<string, unknown>): FlowState {
   return {
@@ -73,13 +88,16 @@ export async function admitClaim(
   db: Db,
   c: Conn,
   cell: string,
-  rows: readonly ClaimRow[],
+  rows: ClaimRow[],
   lockTypes: ReadonlySet<string>,
   o: TasksClaimParams['admission'],
-): Promise<Map<string, FlowRefusal>> {
+  permits: ReadonlyMap<string, readonly FairPermit[]> = new Map(),
+): Promise<AdmitResult> {
   const refused = new Map<string, FlowRefusal>();
-  const types = [...new Set(rows.map((r) => r.type))].sort();
-  if (types.length === 0) return refused;
+  const out: AdmitResult = {refused, picked: [], swapped: new Set(), usedStale: new Set()};
+  const types = [...new Set([...rows.map((r) => r.type), ...[...permits.keys()].filter((t) => lockTypes.has(t))])].sort();
+  if (types.length === 0) return out;
+  rows = [...rows];
   const locked = types.filter((t) => lockTypes.has(t));
   const shared = types.filter((t) => !lockTypes.has(t));
   const opts = {...ADMISSION_DEFAULTS, ...o};
@@ -101,7 +119,14 @@ export async function admitClaim(
     ))
       regs.push({r, locked: false});
 
-  const byKind: Record<FlowRefusal['parked'], Array<FencedRef & {delayMs: number}>> = {paused: [], breaker: [], capped: [], rate: []};
+  const byKind: Record<FlowRefusal['parked'], Array<FencedRef & {delayMs: number}>> = {
+    paused: [],
+    breaker: [],
+    capped: [],
+    rate: [],
+    'key-capped': [],
+    'key-rate': [],
+  };
   const refuse = (x: ClaimRow, why: Omit<FlowRefusal, 'type' | 'id'>): void => {
     refused.set(x.id, {...why, id: x.id, type: x.type});
     byKind[why.parked].push({id: x.id, fence: x.fence, delayMs: why.delayMs});
@@ -113,6 +138,17 @@ export async function admitClaim(
     const settings = parseSettings(r.settings as string | null);
     const state = flowStateOf(r, settings);
     const nowMs = (r.now as Date).getTime();
+    const l = limitsOf(settings);
+    // Fair dispatch, only while the type may run (else its doorbells are refused as they are).
+    const typePermits = permits.get(type);
+    if (isLocked && l.fair && typePermits && !state.paused && state.breaker.state === 'closed')
+      rows = await fair(db, c, cell, type, r, l, typePermits, rows, out, (x) =>
+        refuse(x, {
+          delayMs: CAP_RECHECK_MS,
+          parked: 'key-capped',
+          reason: 'not run: fair dispatch found no turn for its key (max running per key)',
+        }),
+      );
     const mine = rows.filter((x) => x.type === type);
     if (!state.paused && state.breaker.state === 'closed' && !isLocked) continue;
     // Probes: only a claim holding the row for update may spend them (it counts them on the row).
@@ -138,7 +174,6 @@ export async function admitClaim(
         cell,
         type,
       ]);
-    const l = limitsOf(settings);
     if (isLocked && hasLimits(l) && admitted.length > 0) limitsDue.push({r, mine: admitted, l});
   }
 
@@ -150,7 +185,9 @@ export async function admitClaim(
     const type = r.type as string;
     const bucket =
       r.rate_tokens === null || r.rate_at === null ? null : {tokens: Number(r.rate_tokens), atMs: (r.rate_at as Date).getTime()};
-    const d = decideLimits(mine, l, {running: running.get(type) ?? 0, bucket}, (r.now as Date).getTime());
+    const keys = hasKeyLimits(l) ? await keyState(db, c, cell, type, l, mine) : undefined;
+    const d = decideLimits(mine, l, {running: running.get(type) ?? 0, bucket, ...(keys ? {keys} : {})}, (r.now as Date).getTime());
+    if (d.keyBuckets) await keyBucketsStore(db, c, cell, type, d.keyBuckets);
     if (d.bucket)
       await exec(db, c, 'UPDATE task_types SET rate_tokens = ?, rate_at = ? WHERE cell = ? AND type = ?', [
         d.bucket.tokens,
@@ -181,5 +218,103 @@ export async function admitClaim(
     // The rows are locked by the claim's read: the guard cannot miss one.
     if (res.affectedRows !== refs.length) throw new Error(`claim flow step: deferred ${res.affectedRows} of ${refs.length} rows`);
   }
-  return refused;
+  return out;
+}
+
+/**
+ * Fair dispatch for one type (fair-claim.ts), per pool of its permits: returns the claim's rows
+ * with the batch tasks whose doorbell was lent taken out (recorded in `out.swapped`) and the
+ * picked ones added (`out.picked`); batch tasks left without a turn go to `deferUnused`.
+ */
+async function fair(
+  db: Db,
+  c: Conn,
+  cell: string,
+  type: string,
+  reg: Row,
+  l: ReturnType<typeof limitsOf>,
+  permits: readonly FairPermit[],
+  rows: ClaimRow[],
+  out: AdmitResult,
+  deferUnused: (x: ClaimRow) => void,
+): Promise<ClaimRow[]> {
+  for (const pool of [...new Set(permits.map((p) => p.pool))].sort()) {
+    const f = await fairSubstitute(
+      db,
+      c,
+      cell,
+      type,
+      pool,
+      reg,
+      l,
+      permits.filter((p) => p.pool === pool),
+    );
+    const gone = new Set([...f.leftDue, ...f.unused]);
+    for (const id of f.leftDue) out.swapped.add(id);
+    for (const id of f.usedStale) out.usedStale.add(id);
+    const unused = rows.filter((x) => f.unused.includes(x.id));
+    rows = rows.filter((x) => !gone.has(x.id));
+    for (const x of unused) deferUnused(x);
+    for (const p of f.picked) {
+      if (!p.row || p.via === null) continue;
+      out.picked.push({row: p.row, via: p.via});
+      rows.push({
+        id: p.id,
+        type,
+        key: (p.row.task_key as string | null) ?? null,
+        pool,
+        fence: Number(p.row.fence),
+        prepaid: p.row.parked === 'rate' || p.row.parked === 'key-rate' ? (p.row.parked as 'rate' | 'key-rate') : null,
+      });
+    }
+  }
+  return rows;
+}
+
+/**
+ * The per-key state of the keys among `mine` (a type with maxRunningPerKey or ratePerKey): the
+ * running count per key (index-only over idx_tasks_key) and the stored buckets, read for update
+ * (locking reads: they take no snapshot, see admitClaim).
+ */
+async function keyState(
+  db: Db,
+  c: Conn,
+  cell: string,
+  type: string,
+  l: ReturnType<typeof limitsOf>,
+  mine: readonly ClaimRow[],
+): Promise<{running: Map<string, number>; buckets: Map<string, Bucket>}> {
+  const keys = [...new Set(mine.flatMap((x) => (x.key === null ? [] : [x.key])))].sort();
+  const running = new Map<string, number>();
+  const buckets = new Map<string, Bucket>();
+  if (keys.length === 0) return {running, buckets};
+  if (l.maxRunningPerKey !== undefined)
+    for (const r of await select(
+      db,
+      c,
+      `SELECT task_key, COUNT(*) AS n FROM tasks WHERE cell = ? AND type = ? AND key_phase = 2 AND task_key IN (${marks(keys.length)}) GROUP BY task_key`,
+      [cell, type, ...keys],
+    ))
+      running.set(r.task_key as string, Number(r.n));
+  if (l.ratePerKey !== undefined)
+    for (const r of await select(
+      db,
+      c,
+      `SELECT task_key, tokens, at FROM task_key_buckets WHERE cell = ? AND type = ? AND task_key IN (${marks(keys.length)}) FOR UPDATE`,
+      [cell, type, ...keys],
+    ))
+      buckets.set(r.task_key as string, {tokens: Number(r.tokens), atMs: (r.at as Date).getTime()});
+  return {running, buckets};
+}
+
+/** Stores the key buckets a decision used (one multi-row upsert). */
+async function keyBucketsStore(db: Db, c: Conn, cell: string, type: string, b: ReadonlyMap<string, Bucket>): Promise<void> {
+  const entries = [...b].sort(([a], [z]) => (a < z ? -1 : a > z ? 1 : 0));
+  await exec(
+    db,
+    c,
+    `INSERT INTO task_key_buckets (cell, type, task_key, tokens, at) VALUES ${entries.map(() => '(?, ?, ?, ?, ?)').join(', ')}
+     ON DUPLICATE KEY UPDATE tokens = VALUES(tokens), at = VALUES(at)`,
+    entries.flatMap(([key, x]) => [cell, type, key, x.tokens, new Date(x.atMs)]),
+  );
 }

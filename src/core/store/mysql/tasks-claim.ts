@@ -1,22 +1,16 @@
 /** HotPathStore.tasksClaim on MySQL: the claim's locking read, its flow step (admit-claim.ts) and its guarded UPDATE. */
 import {TRANSITIONS, guardOf, type TaskState} from '../../task/state.js';
 import type {ClaimResult, ClaimedTask, TasksClaimParams} from '../types.js';
-import {type Db, type PoolConnection, type Row, exec, marks, select} from './db.js';
+import {type Db, type PoolConnection, type Row, exec, select} from './db.js';
 import {admitClaim, type ClaimRow} from './admit-claim.js';
 import {clipError, historyInsert, parseReplay, type HistoryRow} from './rows.js';
 import {type FencedRef, MARK_LEFT_UNRUNG, expectAffected, guardedWhere, txGuarded} from './guards.js';
-import {PAYLOAD_BODY_LOCKED, payloadText} from './payloads.js';
+import {payloadText} from './payloads.js';
+import {claimSelectSql} from './claim-sql.js';
 import {doorbellsForgetSql} from './doorbells.js';
+import type {FairPermit} from './fair-claim.js';
 
-/**
- * The claim's locking read, with the stored-apart payloads of the rows (a primary-key lookup in
- * task_payloads for those only). Params: n ids, cell. Index: PRIMARY (a range of n points).
- */
-export const claimSelectSql = (n: number): string =>
-  `SELECT id, type, pool, priority, state, attempt, max_retries, retry_base, fence, timeout_ms, replay, payload, ${PAYLOAD_BODY_LOCKED}, parked,
-          run_at <= NOW(3) AS due,
-          TIMESTAMPDIFF(MICROSECOND, run_at, NOW(3)) AS late_us
-     FROM tasks WHERE id IN (${marks(n)}) AND cell = ? FOR UPDATE`;
+export {claimSelectSql};
 
 /**
  * The claim's UPDATE over the rows its read found claimable, each at the fence the read saw
@@ -38,21 +32,23 @@ export function claimUpdateSql(rows: readonly FencedRef[], worker: string, lease
  * Claims due submitted/failed tasks among `ids` (see HotPathStore.tasksClaim). One transaction: a locking
  * SELECT (rows in primary-key order, so concurrent claimers cannot deadlock on each other), the
  * flow step (admitClaim: the types' registry rows read with a shared lock, or for update for
- * `lockTypes`; pause, breaker and limits decided from them; the refused rows deferred, each with a
- * defer history row), one UPDATE (which records each attempt's start on its row: an attempt's
- * history row is written with its outcome), and a history INSERT only when rows were deferred
- * (or an early ring reset). The UPDATE carries its own guard
- * (state, the fence read, due), and must change exactly the rows the read decided on; otherwise the
- * transaction rolls back and the claim re-reads (AxError('conflict') after 5 tries).
+ * `lockTypes`; fair dispatch for `fairTypes`, which may claim other tasks of the type on the
+ * batch's keyed doorbells; pause, breaker and limits decided from the rows; the refused rows
+ * deferred, each with a defer history row), one UPDATE (which records each attempt's start on its
+ * row: an attempt's history row is written with its outcome), and a history INSERT only when rows
+ * were deferred (or an early ring reset). The UPDATE carries its own guard (state, the fence read,
+ * due), and must change exactly the rows the read decided on; otherwise the transaction rolls back
+ * and the claim re-reads (AxError('conflict') after 5 tries).
  */
 export async function tasksClaim(
   db: Db,
   cell: string,
-  {ids, worker, leaseMs, lockTypes, admission}: TasksClaimParams,
+  {ids, worker, leaseMs, lockTypes, fairTypes, admission}: TasksClaimParams,
 ): Promise<ClaimResult> {
   const unique = [...new Set(ids)].sort();
   if (unique.length === 0) return {claimed: [], skipped: []};
   const locked = new Set(lockTypes ?? []);
+  const fair = new Set(fairTypes ?? []);
   return txGuarded(db, 'claim', async (c) => {
     const rows = await select(db, c, claimSelectSql(unique.length), [...unique, cell]);
     const found = new Map(rows.map((r) => [r.id as string, r]));
@@ -61,7 +57,14 @@ export async function tasksClaim(
     const history: HistoryRow[] = [];
     const skipped: ClaimResult['skipped'] = [];
     const early: FencedRef[] = [];
-    for (const id of unique) {
+    // Keyed doorbells of fair types, in delivery order: permits for fair dispatch (fair-claim.ts).
+    const permits = new Map<string, FairPermit[]>();
+    const permit = (r: Row, stale: boolean): void => {
+      if (!fair.has(r.type as string) || r.task_key === null) return;
+      const list = permits.get(r.type as string) ?? permits.set(r.type as string, []).get(r.type as string)!;
+      list.push({id: r.id as string, pool: r.pool as string, stale});
+    };
+    for (const id of new Set(ids)) {
       const r = found.get(id);
       if (!r) {
         skipped.push({id, state: null});
@@ -70,6 +73,7 @@ export async function tasksClaim(
       const state = r.state as TaskState;
       if (!claimable.includes(state)) {
         skipped.push({id, state});
+        permit(r, true);
         continue;
       }
       if (Number(r.due) !== 1) {
@@ -77,23 +81,11 @@ export async function tasksClaim(
         early.push({id, fence: Number(r.fence)});
         continue;
       }
-      const attempt = Number(r.attempt) + 1;
-      claimed.push({
-        id,
-        type: r.type as string,
-        pool: r.pool as ClaimedTask['pool'],
-        priority: r.priority as ClaimedTask['priority'],
-        payload: payloadText(r),
-        attempt,
-        maxRetries: Number(r.max_retries),
-        retryBase: Number(r.retry_base),
-        fence: Number(r.fence) + 1,
-        timeoutMs: r.timeout_ms === null ? null : Number(r.timeout_ms),
-        lateMs: Math.max(0, Number(r.late_us) / 1000),
-        replay: parseReplay(r.replay as string | null),
-      });
+      permit(r, false);
+      claimed.push(toClaimed(r));
     }
-    const deferred = await flowStep(db, c, cell, locked, admission, ids, claimed, found, worker, history);
+    const step = await flowStep(db, c, cell, locked, permits, admission, claimed, found, worker, history);
+    if (step.usedStale.size > 0) for (let i = skipped.length - 1; i >= 0; i--) if (step.usedStale.has(skipped[i]!.id)) skipped.splice(i, 1);
     if (early.length > 0) {
       const q = doorbellsForgetSql(early);
       await exec(db, c, q.sql, q.params);
@@ -110,41 +102,80 @@ export async function tasksClaim(
       const h = historyInsert(history);
       await exec(db, c, h.sql, h.params);
     }
-    return deferred ? {claimed, skipped, deferred} : {claimed, skipped};
+    return step.deferred ? {claimed, skipped, deferred: step.deferred} : {claimed, skipped};
   });
+}
+
+/** A claimable, due row of the claim's locking read as the task the worker runs (attempt and fence after the claim). */
+function toClaimed(r: Row): ClaimedTask {
+  return {
+    id: r.id as string,
+    type: r.type as string,
+    pool: r.pool as ClaimedTask['pool'],
+    priority: r.priority as ClaimedTask['priority'],
+    payload: payloadText(r),
+    attempt: Number(r.attempt) + 1,
+    maxRetries: Number(r.max_retries),
+    retryBase: Number(r.retry_base),
+    fence: Number(r.fence) + 1,
+    timeoutMs: r.timeout_ms === null ? null : Number(r.timeout_ms),
+    lateMs: Math.max(0, Number(r.late_us) / 1000),
+    replay: parseReplay(r.replay as string | null),
+  };
 }
 
 /**
  * The flow step of a claim: the claimable rows, in the caller's order (delivery order: FIFO),
- * through admitClaim; the refused ones leave `claimed` (in place) and get a defer history row
- * (a transition, not an attempt) in `history`. Returns what was refused (undefined: nothing).
+ * through admitClaim. Fair dispatch may swap tasks: those it picks instead join `claimed` (with
+ * `via`, the doorbell they came in on), the batch tasks whose doorbell it lent leave it (still
+ * due). The refused ones leave `claimed` (in place) and get a defer history row (a transition, not
+ * an attempt) in `history`. Returns what was refused (undefined: nothing) and the stale doorbells
+ * fair dispatch used (no longer skipped: their doorbell is acked with the task it went to).
  */
 async function flowStep(
   db: Db,
   c: PoolConnection,
   cell: string,
   lockTypes: ReadonlySet<string>,
+  permits: ReadonlyMap<string, FairPermit[]>,
   admission: TasksClaimParams['admission'],
-  order: readonly string[],
   claimed: ClaimedTask[],
-  found: ReadonlyMap<string, Row>,
+  found: Map<string, Row>,
   worker: string,
   history: HistoryRow[],
-): Promise<ClaimResult['deferred']> {
-  if (claimed.length === 0) return undefined;
-  const byId = new Map(claimed.map((t) => [t.id, t]));
-  const rows: ClaimRow[] = [];
-  for (const id of new Set(order)) {
-    const t = byId.get(id);
-    if (t) rows.push({id, type: t.type, fence: t.fence - 1, prepaid: found.get(id)!.parked === 'rate'});
+): Promise<{deferred: ClaimResult['deferred']; usedStale: ReadonlySet<string>}> {
+  if (claimed.length === 0 && permits.size === 0) return {deferred: undefined, usedStale: new Set()};
+  const rows: ClaimRow[] = claimed.map((t) => claimRowOf(found.get(t.id)!));
+  const r = await admitClaim(db, c, cell, rows, lockTypes, admission, permits);
+  // Fair dispatch: the batch tasks whose doorbell went to another task leave the claim, still due.
+  if (r.swapped.size > 0) for (let i = claimed.length - 1; i >= 0; i--) if (r.swapped.has(claimed[i]!.id)) claimed.splice(i, 1);
+  for (const p of r.picked) {
+    found.set(p.row.id as string, p.row);
+    claimed.push({...toClaimed(p.row), via: p.via});
   }
-  const refused = await admitClaim(db, c, cell, rows, lockTypes, admission);
-  if (refused.size === 0) return undefined;
+  const refused = r.refused;
+  if (refused.size === 0) return {deferred: undefined, usedStale: r.usedStale};
   for (const t of claimed) {
     const x = refused.get(t.id);
     if (x)
       history.push([t.id, found.get(t.id)!.state as TaskState, TRANSITIONS.defer.to, t.attempt - 1, worker, clipError(x.reason), null]);
   }
   for (let i = claimed.length - 1; i >= 0; i--) if (refused.has(claimed[i]!.id)) claimed.splice(i, 1);
-  return [...refused.values()].map(({id, type, delayMs, parked, reason}) => ({id, type, delayMs, parked, reason}));
+  return {
+    deferred: [...refused.values()].map(({id, type, delayMs, parked, reason}) => ({id, type, delayMs, parked, reason})),
+    usedStale: r.usedStale,
+  };
+}
+
+/** A locked, claimable row as the flow step reads it. */
+export function claimRowOf(r: Row): ClaimRow {
+  const parked = r.parked as string | null;
+  return {
+    id: r.id as string,
+    type: r.type as string,
+    key: (r.task_key as string | null) ?? null,
+    pool: r.pool as string,
+    fence: Number(r.fence),
+    prepaid: parked === 'rate' || parked === 'key-rate' ? parked : null,
+  };
 }

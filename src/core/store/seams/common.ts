@@ -39,7 +39,7 @@ export interface DispatchRef {
  * live worker handles it, over its type's max running (`capped`), or waiting for the rate-limit
  * slot reserved for it (`rate`: it runs then without taking a token).
  */
-export type ParkedKind = 'paused' | 'breaker' | 'unhandled' | 'capped' | 'rate';
+export type ParkedKind = 'paused' | 'breaker' | 'unhandled' | 'capped' | 'rate' | 'key-capped' | 'key-rate';
 
 /** Why MySQL could not be used: `details.reason` of the AxError('unavailable') the adapter throws. */
 export type DbFailureReason =

@@ -49,6 +49,11 @@ export interface ClaimedTask {
   lateMs: number;
   /** Set when this run comes from a forced replay (`dlq replay --force`), else null. */
   replay: ForcedReplay | null;
+  /**
+   * Fair dispatch claimed this task on another task's doorbell (TasksClaimParams.fairTypes): the
+   * id the doorbell named, whose delivery is acked with this task. That task stays due, unrung.
+   */
+  via?: string;
 }
 
 export interface ClaimResult {
@@ -60,7 +65,13 @@ export interface ClaimResult {
    * limits; see TasksClaimParams.lockTypes): deferred in the claim's transaction — due again after
    * delayMs, unpublished, fence + 1, no attempt used. Absent or empty when none was.
    */
-  deferred?: Array<{id: string; type: string; delayMs: number; parked: 'paused' | 'breaker' | 'capped' | 'rate'; reason: string}>;
+  deferred?: Array<{
+    id: string;
+    type: string;
+    delayMs: number;
+    parked: 'paused' | 'breaker' | 'capped' | 'rate' | 'key-capped' | 'key-rate';
+    reason: string;
+  }>;
 }
 
 /** Fields every outcome has: the task and the fence of the claim it ends. */
@@ -157,6 +168,13 @@ export interface TasksClaimParams {
    * probe from this claim. A type limited since the caller's snapshot is not limited by it.
    */
   lockTypes?: readonly string[];
+  /**
+   * Types the caller's snapshot says are fair (`--fair`; a subset of lockTypes): their keyed
+   * doorbells are permits, and the claim takes that many of the type's due keyed tasks
+   * round-robin across keys (core/flow/fair.ts) — possibly others than the doorbells name (then
+   * ClaimedTask.via). A type no longer fair on its row is claimed as usual.
+   */
+  fairTypes?: readonly string[];
   /** Recheck delays of what the claim parks (paused, breaker); absent: ADMISSION_DEFAULTS. */
   admission?: {pausedRecheckMs: number; probeRecheckMs: number};
 }

@@ -1,0 +1,137 @@
+/**
+ * Fair dispatch's round robin (core/flow/fair.ts) and the per-key limits of decideLimits
+ * (core/flow/limits.ts), as pure policy.
+ */
+import {describe, expect, it} from 'vitest';
+import {fairPlan, type FairCursor, type FairKey} from '../../src/core/flow/fair.js';
+import {decideLimits, type LimitsInput, mergeLimits, parseKeyWeightFlags} from '../../src/core/flow/limits.js';
+
+const keys = (...ks: Array<string | [string, number]>): FairKey[] =>
+  ks.map((k) => (typeof k === 'string' ? {key: k, available: Infinity} : {key: k[0], available: k[1]}));
+const one = (): number => 1;
+const start: FairCursor = {key: null, taken: 0};
+
+/** Runs claims of `batch` permits until `need` tasks were planned; returns how many each key got. */
+function simulate(ks: FairKey[], weights: Record<string, number>, batch: number, need: number): Map<string, number> {
+  let cursor = start;
+  const got = new Map<string, number>();
+  for (let done = 0; done < need;) {
+    const p = fairPlan(ks, cursor, batch, (k) => weights[k] ?? 1);
+    for (const t of p.take) got.set(t.key, (got.get(t.key) ?? 0) + t.n);
+    done += p.take.reduce((a, t) => a + t.n, 0);
+    cursor = p.cursor;
+  }
+  return got;
+}
+
+describe('fairPlan', () => {
+  it('takes one per key in turn from the start, and continues after the cursor on the next claim', () => {
+    const p = fairPlan(keys('a', 'b', 'c'), start, 2, one);
+    expect(p.take).toEqual([
+      {key: 'a', n: 1},
+      {key: 'b', n: 1},
+    ]);
+    expect(p.cursor).toEqual({key: 'b', taken: 1});
+    const q = fairPlan(keys('a', 'b', 'c'), p.cursor, 2, one);
+    expect(q.take).toEqual([
+      {key: 'c', n: 1},
+      {key: 'a', n: 1},
+    ]);
+  });
+
+  it('a key with 100k due and one with 10 share each claim: the small one is not behind the flood', () => {
+    const p = fairPlan(keys(['big', 100_000], ['small', 10]), start, 50, one);
+    // One each in turn until the small key runs out, then the big key takes the rest.
+    expect(p.take).toEqual([
+      {key: 'big', n: 40},
+      {key: 'small', n: 10},
+    ]);
+  });
+
+  it('weights 3:1 give shares of 3:1 over many claims of any size', () => {
+    for (const batch of [1, 2, 5, 50]) {
+      const got = simulate(keys('a', 'b'), {a: 3}, batch, 4000);
+      const ratio = got.get('a')! / got.get('b')!;
+      expect(ratio, `batch ${batch}`).toBeGreaterThan(2.9);
+      expect(ratio, `batch ${batch}`).toBeLessThan(3.1);
+    }
+  });
+
+  it('a turn cut short by the batch is finished by the next claim', () => {
+    const p = fairPlan(keys('a', 'b'), start, 2, (k) => (k === 'a' ? 3 : 1));
+    expect(p.cursor).toEqual({key: 'a', taken: 2});
+    expect(fairPlan(keys('a', 'b'), p.cursor, 2, (k) => (k === 'a' ? 3 : 1)).take).toEqual([
+      {key: 'a', n: 1},
+      {key: 'b', n: 1},
+    ]);
+  });
+
+  it('passes over keys with nothing available, returns fewer when all run out, and a gone cursor key moves on', () => {
+    expect(fairPlan(keys(['a', 0], ['b', 2], ['c', 0]), start, 5, one).take).toEqual([{key: 'b', n: 2}]);
+    expect(fairPlan([], start, 5, one).take).toEqual([]);
+    // The cursor's key has no due tasks any more: the next key after it takes the turn.
+    expect(fairPlan(keys('a', 'c'), {key: 'b', taken: 0}, 1, one).take).toEqual([{key: 'c', n: 1}]);
+    expect(fairPlan(keys('a', 'b'), {key: 'z', taken: 0}, 1, one).take).toEqual([{key: 'a', n: 1}]);
+  });
+});
+
+describe('decideLimits per key', () => {
+  const c = (id: string, key: string | null, prepaid: 'rate' | 'key-rate' | null = null) => ({id, key, prepaid});
+
+  it('max running per key: a key at its cap waits in waves; other keys and keyless tasks run', () => {
+    const d = decideLimits(
+      [c('a1', 'a'), c('a2', 'a'), c('a3', 'a'), c('b1', 'b'), c('n1', null)],
+      {maxRunningPerKey: 2},
+      {running: 0, bucket: null, keys: {running: new Map([['a', 1]]), buckets: new Map()}},
+      0,
+    );
+    expect(d.run).toEqual(['a1', 'b1', 'n1']);
+    expect(d.deferred.map((x) => [x.id, x.parked, x.delayMs])).toEqual([
+      ['a2', 'key-capped', 250],
+      ['a3', 'key-capped', 250],
+    ]);
+    expect(d.deferred[0]!.reason).toMatch(/2 of its type with key "a" running/);
+  });
+
+  it('rate per key: a bucket per key; the k-th over waits k / rate; a prepaid slot takes no token', () => {
+    const d = decideLimits(
+      [c('a1', 'a'), c('a2', 'a'), c('a3', 'a'), c('b1', 'b'), c('a4', 'a', 'key-rate')],
+      {ratePerKey: 2},
+      {running: 0, bucket: null, keys: {running: new Map(), buckets: new Map([['a', {tokens: 1, atMs: 0}]])}},
+      0,
+    );
+    expect(d.run).toEqual(['a1', 'b1', 'a4']);
+    expect(d.deferred.map((x) => [x.id, x.parked, x.delayMs])).toEqual([
+      ['a2', 'key-rate', 500],
+      ['a3', 'key-rate', 1000],
+    ]);
+    expect(d.keyBuckets?.get('a')).toEqual({tokens: -2, atMs: 0});
+    expect(d.keyBuckets?.get('b')).toEqual({tokens: 1, atMs: 0});
+  });
+
+  it('the type cap still holds over the keys', () => {
+    const d = decideLimits([c('a1', 'a'), c('b1', 'b'), c('c1', 'c')], {maxRunning: 2, maxRunningPerKey: 5}, {running: 0, bucket: null}, 0);
+    expect(d.run).toEqual(['a1', 'b1']);
+    expect(d.deferred.map((x) => x.parked)).toEqual(['capped']);
+  });
+});
+
+describe('per-key settings', () => {
+  it('merges, clears, and refuses bad values before anything changes', () => {
+    const l = mergeLimits({}, {maxRunningPerKey: '2', ratePerKey: '30/m', fair: true, keyWeights: {'tenant:42': '3'}});
+    expect(l).toEqual({maxRunningPerKey: 2, ratePerKey: 0.5, fair: true, keyWeights: {'tenant:42': 3}});
+    expect(mergeLimits(l, {fair: false, keyWeights: {'tenant:42': 'none'}, ratePerKey: null})).toEqual({maxRunningPerKey: 2});
+    const bads: LimitsInput[] = [
+      {maxRunningPerKey: 0},
+      {ratePerKey: '0/s'},
+      {keyWeights: {'t:1': 0}},
+      {keyWeights: {'t:1': 101}},
+      {keyWeights: {' t': 2}},
+    ];
+    for (const bad of bads)
+      expect(() => mergeLimits(l, bad), JSON.stringify(bad)).toThrow(expect.objectContaining({code: 'invalid_input'}));
+    expect(parseKeyWeightFlags(['tenant:42=3', 'a=b=none'])).toEqual({'tenant:42': '3', 'a=b': 'none'});
+    expect(() => parseKeyWeightFlags(['tenant:42'])).toThrow(/KEY=WEIGHT/);
+    expect(() => parseKeyWeightFlags(['=3'])).toThrow(/KEY=WEIGHT/);
+  });
+});
