@@ -212,6 +212,36 @@ describe('the console in a browser', () => {
     await ctx.close();
   });
 
+  it("a type's page lists its top task keys as text, and the key that holds most of the backlog", async () => {
+    const evil = 'tenant:<img src=x onerror="window.__pwned = 3">';
+    const spec = (key: string) =>
+      validateTaskSpec(
+        {type: 'keys_web', payload: {}, key, delay: '1h'},
+        {maxRetries: 0, payloadLimitBytes: 65_536, cell: 'default'},
+        Date.now(),
+        newId,
+      );
+    await store.tasksInsert({
+      tasks: [...Array.from({length: 110}, () => spec(evil)), ...Array.from({length: 10}, () => spec('tenant:7'))],
+      actor: 'it:1',
+    });
+    const ctx = await browser.newContext();
+    const page = await signIn(ctx, c.tokens.vic as string);
+    await page.getByRole('link', {name: 'Types'}).click();
+    await page.getByRole('link', {name: 'Keys and history of keys_web'}).click();
+    await page.getByRole('heading', {level: 1, name: 'Type keys_web'}).waitFor();
+    const keys = page.getByRole('table', {name: 'Top keys'});
+    await expect.poll(() => keys.textContent()).toContain(evil);
+    expect(await keys.getByRole('row').allTextContents()).toEqual(['KeyBacklogRunning', `${evil}1100`, 'tenant:7100']);
+    await expect
+      .poll(() => page.getByRole('note', {name: 'Dominant key'}).textContent())
+      .toMatch(/holds 92 % of the backlog of 120: the other keys wait behind it/);
+    expect(await page.locator('main img').count()).toBe(0);
+    expect(await page.evaluate(() => (window as unknown as {__pwned?: number}).__pwned)).toBeUndefined();
+    await screenshot(page, 'type');
+    await ctx.close();
+  });
+
   it('every page works from the keyboard: each stop has a name, and the navigation comes first', async () => {
     const ctx = await browser.newContext();
     const page = await signIn(ctx, c.tokens.alice as string);

@@ -350,6 +350,7 @@ describe('actions', () => {
 
   it('pauses and resumes a type, resets its breaker and sets its limits', async () => {
     await call(c, 'POST', '/api/v1/tasks', {token: producer, body: {type: 'web_flow', delay: '1h'}});
+    await call(c, 'POST', '/api/v1/tasks', {token: producer, body: {type: 'web_flow', delay: '1h', key: 'tenant:<b>7</b>'}});
     expect(await call(c, 'POST', '/api/v1/types/web_flow/breaker/reset', {token: op, body: {}})).toMatchObject({
       status: 409,
       body: {error: {code: 'conflict'}},
@@ -357,6 +358,15 @@ describe('actions', () => {
     expect((await call(c, 'POST', '/api/v1/types/web_flow/pause', {token: op, body: {reason: 'incident'}})).status).toBe(200);
     const shown = await call(c, 'GET', '/api/v1/types/web_flow', {token: viewer});
     expect(shown.body.paused).toMatchObject({by: 'web:alice@127.0.0.1', reason: 'incident'});
+    // Its task keys (the key as sent: the console shows it as text).
+    expect(shown.body.keys).toEqual({
+      withBacklog: 1,
+      backlog: 1,
+      withRunning: 0,
+      running: 0,
+      top: [{key: 'tenant:<b>7</b>', backlog: 1, running: 0}],
+      dominant: null,
+    });
     expect((await call(c, 'POST', '/api/v1/types/web_flow/resume', {token: op, body: {rate: 50}})).status).toBe(200);
     expect((await call(c, 'POST', '/api/v1/types/web_flow/resume', {token: op, body: {}})).status).toBe(409);
     const limits = await call(c, 'PATCH', '/api/v1/types/web_flow', {token: op, body: {maxRunning: 3, rate: '10/s'}});

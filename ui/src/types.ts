@@ -83,13 +83,38 @@ export interface TypeView {
   paused: {by: string | null; reason: string | null; since: string | null} | null;
   breaker: {state: 'closed' | 'open' | 'half_open'; until: string | null; openings: number; changedAt: string | null};
   failureRate1m: number | null;
-  limits: {maxRunning: number | null; rate: number | null};
+  limits: {
+    maxRunning: number | null;
+    rate: number | null;
+    /** Per task key (sent by servers with keys: issue 25). */
+    maxRunningPerKey?: number | null;
+    ratePerKey?: number | null;
+    fair?: boolean;
+    keyWeights?: Record<string, number>;
+  };
   /** Attempts finished per second by live workers (the contract names it rate1m; the server may send rate). */
   rate1m?: number | null;
   rate?: number | null;
   /** Failures in percent (0..100) over the live workers' last interval. */
   failurePct?: number | null;
   p95Ms?: number | null;
+}
+
+/** A type's task keys (src/core/types/keys.ts KeysView). Keys come from producers: shown as text only. */
+export interface KeysView {
+  withBacklog: number;
+  backlog: number;
+  withRunning: number;
+  running: number;
+  top: Array<{key: string; backlog: number; running: number}>;
+  /** The key that holds at least half of a backlog of 100 or more (share 0..1 of `of`, the type's whole backlog). */
+  dominant: {key: string; share: number; backlog: number; of: number} | null;
+}
+
+/** GET /types/{type}: the type's row, its task keys and its history (src/core/types/admin.ts TypeDetail). */
+export interface TypeDetail extends TypeView {
+  keys: KeysView;
+  history: Array<{at: string; event: string; actor: string; detail: string | null}>;
 }
 
 export interface TaskRecord {

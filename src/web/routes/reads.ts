@@ -109,10 +109,17 @@ export function registerReads(app: FastifyInstance, ctx: RouteContext): void {
     '/api/v1/types/:type',
     {
       tags: ['types'],
-      summary: 'One type with its flow-control history',
+      summary: 'One type with its flow-control history and its task keys (top keys by backlog and running, a dominant key)',
       params: S.body({type: S.str(128)}, ['type']),
       querystring: S.query(),
-      response: {200: S.obj({type: {type: 'string'}, history: {type: 'array'}, limits: {type: 'object'}}, ['type', 'history', 'limits'])},
+      response: {
+        200: S.obj({type: {type: 'string'}, history: {type: 'array'}, limits: {type: 'object'}, keys: {type: 'object'}}, [
+          'type',
+          'history',
+          'limits',
+          'keys',
+        ]),
+      },
     },
     async (req) => reader(ctx, req).types.show((req.params as {type: string}).type),
   );

@@ -5,6 +5,7 @@ import {StateBadge} from '../components/StateBadge';
 import {Time} from '../components/Time';
 import {duration, num, pct, rate} from '../format';
 import {usePoll} from '../poll';
+import {hrefOf} from '../router';
 import {useApp} from '../session';
 import type {TypeView} from '../types';
 import {TypeActionDialog, type TypeAction} from './TypeActionDialog';
@@ -22,7 +23,7 @@ function failureOf(t: TypeView): number | null {
 
 /** Flow control per type: backlog, rate, failures, breaker, pause, limits; operator actions. Polls every 2 s. */
 export function Types() {
-  const {api, operator} = useApp();
+  const {api, operator, route} = useApp();
   const {data, error, reload} = usePoll(() => api.get<{at: string; types: TypeView[]}>('/types'), 2000, [api]);
   const [open, setOpen] = useState<{action: TypeAction; type: TypeView} | null>(null);
   const [done, setDone] = useState<string>('');
@@ -80,7 +81,14 @@ export function Types() {
                     <th scope="row" className="mono">
                       <Link to="/tasks" params={{type: t.type}}>
                         {t.type}
-                      </Link>
+                      </Link>{' '}
+                      <a
+                        className="small"
+                        href={hrefOf(`/types/${encodeURIComponent(t.type)}`, {}, route)}
+                        aria-label={`Keys and history of ${t.type}`}
+                      >
+                        keys
+                      </a>
                     </th>
                     <td title={t.workers.join(', ')}>{t.noHandler ? <StateBadge state="no handler" /> : `${t.workers.length} live`}</td>
                     <td className="num" title={t.oldestDueAt ? `oldest due since ${t.oldestDueAt}` : undefined}>

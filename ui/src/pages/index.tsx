@@ -6,6 +6,7 @@ import {Doctor} from './Doctor';
 import {Overview} from './Overview';
 import {Task} from './Task';
 import {Tasks} from './Tasks';
+import {TypeDetail} from './TypeDetail';
 import {Types} from './Types';
 import {Workers} from './Workers';
 
@@ -14,6 +15,10 @@ export function Page({route}: {route: Route}) {
   const p = route.path;
   if (p === '/') return <Overview />;
   if (p === '/types') return <Types />;
+  if (p.startsWith('/types/')) {
+    const type = decodeURIComponent(p.slice('/types/'.length));
+    return <TypeDetail key={type} type={type} />;
+  }
   if (p === '/tasks') return <Tasks key="tasks" />;
   if (p.startsWith('/tasks/')) {
     const id = decodeURIComponent(p.slice('/tasks/'.length));
