@@ -1,5 +1,5 @@
 /** What the `ax cron` commands share: the JSON shapes and the human rendering. */
-import {iso, table, when} from './render.js';
+import {iso, printable, table, when} from './render.js';
 import type {ScheduleView} from '../core/cron/admin.js';
 import type {CancelledOccurrence} from '../core/cron/overview.js';
 import {MISFIRE_TOLERANCE_MS} from '../core/cron/schedule.js';
@@ -20,6 +20,8 @@ export interface ScheduleJson {
   maxRetries: number | null;
   /** null: the handler's timeout, else the default. */
   timeoutMs: number | null;
+  /** The key of every occurrence (TaskSpec.key); null: none. */
+  key: string | null;
   overlap: 'allow' | 'skip';
   misfire: 'skip' | 'fire-once';
   paused: boolean;
@@ -75,6 +77,7 @@ export function scheduleJson(s: ScheduleView): ScheduleJson {
     priority: s.priority,
     maxRetries: s.maxRetries,
     timeoutMs: s.timeoutMs,
+    key: s.key,
     overlap: s.overlap,
     misfire: s.misfire,
     paused: s.paused,
@@ -146,6 +149,7 @@ export function renderSchedule(r: CronShowResult, nowMs: number): string[] {
     `${s.name}  ${s.cron}  ${s.tz}  →  ${s.type}  ${s.paused ? 'PAUSED' : 'ACTIVE'}`,
     `  pool ${s.pool} · priority ${s.priority} · max retries ${s.maxRetries ?? 'default'} · timeout ${s.timeoutMs === null ? 'default' : `${s.timeoutMs} ms`}`,
     `  payload   ${JSON.stringify(s.payload)}`,
+    ...(s.key === null ? [] : [`  key       ${printable(s.key)}`]),
     `  misfire   ${r.policies.misfire}`,
     `  overlap   ${r.policies.overlap}`,
     `  DST       ${r.policies.dst}`,

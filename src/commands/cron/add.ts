@@ -23,7 +23,7 @@ export default class CronAdd extends AxCommand {
   static override summary = 'Add a cron schedule: a task created at every fire time of a cron expression in a time zone.';
   static override description = `The expression has 5 fields (minute hour day-of-month month day-of-week) or is a nickname (@hourly, @daily, @weekly, @monthly, @yearly); it is read in wall-clock time of --tz, an IANA zone, which is required (no implicit UTC). An expression that never fires within 5 years (0 0 31 2 *) is refused.
 
-Every occurrence is an ordinary task of --type with the payload, created as a delayed task by a running \`ax scheduler\` (the first one at its next load), with the dedup key cron:<name>@<fire time, ISO UTC>, so several schedulers create each occurrence once.
+Every occurrence is an ordinary task of --type with the payload, created as a delayed task by a running \`ax scheduler\` (the first one at its next load), with the dedup key cron:<name>@<fire time, ISO UTC>, so several schedulers create each occurrence once. With --key every occurrence is for that key (tenant, customer), as \`ax submit --key\`.
 
 Policies: --misfire (default ${DEFAULT_MISFIRE}) says what happens to fire times missed while no scheduler ran: skip drops them, fire-once makes up for them with one run. --overlap (default ${DEFAULT_OVERLAP}) says what happens when an occurrence falls due while the previous one has not finished: allow runs it anyway, skip cancels it.
 
@@ -31,7 +31,7 @@ Prints the schedule and its next ${DEFAULT_NEXT} fire times, in UTC and in the z
 
 The schedule is kept in the cell of --type (AX_CELLS; README "Cells"), whose schedulers create its occurrences: the other cron commands find it with --cell <that cell>.
 
-Exit codes: 2 bad name, expression, zone, type, payload or policy, 4 a schedule with this name exists, 5 MySQL unavailable.`;
+Exit codes: 2 bad name, expression, zone, type, payload, key or policy, 4 a schedule with this name exists, 5 MySQL unavailable.`;
   static override examples = [
     {
       description: 'A daily report at 02:00 Shanghai time (18:00 UTC the day before)',
@@ -75,6 +75,10 @@ Exit codes: 2 bad name, expression, zone, type, payload or policy, 4 a schedule 
     }),
     'max-retries': maxRetriesFlag({what: 'of each occurrence', defaultText: 'AX_MAX_RETRIES, 5'}),
     timeout: Flags.string({description: `per-attempt timeout of each occurrence: ${DURATION_RULE} (default: the handler's, else 10m)`}),
+    key: Flags.string({
+      description:
+        "who every occurrence is for, e.g. tenant:42: its type's per-key limits and fair dispatch apply per key (ax types set --help)",
+    }),
   };
 
   async run(): Promise<CronAddResult> {
@@ -90,6 +94,7 @@ Exit codes: 2 bad name, expression, zone, type, payload or policy, 4 a schedule 
     if (flags.misfire !== undefined) input.misfire = flags.misfire as MisfirePolicy;
     if (flags['max-retries'] !== undefined) input.maxRetries = flags['max-retries'];
     if (flags.timeout !== undefined) input.timeout = flags.timeout;
+    if (flags.key !== undefined) input.key = flags.key;
     // The schedule lives in its type's cell, whose schedulers create its occurrences there; with
     // --cell, a type of another cell is refused. Everything is checked before connecting.
     const s = await admin.cron.addAndShow(input, {pinned: flags.cell !== undefined, next: DEFAULT_NEXT});

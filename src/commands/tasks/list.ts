@@ -25,6 +25,8 @@ export interface TaskListItem {
   leaseUntil: string | null;
   worker: string | null;
   dedupKey: string | null;
+  /** Who the task is for (TaskSpec.key), or null. */
+  key: string | null;
   lastError: string | null;
 }
 
@@ -44,6 +46,7 @@ export default class TasksList extends AxCommand {
       command: '<%= config.bin %> tasks list --state dead --type order_notify --since 15m',
     },
     {description: 'The tasks of order 42 from the last day', command: `<%= config.bin %> tasks list --payload 'orderId=42' --since 1d`},
+    {description: 'The failed tasks of tenant 42', command: '<%= config.bin %> tasks list --key tenant:42 --state failed'},
     {description: 'Tasks whose last error mentions a timeout', command: '<%= config.bin %> tasks list --error timeout --since 1h'},
     {
       description: 'Everything created since a given time, as JSON',
@@ -59,6 +62,7 @@ export default class TasksList extends AxCommand {
       description: `only tasks whose last error contains this text (literally: % and _ are not wildcards; at most ${MAX_SEARCH_TEXT} characters)`,
     }),
     'dedup-key': Flags.string({description: 'only the task with this dedup key'}),
+    key: Flags.string({description: 'only tasks with this key (who the task is for, e.g. tenant:42; ax submit --key)'}),
     payload: Flags.string({
       description:
         'only tasks whose payload field equals a value, as field=value (orderId=42, customer.id=7; the value compared as text); needs --since: the payload of every task created since then is read',
@@ -75,6 +79,7 @@ export default class TasksList extends AxCommand {
       since: flags.since,
       error: flags.error,
       dedupKey: flags['dedup-key'],
+      key: flags.key,
       payload: flags.payload,
       limit: flags.limit,
     });

@@ -71,7 +71,7 @@ export function createCronAdmin(o: CronServiceOptions): CronAdmin {
           priority: v.priority,
           maxRetries: v.maxRetries,
           timeoutMs: v.timeoutMs,
-          key: null,
+          key: v.key,
           overlap: v.overlap,
           misfire: v.misfire,
           nextFireAt: null,

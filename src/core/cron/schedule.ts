@@ -61,7 +61,7 @@
 import {invalid} from '../errors.js';
 import {isTaskState, isTerminal, type TaskState} from '../task/state.js';
 import {POOLS, type JsonObject, type PoolName, type Priority} from '../task/model.js';
-import {MAX_RETRIES_LIMIT, validatePayload, validatePriority, validateTypeName} from '../task/validate.js';
+import {MAX_RETRIES_LIMIT, validatePayload, validatePriority, validateTaskKey, validateTypeName} from '../task/validate.js';
 import {parseDuration} from '../duration.js';
 import {lastFireAtOrBefore, nextFireTimes, parseSchedule, type CronSpec} from './parse.js';
 
@@ -210,6 +210,8 @@ export interface CronInput {
   maxRetries?: number;
   /** Per-attempt timeout of each occurrence (ms or `30s`); default: the handler's, else config. */
   timeout?: number | string;
+  /** The key of every occurrence (TaskSpec.key, e.g. `tenant:42`); default: none. */
+  key?: string;
 }
 
 /** A validated schedule definition, normalised. */
@@ -230,6 +232,8 @@ export interface ValidCronInput {
   maxRetries: number | null;
   /** null: the default. */
   timeoutMs: number | null;
+  /** The key of every occurrence; null: none. */
+  key: string | null;
   spec: CronSpec;
 }
 
@@ -245,6 +249,7 @@ const CRON_INPUT_FIELDS = new Set([
   'misfire',
   'maxRetries',
   'timeout',
+  'key',
 ]);
 
 /**
@@ -278,5 +283,6 @@ export function validateCronInput(input: unknown, options: {payloadLimitBytes: n
   }
   const timeoutMs = s.timeout === undefined ? null : parseDuration(s.timeout, 'timeout');
   if (timeoutMs !== null && timeoutMs < 1) throw invalid('timeout must be at least 1ms');
-  return {name, cron: spec.expr, tz: spec.tz, type, payload, pool, priority, overlap, misfire, maxRetries, timeoutMs, spec};
+  const key = s.key === undefined ? null : validateTaskKey(s.key);
+  return {name, cron: spec.expr, tz: spec.tz, type, payload, pool, priority, overlap, misfire, maxRetries, timeoutMs, key, spec};
 }

@@ -5,7 +5,7 @@ import {isTaskId} from '../task/id.js';
 import type {HistoryEntry, TaskRecord} from '../task/model.js';
 import {timeline} from './timeline.js';
 import {TASK_STATES, isTaskState} from '../task/state.js';
-import {MAX_DEDUP_KEY_LENGTH, parseIsoTime, validateTypeName} from '../task/validate.js';
+import {MAX_DEDUP_KEY_LENGTH, parseIsoTime, validateTaskKey, validateTypeName} from '../task/validate.js';
 
 export const MAX_LIST_LIMIT = 1000;
 /** Longest `--error` substring and `--payload` value. */
@@ -23,6 +23,8 @@ export interface ListInput {
   /** A substring of the last error. */
   error?: string;
   dedupKey?: string;
+  /** The task key (TaskSpec.key, e.g. `tenant:42`), exactly. */
+  key?: string;
   /** `field=value` (`orderId=42`, `customer.id=7`): the payload field's scalar equals the value as text. */
   payload?: string;
   limit?: number;
@@ -40,7 +42,7 @@ export interface ListRequest {
 /**
  * Validates list filters: known state, domain_action type, since and until as a duration or an ISO
  * time with since before until, limit 1..1000; a non-empty error substring and payload value of at
- * most MAX_SEARCH_TEXT characters, a dedup key as submit takes it, `--payload field=value` with a
+ * most MAX_SEARCH_TEXT characters, a dedup key and a key as submit takes them, `--payload field=value` with a
  * dotted field name and only with `since` (the field is read from each task created since then), an
  * `after` that is a task id. Throws invalid_input naming the flag.
  */
@@ -67,6 +69,7 @@ export function parseListFilter(input: ListInput, nowMs: number): ListRequest {
       throw invalid(`dedup-key must be 1 to ${MAX_DEDUP_KEY_LENGTH} characters`);
     f.dedupKey = input.dedupKey;
   }
+  if (input.key !== undefined) f.key = validateTaskKey(input.key);
   if (input.payload !== undefined) {
     const eq = input.payload.indexOf('=');
     const field = eq < 0 ? '' : input.payload.slice(0, eq).trim();

@@ -21,6 +21,7 @@ const TASK_FILTER = {
   until: S.str(40, 'created before: a duration back from now or an ISO time'),
   error: S.str(200, 'a substring of the last error'),
   dedupKey: S.str(255, 'the dedup key'),
+  key: S.str(255, 'the task key (who the task is for, e.g. tenant:42)'),
   payload: S.str(300, 'field=value (needs since): the payload field equals the value'),
 };
 const TASK = S.obj({id: {type: 'string'}, type: {type: 'string'}, state: {type: 'string'}, payloadTruncated: {type: 'boolean'}}, [

@@ -94,8 +94,8 @@ export async function historyList(db: Db, id: string): Promise<HistoryEntry[]> {
 
 /**
  * Newest tasks first ((created_at, id) descending), filtered by state/type/creation time, dedup
- * key (uq_tasks_dedup), a substring of the last error and a payload field (both checked on each
- * row the index range yields). The cursor `after` is a keyset bound in that order: `created_at <= c
+ * key (uq_tasks_dedup), task key, a substring of the last error and a payload field (the last
+ * three checked on each row the index range yields). The cursor `after` is a keyset bound in that order: `created_at <= c
  * AND (created_at < c OR id < i)`. All filter values are bound parameters. See tasksListQuery for
  * the index each filter reads.
  */
@@ -137,6 +137,7 @@ export function tasksListQuery(cell: string, f: ListFilter, columns: string): {s
     .if(Boolean(f.until), 'created_at < ?', f.until)
     .if(f.after !== undefined, 'created_at <= ? AND (created_at < ? OR id < ?)', f.after?.createdAt, f.after?.createdAt, f.after?.id)
     .if(f.dedupKey !== undefined, 'dedup_key = ?', f.dedupKey)
+    .if(f.key !== undefined, 'task_key = ?', f.key)
     .if(f.errorContains !== undefined, LAST_ERROR_CONTAINS, likeLiteral(f.errorContains ?? ''))
     // Parsed per row: callers bound the scan with `since` (parseListFilter requires it).
     .if(f.payload !== undefined, `JSON_VALUE(${PAYLOAD_TEXT_SQL}, ?) = ?`, f.payload?.path, f.payload?.value);

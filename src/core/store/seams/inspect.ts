@@ -20,6 +20,8 @@ export interface ListFilter {
   errorContains?: string;
   /** The dedup key, exactly (uq_tasks_dedup). */
   dedupKey?: string;
+  /** The task key (task_key), exactly; checked on each row the index range yields. */
+  key?: string;
   /** A payload field equals a value: `path` is a JSON path (`$.orderId`), the scalar compared as text. */
   payload?: {path: string; value: string};
   /**
