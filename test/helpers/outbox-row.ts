@@ -12,6 +12,7 @@ export function outboxRow(over: Partial<OutboxRow> & Pick<OutboxRow, 'id' | 'pay
     maxRetries: null,
     timeoutMs: null,
     dedupKey: null,
+    key: null,
     attempts: 0,
     lastError: null,
     failedAt: null,

@@ -3,7 +3,7 @@ import {MAX_DURATION_MS} from '../duration.js';
 import type {OutboxRow} from '../store/types.js';
 import {idFromDedupKey} from '../task/id.js';
 import type {NewTask, TaskSpec} from '../task/model.js';
-import {validateTaskSpec, type TaskDefaults} from '../task/validate.js';
+import {validateTaskKey, validateTaskSpec, type TaskDefaults} from '../task/validate.js';
 
 /**
  * Turns an outbox row into a task, or explains why it can never be one. Times come from the
@@ -37,6 +37,8 @@ export function outboxRowToTask(row: OutboxRow, defaults: TaskDefaults): {task: 
     // Validated as of the row's creation; the due time is set afterwards (past means now).
     const derived = idFromDedupKey(defaults.cell, `outbox:${row.id}:${row.createdAt.getTime()}`);
     const task = validateTaskSpec(spec, defaults, row.createdAt.getTime(), () => derived);
+    // Checked here, named by its column: a bad task_key fails the row like any other bad field.
+    if (row.key !== null) task.key = validateTaskKey(row.key, 'task_key');
     task.runAtMs = dueMs;
     task.delayMs = 0;
     return {task};

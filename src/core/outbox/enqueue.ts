@@ -28,8 +28,11 @@ export interface EnqueueOptions {
  */
 const utcDatetime = (ms: number): string => new Date(ms).toISOString().slice(0, 23).replace('T', ' ');
 
-/** The values of one row, in the order of OUTBOX_PRODUCER_COLUMNS (less `priority` unless `withPriority`). */
-function rowOf(t: NewTask, spec: TaskSpec, withPriority: boolean): unknown[] {
+/**
+ * The values of one row, in the order of OUTBOX_PRODUCER_COLUMNS, less `priority` and `task_key`
+ * unless `w` says to write them.
+ */
+function rowOf(t: NewTask, spec: TaskSpec, w: {priority: boolean; key: boolean}): unknown[] {
   return [
     spec.id === undefined ? null : t.id,
     t.type,
@@ -37,17 +40,18 @@ function rowOf(t: NewTask, spec: TaskSpec, withPriority: boolean): unknown[] {
     t.runAtMs === null ? null : utcDatetime(t.runAtMs),
     t.runAtMs === null && t.delayMs > 0 ? t.delayMs : null,
     t.pool,
-    ...(withPriority ? [t.priority] : []),
+    ...(w.priority ? [t.priority] : []),
     spec.maxRetries === undefined ? null : t.maxRetries,
     t.timeoutMs,
     t.dedupKey,
+    ...(w.key ? [t.key] : []),
   ];
 }
 
 /**
  * Writes tasks into `task_outbox` on the caller's connection, inside the caller's open transaction:
  * the tasks are dispatched if and only if that transaction commits. Validates exactly like
- * `submit()` (type, payload, delay/runAt, pool, retries, timeout, dedup key, id) and throws
+ * `submit()` (type, payload, delay/runAt, pool, priority, retries, timeout, dedup key, key, id) and throws
  * AxError('invalid_input') before writing anything; SQL errors are the caller's to handle (they
  * come from the caller's transaction). Uses nothing of ax's own pools or connections. One
  * multi-row INSERT for many tasks.
@@ -62,16 +66,17 @@ export async function enqueueInTransaction(conn: SqlConnection, tasks: TaskSpec 
   if (!/^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(table)) throw invalid(`table "${table}" is not a plain table name`);
   const defaults: TaskDefaults = {maxRetries: opts.maxRetries ?? 5, payloadLimitBytes: opts.payloadLimitBytes ?? 65_536, cell: 'default'};
   const now = (opts.clock ?? systemClock).now();
-  // The priority column only when a task sets one: a task_outbox from before priorities (not yet
-  // upgraded by `ax migrate --outbox`) still takes tasks at the default level.
-  const withPriority = list.some((s) => s !== null && typeof s === 'object' && s.priority !== undefined);
-  const columns = OUTBOX_PRODUCER_COLUMNS.filter((c) => withPriority || c !== 'priority');
+  // The priority and task_key columns only when a task sets them: a task_outbox from before them
+  // (not yet upgraded by `ax migrate --outbox`) still takes tasks at the default level, without a key.
+  const sets = (field: 'priority' | 'key'): boolean => list.some((s) => s !== null && typeof s === 'object' && s[field] !== undefined);
+  const w = {priority: sets('priority'), key: sets('key')};
+  const columns = OUTBOX_PRODUCER_COLUMNS.filter((c) => (c !== 'priority' || w.priority) && (c !== 'task_key' || w.key));
   const rows = list.map((spec, i) => {
     try {
       return rowOf(
         validateTaskSpec(spec, defaults, now, () => '00000000-0000-7000-8000-000000000000'),
         spec,
-        withPriority,
+        w,
       );
     } catch (e) {
       if (list.length > 1 && e instanceof Error) e.message = `task ${i}: ${e.message}`;

@@ -17,6 +17,7 @@ import {likeLiteral} from './where.js';
 import type {TypeSelector} from '../../cells/cells.js';
 import {AxError} from '../../errors.js';
 import {
+  OUTBOX_ADDED_COLUMNS,
   OUTBOX_ADDED_PRESENT_SQL,
   OUTBOX_CHECKS_PRESENT_SQL,
   OUTBOX_DDL,
@@ -25,9 +26,15 @@ import {
   outboxViolationsSql,
 } from '../../outbox/schema.js';
 
-/** The columns read into an OutboxRow; `priority` as NULL on a table `ax migrate --outbox` has not upgraded yet. */
-const columns = (hasPriority: boolean): string =>
-  `id, task_id, type, payload, run_at, delay_ms, pool, ${hasPriority ? 'priority' : 'NULL AS priority'}, max_retries, timeout_ms, dedup_key, created_at, attempts, last_error, failed_at`;
+/**
+ * The columns read into an OutboxRow; a column added since the first release (OUTBOX_ADDED_COLUMNS:
+ * priority, task_key) as NULL on a table `ax migrate --outbox` has not upgraded yet.
+ */
+const columns = (present: ReadonlySet<string>): string => {
+  const added = (c: string): string => (present.has(c) ? c : `NULL AS ${c}`);
+  return `id, task_id, type, payload, run_at, delay_ms, pool, ${added('priority')}, max_retries, timeout_ms, dedup_key, ${added('task_key')}, created_at, attempts, last_error, failed_at`;
+};
+const ALL_ADDED: ReadonlySet<string> = new Set(OUTBOX_ADDED_COLUMNS.map((c) => c.name));
 
 /**
  * The claim's type filter of a cell's relay (`AND …`, bound parameters only): the types of the
@@ -64,6 +71,7 @@ function toRow(r: Row): OutboxRow {
     maxRetries: n(r.max_retries),
     timeoutMs: n(r.timeout_ms),
     dedupKey: (r.dedup_key as string | null) ?? null,
+    key: (r.task_key as string | null) ?? null,
     createdAt: r.created_at as Date,
     attempts: Number(r.attempts),
     lastError: (r.last_error as string | null) ?? null,
@@ -76,7 +84,7 @@ export class MysqlOutboxStore implements OutboxStore {
   private closing: Promise<void> | undefined;
   readonly database: string;
   /** The SELECT list of outbox rows, fixed at open by which added columns the table has. */
-  private rowColumns = columns(true);
+  private rowColumns = columns(ALL_ADDED);
   private constructor(readonly db: Db) {
     this.database = db.database;
   }
@@ -84,7 +92,7 @@ export class MysqlOutboxStore implements OutboxStore {
   /**
    * Opens the business database. Unless `requireTable` is false (migrations), checks that
    * task_outbox exists and throws AxError('unavailable') naming `ax migrate --outbox` if not. On a
-   * table that lacks a column added since (priority), rows read it as NULL until the migration.
+   * table that lacks a column added since (priority, task_key), rows read it as NULL until the migration.
    */
   static async open(opts: DbOptions & {requireTable?: boolean}): Promise<MysqlOutboxStore> {
     let db: Db;
@@ -104,7 +112,7 @@ export class MysqlOutboxStore implements OutboxStore {
     const store = new MysqlOutboxStore(db);
     if (await store.outboxTableExists()) {
       const present = new Set((await select(db, db.pool, OUTBOX_ADDED_PRESENT_SQL)).map((r) => String(r.name)));
-      store.rowColumns = columns(present.has('priority'));
+      store.rowColumns = columns(present);
     } else if (opts.requireTable !== false) {
       await db.pool.end().catch(() => undefined);
       throw dbUnavailable(
@@ -138,7 +146,7 @@ export class MysqlOutboxStore implements OutboxStore {
       new Set((await select(this.db, this.db.pool, OUTBOX_ADDED_PRESENT_SQL)).map((r) => String(r.name))),
     );
     if (added !== null) await exec(this.db, this.db.pool, added);
-    this.rowColumns = columns(true);
+    this.rowColumns = columns(ALL_ADDED);
     const present = new Set((await select(this.db, this.db.pool, OUTBOX_CHECKS_PRESENT_SQL)).map((r) => String(r.name)));
     const upgrade = outboxChecksUpgradeSql(present);
     if (upgrade === null) return;

@@ -20,6 +20,8 @@ export interface OutboxRow {
   maxRetries: number | null;
   timeoutMs: number | null;
   dedupKey: string | null;
+  /** task_key as written (TaskSpec.key): validated by the relay (a bad key fails the row); null on a table without the column. */
+  key: string | null;
   createdAt: Date;
   attempts: number;
   lastError: string | null;
