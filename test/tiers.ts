@@ -11,6 +11,7 @@
 export const ALONE = [
   'test/integration/retry-race.test.ts', // every first retry within 5 s of its run_at, with both cores hogged
   'test/e2e/limits.test.ts', // --rate 100/s across 3 worker processes within ± 10 %
+  'test/e2e/keys.test.ts', // --rate-per-key 20/s per key within ± 10 %, --fair start times
 ];
 
 /** Issue-sized tests: tens of thousands of tasks, outages of minutes (`npm run test:soak`). */
@@ -19,6 +20,7 @@ export const SOAK = [
   'test/e2e/archive-full.test.ts', // 200k finished tasks, the archiver killed mid-run
   'test/integration/cells.test.ts', // 50k slow tasks in one cell, the other's latency
   'test/integration/priority.test.ts', // a high task behind a 100k normal backlog
+  'test/e2e/fair-full.test.ts', // --fair: 100 tasks of one key behind 100k of another; weights 3:1 over a minute
 ];
 
 /** Soaks that must run with no other file at once: outbox-faults restarts the local MariaDB. */

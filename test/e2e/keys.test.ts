@@ -145,6 +145,39 @@ describe('per-key limits and fair dispatch (3 worker processes)', () => {
     await eventually(async () => workers.every((w) => w.stderr().includes('worker started')), 20_000, 'a third worker again');
   });
 
+  it('--rate-per-key 20/s: each key at its own rate across the workers, both together at twice it', {timeout: 120_000}, async () => {
+    const set = await ax(['types', 'set', 'test_noop', '--rate-per-key', '20/s', '--json']);
+    expect(set.json.limits).toMatchObject({ratePerKey: 20, rate: null});
+    await inEffect('test_noop', 'ratePerKey', 20);
+    const ids = await Promise.all(
+      Array.from({length: 240}, (_, i) => client.submit({type: 'test_noop', key: i % 2 === 0 ? 'tenant:x' : 'tenant:y', payload: {i}})),
+    );
+    await client.flush();
+    await allDone(ids);
+    const spans = await env.sql<{k: string; n: number; secs: number}>(
+      `SELECT task_key AS k, COUNT(*) AS n, TIMESTAMPDIFF(MICROSECOND, MIN(started_at), MAX(started_at)) / 1e6 AS secs
+         FROM tasks WHERE id IN (${ids.map(() => '?').join(',')}) GROUP BY task_key ORDER BY task_key`,
+      ids,
+    );
+    expect(spans).toHaveLength(2);
+    for (const s of spans) {
+      // 120 tasks: a burst of 20 (one second of tokens), then 100 at 20/s: 5 s.
+      const rate = (Number(s.n) - 20) / Number(s.secs);
+      console.log(`${s.k}: ${s.n} tasks, ${(+s.secs).toFixed(2)} s, ${rate.toFixed(1)}/s after the burst`);
+      expect(rate).toBeGreaterThan(18);
+      expect(rate).toBeLessThan(22);
+    }
+    expect(await count(`SELECT COUNT(*) AS n FROM tasks WHERE attempt <> 1 AND id IN (${ids.map(() => '?').join(',')})`, ids)).toBe(0);
+    // A key's bucket is kept while slots are reserved, and purged once full again (a missing one reads as full).
+    const store = await env.store();
+    await env.sql(
+      "INSERT INTO task_key_buckets (cell, type, task_key, tokens, at, full_at) VALUES ('default', 'test_noop', 'tenant:old', 20, NOW(3) - INTERVAL 1 HOUR, NOW(3) - INTERVAL 1 HOUR), ('default', 'test_noop', 'tenant:owed', -50, NOW(3), NOW(3) + INTERVAL 1 HOUR)",
+    );
+    await store.outcomesPurge({olderThanMs: 3_600_000});
+    const left = await env.sql<{k: string}>("SELECT task_key AS k FROM task_key_buckets WHERE task_key IN ('tenant:old', 'tenant:owed')");
+    expect(left.map((r) => r.k)).toEqual(['tenant:owed']);
+  });
+
   it("--fair: a key with 20 tasks starts them while another key's 4,000 drain", {timeout: 180_000}, async () => {
     const set = await ax(['types', 'set', 'test_sleep', '--fair', '--max-running-per-key', 'none', '--json']);
     expect(set.json.limits).toMatchObject({fair: true, maxRunningPerKey: null});

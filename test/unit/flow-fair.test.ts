@@ -4,7 +4,7 @@
  */
 import {describe, expect, it} from 'vitest';
 import {fairPlan, type FairCursor, type FairKey} from '../../src/core/flow/fair.js';
-import {decideLimits, type LimitsInput, mergeLimits, parseKeyWeightFlags} from '../../src/core/flow/limits.js';
+import {decideLimits, fullAt, type LimitsInput, mergeLimits, parseKeyWeightFlags} from '../../src/core/flow/limits.js';
 
 const keys = (...ks: Array<string | [string, number]>): FairKey[] =>
   ks.map((k) => (typeof k === 'string' ? {key: k, available: Infinity} : {key: k[0], available: k[1]}));
@@ -107,6 +107,12 @@ describe('decideLimits per key', () => {
     ]);
     expect(d.keyBuckets?.get('a')).toEqual({tokens: -2, atMs: 0});
     expect(d.keyBuckets?.get('b')).toEqual({tokens: 1, atMs: 0});
+  });
+
+  it('a key bucket is full again once its reserved slots and its burst have come back', () => {
+    expect(fullAt({tokens: -2, atMs: 1000}, 2)).toBe(3000); // 4 tokens at 2/s
+    expect(fullAt({tokens: 2, atMs: 1000}, 2)).toBe(1000); // full already
+    expect(fullAt({tokens: 0.5, atMs: 0}, 0.5)).toBe(1000); // burst 1 at 0.5/s
   });
 
   it('the type cap still holds over the keys', () => {

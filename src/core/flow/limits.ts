@@ -236,6 +236,11 @@ export function refill(b: Bucket | null, nowMs: number, rate: number): Bucket {
   return {tokens: Math.min(burst, b.tokens + (elapsed * rate) / 1000), atMs: Math.max(nowMs, b.atMs)};
 }
 
+/** When a bucket is full again at `rate` (epoch ms): no slot is reserved from then on, and a missing bucket means the same. */
+export function fullAt(b: Bucket, rate: number): number {
+  return b.atMs + Math.ceil((Math.max(0, burstOf(rate) - b.tokens) / rate) * 1000);
+}
+
 /**
  * Decides which candidates of one type (in the order they should run) the claim takes. Per
  * candidate, in order:

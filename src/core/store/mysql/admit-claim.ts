@@ -8,7 +8,7 @@
 import {TRANSITIONS} from '../../task/state.js';
 import {ADMISSION_DEFAULTS, flowDecision, type FlowState, probeEpisode} from '../../flow/admission.js';
 import {breakerSettings} from '../../flow/breaker.js';
-import {type Bucket, CAP_RECHECK_MS, decideLimits, hasKeyLimits, hasLimits, type LimitRefusal, limitsOf} from '../../flow/limits.js';
+import {type Bucket, CAP_RECHECK_MS, decideLimits, fullAt, hasKeyLimits, hasLimits, type LimitRefusal, limitsOf} from '../../flow/limits.js';
 import type {TasksClaimParams, TypeRecord} from '../types.js';
 import {type Conn, type Db, exec, marks, type Row, select} from './db.js';
 import {type FencedRef, guardedWhere} from './guards.js';
@@ -187,7 +187,7 @@ export async function admitClaim(
       r.rate_tokens === null || r.rate_at === null ? null : {tokens: Number(r.rate_tokens), atMs: (r.rate_at as Date).getTime()};
     const keys = hasKeyLimits(l) ? await keyState(db, c, cell, type, l, mine) : undefined;
     const d = decideLimits(mine, l, {running: running.get(type) ?? 0, bucket, ...(keys ? {keys} : {})}, (r.now as Date).getTime());
-    if (d.keyBuckets) await keyBucketsStore(db, c, cell, type, d.keyBuckets);
+    if (d.keyBuckets) await keyBucketsStore(db, c, cell, type, d.keyBuckets, l.ratePerKey!);
     if (d.bucket)
       await exec(db, c, 'UPDATE task_types SET rate_tokens = ?, rate_at = ? WHERE cell = ? AND type = ?', [
         d.bucket.tokens,
@@ -307,14 +307,14 @@ async function keyState(
   return {running, buckets};
 }
 
-/** Stores the key buckets a decision used (one multi-row upsert). */
-async function keyBucketsStore(db: Db, c: Conn, cell: string, type: string, b: ReadonlyMap<string, Bucket>): Promise<void> {
+/** Stores the key buckets a decision used (one multi-row upsert), each with when it is full again at `rate`. */
+async function keyBucketsStore(db: Db, c: Conn, cell: string, type: string, b: ReadonlyMap<string, Bucket>, rate: number): Promise<void> {
   const entries = [...b].sort(([a], [z]) => (a < z ? -1 : a > z ? 1 : 0));
   await exec(
     db,
     c,
-    `INSERT INTO task_key_buckets (cell, type, task_key, tokens, at) VALUES ${entries.map(() => '(?, ?, ?, ?, ?)').join(', ')}
-     ON DUPLICATE KEY UPDATE tokens = VALUES(tokens), at = VALUES(at)`,
-    entries.flatMap(([key, x]) => [cell, type, key, x.tokens, new Date(x.atMs)]),
+    `INSERT INTO task_key_buckets (cell, type, task_key, tokens, at, full_at) VALUES ${entries.map(() => '(?, ?, ?, ?, ?, ?)').join(', ')}
+     ON DUPLICATE KEY UPDATE tokens = VALUES(tokens), at = VALUES(at), full_at = VALUES(full_at)`,
+    entries.flatMap(([key, x]) => [cell, type, key, x.tokens, new Date(x.atMs), new Date(fullAt(x, rate))]),
   );
 }

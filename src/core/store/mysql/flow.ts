@@ -211,12 +211,13 @@ export async function outcomeCounts(db: Db, cell: string, {windowMs}: OutcomeCou
   return rows.map((r) => ({type: r.type as string, at: r.second as Date, ok: Number(r.ok), failed: Number(r.failed)}));
 }
 
-/** See FlowStore.outcomesPurge. */
+/** See FlowStore.outcomesPurge; also the per-key buckets that are full again (a missing one reads as full). */
 export async function outcomesPurge(db: Db, cell: string, olderThanMs: number): Promise<number> {
   const r = await exec(db, db.pool, 'DELETE FROM type_outcomes WHERE cell = ? AND second < NOW() - INTERVAL ? SECOND LIMIT 5000', [
     cell,
     Math.ceil(olderThanMs / 1000),
   ]);
+  await exec(db, db.pool, 'DELETE FROM task_key_buckets WHERE cell = ? AND full_at < NOW(3) LIMIT 5000', [cell]);
   return r.affectedRows;
 }
 

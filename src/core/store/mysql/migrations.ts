@@ -459,14 +459,17 @@ export const MIGRATIONS: Migration[] = [
         unless: indexExists('tasks', 'idx_tasks_key'),
       },
       // The token bucket per (type, key) of a type with a rate per key, like task_types' own.
+      // full_at: when it is full again (no slot reserved): from then on the row says nothing a
+      // missing row does not (a full bucket), and the flow refresh deletes it.
       `CREATE TABLE IF NOT EXISTS task_key_buckets (
         cell     VARCHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
         type     VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
         task_key VARCHAR(128) NOT NULL,
         tokens   DOUBLE NOT NULL,
         at       DATETIME(3) NOT NULL,
+        full_at  DATETIME(3) NOT NULL,
         PRIMARY KEY (cell, type, task_key),
-        KEY idx_key_buckets_at (cell, at)
+        KEY idx_key_buckets_full (cell, full_at)
       ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
       {
         // The key of every occurrence of a schedule (ax cron add --key). Instant.

@@ -222,7 +222,10 @@ export interface FlowStore extends DbClockStore {
   parkedRelease(p: ParkedReleaseParams): Promise<Array<DispatchRef & {fence: number}>>;
   /** Per type and second over the window (one grouped range read of idx_type_outcomes_second). */
   outcomeCounts(p: OutcomeCountsParams): Promise<OutcomeCount[]>;
-  /** Deletes outcome rows older than `olderThanMs` (at most a few thousand); returns how many. */
+  /**
+   * Deletes outcome rows older than `olderThanMs` (at most a few thousand; returns how many) and
+   * the per-key rate buckets that are full again (task_key_buckets.full_at passed).
+   */
   outcomesPurge(p: {olderThanMs: number}): Promise<number>;
   /**
    * Moves a type's breaker (compare-and-set on its state and changedAt, so of several workers
