@@ -292,6 +292,26 @@ describe('ax workers and ax top', () => {
     }
   });
 
+  it('a type whose backlog one task key holds: its share and key after the name, in --once --json and the TUI', async () => {
+    // No worker handles keys_top: its tasks wait, all of one tenant's but a few.
+    for (let i = 0; i < 150; i++) await fx.client.submit({type: 'keys_top', payload: {}, key: i < 140 ? 'tenant:42' : `tenant:${i}`});
+    await fx.client.flush();
+    const r = await cli(['top', '--once', '--json', '--type', 'keys_top']);
+    expect(r.json.types).toMatchObject([{type: 'keys_top', dominantKey: {key: 'tenant:42', share: 140 / 150}}]);
+    expect((await cli(['top', '--once', '--type', 'keys_top'])).stdout).toMatch(/keys_top !93% tenant:42 /);
+    const vars = Object.entries({...env.env, AX_HEARTBEAT: HEARTBEAT, NODE_ENV: 'production', AX_CONFIG: ''})
+      .map(([k, v]) => `${k}='${v}'`)
+      .join(' ');
+    const t = tmux(`axtopkeys_${process.pid}`, 100, 30, `cd '${ROOT}' && env ${vars} node bin/run.js top --interval 300ms --type keys_top`);
+    try {
+      await t.shows(/› keys_top !93% tenant:42 /, 'the marked type');
+      t.keys('q');
+      await t.ended();
+    } finally {
+      t.kill();
+    }
+  });
+
   it('a worker killed with -9 shows as stale after three missed heartbeats', async () => {
     worker.child.kill('SIGKILL');
     await worker.exited;
