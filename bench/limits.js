@@ -11,6 +11,9 @@
 //   L2  --rate 500/s, binding (most of each batch deferred to its reserved slot in the same transaction);
 //   L3  --max-running 100, binding (the count of running rows reads at most 100 index entries; the
 //       rest of each batch deferred capped);
+//   L4–L6 (issue 25) tasks keyed over 1,000 keys: --max-running-per-key 5 (binding), --rate-per-key
+//       not binding (the key buckets' own cost), --fair (each batch's doorbells as permits, the tasks
+//       taken round-robin across keys);
 // and reports statements per claim (every query the stores send, counted at their pools) and ms per
 // claim (median, p95), against L0.
 import {randomBytes} from 'node:crypto';
@@ -50,6 +53,10 @@ const WORKLOADS = [
   {key: 'L1', label: '--rate 1000000/s (not binding)', settings: {rate: 1_000_000}, limited: true},
   {key: 'L2', label: '--rate 500/s (binding)', settings: {rate: 500}, limited: true},
   {key: 'L3', label: '--max-running 100 (binding)', settings: {maxRunning: 100}, limited: true},
+  // Issue 25: tasks keyed over 1,000 keys (round robin).
+  {key: 'L4', label: '--max-running-per-key 5, 1,000 keys (binding)', settings: {maxRunningPerKey: 5}, limited: true, keys: 1000},
+  {key: 'L5', label: '--rate-per-key 1000000/s, 1,000 keys (not binding)', settings: {ratePerKey: 1_000_000}, limited: true, keys: 1000},
+  {key: 'L6', label: '--fair, 1,000 keys', settings: {fair: true}, limited: true, keys: 1000, fair: true},
 ];
 
 /** L0–L3 (see the header); returns the figures and a Markdown section. */
@@ -72,7 +79,14 @@ export async function runLimitsBench({quick = false, n, batch = 50} = {}) {
       const ids = [];
       for (let done = 0; done < n; done += 2000) {
         const k = Math.min(2000, n - done);
-        const tasks = Array.from({length: k}, (_, i) => validateTaskSpec({type, payload: {n: done + i}}, defaults, Date.now(), newId));
+        const tasks = Array.from({length: k}, (_, i) =>
+          validateTaskSpec(
+            {type, payload: {n: done + i}, ...(wl.keys ? {key: `tenant:${(done + i) % wl.keys}`} : {})},
+            defaults,
+            Date.now(),
+            newId,
+          ),
+        );
         await stores[0].tasksInsert({tasks, actor: 'bench'});
         ids.push(...tasks.map((t) => t.id));
       }
@@ -95,6 +109,7 @@ export async function runLimitsBench({quick = false, n, batch = 50} = {}) {
               worker: `bench:${w}`,
               leaseMs: 600_000,
               ...(wl.limited ? {lockTypes: [type]} : {}),
+              ...(wl.fair ? {fairTypes: [type]} : {}),
             });
             ms.push(performance.now() - t);
             statements += counters[w].n - before;

@@ -67,6 +67,7 @@ const {values: argv} = parseArgs({
     'json-out': {type: 'string'},
     compare: {type: 'string'},
     metrics: {type: 'boolean', default: false},
+    'fair-keys': {type: 'string'},
     console: {type: 'string'},
     'big-table': {type: 'string'},
     archive: {type: 'string'},
@@ -119,6 +120,9 @@ if (argv.help) {
                        p1m.<qt> and ratio.p1m.<qt>/p1.<qt> (the goal: ≥ 0.97), and the same pairs in CPU
                        per task, off ÷ on: cpuRatio.p1.<qt>/p1m.<qt> (all processes) and
                        cpuRatio.worker.p1.<qt>/p1m.<qt> (the worker's; child mode)
+  --fair-keys N        P1 twice per round, as is and with its tasks keyed over N keys (tenant:i mod N) and
+                       bench_noop set --fair (order alternating): p1f.<qt> and ratio.p1f.<qt>/p1.<qt>
+                       (issue 25's goal with N = 1000: ≥ 0.8)
   --console N          P1 twice per round, without and with the console open in N browsers (ax web as its
                        own process, N clients polling the overview every 2 s; order alternating):
                        p1w.<qt>, ratio.p1w.<qt>/p1.<qt> and the CPU per task pair cpuRatio.p1.<qt>/p1w.<qt>
@@ -619,8 +623,11 @@ try {
     return {submitted: ids.length, present, lost: ids.length - terminal, duplicates: Number(dups), reExecuted: Number(reruns), states};
   }
 
-  /** P1; `big`: on the big table swapped in (bigTable.with), which is not truncated and keeps its rows. */
-  async function wP1(qt, n, {big = false} = {}) {
+  /**
+   * P1; `big`: on the big table swapped in (bigTable.with), which is not truncated and keeps its rows;
+   * `keys`: tasks keyed over that many keys (the caller sets the type fair).
+   */
+  async function wP1(qt, n, {big = false, keys = 0} = {}) {
     const ax = axByType[qt];
     const w = workers[qt];
     if (!big) await truncate('tasks', 'task_history');
@@ -633,7 +640,8 @@ try {
     const meter = await startMeter(w);
     const wallStart = Date.now();
     const t0 = performance.now();
-    for (let i = 0; i < n; i++) ids[i] = await ax.client.submit({type: 'bench_noop', payload: payloadOf(i)});
+    for (let i = 0; i < n; i++)
+      ids[i] = await ax.client.submit({type: 'bench_noop', payload: payloadOf(i), ...(keys > 0 ? {key: `tenant:${i % keys}`} : {})});
     const tSubmitted = performance.now();
     const report = await ax.client.flush();
     const tFlushed = performance.now();
@@ -808,6 +816,35 @@ try {
         );
         record(`p1w.${qt}`, r, round);
       };
+      // --fair-keys N: the same P1 with its tasks keyed over N keys and the type fair, before P1 in
+      // even rounds and after it in odd ones. The setting is written to the registry row and the
+      // worker's flow snapshot picks it up within its refresh (1 s), then cleared the same way.
+      const p1Fair = async () => {
+        const keys = Number(argv['fair-keys']);
+        const fair = async (on) => {
+          await sql(
+            `INSERT INTO task_types (cell, type, settings, created_at, updated_at) VALUES ('default', 'bench_noop', ?, NOW(3), NOW(3))
+             ON DUPLICATE KEY UPDATE settings = VALUES(settings)`,
+            [JSON.stringify(on ? {fair: true} : {})],
+          );
+          await sleep(2500);
+        };
+        await fair(true);
+        let r;
+        try {
+          r = await runPhase(`p1f.${qt}`, () => wP1(qt, n, {keys}));
+        } finally {
+          await fair(false);
+        }
+        show(
+          `P1 ax end to end, tasks over ${keys} keys, --fair (${qt})`,
+          r,
+          'tasks/s',
+          `; lost ${r.correctness.lost}, duplicates ${r.correctness.duplicates}, re-executed ${r.correctness.reExecuted}`,
+        );
+        record(`p1f.${qt}`, r, round);
+      };
+      if (argv['fair-keys'] && round % 2 === 0) await p1Fair();
       if (bigTable && round % 2 === 1) await p1Big();
       if (argv.console && round % 2 === 0) await p1Console();
       if (argv.metrics && round % 2 === 0) await p1Metrics();
@@ -820,6 +857,7 @@ try {
       );
       record(`p1.${qt}`, p1, round);
       if (argv.metrics && round % 2 === 1) await p1Metrics();
+      if (argv['fair-keys'] && round % 2 === 1) await p1Fair();
       if (argv.console && round % 2 === 1) await p1Console();
       if (bigTable && round % 2 === 0) await p1Big();
     }
@@ -969,6 +1007,10 @@ try {
       // CPU per task, closed ÷ open (all processes, the console's and MariaDB's included): less
       // sensitive to other tenants' load than the throughput pair; ≥ 0.97 is the goal's meaning.
       report.summary[`cpuRatio.p1.${qt}/p1w.${qt}`] = summary(paired(`p1.${qt}`, `p1w.${qt}`, (r) => r.cpuPerItem.total));
+    }
+    if (argv['fair-keys']) {
+      report.summary[`ratio.p1f.${qt}/p1.${qt}`] = summary(paired(`p1f.${qt}`, `p1.${qt}`));
+      report.summary[`cpuRatio.p1.${qt}/p1f.${qt}`] = summary(paired(`p1.${qt}`, `p1f.${qt}`, (r) => r.cpuPerItem.total));
     }
     if (argv.metrics) {
       report.summary[`ratio.p1m.${qt}/p1.${qt}`] = summary(paired(`p1m.${qt}`, `p1.${qt}`));

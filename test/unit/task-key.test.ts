@@ -119,6 +119,14 @@ describe('enqueueInTransaction and the task_key column', () => {
     );
     expect(calls).toEqual([]);
   });
+  it('refuses debounce and throttle, which the outbox cannot carry, before writing anything', async () => {
+    const {calls, conn} = capture();
+    for (const gate of ['debounce', 'throttle'])
+      await expect(
+        enqueueInTransaction(conn, [{type: 'order_notify'}, {type: 'order_notify', [gate]: {key: 'k', window: '5s'}}]),
+      ).rejects.toThrow(new RegExp(`task 1: ${gate} is not carried by the outbox`));
+    expect(calls).toEqual([]);
+  });
 });
 
 describe('tasks list --key', () => {

@@ -73,6 +73,10 @@ export async function enqueueInTransaction(conn: SqlConnection, tasks: TaskSpec 
   const columns = OUTBOX_PRODUCER_COLUMNS.filter((c) => (c !== 'priority' || w.priority) && (c !== 'task_key' || w.key));
   const rows = list.map((spec, i) => {
     try {
+      // The outbox has no columns for them: refused rather than dropped without a word.
+      for (const gate of ['debounce', 'throttle'] as const)
+        if (spec !== null && typeof spec === 'object' && (spec as unknown as Record<string, unknown>)[gate] !== undefined)
+          throw invalid(`${gate} is not carried by the outbox: submit() it, or use dedupKey for a business key`);
       return rowOf(
         validateTaskSpec(spec, defaults, now, () => '00000000-0000-7000-8000-000000000000'),
         spec,
