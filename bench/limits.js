@@ -21,6 +21,7 @@ import {parseArgs} from 'node:util';
 import {loadConfig} from '../dist/core/config/config.js';
 import {createLogger} from '../dist/core/log.js';
 import {schemaMigrate} from '../dist/core/store/mysql/migrate.js';
+import {keysIndexCreate} from '../dist/core/store/mysql/keys-index.js';
 import {createIdGenerator} from '../dist/core/task/id.js';
 import {validateTaskSpec} from '../dist/core/task/validate.js';
 import {createRuntime, openDatabase, openStore} from './lib/ax.js';
@@ -69,6 +70,7 @@ export async function runLimitsBench({quick = false, n, batch = 50} = {}) {
   const stores = [];
   try {
     await schemaMigrate(db);
+    await keysIndexCreate(db); // L4–L6 read the keys through it (ax migrate --task-keys)
     for (let w = 0; w < WORKERS; w++) stores.push(await openStore(rt));
     const counters = stores.map(countStatements);
     const newId = createIdGenerator(Date.now);

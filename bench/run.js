@@ -816,7 +816,7 @@ try {
         );
         record(`p1w.${qt}`, r, round);
       };
-      // --fair-keys N: the same P1 with its tasks keyed over N keys and the type fair, before P1 in
+      // --fair-keys N: the same P1 with its tasks keyed over N keys, the index of task keys and the type fair, before P1 in
       // even rounds and after it in odd ones. The setting is written to the registry row and the
       // worker's flow snapshot picks it up within its refresh (1 s), then cleared the same way.
       const p1Fair = async () => {
@@ -829,12 +829,16 @@ try {
           );
           await sleep(2500);
         };
+        // With the index of task keys it needs (ax migrate --task-keys), which P1 runs without.
+        const {KEYS_INDEX, KEYS_INDEX_SQL} = await import('../dist/core/store/mysql/keys-index.js');
+        await sql(KEYS_INDEX_SQL);
         await fair(true);
         let r;
         try {
           r = await runPhase(`p1f.${qt}`, () => wP1(qt, n, {keys}));
         } finally {
           await fair(false);
+          await sql(`ALTER TABLE tasks DROP INDEX ${KEYS_INDEX}`);
         }
         show(
           `P1 ax end to end, tasks over ${keys} keys, --fair (${qt})`,

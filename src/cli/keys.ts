@@ -11,6 +11,7 @@ const n = (x: number): string => x.toLocaleString('en-US');
 /** The "keys" section of `ax types show <type>`. */
 /** `limits`: the type's limits in effect (TypeLimits): fair dispatch or a per-key limit changes the advice. */
 export function keysLines(type: string, k: KeysView, limits: object): string[] {
+  if (!k.indexed) return ['keys: not indexed (`ax migrate --task-keys` adds the index that per-key limits, --fair and this view read)'];
   if (k.withBacklog === 0 && k.withRunning === 0) return ['keys: no task with a key waiting or running'];
   const lines = [
     `keys: ${n(k.withBacklog)} with a backlog (${n(k.backlog)} tasks), ${n(k.withRunning)} running (${n(k.running)} attempts)`,

@@ -8,6 +8,7 @@ import mysql from 'mysql2/promise';
 import {loadConfig, type AxConfig} from '../../src/core/config/config.js';
 import {createRuntime, openBroker, openDatabase, openStore, type Runtime} from '../../src/compose.js';
 import {schemaMigrate} from '../../src/core/store/mysql/migrate.js';
+import {keysIndexCreate} from '../../src/core/store/mysql/keys-index.js';
 import {createLogger} from '../../src/core/log.js';
 import type {AxStore} from '../../src/core/store/types.js';
 import type {AmqpBroker} from '../../src/core/broker/amqp/broker.js';
@@ -39,10 +40,11 @@ export interface TestEnv {
  * `cells` adds cells (AX_CELLS, also in `env.env`), each with the types given and a migrated
  * database of its own, `axt_<random>_<cell>` (dropped by dispose(), with its queues). `amqpUrl`
  * (default the shared RabbitMQ) is AX_AMQP_URL, e.g. the nodes of a test cluster (rabbit-cluster.ts).
+ * `taskKeys: false` leaves out the opt-in index of task keys (`ax migrate --task-keys`).
  */
 export async function createTestEnv(
   overrides: Partial<AxConfig> = {},
-  opts: {cells?: Record<string, string[]>; amqpUrl?: string} = {},
+  opts: {cells?: Record<string, string[]>; amqpUrl?: string; taskKeys?: boolean} = {},
 ): Promise<TestEnv> {
   const tag = `axt_${randomBytes(4).toString('hex')}`;
   const cells = Object.fromEntries(
@@ -59,10 +61,13 @@ export async function createTestEnv(
   const rt = createRuntime(config, createLogger(config.logLevel, {test: tag}));
   const db = await openDatabase(rt);
   await schemaMigrate(db);
+  // The opt-in index of task keys (`ax migrate --task-keys`): on, unless a test is about its absence.
+  if (opts.taskKeys !== false) await keysIndexCreate(db);
   const cellDbs = await Promise.all(
     Object.keys(cells).map(async (cell) => {
       const cdb = await openDatabase(rt.forCell(cell));
       await schemaMigrate(cdb);
+      if (opts.taskKeys !== false) await keysIndexCreate(cdb);
       return {cell, db: cdb, name: `${tag}_${cell.replace(/-/g, '_')}`};
     }),
   );

@@ -366,12 +366,24 @@ describe('actions', () => {
       running: 0,
       top: [{key: 'tenant:<b>7</b>', backlog: 1, running: 0}],
       dominant: null,
+      indexed: true,
     });
     expect((await call(c, 'POST', '/api/v1/types/web_flow/resume', {token: op, body: {rate: 50}})).status).toBe(200);
     expect((await call(c, 'POST', '/api/v1/types/web_flow/resume', {token: op, body: {}})).status).toBe(409);
-    const limits = await call(c, 'PATCH', '/api/v1/types/web_flow', {token: op, body: {maxRunning: 3, rate: '10/s'}});
+    const limits = await call(c, 'PATCH', '/api/v1/types/web_flow', {
+      token: op,
+      body: {maxRunning: 3, rate: '10/s', maxRunningPerKey: 2, fair: true, keyWeights: {'tenant:1': 3}},
+    });
     expect(limits.status).toBe(200);
-    expect((await call(c, 'GET', '/api/v1/types/web_flow', {token: viewer})).body.limits).toMatchObject({maxRunning: 3});
+    expect((await call(c, 'GET', '/api/v1/types/web_flow', {token: viewer})).body.limits).toMatchObject({
+      maxRunning: 3,
+      maxRunningPerKey: 2,
+      fair: true,
+      keyWeights: {'tenant:1': 3},
+    });
+    // A bad weight: 400, nothing changed.
+    expect((await call(c, 'PATCH', '/api/v1/types/web_flow', {token: op, body: {keyWeights: {'tenant:1': 0}}})).status).toBe(400);
+    expect((await call(c, 'GET', '/api/v1/types/web_flow', {token: viewer})).body.limits.keyWeights).toEqual({'tenant:1': 3});
   });
 });
 

@@ -41,7 +41,9 @@ describe('keysView', () => {
       running: 4,
       top: [k('a', 900, 3), k('b', 50, 1), k('c', 10)],
       dominant: {key: 'a', share: 0.9, backlog: 900, of: 1000},
+      indexed: true,
     });
+    expect(keysView({indexed: false, backlog: 0, withBacklog: 0, running: 0, withRunning: 0, top: []}, 1000).indexed).toBe(false);
   });
 });
 

@@ -109,6 +109,8 @@ export interface KeysView {
   top: Array<{key: string; backlog: number; running: number}>;
   /** The key that holds at least half of a backlog of 100 or more (share 0..1 of `of`, the type's whole backlog). */
   dominant: {key: string; share: number; backlog: number; of: number} | null;
+  /** False: the database has no index of task keys (`ax migrate --task-keys`): nothing was read. */
+  indexed: boolean;
 }
 
 /** GET /types/{type}: the type's row, its task keys and its history (src/core/types/admin.ts TypeDetail). */

@@ -12,7 +12,7 @@ import {validateTypeName} from '../task/validate.js';
 import {type Clock, sleep} from '../time.js';
 import {type BreakerInput, mergeBreaker} from '../flow/settings.js';
 import {breakerSettings, type BreakerSettings} from '../flow/breaker.js';
-import {limitsOf, type LimitsInput, mergeLimits} from '../flow/limits.js';
+import {hasKeyLimits, limitsOf, type LimitsInput, mergeLimits} from '../flow/limits.js';
 import {releaseParked} from '../flow/release.js';
 import {keysView, type KeysView, TOP_KEYS} from './keys.js';
 
@@ -243,6 +243,13 @@ export function createTypesAdmin(o: TypesAdminOptions): TypesAdmin {
         ...(input.fair !== undefined ? {fair: input.fair} : {}),
         ...(input.keyWeights !== undefined ? {keyWeights: input.keyWeights} : {}),
       });
+      // Per-key limits and fair dispatch read the keys through their index: refused without it
+      // (a claim would scan the type's rows), before anything is stored.
+      if ((hasKeyLimits(limits) || limits.fair) && !(hasKeyLimits(before) || before.fair) && !(await o.store.keysIndexed()))
+        throw new AxError(
+          'conflict',
+          'per-key limits and --fair need the index of task keys, which this database does not have yet: run `ax migrate --task-keys` (an online index build; docs/operating/flow-control.md)',
+        );
       const settings: Record<string, unknown> = {...current, breaker};
       if (Object.keys(breaker).length === 0) delete settings.breaker;
       for (const k of ['maxRunning', 'rate', 'maxRunningPerKey', 'ratePerKey', 'fair', 'keyWeights']) delete settings[k];

@@ -40,6 +40,8 @@ export interface KeysView {
   top: KeyCount[];
   /** The key that holds most of the type's backlog (see dominantKey), or null. */
   dominant: DominantKey | null;
+  /** False: the database has no index of task keys (`ax migrate --task-keys`): nothing was read. */
+  indexed: boolean;
 }
 
 /**
@@ -66,6 +68,7 @@ export function keysView(r: TypeKeysReport, typeBacklog: number): KeysView {
     running: r.running,
     top: r.top,
     dominant: dominantKey(typeBacklog, r.top),
+    indexed: r.indexed !== false,
   };
 }
 

@@ -256,8 +256,9 @@ export function registerActions(app: FastifyInstance, ctx: RouteContext): void {
         keyWeights: {
           type: 'object',
           maxProperties: 1000,
-          additionalProperties: {anyOf: [{type: 'integer', minimum: 1, maximum: 100}, {type: 'null'}]},
-          description: "fair-dispatch weight per key (1-100); null drops a key's weight",
+          // Values checked by the admin service (a bad one is a 400 naming it), not here: with the
+          // server's type coercion a schema of "1-100 or null" would turn a 0 into null (drop it).
+          description: "fair-dispatch weight per key, a whole number 1-100; null drops a key's weight",
         },
       }),
       response: {200: TYPE_RESULT},

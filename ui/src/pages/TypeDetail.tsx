@@ -34,7 +34,12 @@ export function TypeDetail({type}: {type: string}) {
         </p>
       )}
       <h2>Keys</h2>
-      {k && k.withBacklog === 0 && k.withRunning === 0 && <p className="muted">No task with a key waiting or running.</p>}
+      {k && !k.indexed && (
+        <p className="muted">
+          Not indexed: <code>ax migrate --task-keys</code> adds the index that per-key limits, fair dispatch and this view read.
+        </p>
+      )}
+      {k && k.indexed && k.withBacklog === 0 && k.withRunning === 0 && <p className="muted">No task with a key waiting or running.</p>}
       {k && (k.withBacklog > 0 || k.withRunning > 0) && (
         <>
           <p>

@@ -8,7 +8,16 @@
 import {TRANSITIONS} from '../../task/state.js';
 import {ADMISSION_DEFAULTS, flowDecision, type FlowState, probeEpisode} from '../../flow/admission.js';
 import {breakerSettings} from '../../flow/breaker.js';
-import {type Bucket, CAP_RECHECK_MS, decideLimits, fullAt, hasKeyLimits, hasLimits, type LimitRefusal, limitsOf} from '../../flow/limits.js';
+import {
+  type Bucket,
+  CAP_RECHECK_MS,
+  decideLimits,
+  fullAt,
+  hasKeyLimits,
+  hasLimits,
+  type LimitRefusal,
+  limitsOf,
+} from '../../flow/limits.js';
 import type {TasksClaimParams, TypeRecord} from '../types.js';
 import {type Conn, type Db, exec, marks, type Row, select} from './db.js';
 import {type FencedRef, guardedWhere} from './guards.js';

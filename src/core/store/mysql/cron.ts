@@ -42,7 +42,22 @@ export async function schedulesAdd(db: Db, cell: string, {schedule: s}: Schedule
       db.pool,
       `INSERT INTO cron_schedules (cell, name, cron, tz, type, payload, pool, priority, max_retries, timeout_ms, task_key, overlap, misfire, paused, next_fire_at, created_at, updated_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, NOW(3), NOW(3))`,
-      [cell, s.name, s.cron, s.tz, s.type, s.payload, s.pool, s.priority, s.maxRetries, s.timeoutMs, s.key, s.overlap, s.misfire, s.nextFireAt],
+      [
+        cell,
+        s.name,
+        s.cron,
+        s.tz,
+        s.type,
+        s.payload,
+        s.pool,
+        s.priority,
+        s.maxRetries,
+        s.timeoutMs,
+        s.key,
+        s.overlap,
+        s.misfire,
+        s.nextFireAt,
+      ],
     );
   } catch (e) {
     if ((e as {code?: string}).code === 'ER_DUP_ENTRY') throw new AxError('conflict', `a schedule named "${s.name}" already exists`);

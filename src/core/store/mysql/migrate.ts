@@ -4,6 +4,7 @@ import {MIGRATIONS, LATEST_VERSION, type Migration} from './migrations.js';
 import type {MigrateReport, MigrationStatus, SchemaStore} from '../types.js';
 
 export type {MigrateReport, MigrationStatus} from '../types.js';
+import {keysIndexCreate, keysIndexed} from './keys-index.js';
 
 const LOCK_NAME = 'ax_migrate';
 const LOCK_WAIT_S = 60;
@@ -97,6 +98,11 @@ export function schemaStore(db: Db): SchemaStore {
     database: db.database,
     schemaStatus: () => schemaStatus(db),
     schemaMigrate: () => schemaMigrate(db),
+    keysIndexed: () => keysIndexed(db),
+    async keysIndexCreate() {
+      await assertMigrated(db);
+      return keysIndexCreate(db);
+    },
     close,
     [Symbol.asyncDispose]: close,
   };

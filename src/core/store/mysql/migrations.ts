@@ -446,17 +446,17 @@ export const MIGRATIONS: Migration[] = [
         unless: columnExists('tasks', 'task_key'),
       },
       {
-        // The claim's per-key reads (running per key, due rows per key in run_at order, the keys
-        // with due rows) from one index over virtual columns that are NULL on a row without a key:
-        // such a row's entry never changes with its state or due time, so tasks without keys pay
-        // no index write per transition for it (migration 17's lesson), only the entry at insert.
-        // key_phase: 1 claimable (submitted, failed), 2 running, 0 ended.
+        // What the claim's per-key reads (running per key, due rows per key in run_at order, the keys
+        // with due rows) range over: virtual columns that are NULL on a row without a key, so its
+        // entry in their index never changes with its state or due time. key_phase: 1 claimable
+        // (submitted, failed), 2 running, 0 ended. The index itself, idx_tasks_key, is opt-in (`ax
+        // migrate --task-keys`, keys-index.ts): every INSERT would pay for it. Virtual columns
+        // without an index cost nothing (not stored).
         sql: `ALTER TABLE tasks
                 ADD COLUMN key_phase TINYINT AS (CASE WHEN task_key IS NULL THEN NULL
                   WHEN state IN ('submitted', 'failed') THEN 1 WHEN state = 'running' THEN 2 ELSE 0 END) VIRTUAL,
-                ADD COLUMN key_run_at DATETIME(3) AS (IF(task_key IS NULL, NULL, run_at)) VIRTUAL,
-                ADD INDEX idx_tasks_key (cell, type, key_phase, task_key, key_run_at)`,
-        unless: indexExists('tasks', 'idx_tasks_key'),
+                ADD COLUMN key_run_at DATETIME(3) AS (IF(task_key IS NULL, NULL, run_at)) VIRTUAL`,
+        unless: columnExists('tasks', 'key_phase'),
       },
       // The token bucket per (type, key) of a type with a rate per key, like task_types' own.
       // full_at: when it is full again (no slot reserved): from then on the row says nothing a

@@ -1,3 +1,4 @@
+import {keysIndexed} from './keys-index.js';
 import type {
   ArchiveBatchParams,
   ArchiveCountParams,
@@ -277,8 +278,17 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
   typeSetSettings(p: TypeSetSettingsParams) {
     return flow.typeSetSettings(this.db, this.cell, p);
   }
-  typeKeys(p: TypeKeysParams) {
+  async typeKeys(p: TypeKeysParams) {
+    // Without the index every read would scan the type's rows: reported as not indexed instead.
+    if (!(await this.keysIndexed())) return {indexed: false, backlog: 0, withBacklog: 0, running: 0, withRunning: 0, top: []};
     return keys.typeKeys(this.db, this.cell, p);
+  }
+  private keysIndexedUntil = 0;
+  async keysIndexed() {
+    if (this.localNow() < this.keysIndexedUntil) return true;
+    const yes = await keysIndexed(this.db);
+    if (yes) this.keysIndexedUntil = this.localNow() + 60_000;
+    return yes;
   }
   clockNow() {
     return clockNow(this.db);

@@ -169,6 +169,8 @@ export interface KeyCount {
 
 /** The task keys of one type (tasks without a key are not in it). */
 export interface TypeKeysReport {
+  /** False: the database has no index of task keys (`ax migrate --task-keys`); the counts are then 0, not read. */
+  indexed?: boolean;
   /** Claimable tasks with a key. */
   backlog: number;
   /** Distinct keys with claimable tasks. */
@@ -235,6 +237,11 @@ export interface FlowStore extends DbClockStore {
   breakerTransition(p: BreakerTransitionParams): Promise<boolean>;
   /** Stores a type's settings (row created if missing) with a history and an audit row. */
   typeSetSettings(p: TypeSetSettingsParams): Promise<TypeRecord>;
+  /**
+   * Whether the tasks table has the index of task keys (`ax migrate --task-keys`), which per-key
+   * limits, fair dispatch and typeKeys read. Cached for a minute once it says yes.
+   */
+  keysIndexed(): Promise<boolean>;
   /**
    * A type's task keys: the top keys by backlog and by running, and the totals (mysql/keys.ts).
    * Index-only ranges of idx_tasks_key; the backlog's is as long as the type's keyed backlog

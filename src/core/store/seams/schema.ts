@@ -24,4 +24,8 @@ export interface SchemaStore extends Closable {
   schemaStatus(): Promise<MigrationStatus[]>;
   /** Applies the pending migrations in order under a named lock; concurrent runs are safe. */
   schemaMigrate(): Promise<MigrateReport>;
+  /** Whether the opt-in index of task keys exists (mysql/keys-index.ts). */
+  keysIndexed(): Promise<boolean>;
+  /** Creates the index of task keys online unless it exists; returns whether it created it. Needs the schema migrated. */
+  keysIndexCreate(): Promise<boolean>;
 }
