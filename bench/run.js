@@ -830,7 +830,8 @@ try {
           await sleep(2500);
         };
         // With the index of task keys it needs (ax migrate --task-keys), which P1 runs without.
-        const {KEYS_INDEX, KEYS_INDEX_SQL} = await import('../dist/core/store/mysql/keys-index.js');
+        const {KEYS_COLUMNS_SQL, KEYS_INDEX_SQL} = await import('../dist/core/store/mysql/keys-index.js');
+        await sql(KEYS_COLUMNS_SQL);
         await sql(KEYS_INDEX_SQL);
         await fair(true);
         let r;
@@ -838,7 +839,7 @@ try {
           r = await runPhase(`p1f.${qt}`, () => wP1(qt, n, {keys}));
         } finally {
           await fair(false);
-          await sql(`ALTER TABLE tasks DROP INDEX ${KEYS_INDEX}`);
+          await sql('ALTER TABLE tasks DROP INDEX idx_tasks_key, DROP COLUMN key_run_at, DROP COLUMN key_phase');
         }
         show(
           `P1 ax end to end, tasks over ${keys} keys, --fair (${qt})`,

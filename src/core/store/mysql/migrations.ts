@@ -445,19 +445,8 @@ export const MIGRATIONS: Migration[] = [
         sql: 'ALTER TABLE tasks ADD COLUMN task_key VARCHAR(128) NULL, ALGORITHM=INSTANT',
         unless: columnExists('tasks', 'task_key'),
       },
-      {
-        // What the claim's per-key reads (running per key, due rows per key in run_at order, the keys
-        // with due rows) range over: virtual columns that are NULL on a row without a key, so its
-        // entry in their index never changes with its state or due time. key_phase: 1 claimable
-        // (submitted, failed), 2 running, 0 ended. The index itself, idx_tasks_key, is opt-in (`ax
-        // migrate --task-keys`, keys-index.ts): every INSERT would pay for it. Virtual columns
-        // without an index cost nothing (not stored).
-        sql: `ALTER TABLE tasks
-                ADD COLUMN key_phase TINYINT AS (CASE WHEN task_key IS NULL THEN NULL
-                  WHEN state IN ('submitted', 'failed') THEN 1 WHEN state = 'running' THEN 2 ELSE 0 END) VIRTUAL,
-                ADD COLUMN key_run_at DATETIME(3) AS (IF(task_key IS NULL, NULL, run_at)) VIRTUAL`,
-        unless: columnExists('tasks', 'key_phase'),
-      },
+      // The claim's per-key reads range over virtual columns and their index, both opt-in (`ax
+      // migrate --task-keys`, keys-index.ts): every INSERT would pay for them, keyed or not.
       // The token bucket per (type, key) of a type with a rate per key, like task_types' own.
       // full_at: when it is full again (no slot reserved): from then on the row says nothing a
       // missing row does not (a full bucket), and the flow refresh deletes it.
