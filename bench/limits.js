@@ -13,7 +13,7 @@
 //       rest of each batch deferred capped);
 //   L4–L6 (issue 25) tasks keyed over 1,000 keys: --max-running-per-key 5 (binding), --rate-per-key
 //       not binding (the key buckets' own cost), --fair (each batch's doorbells as permits, the tasks
-//       taken round-robin across keys);
+//       taken round-robin across keys); L7 --fair with one key holding 90 % (the claims lend doorbells);
 // and reports statements per claim (every query the stores send, counted at their pools) and ms per
 // claim (median, p95), against L0.
 import {randomBytes} from 'node:crypto';
@@ -58,6 +58,15 @@ const WORKLOADS = [
   {key: 'L4', label: '--max-running-per-key 5, 1,000 keys (binding)', settings: {maxRunningPerKey: 5}, limited: true, keys: 1000},
   {key: 'L5', label: '--rate-per-key 1000000/s, 1,000 keys (not binding)', settings: {ratePerKey: 1_000_000}, limited: true, keys: 1000},
   {key: 'L6', label: '--fair, 1,000 keys', settings: {fair: true}, limited: true, keys: 1000, fair: true},
+  // One key floods (9 tasks in 10), 100 others share the rest: the claims lend doorbells.
+  {
+    key: 'L7',
+    label: '--fair, one key with 90 % (lending)',
+    settings: {fair: true},
+    limited: true,
+    fair: true,
+    keyOf: (i) => (i % 10 === 0 ? `tenant:${i % 1000}` : 'tenant:flood'),
+  },
 ];
 
 /** L0–L3 (see the header); returns the figures and a Markdown section. */
@@ -83,7 +92,11 @@ export async function runLimitsBench({quick = false, n, batch = 50} = {}) {
         const k = Math.min(2000, n - done);
         const tasks = Array.from({length: k}, (_, i) =>
           validateTaskSpec(
-            {type, payload: {n: done + i}, ...(wl.keys ? {key: `tenant:${(done + i) % wl.keys}`} : {})},
+            {
+              type,
+              payload: {n: done + i},
+              ...(wl.keyOf ? {key: wl.keyOf(done + i)} : wl.keys ? {key: `tenant:${(done + i) % wl.keys}`} : {}),
+            },
             defaults,
             Date.now(),
             newId,

@@ -3,7 +3,7 @@
  * (core/flow/limits.ts), as pure policy.
  */
 import {describe, expect, it} from 'vitest';
-import {fairPlan, type FairCursor, type FairKey} from '../../src/core/flow/fair.js';
+import {fairPlan, fairShares, type FairCursor, type FairKey} from '../../src/core/flow/fair.js';
 import {decideLimits, fullAt, type LimitsInput, mergeLimits, parseKeyWeightFlags} from '../../src/core/flow/limits.js';
 
 const keys = (...ks: Array<string | [string, number]>): FairKey[] =>
@@ -72,6 +72,37 @@ describe('fairPlan', () => {
     // The cursor's key has no due tasks any more: the next key after it takes the turn.
     expect(fairPlan(keys('a', 'c'), {key: 'b', taken: 0}, 1, one).take).toEqual([{key: 'c', n: 1}]);
     expect(fairPlan(keys('a', 'b'), {key: 'z', taken: 0}, 1, one).take).toEqual([{key: 'a', n: 1}]);
+  });
+});
+
+describe('fairShares', () => {
+  it("splits a claim's doorbells by weight, rounding up, at least one each", () => {
+    expect(fairShares(50, ['a', 'b'], () => 1)).toEqual(
+      new Map([
+        ['a', 25],
+        ['b', 25],
+      ]),
+    );
+    expect(fairShares(50, ['a', 'b'], (k) => (k === 'a' ? 3 : 1))).toEqual(
+      new Map([
+        ['a', 38],
+        ['b', 13],
+      ]),
+    );
+    // Many keys, few doorbells: one each, so doorbells already spread over keys keep their own tasks.
+    expect(
+      fairShares(
+        50,
+        Array.from({length: 51}, (_, i) => `k${i}`),
+        () => 1,
+      ).get('k7'),
+    ).toBe(1);
+    expect(fairShares(10, ['a', 'a', 'b'], () => 1)).toEqual(
+      new Map([
+        ['a', 5],
+        ['b', 5],
+      ]),
+    );
   });
 });
 

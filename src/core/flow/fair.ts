@@ -62,3 +62,17 @@ export function fairPlan(keys: readonly FairKey[], cursor: FairCursor, need: num
   }
   return {take: order.map((key) => ({key, n: taken.get(key)!})), cursor: last};
 }
+
+/**
+ * Each key's share of a claim of `permits` doorbells: permits × weight ÷ the weights of `keys` (the
+ * keys with due tasks the claim sees, and those of its own doorbells), rounded up, at least 1. A
+ * claim takes its doorbells' own tasks while their key is within its share, and lends the rest of
+ * its doorbells round-robin (fairPlan) to keys below theirs. So when the doorbells already spread
+ * fairly (many keys, each a little) nothing is swapped; when one key floods, it gets its share and
+ * the other keys the rest.
+ */
+export function fairShares(permits: number, keys: Iterable<string>, weightOf: (key: string) => number): Map<string, number> {
+  const all = [...new Set(keys)];
+  const total = all.reduce((a, k) => a + weightOf(k), 0);
+  return new Map(all.map((k) => [k, Math.max(1, Math.ceil((permits * weightOf(k)) / Math.max(1, total)))]));
+}

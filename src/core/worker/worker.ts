@@ -3,7 +3,7 @@ import {errorMessage} from '../errors.js';
 import type {Logger} from '../log.js';
 import {type Broker, type Delivery, type Subscription, type TaskMessage, decodeMessage, splitDelivery} from '../broker/types.js';
 import {type BackoffOptions, type BackoffShape, backoffMs} from '../retry/backoff.js';
-import type {ClaimedTask, HotPathStore, Outcome, ParkedKind, WorkerRegistryStore, WorkerStatsDoc} from '../store/types.js';
+import type {ClaimedTask, ClaimResult, HotPathStore, Outcome, ParkedKind, WorkerRegistryStore, WorkerStatsDoc} from '../store/types.js';
 import {PRIORITIES, type JsonObject, type PoolName, type Priority} from '../task/model.js';
 import {type Clock, type Random, sleep} from '../time.js';
 import {MicroBatcher} from '../batcher.js';
@@ -382,6 +382,8 @@ export class Worker implements Service {
       for (const p of parts.slice(1)) p.lane.done();
       this.dispatch(t, this.gate.version === seen ? parts[0]?.type : undefined, parts[0]?.lane);
     }
+    // Tasks whose doorbell fair dispatch lent to another: rung again (else the scheduler rings them).
+    if (result.unrung) this.track(this.ringLent(result.unrung));
     // Doorbells fair dispatch lent to a task it then deferred: their tasks stay due (the row decides).
     for (const [id, parts] of byId)
       if (!handled.has(id))
@@ -389,6 +391,19 @@ export class Worker implements Service {
           p.d.ack();
           p.lane.done();
         }
+  }
+
+  /** Rings the tasks whose doorbell fair dispatch lent (ClaimResult.unrung) and marks them; on failure the scheduler rings them. */
+  private async ringLent(refs: NonNullable<ClaimResult['unrung']>): Promise<void> {
+    try {
+      await this.o.broker.publish(refs.map(({id, type, pool, priority}) => ({id, type, pool, priority})));
+      await this.o.store.doorbellsMark({rung: refs.map(({id, fence}) => ({id, fence}))});
+    } catch (e) {
+      this.log.warn('could not ring the tasks whose doorbell fair dispatch lent: the scheduler rings them', {
+        tasks: refs.length,
+        error: errorMessage(e),
+      });
+    }
   }
 
   /**

@@ -155,7 +155,7 @@ export async function admitClaim(
         refuse(x, {
           delayMs: CAP_RECHECK_MS,
           parked: 'key-capped',
-          reason: 'not run: fair dispatch found no turn for its key (max running per key)',
+          reason: `not run: ${l.maxRunningPerKey} of its type with its key running (max running per key)`,
         }),
       );
     const mine = rows.filter((x) => x.type === type);
@@ -233,7 +233,7 @@ export async function admitClaim(
 /**
  * Fair dispatch for one type (fair-claim.ts), per pool of its permits: returns the claim's rows
  * with the batch tasks whose doorbell was lent taken out (recorded in `out.swapped`) and the
- * picked ones added (`out.picked`); batch tasks left without a turn go to `deferUnused`.
+ * picked ones added (`out.picked`); batch tasks of a key at its per-key cap go to `deferUnused`.
  */
 async function fair(
   db: Db,

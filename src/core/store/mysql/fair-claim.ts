@@ -1,14 +1,19 @@
 /**
  * Fair dispatch in a claim's transaction (policy: core/flow/fair.ts). For a fair type whose
- * registry row the claim holds for update, the keyed doorbells of the batch are permits: the claim
- * takes as many of the type's due keyed tasks, round-robin across keys from the cursor on the row,
- * instead of the tasks the doorbells name. Statements, each one round trip whatever the batch:
- * the keys with due tasks after the cursor (and from the start, when that wraps), the running
- * count of those keys when the type has a per-key cap, the tasks of each key's turn (one UNION
- * ALL), a locking read of those not in the batch (SKIP LOCKED: a row another claim holds is left
- * to it), and the cursor's UPDATE. All over idx_tasks_key.
+ * registry row the claim holds for update, the keyed doorbells of the batch are permits: each key
+ * (those with due tasks the claim sees, and its doorbells' own) gets a share of them by weight
+ * (fairShares); the doorbells' own tasks are taken while their key is within its share, and the
+ * rest of the permits are lent round-robin, from the cursor on the row, to keys below their share
+ * (fairPlan), whose oldest due tasks are claimed instead. Doorbells that already spread fairly
+ * swap nothing; a flooding key gets its share and the other keys the rest. Statements, each one
+ * round trip whatever the batch, none when the doorbells name each key once (a share is at least
+ * one): the keys with due tasks after the cursor (and from the start, when
+ * that wraps), the running count of the keys with a per-key cap; and only when permits are lent:
+ * the tasks of each lending turn (one UNION ALL), a locking read of them (SKIP LOCKED: a row
+ * another claim holds is left to it), the cursor's UPDATE and the unrung mark of the lenders. All
+ * over idx_tasks_key.
  */
-import {fairPlan, type FairCursor, type FairKey} from '../../flow/fair.js';
+import {fairPlan, fairShares, type FairCursor, type FairKey} from '../../flow/fair.js';
 import type {LimitSettings} from '../../flow/limits.js';
 import {type Conn, type Db, exec, marks, type Row, select} from './db.js';
 import {claimSelectSql} from './claim-sql.js';
@@ -17,6 +22,8 @@ import {claimSelectSql} from './claim-sql.js';
 export interface FairPermit {
   id: string;
   pool: string;
+  /** Its task's key (permits are keyed doorbells). */
+  key: string | null;
   stale: boolean;
 }
 
@@ -27,12 +34,12 @@ export interface FairResult {
    */
   picked: Array<{id: string; row: Row | null; via: string | null}>;
   /**
-   * Claimable doorbell tasks of the batch not picked whose doorbell went to another task: they stay
-   * due and are marked unrung (published_at NULL), so the scheduler rings them again; no task is
-   * left due without a doorbell on its way.
+   * Claimable doorbell tasks of the batch not taken (their doorbell went to another key's task, or
+   * there was none to lend it to): they stay due and are marked unrung (published_at NULL), and
+   * the caller rings them again (else the scheduler does): no task is left due without a doorbell.
    */
   leftDue: string[];
-  /** Claimable doorbell tasks of the batch that neither were picked nor lent their permit (the keys ran out): the caller defers them. */
+  /** Claimable doorbell tasks of the batch not taken because their key is at its per-key cap: the caller defers them. */
   unused: string[];
   /** Stale permits whose doorbell went to a picked task. */
   usedStale: string[];
@@ -73,65 +80,94 @@ export async function fairSubstitute(
   permits: readonly FairPermit[],
 ): Promise<FairResult> {
   const need = permits.length;
+  // A share is at least one: doorbells naming each key once keep their own tasks, with nothing to
+  // read (the usual case with many keys). Only a key named twice can be over its share.
+  const named = new Map<string, number>();
+  for (const p of permits) if (!p.stale && p.key !== null) named.set(p.key, (named.get(p.key) ?? 0) + 1);
+  if ([...named.values()].every((n) => n <= 1))
+    return {
+      picked: permits.filter((p) => !p.stale && p.key !== null).map((p) => ({id: p.id, row: null, via: null})),
+      leftDue: [],
+      unused: [],
+      usedStale: [],
+    };
   const cursor: FairCursor = {key: (reg.fair_key as string | null) ?? null, taken: Number(reg.fair_taken ?? 0)};
   const from = cursor.key ?? '';
-  const keys = (await select(db, c, fairKeysSql('>=', need), [cell, type, from])).map((r) => r.task_key as string);
-  if (keys.length < need && cursor.key !== null)
-    for (const r of await select(db, c, fairKeysSql('<', need - keys.length), [cell, type, from])) keys.push(r.task_key as string);
-  keys.sort();
-  const fair: FairKey[] = keys.map((key) => ({key, available: Infinity}));
-  if (l.maxRunningPerKey !== undefined && keys.length > 0) {
+  const keys = (await select(db, c, fairKeysSql('>=', need + 1), [cell, type, from])).map((r) => r.task_key as string);
+  if (keys.length < need + 1 && cursor.key !== null)
+    for (const r of await select(db, c, fairKeysSql('<', need + 1 - keys.length), [cell, type, from])) keys.push(r.task_key as string);
+  const own = permits.filter((p) => !p.stale && p.key !== null);
+  const all = [...new Set([...keys, ...own.map((p) => p.key!)])].sort();
+  const weightOf = (key: string): number => l.keyWeights?.[key] ?? 1;
+  const share = fairShares(need, all, weightOf);
+  /** Keys whose share the per-key cap cut: their tasks beyond it wait in storage (the caller defers them). */
+  const atCap = new Set<string>();
+  if (l.maxRunningPerKey !== undefined && all.length > 0) {
     const running = new Map<string, number>();
     for (const r of await select(
       db,
       c,
-      `SELECT task_key, COUNT(*) AS n FROM tasks WHERE cell = ? AND type = ? AND key_phase = 2 AND task_key IN (${marks(keys.length)}) GROUP BY task_key`,
-      [cell, type, ...keys],
+      `SELECT task_key, COUNT(*) AS n FROM tasks WHERE cell = ? AND type = ? AND key_phase = 2 AND task_key IN (${marks(all.length)}) GROUP BY task_key`,
+      [cell, type, ...all],
     ))
       running.set(r.task_key as string, Number(r.n));
-    for (const k of fair) k.available = Math.max(0, l.maxRunningPerKey - (running.get(k.key) ?? 0));
+    for (const k of all) {
+      const room = Math.max(0, l.maxRunningPerKey - (running.get(k) ?? 0));
+      if (room < share.get(k)!) {
+        share.set(k, room);
+        atCap.add(k);
+      }
+    }
   }
-  const weightOf = (key: string): number => l.keyWeights?.[key] ?? 1;
-  const plan = fairPlan(fair, cursor, need, weightOf);
+  // The doorbells' own tasks first, each key within its share, in delivery order.
+  const taken = new Map<string, number>();
+  const ids: string[] = [];
+  for (const p of own) {
+    const n = taken.get(p.key!) ?? 0;
+    if (n < share.get(p.key!)!) {
+      taken.set(p.key!, n + 1);
+      ids.push(p.id);
+    }
+  }
+  // The rest of the doorbells lent round-robin to the keys below their share.
+  const lendable = need - ids.length;
+  const fair: FairKey[] = all.map((key) => ({key, available: share.get(key)! - (taken.get(key) ?? 0)}));
+  const plan = lendable > 0 ? fairPlan(fair, cursor, lendable, weightOf) : {take: [], cursor};
   const candidates: Array<{id: string; key: string}> = [];
   if (plan.take.length > 0) {
-    const sql = plan.take.map((t) => keyTurnSql(2 * t.n)).join(' UNION ALL ');
+    const sql = plan.take.map((t) => keyTurnSql(2 * t.n + (taken.get(t.key) ?? 0))).join(' UNION ALL ');
     const params = plan.take.flatMap((t) => [cell, type, t.key, pool]);
     for (const r of await select(db, c, sql.replace(/SELECT id FROM/g, 'SELECT id, task_key FROM'), params))
       candidates.push({id: r.id as string, key: r.task_key as string});
   }
-  const own = new Map(permits.filter((p) => !p.stale).map((p) => [p.id, p]));
-  const fresh = candidates.filter((x) => !own.has(x.id)).map((x) => x.id);
+  const mine = new Set(ids);
+  const ownIds = new Set(own.map((p) => p.id));
+  const fresh = candidates.filter((x) => !ownIds.has(x.id)).map((x) => x.id);
   const locked = new Map<string, Row>();
   if (fresh.length > 0)
     for (const r of await select(db, c, `${claimSelectSql(fresh.length)} SKIP LOCKED`, [...fresh, cell]))
       if ((r.state === 'submitted' || r.state === 'failed') && Number(r.due) === 1) locked.set(r.id as string, r);
-  // Each key's turn from its candidates this claim holds (its own doorbells' tasks, or locked now), in due order.
+  // Each lending turn from the tasks this claim can hold (locked now), in due order.
   const quota = new Map(plan.take.map((t) => [t.key, t.n]));
-  const ids: string[] = [];
+  const lentTo: string[] = [];
   for (const x of candidates) {
     const left = quota.get(x.key) ?? 0;
-    if (left > 0 && (own.has(x.id) || locked.has(x.id))) {
-      ids.push(x.id);
+    if (left > 0 && locked.has(x.id) && !mine.has(x.id)) {
+      lentTo.push(x.id);
       quota.set(x.key, left - 1);
     }
   }
-  // The doorbells of the batch's own tasks that were not picked lend their permit first, then the stale ones.
-  const lenders = [...permits.filter((p) => !p.stale && !ids.includes(p.id)), ...permits.filter((p) => p.stale)];
-  const picked: FairResult['picked'] = [];
+  // The doorbells of the batch's own tasks not taken lend their permit first, then the stale ones.
+  const lenders = [...permits.filter((p) => !p.stale && !mine.has(p.id)), ...permits.filter((p) => p.stale)];
+  const picked: FairResult['picked'] = ids.map((id) => ({id, row: null, via: null}));
   const lent = new Set<string>();
-  for (const id of ids) {
-    if (own.has(id)) {
-      picked.push({id, row: null, via: null});
-      continue;
-    }
-    const r = locked.get(id);
+  for (const id of lentTo) {
     const lender = lenders[lent.size];
-    if (!r || !lender) continue;
+    if (!lender) break;
     lent.add(lender.id);
-    picked.push({id, row: r, via: lender.id});
+    picked.push({id, row: locked.get(id)!, via: lender.id});
   }
-  // The cursor moves only as far as the plan went (a row lost to SKIP LOCKED is a key's task fewer: harmless).
+  // The cursor moves only as far as the lending went (a row lost to SKIP LOCKED is a key's task fewer: harmless).
   if (plan.take.length > 0)
     await exec(db, c, 'UPDATE task_types SET fair_key = ?, fair_taken = ? WHERE cell = ? AND type = ?', [
       plan.cursor.key,
@@ -139,14 +175,17 @@ export async function fairSubstitute(
       cell,
       type,
     ]);
-  const pickedOwn = new Set(ids.filter((id) => own.has(id)));
-  const leftDue = [...own.keys()].filter((id) => !pickedOwn.has(id) && lent.has(id));
+  // Not taken: those of a key at its cap wait in storage (deferred by the caller); the others stay
+  // due, unrung, and are rung again by the caller (their doorbell went to another key, or there was
+  // none to lend it to: the tasks of the keys below their share were held by concurrent claims).
+  const notTaken = permits.filter((p) => !p.stale && !mine.has(p.id));
+  const leftDue = notTaken.filter((p) => !atCap.has(p.key!)).map((p) => p.id);
   if (leftDue.length > 0)
     await exec(db, c, `UPDATE tasks SET published_at = NULL WHERE id IN (${marks(leftDue.length)}) AND cell = ?`, [...leftDue, cell]);
   return {
     picked,
     leftDue,
-    unused: [...own.keys()].filter((id) => !pickedOwn.has(id) && !lent.has(id)),
+    unused: notTaken.filter((p) => atCap.has(p.key!)).map((p) => p.id),
     usedStale: permits.filter((p) => p.stale && lent.has(p.id)).map((p) => p.id),
   };
 }

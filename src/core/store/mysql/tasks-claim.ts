@@ -62,7 +62,7 @@ export async function tasksClaim(
     const permit = (r: Row, stale: boolean): void => {
       if (!fair.has(r.type as string) || r.task_key === null) return;
       const list = permits.get(r.type as string) ?? permits.set(r.type as string, []).get(r.type as string)!;
-      list.push({id: r.id as string, pool: r.pool as string, stale});
+      list.push({id: r.id as string, pool: r.pool as string, key: r.task_key as string, stale});
     };
     for (const id of new Set(ids)) {
       const r = found.get(id);
@@ -102,7 +102,19 @@ export async function tasksClaim(
       const h = historyInsert(history);
       await exec(db, c, h.sql, h.params);
     }
-    return step.deferred ? {claimed, skipped, deferred: step.deferred} : {claimed, skipped};
+    const out: ClaimResult = step.deferred ? {claimed, skipped, deferred: step.deferred} : {claimed, skipped};
+    if (step.swapped.size > 0)
+      out.unrung = [...step.swapped].map((id) => {
+        const r = found.get(id)!;
+        return {
+          id,
+          type: r.type as string,
+          pool: r.pool as ClaimedTask['pool'],
+          priority: r.priority as ClaimedTask['priority'],
+          fence: Number(r.fence),
+        };
+      });
+    return out;
   });
 }
 
@@ -143,8 +155,8 @@ async function flowStep(
   found: Map<string, Row>,
   worker: string,
   history: HistoryRow[],
-): Promise<{deferred: ClaimResult['deferred']; usedStale: ReadonlySet<string>}> {
-  if (claimed.length === 0 && permits.size === 0) return {deferred: undefined, usedStale: new Set()};
+): Promise<{deferred: ClaimResult['deferred']; usedStale: ReadonlySet<string>; swapped: ReadonlySet<string>}> {
+  if (claimed.length === 0 && permits.size === 0) return {deferred: undefined, usedStale: new Set(), swapped: new Set()};
   const rows: ClaimRow[] = claimed.map((t) => claimRowOf(found.get(t.id)!));
   const r = await admitClaim(db, c, cell, rows, lockTypes, admission, permits);
   // Fair dispatch: the batch tasks whose doorbell went to another task leave the claim, still due.
@@ -154,7 +166,7 @@ async function flowStep(
     claimed.push({...toClaimed(p.row), via: p.via});
   }
   const refused = r.refused;
-  if (refused.size === 0) return {deferred: undefined, usedStale: r.usedStale};
+  if (refused.size === 0) return {deferred: undefined, usedStale: r.usedStale, swapped: r.swapped};
   for (const t of claimed) {
     const x = refused.get(t.id);
     if (x)
@@ -164,6 +176,7 @@ async function flowStep(
   return {
     deferred: [...refused.values()].map(({id, type, delayMs, parked, reason}) => ({id, type, delayMs, parked, reason})),
     usedStale: r.usedStale,
+    swapped: r.swapped,
   };
 }
 

@@ -72,6 +72,12 @@ export interface ClaimResult {
     parked: 'paused' | 'breaker' | 'capped' | 'rate' | 'key-capped' | 'key-rate';
     reason: string;
   }>;
+  /**
+   * Batch tasks whose doorbell fair dispatch lent to another task (see ClaimedTask.via): still due,
+   * written unrung (published_at NULL). The caller rings them and marks them (doorbellsMark at
+   * `fence`); if it cannot, the scheduler rings them. Absent when none.
+   */
+  unrung?: Array<{id: string; type: string; pool: PoolName; priority: Priority; fence: number}>;
 }
 
 /** Fields every outcome has: the task and the fence of the claim it ends. */
