@@ -143,7 +143,6 @@ function validateRunAt(runAt: unknown, nowMs: number): number {
 export function validateTaskKey(key: unknown, what = 'key'): string {
   if (typeof key !== 'string' || key.length === 0 || key.length > MAX_TASK_KEY_LENGTH)
     throw invalid(`${what} must be a string of 1 to ${MAX_TASK_KEY_LENGTH} characters, e.g. tenant:42`);
-  // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u001f\u007f-\u009f]/.test(key)) throw invalid(`${what} must not contain control characters`);
   if (/^\s|\s$/.test(key)) throw invalid(`${what} must not begin or end with whitespace`);
   return key;
