@@ -4,7 +4,7 @@
  */
 import {describe, expect, it} from 'vitest';
 import {fairPlan, fairShares, type FairCursor, type FairKey} from '../../src/core/flow/fair.js';
-import {decideLimits, fullAt, type LimitsInput, mergeLimits, parseKeyWeightFlags} from '../../src/core/flow/limits.js';
+import {decideLimits, fullAt, keyWeight, limitsOf, type LimitsInput, mergeLimits, parseKeyWeightFlags} from '../../src/core/flow/limits.js';
 
 const keys = (...ks: Array<string | [string, number]>): FairKey[] =>
   ks.map((k) => (typeof k === 'string' ? {key: k, available: Infinity} : {key: k[0], available: k[1]}));
@@ -168,6 +168,16 @@ describe('per-key settings', () => {
     for (const bad of bads)
       expect(() => mergeLimits(l, bad), JSON.stringify(bad)).toThrow(expect.objectContaining({code: 'invalid_input'}));
     expect(parseKeyWeightFlags(['tenant:42=3', 'a=b=none'])).toEqual({'tenant:42': '3', 'a=b': 'none'});
+    // Keys named like object properties are keys: kept, read back, never an inherited value.
+    const odd = mergeLimits({}, {keyWeights: JSON.parse('{"__proto__": 3, "constructor": 2}') as Record<string, number>});
+    expect(Object.entries(odd.keyWeights!)).toEqual([
+      ['__proto__', 3],
+      ['constructor', 2],
+    ]);
+    const stored = limitsOf(JSON.parse(JSON.stringify({fair: true, ...odd})) as Record<string, unknown>);
+    expect([keyWeight(stored, '__proto__'), keyWeight(stored, 'constructor'), keyWeight(stored, 'toString')]).toEqual([3, 2, 1]);
+    expect(keyWeight({keyWeights: {a: 2}}, 'hasOwnProperty')).toBe(1);
+    expect(() => mergeLimits({}, {keyWeights: {'t:1': [3] as unknown as number}})).toThrow(/key weight/);
     expect(() => parseKeyWeightFlags(['tenant:42'])).toThrow(/KEY=WEIGHT/);
     expect(() => parseKeyWeightFlags(['=3'])).toThrow(/KEY=WEIGHT/);
   });

@@ -26,11 +26,11 @@ export default class TypesSet extends AxCommand {
 
 --max-running N: never more than N attempts of the type running across all workers; a claim takes only what fits, the rest waits in storage (parked "capped", no attempt used) and is looked at again in waves of N every 250 ms. --rate N/s (or N/m, N/h): at most that many claims of the type per second across all workers, a token bucket in MySQL holding one second of burst; tasks over it wait in storage (parked "rate") until the slot reserved for them. "none" clears a limit; the tasks waiting for a limit that changes are made due at once.
 
-Per task key (tasks submitted with a key, e.g. tenant:42; tasks without one are not counted): --max-running-per-key N never more than N attempts with the same key running across all workers (the rest waits in storage, parked "key-capped"); --rate-per-key N/s a token bucket per key, like --rate (parked "key-rate"). --fair: the type's due keyed tasks are claimed round-robin across keys — each doorbell is a permit for the next key's turn — so one key's flood does not hold back the others; --key-weight KEY=W (repeatable, W 1-100, "none" back to 1) gives a key W tasks per turn. --no-fair goes back to first in, first out.
+Per task key (tasks submitted with a key, e.g. tenant:42; tasks without one are not counted): --max-running-per-key N never more than N attempts with the same key running across all workers (the rest waits in storage, parked "key-capped"); --rate-per-key N/s a token bucket per key, like --rate (parked "key-rate"). --fair: the type's due keyed tasks are shared across keys — each claim's doorbells are divided among the keys with due tasks, the rest going round-robin to keys below their share — so one key's flood does not hold back the others; --key-weight KEY=W (repeatable, W 1-100, "none" back to 1) gives a key W times the share. --no-fair goes back to first in, first out. Per-key limits and --fair need the index of task keys: ax migrate --task-keys, once per database.
 
 A type no worker has registered yet is accepted (limits and breaker set ahead of a deploy): the output says so. --breaker-off closes an open breaker at once and its parked tasks are due at once.
 
-Exit codes: 2 malformed type name or value, 5 MySQL unavailable.`;
+Exit codes: 2 malformed type name or value, 4 per-key limits or --fair without the index of task keys (ax migrate --task-keys), 5 MySQL unavailable.`;
   static override examples = [
     {
       description: 'A flaky downstream: tolerate more failures',
@@ -65,7 +65,7 @@ Exit codes: 2 malformed type name or value, 5 MySQL unavailable.`;
     'rate-per-key': Flags.string({description: 'most claims per second per task key: N/s, N/m, N/h (N > 0), or none'}),
     fair: Flags.boolean({description: 'claim due keyed tasks round-robin across keys', allowNo: true}),
     'key-weight': Flags.string({
-      description: 'KEY=W: the key takes W tasks per fair turn (1-100, or KEY=none); repeatable',
+      description: 'KEY=W: the key gets W times the fair share (1-100, or KEY=none); repeatable',
       multiple: true,
     }),
   };

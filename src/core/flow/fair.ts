@@ -1,11 +1,13 @@
 /**
- * Fair dispatch across task keys, as pure policy. A fair type's doorbells are permits: a claim
- * holding P doorbells of the type takes P of its due tasks, chosen round-robin across the keys
- * that have due tasks (each key's turn takes up to its weight), instead of the tasks the doorbells
- * name. So a key with 100k due tasks and a key with 10 both progress: the small key's tasks start
- * with the next claims, not after the flood's doorbells. The store runs it inside the claim's
- * transaction with the type's registry row locked (the cursor lives there: claims of a fair type
- * are serialized per type, like those of a limited one).
+ * Fair dispatch across task keys, as pure policy. A fair type's keyed doorbells are permits: a
+ * claim holding P of them gives each key (those with due tasks it sees, and its doorbells' own) a
+ * share of the P by weight (fairShares), takes its doorbells' own tasks while their key is within
+ * its share, and lends the rest round-robin (fairPlan) to keys below their share, whose oldest due
+ * tasks it claims instead. So a key with 100k due tasks and a key with 10 both progress: the small
+ * key's tasks start with the next claims, not after the flood's doorbells; doorbells already
+ * spread over keys keep their own tasks. The store runs it inside the claim's transaction with the
+ * type's registry row locked (the cursor lives there: claims of a fair type are serialized per
+ * type, like those of a limited one).
  */
 
 /** Where the round robin stands: the key served last and how many tasks its current turn took. */
@@ -16,7 +18,7 @@ export interface FairCursor {
 
 export interface FairKey {
   key: string;
-  /** Tasks this key can give: due tasks known (Infinity: not counted yet), within its per-key room. */
+  /** Tasks this key may be given in this claim: what is left of its share. */
   available: number;
 }
 
@@ -73,6 +75,10 @@ export function fairPlan(keys: readonly FairKey[], cursor: FairCursor, need: num
  */
 export function fairShares(permits: number, keys: Iterable<string>, weightOf: (key: string) => number): Map<string, number> {
   const all = [...new Set(keys)];
-  const total = all.reduce((a, k) => a + weightOf(k), 0);
-  return new Map(all.map((k) => [k, Math.max(1, Math.ceil((permits * weightOf(k)) / Math.max(1, total)))]));
+  const w = (k: string): number => {
+    const x = weightOf(k);
+    return Number.isFinite(x) && x > 0 ? x : 1;
+  };
+  const total = all.reduce((a, k) => a + w(k), 0);
+  return new Map(all.map((k) => [k, Math.max(1, Math.ceil((permits * w(k)) / Math.max(1, total)))]));
 }

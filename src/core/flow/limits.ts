@@ -19,7 +19,7 @@ export interface LimitSettings {
   maxRunningPerKey?: number;
   /** At most this many claims per second of the type's tasks with the same key (> 0), a bucket per key. */
   ratePerKey?: number;
-  /** Fair dispatch: the type's due tasks are claimed round-robin across keys (keys.ts). */
+  /** Fair dispatch: the type's due keyed tasks are shared across keys (fair.ts). */
   fair?: true;
   /** Fair dispatch's weight per key (1–100; absent: 1): a key's turn takes up to this many tasks. */
   keyWeights?: Record<string, number>;
@@ -89,12 +89,19 @@ export function limitsOf(settings: Record<string, unknown> | undefined): LimitSe
   if (settings?.fair === true) out.fair = true;
   const w = settings?.keyWeights;
   if (w !== null && typeof w === 'object' && !Array.isArray(w)) {
-    const weights: Record<string, number> = {};
-    for (const [k, v] of Object.entries(w as Record<string, unknown>))
-      if (typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= MAX_KEY_WEIGHT) weights[k] = v;
-    if (Object.keys(weights).length > 0) out.keyWeights = weights;
+    // Own properties only, written as such: a key named "__proto__" or "constructor" is a key.
+    const weights = Object.entries(w as Record<string, unknown>).filter(
+      ([, v]) => typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= MAX_KEY_WEIGHT,
+    );
+    if (weights.length > 0) out.keyWeights = Object.fromEntries(weights) as Record<string, number>;
   }
   return out;
+}
+
+/** A key's fair-dispatch weight: its own entry in keyWeights, else 1 (never an inherited property). */
+export function keyWeight(l: LimitSettings, key: string): number {
+  const w = l.keyWeights;
+  return w !== undefined && Object.hasOwn(w, key) ? w[key]! : 1;
 }
 
 /** Whether the claim must lock the type's row and run the limits step (any limit, per-key limit or fair dispatch). */
@@ -184,16 +191,17 @@ export function mergeLimits(current: LimitSettings, input: LimitsInput): LimitSe
     else delete out.fair;
   }
   if (input.keyWeights !== undefined) {
-    const weights: Record<string, number> = {...out.keyWeights};
+    // A Map, not an object: a key named "__proto__" is a key like any other.
+    const weights = new Map(Object.entries(out.keyWeights ?? {}));
     for (const [key, v] of Object.entries(input.keyWeights)) {
       validateTaskKey(key, 'a weighted key');
       const w = parseKeyWeight(v);
-      if (w === null) delete weights[key];
-      else weights[key] = w;
+      if (w === null) weights.delete(key);
+      else weights.set(key, w);
     }
-    if (Object.keys(weights).length > MAX_KEY_WEIGHTS) throw invalid(`at most ${MAX_KEY_WEIGHTS} keys of a type may have a weight`);
-    if (Object.keys(weights).length === 0) delete out.keyWeights;
-    else out.keyWeights = weights;
+    if (weights.size > MAX_KEY_WEIGHTS) throw invalid(`at most ${MAX_KEY_WEIGHTS} keys of a type may have a weight`);
+    if (weights.size === 0) delete out.keyWeights;
+    else out.keyWeights = Object.fromEntries(weights);
   }
   return out;
 }
@@ -201,7 +209,7 @@ export function mergeLimits(current: LimitSettings, input: LimitsInput): LimitSe
 /** A key's weight: a whole number from 1 to MAX_KEY_WEIGHT, or null/'none' (back to 1). Throws invalid_input otherwise. */
 export function parseKeyWeight(v: number | string | null): number | null {
   if (v === null || NONE(v)) return null;
-  const n = typeof v === 'number' ? v : /^\s*\d+\s*$/.test(String(v)) ? Number(v) : NaN;
+  const n = typeof v === 'number' ? v : typeof v === 'string' && /^\s*\d+\s*$/.test(v) ? Number(v) : NaN;
   if (!Number.isSafeInteger(n) || n < 1 || n > MAX_KEY_WEIGHT)
     throw invalid(`a key weight must be a whole number from 1 to ${MAX_KEY_WEIGHT} (or "none" to drop it), got "${String(v)}"`);
   return n;

@@ -346,10 +346,13 @@ export class Worker implements Service {
       }),
     );
     if (!result) return;
+    // Doorbells fair dispatch lent to a claimed task are acked, and their lane handed on, with it.
     const handled = new Set<string>();
+    for (const t of result.claimed) if (t.via !== undefined) handled.add(t.via);
     for (const r of result.deferred ?? []) {
       this.parked.emit({id: r.id, type: r.type, parked: r.parked, reason: r.reason, delayMs: r.delayMs, claimed: false});
       // Never claimed: its lane's room comes back now (a lane that leaked it would stop this queue).
+      if (handled.has(r.id)) continue;
       handled.add(r.id);
       for (const p of byId.get(r.id) ?? []) {
         p.d.ack();
@@ -357,6 +360,7 @@ export class Worker implements Service {
       }
     }
     for (const s of result.skipped) {
+      if (handled.has(s.id)) continue;
       handled.add(s.id);
       for (const p of byId.get(s.id) ?? []) {
         p.lane.done();

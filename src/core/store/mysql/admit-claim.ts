@@ -85,12 +85,16 @@ function flowStateOf(r: Row, settings: Record<string, unknown>): FlowState {
  *   their task rows, which every claimer locks in primary-key order first. Two claimers whose
  *   snapshots disagree on which types to lock can deadlock; the transaction is then retried (tx).
  *   A type without a row has nothing said about it: its rows run.
+ * - per fair type, fair dispatch (fair-claim.ts), whose reads of the keys are the transaction's
+ *   first consistent reads when it runs;
  * - per locked type: one UPDATE of its probe count when it let probes through, one of its bucket
- *   when it has a rate; one grouped count of the running rows of the capped types (index-only) —
- *   the transaction's first consistent read (the claim's reads are locking reads: keep it so), so
- *   its snapshot is taken after the registry locks and sees every claim committed before
- *   (REPEATABLE READ); a running row whose end is not committed yet still counts (the cap errs low).
- * - one UPDATE per kind deferred (paused | breaker | capped | rate), delays per row in a CASE.
+ *   when it has a rate, the running count and buckets of its keys with per-key limits; one grouped
+ *   count of the running rows of the capped types (index-only). Every consistent read comes after
+ *   all the registry locks (the claim's other reads are locking reads: keep it so), so the
+ *   snapshot sees every claim committed before (REPEATABLE READ); a running row whose end is not
+ *   committed yet still counts (the cap errs low).
+ * - one UPDATE per kind deferred (paused | breaker | capped | rate | key-capped | key-rate), delays
+ *   per row in a CASE.
  * The caller writes the deferred rows' history. Returns the ids refused with why (empty: none).
  */
 export async function admitClaim(
@@ -101,6 +105,7 @@ export async function admitClaim(
   lockTypes: ReadonlySet<string>,
   o: TasksClaimParams['admission'],
   permits: ReadonlyMap<string, readonly FairPermit[]> = new Map(),
+  batch: ReadonlySet<string> = new Set(),
 ): Promise<AdmitResult> {
   const refused = new Map<string, FlowRefusal>();
   const out: AdmitResult = {refused, picked: [], swapped: new Set(), usedStale: new Set()};
@@ -151,7 +156,7 @@ export async function admitClaim(
     // Fair dispatch, only while the type may run (else its doorbells are refused as they are).
     const typePermits = permits.get(type);
     if (isLocked && l.fair && typePermits && !state.paused && state.breaker.state === 'closed')
-      rows = await fair(db, c, cell, type, r, l, typePermits, rows, out, (x) =>
+      rows = await fair(db, c, cell, type, r, l, typePermits, batch, rows, out, (x) =>
         refuse(x, {
           delayMs: CAP_RECHECK_MS,
           parked: 'key-capped',
@@ -243,6 +248,7 @@ async function fair(
   reg: Row,
   l: ReturnType<typeof limitsOf>,
   permits: readonly FairPermit[],
+  batch: ReadonlySet<string>,
   rows: ClaimRow[],
   out: AdmitResult,
   deferUnused: (x: ClaimRow) => void,
@@ -257,7 +263,11 @@ async function fair(
       reg,
       l,
       permits.filter((p) => p.pool === pool),
+      batch,
     );
+    // The next pool's round robin goes on from where this one left it.
+    reg.fair_key = f.cursor.key;
+    reg.fair_taken = f.cursor.taken;
     const gone = new Set([...f.leftDue, ...f.unused]);
     for (const id of f.leftDue) out.swapped.add(id);
     for (const id of f.usedStale) out.usedStale.add(id);

@@ -7,14 +7,14 @@
  * (fairPlan), whose oldest due tasks are claimed instead. Doorbells that already spread fairly
  * swap nothing; a flooding key gets its share and the other keys the rest. Statements, each one
  * round trip whatever the batch, none when the doorbells name each key once (a share is at least
- * one): the keys with due tasks after the cursor (and from the start, when
- * that wraps), the running count of the keys with a per-key cap; and only when permits are lent:
- * the tasks of each lending turn (one UNION ALL), a locking read of them (SKIP LOCKED: a row
- * another claim holds is left to it), the cursor's UPDATE and the unrung mark of the lenders. All
- * over idx_tasks_key.
+ * one): the keys with due tasks after the cursor (and from the start, when that wraps), the running
+ * count of the keys with a per-key cap; and when some key is over its share: the tasks of each
+ * lending turn (one UNION ALL), a locking read of them (SKIP LOCKED: a row another claim holds is
+ * left to it), the cursor's UPDATE and the unrung mark of the lenders. All over idx_tasks_key.
+ * Priority levels are not looked at: a doorbell lent from one level runs the other key's task there.
  */
 import {fairPlan, fairShares, type FairCursor, type FairKey} from '../../flow/fair.js';
-import type {LimitSettings} from '../../flow/limits.js';
+import {keyWeight, type LimitSettings} from '../../flow/limits.js';
 import {type Conn, type Db, exec, marks, type Row, select} from './db.js';
 import {claimSelectSql} from './claim-sql.js';
 
@@ -41,6 +41,8 @@ export interface FairResult {
   leftDue: string[];
   /** Claimable doorbell tasks of the batch not taken because their key is at its per-key cap: the caller defers them. */
   unused: string[];
+  /** The round robin's position after this claim (the caller's next pool plans from it). */
+  cursor: FairCursor;
   /** Stale permits whose doorbell went to a picked task. */
   usedStale: string[];
 }
@@ -66,8 +68,8 @@ const keyTurnSql = (n: number): string =>
 
 /**
  * Runs fair dispatch for `type` (its registry row `reg` locked by the caller, `l` its limits) over
- * the permits of one pool, `batch` the claimable doorbell tasks of the type and pool already
- * locked by the claim. Returns what to claim instead; writes only the cursor.
+ * the permits of one pool; `batch` every id of the claim (locked by it). Returns what to claim;
+ * writes the cursor and the unrung mark of the tasks whose doorbell it lent.
  */
 export async function fairSubstitute(
   db: Db,
@@ -78,6 +80,7 @@ export async function fairSubstitute(
   reg: Row,
   l: LimitSettings,
   permits: readonly FairPermit[],
+  batch: ReadonlySet<string>,
 ): Promise<FairResult> {
   const need = permits.length;
   // A share is at least one: doorbells naming each key once keep their own tasks, with nothing to
@@ -87,6 +90,7 @@ export async function fairSubstitute(
   if ([...named.values()].every((n) => n <= 1))
     return {
       picked: permits.filter((p) => !p.stale && p.key !== null).map((p) => ({id: p.id, row: null, via: null})),
+      cursor: {key: (reg.fair_key as string | null) ?? null, taken: Number(reg.fair_taken ?? 0)},
       leftDue: [],
       unused: [],
       usedStale: [],
@@ -98,7 +102,7 @@ export async function fairSubstitute(
     for (const r of await select(db, c, fairKeysSql('<', need + 1 - keys.length), [cell, type, from])) keys.push(r.task_key as string);
   const own = permits.filter((p) => !p.stale && p.key !== null);
   const all = [...new Set([...keys, ...own.map((p) => p.key!)])].sort();
-  const weightOf = (key: string): number => l.keyWeights?.[key] ?? 1;
+  const weightOf = (key: string): number => keyWeight(l, key);
   const share = fairShares(need, all, weightOf);
   /** Keys whose share the per-key cap cut: their tasks beyond it wait in storage (the caller defers them). */
   const atCap = new Set<string>();
@@ -141,8 +145,9 @@ export async function fairSubstitute(
       candidates.push({id: r.id as string, key: r.task_key as string});
   }
   const mine = new Set(ids);
-  const ownIds = new Set(own.map((p) => p.id));
-  const fresh = candidates.filter((x) => !ownIds.has(x.id)).map((x) => x.id);
+  // Never a task of the batch (its own, or one rung early: already locked by this claim, so SKIP
+  // LOCKED would not skip it, and its doorbell is forgotten by the claim).
+  const fresh = candidates.filter((x) => !batch.has(x.id)).map((x) => x.id);
   const locked = new Map<string, Row>();
   if (fresh.length > 0)
     for (const r of await select(db, c, `${claimSelectSql(fresh.length)} SKIP LOCKED`, [...fresh, cell]))
@@ -157,8 +162,9 @@ export async function fairSubstitute(
       quota.set(x.key, left - 1);
     }
   }
-  // The doorbells of the batch's own tasks not taken lend their permit first, then the stale ones.
-  const lenders = [...permits.filter((p) => !p.stale && !mine.has(p.id)), ...permits.filter((p) => p.stale)];
+  // Stale doorbells (their task running or ended) lend first, then those of the batch's own tasks
+  // over their share; never a task of a key at its cap (it waits in storage, deferred by the caller).
+  const lenders = [...permits.filter((p) => p.stale), ...own.filter((p) => !mine.has(p.id) && !atCap.has(p.key!))];
   const picked: FairResult['picked'] = ids.map((id) => ({id, row: null, via: null}));
   const lent = new Set<string>();
   for (const id of lentTo) {
@@ -167,6 +173,13 @@ export async function fairSubstitute(
     lent.add(lender.id);
     picked.push({id, row: locked.get(id)!, via: lender.id});
   }
+  // A doorbell of the batch that found no other task to go to (the keys below their share had
+  // none this claim could hold, or none in this pool) takes its own task after all.
+  for (const p of own)
+    if (!mine.has(p.id) && !lent.has(p.id) && !atCap.has(p.key!)) {
+      mine.add(p.id);
+      picked.push({id: p.id, row: null, via: null});
+    }
   // The cursor moves only as far as the lending went (a row lost to SKIP LOCKED is a key's task fewer: harmless).
   if (plan.take.length > 0)
     await exec(db, c, 'UPDATE task_types SET fair_key = ?, fair_taken = ? WHERE cell = ? AND type = ?', [
@@ -175,17 +188,17 @@ export async function fairSubstitute(
       cell,
       type,
     ]);
-  // Not taken: those of a key at its cap wait in storage (deferred by the caller); the others stay
-  // due, unrung, and are rung again by the caller (their doorbell went to another key, or there was
-  // none to lend it to: the tasks of the keys below their share were held by concurrent claims).
-  const notTaken = permits.filter((p) => !p.stale && !mine.has(p.id));
-  const leftDue = notTaken.filter((p) => !atCap.has(p.key!)).map((p) => p.id);
+  // Not taken: those whose doorbell went to another key's task stay due, unrung, and the caller
+  // rings them again; those of a key at its cap wait in storage (deferred by the caller).
+  const notTaken = own.filter((p) => !mine.has(p.id));
+  const leftDue = notTaken.filter((p) => lent.has(p.id)).map((p) => p.id);
   if (leftDue.length > 0)
     await exec(db, c, `UPDATE tasks SET published_at = NULL WHERE id IN (${marks(leftDue.length)}) AND cell = ?`, [...leftDue, cell]);
   return {
     picked,
     leftDue,
-    unused: notTaken.filter((p) => atCap.has(p.key!)).map((p) => p.id),
+    cursor: plan.cursor,
+    unused: notTaken.filter((p) => !lent.has(p.id)).map((p) => p.id),
     usedStale: permits.filter((p) => p.stale && lent.has(p.id)).map((p) => p.id),
   };
 }

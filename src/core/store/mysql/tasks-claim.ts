@@ -158,7 +158,7 @@ async function flowStep(
 ): Promise<{deferred: ClaimResult['deferred']; usedStale: ReadonlySet<string>; swapped: ReadonlySet<string>}> {
   if (claimed.length === 0 && permits.size === 0) return {deferred: undefined, usedStale: new Set(), swapped: new Set()};
   const rows: ClaimRow[] = claimed.map((t) => claimRowOf(found.get(t.id)!));
-  const r = await admitClaim(db, c, cell, rows, lockTypes, admission, permits);
+  const r = await admitClaim(db, c, cell, rows, lockTypes, admission, permits, new Set(found.keys()));
   // Fair dispatch: the batch tasks whose doorbell went to another task leave the claim, still due.
   if (r.swapped.size > 0) for (let i = claimed.length - 1; i >= 0; i--) if (r.swapped.has(claimed[i]!.id)) claimed.splice(i, 1);
   for (const p of r.picked) {

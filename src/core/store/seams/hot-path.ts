@@ -176,9 +176,10 @@ export interface TasksClaimParams {
   lockTypes?: readonly string[];
   /**
    * Types the caller's snapshot says are fair (`--fair`; a subset of lockTypes): their keyed
-   * doorbells are permits, and the claim takes that many of the type's due keyed tasks
-   * round-robin across keys (core/flow/fair.ts) — possibly others than the doorbells name (then
-   * ClaimedTask.via). A type no longer fair on its row is claimed as usual.
+   * doorbells are permits, shared across the keys with due tasks by weight (core/flow/fair.ts):
+   * the claim takes the doorbells' own tasks within their key's share and, for the rest, other
+   * keys' due tasks (ClaimedTask.via; the tasks whose doorbell went to them come back in `unrung`).
+   * A type no longer fair on its row is claimed as usual.
    */
   fairTypes?: readonly string[];
   /** Recheck delays of what the claim parks (paused, breaker); absent: ADMISSION_DEFAULTS. */
