@@ -26,7 +26,12 @@ export async function finished(
   end: 'complete' | 'deadLetter' | 'cancel' | 'none',
 ): Promise<string[]> {
   const tasks = Array.from({length: n}, (_, i) =>
-    validateTaskSpec({type, payload: {i, s: 'ü"\\\n'}}, {maxRetries: 5, payloadLimitBytes: 65_536, cell: 'default'}, Date.now(), newId),
+    validateTaskSpec(
+      {type, key: `tenant:${i}`, payload: {i, s: 'ü"\\\n'}},
+      {maxRetries: 5, payloadLimitBytes: 65_536, cell: 'default'},
+      Date.now(),
+      newId,
+    ),
   );
   await store.tasksInsert({tasks, actor: 'test:1'});
   const ids = tasks.map((t) => t.id);
@@ -106,6 +111,9 @@ export function archiveStoreConformance(name: string, make: () => Promise<Archiv
       const restored = (await h.store.tasksGet({id: String(one.task.id)}))!;
       expect(restored.startedAt!.toISOString()).toBe(one.task.started_at as string);
       expect(restored.submittedBy).toBe('test:1');
+      // The task key too (issue 25).
+      expect(one.task.task_key).toMatch(/^tenant:\d$/);
+      expect(restored.key).toBe(one.task.task_key);
       const [attempt] = await h.store.historyList({taskId: String(one.task.id)});
       expect(attempt!.startedAt!.toISOString()).toBe(one.history[0]!.started_at as string);
       await expect(h.store.archiveRestore({tasks: seen.slice(0, 1)})).rejects.toMatchObject({code: 'conflict'});

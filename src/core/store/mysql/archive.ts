@@ -48,6 +48,7 @@ export const ARCHIVE_TASK_COLUMNS = [
   'sched_owner',
   'sched_until',
   'dedup_key',
+  'task_key',
   'schedule_name',
   'content_hash',
   'last_error',
