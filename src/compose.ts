@@ -63,6 +63,7 @@ export function openStore(rt: Runtime, opts: {requireSchema?: boolean; connectio
     url: rt.config.mysqlUrl,
     createDatabase: rt.config.createDatabase,
     queryTimeoutMs: rt.config.queryTimeoutMs,
+    idleTxTimeoutMs: rt.config.dbIdleTxTimeoutMs,
     cell: rt.config.cell,
     now: () => rt.clock.now(),
     payloadInlineBytes: rt.config.payloadInlineBytes,
@@ -95,6 +96,7 @@ export function openDatabase(rt: Runtime): Promise<Db> {
     url: rt.config.mysqlUrl,
     createDatabase: rt.config.createDatabase,
     queryTimeoutMs: rt.config.queryTimeoutMs,
+    idleTxTimeoutMs: rt.config.dbIdleTxTimeoutMs,
     connectionLimit: 2,
   });
 }
@@ -105,6 +107,7 @@ export function openOutbox(rt: Runtime, opts: {requireTable?: boolean} = {}): Pr
     url: rt.config.outboxMysqlUrl || rt.config.mysqlUrl,
     createDatabase: false,
     queryTimeoutMs: rt.config.queryTimeoutMs,
+    idleTxTimeoutMs: rt.config.dbIdleTxTimeoutMs,
     connectionLimit: 4,
     ...(opts.requireTable === undefined ? {} : {requireTable: opts.requireTable}),
   });

@@ -76,6 +76,12 @@ export interface AxConfig {
   /** Re-publish rate cap of the reconciler, tasks per second. */
   reconcileRate: number;
   queryTimeoutMs: number;
+  /**
+   * MariaDB ends a session that leaves its transaction idle this long (idle_transaction_timeout,
+   * whole seconds): a process cut off mid-transaction otherwise keeps its row and gap locks for as
+   * long as the server keeps its socket, and every INSERT and claim behind them waits.
+   */
+  dbIdleTxTimeoutMs: number;
   confirmTimeoutMs: number;
   schedulerTickMs: number;
   schedulerHorizonMs: number;
@@ -304,6 +310,13 @@ export const SETTINGS: Record<keyof AxConfig, Setting> = {
   reconcileLimit: {env: 'AX_RECONCILE_LIMIT', kind: 'int', default: 10_000, min: 1, doc: 'most tasks one reconcile re-publishes'},
   reconcileRate: {env: 'AX_RECONCILE_RATE', kind: 'int', default: 5000, min: 1, doc: 're-publish rate cap (tasks/s)'},
   queryTimeoutMs: {env: 'AX_QUERY_TIMEOUT', kind: 'duration', default: 30_000, min: 100, doc: 'MySQL per-query timeout'},
+  dbIdleTxTimeoutMs: {
+    env: 'AX_DB_IDLE_TX_TIMEOUT',
+    kind: 'duration',
+    default: 5000,
+    min: 1000,
+    doc: 'MariaDB ends a session whose transaction stays idle this long (its locks are freed)',
+  },
   confirmTimeoutMs: {env: 'AX_CONFIRM_TIMEOUT', kind: 'duration', default: 15_000, min: 100, doc: 'RabbitMQ publisher-confirm timeout'},
   schedulerTickMs: {env: 'AX_SCHEDULER_TICK', kind: 'duration', default: 100, min: 1, doc: 'timing-wheel tick of `ax scheduler`'},
   schedulerHorizonMs: {

@@ -14,8 +14,16 @@ export interface DbOptions {
   /** Create the database when missing (ignored when the user may not). */
   createDatabase: boolean;
   queryTimeoutMs: number;
+  /**
+   * MariaDB's idle_transaction_timeout for every session of the pool, rounded up to whole seconds
+   * (default 5 s): a transaction left idle this long (its process cut off, frozen or killed without
+   * the server noticing) is rolled back and its locks freed. MySQL has no such setting and ignores it.
+   */
+  idleTxTimeoutMs?: number;
   connectionLimit?: number;
 }
+
+const DEFAULT_IDLE_TX_TIMEOUT_MS = 5000;
 
 export interface Db {
   pool: Pool;
@@ -161,10 +169,14 @@ export async function openDb(opts: DbOptions): Promise<Db> {
       waitForConnections: true,
       queueLimit: 0,
     });
-    // Queued first on every new connection, so every later statement on it runs in UTC; bounded
-    // like every other statement so a server that stops answering cannot hang a fresh connection.
+    // Queued first on every new connection, so every later statement on it runs in UTC and (on
+    // MariaDB: the executable comment is skipped by MySQL) a transaction its process abandons ends
+    // within idleTxTimeoutMs; bounded like every other statement so a server that stops answering
+    // cannot hang a fresh connection.
+    const idleS = Math.max(1, Math.ceil((opts.idleTxTimeoutMs ?? DEFAULT_IDLE_TX_TIMEOUT_MS) / 1000));
+    const session = `SET time_zone = '+00:00' /*M!100300 , idle_transaction_timeout = ${idleS} */`;
     pool.pool.on('connection', (c) => {
-      c.query({sql: "SET time_zone = '+00:00'", timeout: opts.queryTimeoutMs});
+      c.query({sql: session, timeout: opts.queryTimeoutMs});
     });
     // Fail fast on a bad URL/database rather than at the first real query. A probe that fails on
     // an open connection (a server that stopped answering) destroys that connection: ending it
