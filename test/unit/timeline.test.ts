@@ -33,6 +33,9 @@ function task(o: Partial<TaskRecord> = {}): TaskRecord {
     updatedAt: t(2),
     finishedAt: t(2),
     payload: {},
+    progress: null,
+    progressNote: null,
+    progressAt: null,
     ...o,
   };
 }

@@ -96,6 +96,7 @@ function harness(o: {capacity?: number; onClaim?: (p: TasksClaimParams) => Promi
       return Promise.resolve({applied: p.outcomes.map((x) => x.id), stale: []});
     },
     leasesRenew: (p) => Promise.resolve(p.held.map((h) => h.id)),
+    progressWrite: (p) => Promise.resolve(p.rows.length),
     doorbellsMark: () => Promise.resolve(),
     workersUpsert: (p) => Promise.resolve(void (p.stats && heartbeats.push(p.stats))),
     workersStop: () => Promise.resolve(),
