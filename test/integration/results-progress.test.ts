@@ -113,6 +113,10 @@ describe('results and progress', () => {
     expect([...many.keys()].sort()).toEqual([a, b, cc].sort());
     expect(many.get(a)).toEqual({state: 'succeeded', type: 'res_store', result: {rows: 3, name: 'ü'}});
     expect(many.get(b)).toEqual({state: 'succeeded', type: 'res_store', result: null});
+    // A forced replay starts the task over: its result (and progress) are cleared.
+    const audit = {operator: 'alice', command: 'dlq replay', filter: {ids: [a]}, reason: 'again'};
+    await store.deadReplay({ids: [a], actor: 'test', audit, force: {at: new Date()}});
+    expect(await store.tasksGet({id: a})).toMatchObject({state: 'submitted', result: null, progress: null});
   });
 
   it('the store: progress is written in one statement for many tasks, only at the running attempt’s fence', async () => {

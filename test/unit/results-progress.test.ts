@@ -6,6 +6,7 @@
  */
 import {describe, expect, it} from 'vitest';
 import {silentLogger} from '../../src/core/log.js';
+import {outcomeUpdateSql} from '../../src/core/store/mysql/outcomes.js';
 import type {ProgressRow} from '../../src/core/store/types.js';
 import {runHandler, TaskResult, type TaskContext} from '../../src/core/worker/handlers.js';
 import {ProgressWriter} from '../../src/core/worker/progress.js';
@@ -155,5 +156,27 @@ describe('the progress writer', () => {
     w.report(row('c', 10));
     await clock.advanceAsync(2000);
     expect(writes).toEqual([]);
+  });
+});
+
+describe('the outcome UPDATE', () => {
+  const id = '01a2510b-aaf6-76b8-812e-7cb63013556b';
+  it('a plain complete is the statement it always was: no result, no progress column', () => {
+    const q = outcomeUpdateSql('complete', [{kind: 'complete', id, fence: 3}]);
+    expect(q.sql).not.toMatch(/result_json|progress/);
+    expect(q.sql).toMatch(
+      /^UPDATE tasks SET state = 'succeeded', lease_until = NULL, finished_at = NOW\(3\), updated_at = NOW\(3\), last_error = NULL WHERE /,
+    );
+  });
+
+  it('a result and an unwritten progress report ride in the same statement', () => {
+    const q = outcomeUpdateSql('complete', [
+      {kind: 'complete', id, fence: 3, result: '{"a":1}', progress: {percent: 90, note: 'n'}},
+      {kind: 'complete', id: `${id.slice(0, -1)}c`, fence: 3},
+    ]);
+    expect(q.sql.match(/UPDATE/g)).toHaveLength(1);
+    expect(q.sql).toContain('result_json = CASE id WHEN ? THEN ? ELSE result_json END');
+    expect(q.sql).toContain('progress = CASE id WHEN ? THEN ? ELSE progress END');
+    expect(q.params).toContain('{"a":1}');
   });
 });

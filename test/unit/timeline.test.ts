@@ -179,6 +179,15 @@ describe('attempts against the budget', () => {
     expect(attemptCell(attemptBudget(detail))).toBe('1/1 (2 in all)');
   });
 
+  it('shows the last progress (its note made printable) and the result, only when there are some', () => {
+    const plain = renderTask({task: task(), history: []}).join('\n');
+    expect(plain).not.toMatch(/progress|result/);
+    const detail = task({progress: 40, progressNote: 'rows\u001b[31m 400', progressAt: t(5), result: {invoice: 'INV-7'}});
+    const lines = renderTask({task: detail, history: []});
+    expect(lines).toContain('  progress  40% · rows\uFFFD[31m 400    at 2026-12-01 12:00:05.000');
+    expect(lines).toContain('  result    {"invoice":"INV-7"}');
+  });
+
   it('replayed and not run yet: none of the new budget used', () => {
     const detail = task({state: 'submitted', attempt: 2, maxRetries: 0, retryBase: 2, finishedAt: null});
     expect(attemptText(attemptBudget(detail))).toBe('attempt 2 (0 of 1 since the replay)');
