@@ -53,12 +53,14 @@ function abortEntry(e: Entry, reason: DOMException, now: number): void {
 }
 
 /**
- * The context of one attempt. `signal` and `logger` are made on first use: an AbortController and a
- * child logger per task were most of the pool's CPU per no-op task (measured). They are own,
+ * The context of one attempt. `signal`, `logger` and `progress` are made on first use: an
+ * AbortController and a child logger per task were most of the pool's CPU per no-op task
+ * (measured), and a task that never reports progress needs no closure for it. They are own,
  * enumerable getters, so a handler that spreads the context (`{...ctx, payload}`) still passes them on.
  */
 function taskContext(job: PoolJob, e: Entry, parent: Logger, onProgress: ProgressListener | undefined): TaskContext {
   let log: Logger | null = null;
+  let report: TaskContext['progress'] | null = null;
   return {
     taskId: job.taskId,
     type: job.type,
@@ -75,10 +77,12 @@ function taskContext(job: PoolJob, e: Entry, parent: Logger, onProgress: Progres
     get logger(): Logger {
       return (log ??= parent.child({taskId: job.taskId, type: job.type, attempt: job.attempt}));
     },
-    progress(percent: number, note?: string): void {
-      const r = checkProgress(percent, note);
-      // An attempt that has ended (timed out, aborted) reports nothing any more.
-      if (e.state === 'running') onProgress?.(job, r);
+    get progress(): TaskContext['progress'] {
+      return (report ??= (percent, note) => {
+        const r = checkProgress(percent, note);
+        // An attempt that has ended (timed out, aborted) reports nothing any more.
+        if (e.state === 'running') onProgress?.(job, r);
+      });
     },
   };
 }
