@@ -102,7 +102,7 @@ export function table(
 /** A task row for --json output: dates as ISO strings. */
 export interface TaskJson extends Omit<
   TaskRecord,
-  'runAt' | 'leaseUntil' | 'startedAt' | 'publishedAt' | 'createdAt' | 'updatedAt' | 'finishedAt'
+  'runAt' | 'leaseUntil' | 'startedAt' | 'publishedAt' | 'createdAt' | 'updatedAt' | 'finishedAt' | 'progressAt'
 > {
   runAt: string;
   leaseUntil: string | null;
@@ -111,6 +111,7 @@ export interface TaskJson extends Omit<
   createdAt: string;
   updatedAt: string;
   finishedAt: string | null;
+  progressAt: string | null;
   payload: JsonObject;
 }
 
@@ -134,5 +135,6 @@ export function taskJson(t: TaskRecord): TaskJson {
     createdAt: t.createdAt.toISOString(),
     updatedAt: t.updatedAt.toISOString(),
     finishedAt: iso(t.finishedAt),
+    progressAt: iso(t.progressAt),
   };
 }

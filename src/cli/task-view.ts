@@ -26,6 +26,14 @@ export function renderTask({task: t, history}: TaskDetail, opts: {stacks: 'last'
   lines.push(
     `  payload   ${payload.length > PAYLOAD_PREVIEW ? `${payload.slice(0, PAYLOAD_PREVIEW)}… (${payload.length} chars; --json for all)` : payload}`,
   );
+  if (typeof t.progress === 'number')
+    lines.push(`  progress  ${t.progress}%${t.progressNote ? ` · ${printable(t.progressNote)}` : ''}    at ${when(t.progressAt)}`);
+  if (t.result !== undefined && t.result !== null) {
+    const result = JSON.stringify(t.result);
+    lines.push(
+      `  result    ${result.length > PAYLOAD_PREVIEW ? `${result.slice(0, PAYLOAD_PREVIEW)}… (${result.length} chars; --json for all)` : result}`,
+    );
+  }
   lines.push('', 'history (UTC)');
   const rows = history.map((h) => [when(h.at), `${h.from ?? '·'} → ${h.to}`, String(h.attempt), h.worker ?? '-', oneLine(h.error)]);
   lines.push(...table(['TIME', 'TRANSITION', 'ATTEMPT', 'BY', 'ERROR / REASON'], rows, {indent: '  ', keep: [3]}));

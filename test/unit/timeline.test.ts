@@ -33,6 +33,9 @@ function task(o: Partial<TaskRecord> = {}): TaskRecord {
     updatedAt: t(2),
     finishedAt: t(2),
     payload: {},
+    progress: null,
+    progressNote: null,
+    progressAt: null,
     ...o,
   };
 }
@@ -174,6 +177,15 @@ describe('attempts against the budget', () => {
     expect(line).toContain(' · attempt 2 (1 of 1 since the replay) · ');
     expect(line).not.toContain('2 of 1');
     expect(attemptCell(attemptBudget(detail))).toBe('1/1 (2 in all)');
+  });
+
+  it('shows the last progress (its note made printable) and the result, only when there are some', () => {
+    const plain = renderTask({task: task(), history: []}).join('\n');
+    expect(plain).not.toMatch(/progress|result/);
+    const detail = task({progress: 40, progressNote: 'rows\u001b[31m 400', progressAt: t(5), result: {invoice: 'INV-7'}});
+    const lines = renderTask({task: detail, history: []});
+    expect(lines).toContain('  progress  40% · rows\uFFFD[31m 400    at 2026-12-01 12:00:05.000');
+    expect(lines).toContain('  result    {"invoice":"INV-7"}');
   });
 
   it('replayed and not run yet: none of the new budget used', () => {

@@ -558,6 +558,14 @@ describe('drill-down layout', () => {
     expect(taskListLines([t], 120)[1]).toContain('boom\uFFFD[31m red');
   });
 
+  it('the task list has a PROG column: the last progress reported, blank when none', () => {
+    const t = task('order_notify', '01a234ec-c8ef-7024-ac87-2a99b2c7e897');
+    const [head, line] = taskListLines([{...t, state: 'running', progress: 40} as TaskRecord, t], 120);
+    expect(head).toMatch(/^ID +STATE +ATT PROG UPDATED \(UTC\) +LAST ERROR$/);
+    expect(line).toMatch(/ running +1 {2}40% 2026-/);
+    expect(taskListLines([t], 120)[1]).toMatch(/ dead +1 {6}2026-/);
+  });
+
   it('a timeline longer than the screen keeps the task and its newest rows, and says how many older rows are left out', () => {
     const t = task('order_notify', '01a234ec-c8ef-7024-ac87-2a99b2c7e897');
     const history = Array.from({length: 40}, (_, i) => ({

@@ -9,7 +9,15 @@
 import {describe, expect, it} from 'vitest';
 import {silentLogger} from '../../src/core/log.js';
 import {type Broker, type Delivery, encodeMessage} from '../../src/core/broker/types.js';
-import type {ClaimedTask, FlowView, Outcome, TasksClaimParams, TypeRecord, WorkerStatsDoc} from '../../src/core/store/types.js';
+import type {
+  ClaimedTask,
+  FlowView,
+  Outcome,
+  ProgressRow,
+  TasksClaimParams,
+  TypeRecord,
+  WorkerStatsDoc,
+} from '../../src/core/store/types.js';
 import type {TaskState} from '../../src/core/task/state.js';
 import {FlowGate} from '../../src/core/flow/gate.js';
 import {defineHandlers, TaskResult} from '../../src/core/worker/handlers.js';
@@ -53,6 +61,7 @@ function harness(o: {capacity?: number; onClaim?: (p: TasksClaimParams) => Promi
   const gate = (id: string): Deferred => gates.get(id) ?? (gates.set(id, deferred()), gates.get(id)!);
 
   const heartbeats: WorkerStatsDoc[] = [];
+  const progressWrites: Array<{at: number; rows: ProgressRow[]}> = [];
   // The database's clock: the worker's own is `clockAheadMs` ahead of it.
   const view = (): FlowView => ({at: new Date(clock.now() - (o.clockAheadMs ?? 0)), types: registry.types, handlers: {}});
   const store: WorkerStore = {
@@ -96,6 +105,10 @@ function harness(o: {capacity?: number; onClaim?: (p: TasksClaimParams) => Promi
       return Promise.resolve({applied: p.outcomes.map((x) => x.id), stale: []});
     },
     leasesRenew: (p) => Promise.resolve(p.held.map((h) => h.id)),
+    progressWrite: (p) => {
+      progressWrites.push({at: clock.monotonic(), rows: p.rows});
+      return Promise.resolve(p.rows.length);
+    },
     doorbellsMark: () => Promise.resolve(),
     workersUpsert: (p) => Promise.resolve(void (p.stats && heartbeats.push(p.stats))),
     workersStop: () => Promise.resolve(),
@@ -126,9 +139,30 @@ function harness(o: {capacity?: number; onClaim?: (p: TasksClaimParams) => Promi
         return TaskResult.success();
       },
     },
+    // Reports 10 and 20, then 30 and 40 after its first gate, 50 after its second; returns a result.
+    progress_task: {
+      async execute(ctx) {
+        started.push(ctx.taskId);
+        ctx.progress(10);
+        ctx.progress(20, 'b');
+        await gate(ctx.taskId).promise;
+        ctx.progress(30);
+        ctx.progress(40, 'd');
+        await gate(`${ctx.taskId}+`).promise;
+        ctx.progress(50, 'e');
+        return TaskResult.success({done: true});
+      },
+    },
   });
   const flow = new FlowGate({store, clock, logger: silentLogger, refreshMs: 1000, breakers: false});
-  const pool = createIoPool({size: 1, capacity: o.capacity ?? 4, handlers, clock, logger: silentLogger});
+  const pool = createIoPool({
+    size: 1,
+    capacity: o.capacity ?? 4,
+    handlers,
+    clock,
+    logger: silentLogger,
+    onProgress: (job, r) => worker.onProgress(job, r),
+  });
   const worker = new Worker({
     store,
     broker,
@@ -154,7 +188,7 @@ function harness(o: {capacity?: number; onClaim?: (p: TasksClaimParams) => Promi
   const pause = (type: string): void => {
     registry.types = [typeRecord(type, new Date(clock.now()), {paused: true, pausedBy: 'ops', pausedReason: 'downstream down'})];
   };
-  return {clock, worker, flow, rows, claims, deferredTasks, outcomes, acked, started, gate, ring, pause, heartbeats};
+  return {clock, worker, flow, rows, claims, deferredTasks, outcomes, acked, started, gate, ring, pause, heartbeats, progressWrites};
 }
 
 describe('worker: admission before the claim', () => {
@@ -205,6 +239,48 @@ describe('worker: admission before the claim', () => {
     expect(h.claims).toEqual([['a']]);
     expect(h.started).toEqual([]);
     expect(h.outcomes).toMatchObject([{kind: 'park', id: 'a', fence: 1, parked: 'paused'}]);
+    await h.worker.stop({graceMs: 0});
+  });
+});
+
+describe('worker: progress and results (on its injected clock)', () => {
+  it('writes progress at most once a second at the attempt’s fence; the last unwritten report and the result ride in the outcome', async () => {
+    const h = harness();
+    await h.worker.start();
+    h.ring('p', 'progress_task');
+    await h.clock.advanceAsync(2);
+    expect(h.started).toEqual(['p']);
+    await h.clock.advanceAsync(0);
+    // Claimed and started at once (group commit): the first report of a quiet writer is written at once.
+    expect(h.progressWrites).toEqual([{at: T0, rows: [{id: 'p', fence: 1, percent: 20, note: 'b'}]}]);
+    h.gate('p').resolve();
+    await h.clock.advanceAsync(997);
+    expect(h.progressWrites).toHaveLength(1); // 30 and 40 wait for the second to pass
+    await h.clock.advanceAsync(1);
+    expect(h.progressWrites[1]).toEqual({at: T0 + 1000, rows: [{id: 'p', fence: 1, percent: 40, note: 'd'}]});
+    h.gate('p+').resolve();
+    await h.clock.advanceAsync(10);
+    expect(h.progressWrites).toHaveLength(2);
+    expect(h.outcomes).toEqual([
+      {
+        kind: 'complete',
+        id: 'p',
+        fence: 1,
+        breaker: 'ok',
+        type: 'progress_task',
+        result: '{"done":true}',
+        progress: {percent: 50, note: 'e'},
+      },
+    ]);
+    await h.clock.advanceAsync(5000);
+    expect(h.progressWrites).toHaveLength(2);
+    // A task that reports nothing: a plain complete, no progress write.
+    h.ring('q');
+    await h.clock.advanceAsync(2);
+    h.gate('q').resolve();
+    await h.clock.advanceAsync(2000);
+    expect(h.outcomes[1]).toEqual({kind: 'complete', id: 'q', fence: 1, breaker: 'ok', type: 'order_notify'});
+    expect(h.progressWrites).toHaveLength(2);
     await h.worker.stop({graceMs: 0});
   });
 });

@@ -143,6 +143,12 @@ export interface TaskRecord {
   payloadTruncated?: boolean;
   /** With payloadTruncated: the payload's size in JSON characters (it is then left out: null). */
   payloadChars?: number;
+  /** The last progress a handler reported (0..100), its note and when it was written; null when none. */
+  progress?: number | null;
+  progressNote?: string | null;
+  progressAt?: string | null;
+  /** The result of its succeeded attempt (null: none); only on a single task's read. */
+  result?: unknown;
 }
 
 export interface HistoryEntry {

@@ -29,8 +29,8 @@ Exit codes: 2 malformed id, 3 not in the archive, 4 a corrupt archive file (name
     const t = f.archived.task;
     if (!this.jsonEnabled()) {
       this.log(`${String(t.id)}  ${String(t.type)}  ${String(t.state)}  (archived in ${f.part.day}/${f.part.part})`);
-      for (const k of ['attempt', 'created_at', 'run_at', 'finished_at', 'last_error', 'payload'])
-        this.log(`  ${k.padEnd(12)} ${printable(String(t[k] ?? '-'))}`);
+      for (const k of ['attempt', 'created_at', 'run_at', 'finished_at', 'last_error', 'payload', 'result_json'])
+        if (k !== 'result_json' || (t[k] ?? null) !== null) this.log(`  ${k.padEnd(12)} ${printable(String(t[k] ?? '-'))}`);
       this.log('', `history (${f.archived.history.length})`);
       for (const h of f.archived.history)
         this.log(

@@ -13,7 +13,7 @@ export interface TaskShowResult {
 export default class TasksShow extends AxCommand {
   static override readOnly = true;
   static override summary = 'Show one task and its history.';
-  static override description = `The task row (state, attempts, due time, worker and start of the latest attempt, lease, last error, payload) and its timeline: its submit (from the task row: when, and who submitted it), then every transition with its time (UTC), the worker or process (host:pid) that made it, the attempt, and the error or reason recorded with it. Each attempt shows as its start (running, on the worker it ran on) and its end, both from its one history row (the attempt running now: from the task row). --json prints the whole payload; the human view cuts it short.
+  static override description = `The task row (state, attempts, due time, worker and start of the latest attempt, lease, last error, payload, the last progress its handler reported and the result of its success) and its timeline: its submit (from the task row: when, and who submitted it), then every transition with its time (UTC), the worker or process (host:pid) that made it, the attempt, and the error or reason recorded with it. Each attempt shows as its start (running, on the worker it ran on) and its end, both from its one history row (the attempt running now: from the task row). --json prints the whole payload; the human view cuts it short.
 
 A task no longer in the live tables but in the archive (AX_ARCHIVE_DIR) is named as archived, with the \`ax archive show\` that shows it (still exit 3).
 

@@ -150,6 +150,18 @@ export interface TaskRecord {
   updatedAt: Date;
   finishedAt: Date | null;
   payload: JsonObject;
+  /**
+   * The last progress a handler reported (ctx.progress: 0..100, a note, when it was written), kept
+   * after the attempt ends and across retries until a later report replaces it; null when none was.
+   */
+  progress: number | null;
+  progressNote: string | null;
+  progressAt: Date | null;
+  /**
+   * The result its succeeded attempt returned (null: none). Read by a single task's read (tasksGet,
+   * tasksGetMany: `ax tasks show`, the API's task); absent from lists, which leave it out.
+   */
+  result?: JsonValue | null;
 }
 
 /**

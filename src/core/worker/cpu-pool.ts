@@ -6,7 +6,7 @@ import {errorMessage, invalid, stackHead} from '../errors.js';
 import type {Logger} from '../log.js';
 import type {Clock, TimerHandle} from '../time.js';
 import type {ThreadAbort, ThreadData, ThreadJob, ThreadMessage, ThreadStray} from './cpu-thread.js';
-import {NOT_STARTED, outcomeToResult, WITHDRAWN, type ExecutionPool, type JobResult, type PoolJob} from './pool.js';
+import {NOT_STARTED, outcomeToResult, WITHDRAWN, type ExecutionPool, type JobResult, type PoolJob, type ProgressListener} from './pool.js';
 
 export interface CpuPoolOptions {
   size: number;
@@ -20,6 +20,8 @@ export interface CpuPoolOptions {
    * the worker counts unhandled rejections with its own.
    */
   onStray?: (kind: 'unhandledRejection' | 'uncaughtException') => void;
+  /** Told of a running job's progress reports (see TaskContext.progress), posted by its thread. */
+  onProgress?: ProgressListener;
 }
 
 interface Job {
@@ -178,6 +180,8 @@ export async function createCpuPool(opts: CpuPoolOptions): Promise<ExecutionPool
           t.error = m.loadError;
         } else if ('stray' in m) {
           onStray(t, m);
+        } else if ('progress' in m) {
+          if (t.job?.id === m.progress && t.job.state === 'running') opts.onProgress?.(t.job.job, {percent: m.percent, note: m.note});
         } else if (t.job?.id === m.jobId) {
           const j = t.job;
           t.job = null;

@@ -3,7 +3,10 @@
  * `{ready: true}` or `{loadError}`, then runs jobs one at a time: `{jobId, ...}` in,
  * `{jobId, outcome}` out. `{abort: jobId, reason}` in (an operator's cancel) aborts that job's
  * AbortSignal; past the cancel's grace period, and on a timeout, the main thread terminates the
- * thread instead. The handler's logger writes JSON lines to stderr.
+ * thread instead. The handler's logger writes JSON lines to stderr. `ctx.progress` is checked here
+ * (a bad call throws in the handler) and posted as `{progress: jobId, percent, note}`, at most one
+ * message per PROGRESS_POST_MS per job (the latest report wins; the last one of a burst follows
+ * once the thread's event loop is free).
  *
  * Stray errors in handler code (outside the awaited attempt) are posted to the main thread as
  * `{stray, message, stack}`: an unhandled rejection, after which the thread keeps running, or an
@@ -14,7 +17,8 @@ import {parentPort, workerData} from 'node:worker_threads';
 import {errorMessage, stackHead} from '../errors.js';
 import {createLogger} from '../log.js';
 import type {ForcedReplay, JsonObject} from '../task/model.js';
-import {loadHandlers, runHandler, type HandlerMap, type TaskOutcome} from './handlers.js';
+import {loadHandlers, runHandler, type HandlerMap, type RunOutcome} from './handlers.js';
+import {checkProgress, type ProgressReport} from './results.js';
 
 export interface ThreadData {
   handlersModule: string;
@@ -39,7 +43,14 @@ export interface ThreadStray {
   message: string;
   stack?: string;
 }
-export type ThreadMessage = {ready: true} | {loadError: string} | {jobId: number; outcome: TaskOutcome} | ThreadStray;
+/** A job's latest progress report (already checked). */
+export interface ThreadProgress extends ProgressReport {
+  progress: number;
+}
+export type ThreadMessage = {ready: true} | {loadError: string} | {jobId: number; outcome: RunOutcome} | ThreadProgress | ThreadStray;
+
+/** The least time between two progress messages of one job (the worker writes at most one a second anyway). */
+const PROGRESS_POST_MS = 200;
 
 /** How long a thread that had an uncaught exception waits for the main thread to end it. */
 const STRAY_EXIT_MS = 5000;
@@ -80,6 +91,17 @@ async function main(): Promise<void> {
     const handler = handlers.byType.get(type);
     const controller = new AbortController();
     controllers.set(jobId, controller);
+    // Leading post, then the latest of a burst once PROGRESS_POST_MS has passed (if the loop is free).
+    let lastPost = -Infinity;
+    let latest: ProgressReport | null = null;
+    let trailing: ReturnType<typeof setTimeout> | null = null;
+    const postProgress = (): void => {
+      trailing = null;
+      if (!latest || !controllers.has(jobId)) return;
+      lastPost = performance.now();
+      post({progress: jobId, percent: latest.percent, note: latest.note});
+      latest = null;
+    };
     const ctx = {
       taskId,
       type,
@@ -88,17 +110,24 @@ async function main(): Promise<void> {
       ...(replay === undefined ? {} : {replay}),
       signal: controller.signal,
       logger: logger.child({taskId, type, attempt}),
+      progress(percent: number, note?: string): void {
+        latest = checkProgress(percent, note);
+        const wait = lastPost + PROGRESS_POST_MS - performance.now();
+        if (wait <= 0) postProgress();
+        else trailing ??= setTimeout(postProgress, wait);
+      },
     };
-    const run: Promise<TaskOutcome> = handler
+    const run: Promise<RunOutcome> = handler
       ? runHandler(handler, ctx)
       : Promise.resolve({ok: false, message: 'unknown task type', unrecoverable: true});
     run
-      .catch((e: unknown): TaskOutcome => {
+      .catch((e: unknown): RunOutcome => {
         const stack = stackHead(e);
         return {ok: false, message: `handler failed: ${errorMessage(e)}`, unrecoverable: false, ...(stack === undefined ? {} : {stack})};
       })
       .then((outcome) => {
         controllers.delete(jobId);
+        if (trailing) clearTimeout(trailing);
         post({jobId, outcome});
       });
   });

@@ -1,17 +1,34 @@
 import {invalid, stackHead} from '../errors.js';
 import {parseDuration} from '../duration.js';
 import type {Logger} from '../log.js';
-import {type ForcedReplay, POOLS, type JsonObject, type PoolName} from '../task/model.js';
+import {type ForcedReplay, POOLS, type JsonObject, type JsonValue, type PoolName} from '../task/model.js';
 import {validateTypeName} from '../task/validate.js';
+import {encodeResult} from './results.js';
+
+/** A failed attempt: retried with backoff, or dead at once when unrecoverable. */
+export type TaskFailure = {ok: false; message: string; unrecoverable: boolean; stack?: string};
 
 /**
- * What a handler returns: success, a retryable failure, or an unrecoverable one (dead at once).
- * `stack` is set by ax for a thrown error (its first lines), and stored with the attempt's history.
+ * What a handler returns: success (with an optional JSON result, ≤ 64 KiB serialized, stored with
+ * the succeeded attempt: see core/worker/results.ts), a retryable failure, or an unrecoverable one
+ * (dead at once). `stack` is set by ax for a thrown error (its first lines), and stored with the
+ * attempt's history.
  */
-export type TaskOutcome = {ok: true} | {ok: false; message: string; unrecoverable: boolean; stack?: string};
+export type TaskOutcome = {ok: true; result?: JsonValue} | TaskFailure;
+
+/**
+ * An attempt's outcome as runHandler gives it to the pool: a success carries its result already
+ * serialized (`resultJson`, absent for none), checked against the limit.
+ */
+export type RunOutcome = {ok: true; resultJson?: string} | TaskFailure;
 
 export const TaskResult = {
-  success: (): TaskOutcome => ({ok: true}),
+  /**
+   * Success; `result` (JSON: objects, arrays, strings, finite numbers, booleans, null) is stored
+   * with the task (`ax tasks show`, the API, dependents' ctx.parents). A result that is not JSON or
+   * is over 64 KiB serialized fails the attempt unrecoverably, with the reason in its history.
+   */
+  success: (result?: JsonValue): TaskOutcome => (result === undefined || result === null ? {ok: true} : {ok: true, result}),
   /** A failure: retried with backoff, dead after the last retry. */
   fail: (message: string, opts?: {unrecoverable?: boolean}): TaskOutcome => ({
     ok: false,
@@ -46,6 +63,14 @@ export interface TaskContext {
    * ordinary runs and plain replays of dead tasks; retries of a forced replay still see it.
    */
   replay?: ForcedReplay;
+  /**
+   * Reports how far the attempt is: `percent` from 0 to 100 (rounded to a whole number), `note` at
+   * most 200 characters. Cheap to call often: the worker writes the latest report of each task at
+   * most once a second (all tasks' in one statement), only while this attempt still holds the task.
+   * Throws AxError invalid_input for a percent that is not a number in 0..100 or a note that is not
+   * a string of at most 200 characters (nothing is recorded then).
+   */
+  progress(percent: number, note?: string): void;
 }
 
 export interface HandlerDefinition {
@@ -53,7 +78,10 @@ export interface HandlerDefinition {
   pool?: PoolName;
   /** Per-attempt timeout (ms or `30s`); a task's own timeout wins. Default: config (10m). */
   timeout?: number | string;
-  /** Runs one attempt. Return TaskResult.*, or return nothing for success; throw to fail. */
+  /**
+   * Runs one attempt. Return TaskResult.* (or `{ok: true, result}`), or return nothing for success;
+   * throw to fail.
+   */
   execute(ctx: TaskContext): Promise<TaskOutcome | void> | TaskOutcome | void;
 }
 
@@ -145,15 +173,22 @@ export async function loadHandlers(moduleUrl: string): Promise<HandlerMap> {
 }
 
 /**
- * Runs one attempt of a handler and normalises whatever it does into a TaskOutcome: a returned
- * TaskResult, undefined (success), a thrown Error, a thrown non-Error, an UnrecoverableError.
+ * Runs one attempt of a handler and normalises whatever it does into a RunOutcome: a returned
+ * TaskResult (a success's result serialized and checked: not JSON or over the limit, the attempt
+ * fails unrecoverably with the reason), undefined (success), a thrown Error, a thrown non-Error, an
+ * UnrecoverableError.
  */
-export async function runHandler(h: Pick<ResolvedHandler, 'execute'>, ctx: TaskContext): Promise<TaskOutcome> {
+export async function runHandler(h: Pick<ResolvedHandler, 'execute'>, ctx: TaskContext): Promise<RunOutcome> {
   try {
     const r = await h.execute(ctx);
     if (r === undefined || r === null) return {ok: true};
     if (typeof r === 'object' && 'ok' in r) {
-      if (r.ok === true) return {ok: true};
+      if (r.ok === true) {
+        if (!('result' in r)) return {ok: true};
+        const e = encodeResult(r.result);
+        if (!e.ok) return {ok: false, message: e.message, unrecoverable: true};
+        return e.json === undefined ? {ok: true} : {ok: true, resultJson: e.json};
+      }
       if (r.ok === false) return {ok: false, message: String(r.message ?? 'failed'), unrecoverable: r.unrecoverable === true};
     }
     return {ok: false, message: 'handler returned something that is not a TaskResult', unrecoverable: false};

@@ -3,7 +3,17 @@ import {errorMessage, invalid, stackHead} from '../errors.js';
 import type {Logger} from '../log.js';
 import type {Clock, TimerHandle} from '../time.js';
 import {runHandler, type HandlerMap, type TaskContext} from './handlers.js';
-import {abortReason, NOT_STARTED, outcomeToResult, WITHDRAWN, type ExecutionPool, type JobResult, type PoolJob} from './pool.js';
+import {
+  abortReason,
+  NOT_STARTED,
+  outcomeToResult,
+  WITHDRAWN,
+  type ExecutionPool,
+  type JobResult,
+  type PoolJob,
+  type ProgressListener,
+} from './pool.js';
+import {checkProgress} from './results.js';
 
 export interface IoPoolOptions {
   size: number;
@@ -11,6 +21,8 @@ export interface IoPoolOptions {
   handlers: HandlerMap;
   clock: Clock;
   logger: Logger;
+  /** Told of a running job's progress reports (see TaskContext.progress). */
+  onProgress?: ProgressListener;
 }
 
 interface Entry {
@@ -41,12 +53,14 @@ function abortEntry(e: Entry, reason: DOMException, now: number): void {
 }
 
 /**
- * The context of one attempt. `signal` and `logger` are made on first use: an AbortController and a
- * child logger per task were most of the pool's CPU per no-op task (measured). They are own,
+ * The context of one attempt. `signal`, `logger` and `progress` are made on first use: an
+ * AbortController and a child logger per task were most of the pool's CPU per no-op task
+ * (measured), and a task that never reports progress needs no closure for it. They are own,
  * enumerable getters, so a handler that spreads the context (`{...ctx, payload}`) still passes them on.
  */
-function taskContext(job: PoolJob, e: Entry, parent: Logger): TaskContext {
+function taskContext(job: PoolJob, e: Entry, parent: Logger, onProgress: ProgressListener | undefined): TaskContext {
   let log: Logger | null = null;
+  let report: TaskContext['progress'] | null = null;
   return {
     taskId: job.taskId,
     type: job.type,
@@ -62,6 +76,13 @@ function taskContext(job: PoolJob, e: Entry, parent: Logger): TaskContext {
     },
     get logger(): Logger {
       return (log ??= parent.child({taskId: job.taskId, type: job.type, attempt: job.attempt}));
+    },
+    get progress(): TaskContext['progress'] {
+      return (report ??= (percent, note) => {
+        const r = checkProgress(percent, note);
+        // An attempt that has ended (timed out, aborted) reports nothing any more.
+        if (e.state === 'running') onProgress?.(job, r);
+      });
     },
   };
 }
@@ -119,7 +140,7 @@ export function createIoPool(opts: IoPoolOptions): ExecutionPool {
       abortEntry(e, abortReason(message, 'TimeoutError'), clock.monotonic());
       finish(e, {kind: 'timeout', message});
     }, job.timeoutMs);
-    const ctx = taskContext(job, e, logger);
+    const ctx = taskContext(job, e, logger, opts.onProgress);
     runHandler(handler, ctx).then(
       (outcome) => {
         const ignored = e.abortedAt === undefined || clock.monotonic() - e.abortedAt > ABORT_HONOURED_MS;

@@ -22,7 +22,8 @@ export interface Held {
 }
 
 /**
- * Turns the result of one attempt into the outcome to write: success → complete; failure or
+ * Turns the result of one attempt into the outcome to write: success → complete (with its result's
+ * JSON text, if any); failure or
  * timeout → fail with jittered backoff, or deadLetter once attempts exceed maxRetries or the
  * handler said unrecoverable (with the error's stack when there was one); `notStarted` → release
  * (no attempt used, due again now).
@@ -30,7 +31,9 @@ export interface Held {
 export function decideOutcome(t: Held, r: JobResult | NotStarted, backoff: BackoffOptions, random: Random): Outcome {
   switch (r.kind) {
     case 'success':
-      return {kind: 'complete', id: t.id, fence: t.fence, breaker: 'ok'};
+      return r.resultJson === undefined
+        ? {kind: 'complete', id: t.id, fence: t.fence, breaker: 'ok'}
+        : {kind: 'complete', id: t.id, fence: t.fence, breaker: 'ok', result: r.resultJson};
     case 'notStarted':
       return {kind: 'release', id: t.id, fence: t.fence, reason: `released: ${r.message}`, ...(r.pool === undefined ? {} : {pool: r.pool})};
     case 'fail':

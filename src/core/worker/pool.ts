@@ -1,5 +1,6 @@
 import type {ForcedReplay, JsonObject, PoolName, Priority} from '../task/model.js';
-import type {TaskOutcome} from './handlers.js';
+import type {RunOutcome} from './handlers.js';
+import type {ProgressReport} from './results.js';
 
 /** The `aborted` message of a job that never started before drain's deadline (see ExecutionPool.drain). */
 export const NOT_STARTED = 'not started';
@@ -21,9 +22,13 @@ export interface PoolJob {
   replay?: ForcedReplay;
 }
 
+/** Told of a running job's progress report (checked: see results.ts checkProgress). */
+export type ProgressListener = (job: PoolJob, report: ProgressReport) => void;
+
 /** How an attempt ended, from the pool's point of view. */
 export type JobResult =
-  | {kind: 'success'}
+  /** `resultJson`: the handler's result as JSON text (checked: ≤ 64 KiB), absent for none. */
+  | {kind: 'success'; resultJson?: string}
   /** `stack`: the first lines of the thrown error's stack (see stackHead in core/errors.ts), when it had one. */
   | {kind: 'fail'; message: string; unrecoverable: boolean; stack?: string}
   | {kind: 'timeout'; message: string}
@@ -69,9 +74,9 @@ export interface ExecutionPool {
   cancel?(taskId: string, reason: string, graceMs: number): boolean;
 }
 
-/** Maps a handler's TaskOutcome to a JobResult. */
-export function outcomeToResult(o: TaskOutcome): JobResult {
-  if (o.ok) return {kind: 'success'};
+/** Maps a handler's RunOutcome to a JobResult. */
+export function outcomeToResult(o: RunOutcome): JobResult {
+  if (o.ok) return o.resultJson === undefined ? {kind: 'success'} : {kind: 'success', resultJson: o.resultJson};
   return {kind: 'fail', message: o.message, unrecoverable: o.unrecoverable, ...(o.stack === undefined ? {} : {stack: o.stack})};
 }
 

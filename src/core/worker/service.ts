@@ -13,7 +13,7 @@ import type {AxEvents} from '../events.js';
 import {type HandlerMap, loadHandlers} from './handlers.js';
 import {createCpuPool} from './cpu-pool.js';
 import {createIoPool} from './io-pool.js';
-import type {ExecutionPool} from './pool.js';
+import type {ExecutionPool, ProgressListener} from './pool.js';
 import {Worker} from './worker.js';
 
 export interface WorkerServiceOptions {
@@ -163,8 +163,18 @@ async function buildWorker(o: WorkerServiceOptions, handlers: HandlerMap, url: s
   if (names.length === 0) throw invalid('a worker needs at least one pool');
   const cfg = o.config;
   const pools: Partial<Record<PoolName, ExecutionPool>> = {};
+  // The pools are made before the worker that writes their handlers' progress reports; they report
+  // only for jobs the worker gave them, so never before it exists.
+  const onProgress: ProgressListener = (job, r) => worker.onProgress(job, r);
   if (names.includes('io')) {
-    pools.io = createIoPool({size: ioPoolSize(cfg), capacity: cfg.poolQueueCapacity, handlers, clock: o.clock, logger: o.logger});
+    pools.io = createIoPool({
+      size: ioPoolSize(cfg),
+      capacity: cfg.poolQueueCapacity,
+      handlers,
+      clock: o.clock,
+      logger: o.logger,
+      onProgress,
+    });
   }
   if (names.includes('cpu')) {
     pools.cpu = await createCpuPool({
@@ -173,6 +183,7 @@ async function buildWorker(o: WorkerServiceOptions, handlers: HandlerMap, url: s
       handlersModule: url,
       clock: o.clock,
       logger: o.logger,
+      onProgress,
       ...(o.onThreadStray ? {onStray: o.onThreadStray} : {}),
     });
   }
@@ -184,7 +195,7 @@ async function buildWorker(o: WorkerServiceOptions, handlers: HandlerMap, url: s
     admission: {pausedRecheckMs: cfg.pausedRecheckMs, unhandledRecheckMs: cfg.unhandledRecheckMs},
     unhandledDeadAfterMs: cfg.unhandledDeadAfterMs,
   });
-  return new Worker({
+  const worker = new Worker({
     flow,
     store: o.store,
     broker: o.broker,
@@ -203,4 +214,5 @@ async function buildWorker(o: WorkerServiceOptions, handlers: HandlerMap, url: s
     defaultTimeoutMs: cfg.taskTimeoutMs,
     backoff: {baseMs: cfg.retryBaseMs, maxMs: cfg.retryMaxMs},
   });
+  return worker;
 }

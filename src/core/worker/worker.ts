@@ -13,7 +13,8 @@ import {countWorkerEvents, logTaskFailures, type WorkerStats} from './subscriber
 import {countTypeStats, type TypeStats} from './type-stats.js';
 import type {HandlerMap} from './handlers.js';
 import {decideOutcome, type Held, type NotStarted} from './outcome.js';
-import {type ExecutionPool, type JobResult, NOT_STARTED, type PoolJob, WITHDRAWN} from './pool.js';
+import {type ExecutionPool, type JobResult, NOT_STARTED, type PoolJob, type ProgressListener, WITHDRAWN} from './pool.js';
+import {ProgressWriter} from './progress.js';
 import {leveledPool, type PriorityWeights} from './levels.js';
 import {Lane} from './intake.js';
 import {FlowGate, type GateStore} from '../flow/gate.js';
@@ -22,7 +23,7 @@ import type {Admission} from '../flow/admission.js';
 import {CancelWatch} from './cancel.js';
 
 /** What a worker needs of the task database: the hot path, its registry row and flow control. */
-export type WorkerStore = Pick<HotPathStore, 'tasksClaim' | 'leasesRenew' | 'outcomesApply' | 'doorbellsMark'> &
+export type WorkerStore = Pick<HotPathStore, 'tasksClaim' | 'leasesRenew' | 'outcomesApply' | 'doorbellsMark' | 'progressWrite'> &
   Pick<WorkerRegistryStore, 'workersUpsert' | 'workersStop'> &
   GateStore;
 
@@ -55,6 +56,8 @@ export interface WorkerOptions {
   claimWaitMs?: number;
   /** Longest an outcome waits to be written with others (default 5 ms). */
   outcomeWaitMs?: number;
+  /** The least time between two writes of handlers' progress reports (default 1000 ms; see progress.ts). */
+  progressEveryMs?: number;
   heartbeatMs?: number;
   /** Reads this process's memory for the heartbeat's trend (default process.memoryUsage; tests inject one). */
   memoryUsage?: () => MemoryUsage;
@@ -135,6 +138,8 @@ export class Worker implements Service {
   private readonly lanes: Lane[] = [];
   private readonly claims: MicroBatcher<Pending>;
   private readonly outcomes: MicroBatcher<Outcome>;
+  /** Handlers' progress reports, written at most once a second (see progress.ts). */
+  private readonly progress: ProgressWriter;
   private readonly log: Logger;
   private readonly renewer: Periodic;
   private readonly beat: Periodic;
@@ -223,7 +228,23 @@ export class Worker implements Service {
       clock: o.clock,
       run: (b) => this.writeOutcomes(b),
     });
+    this.progress = new ProgressWriter({
+      clock: o.clock,
+      logger: this.log,
+      write: (rows) => this.o.store.progressWrite({rows}),
+      ...(o.progressEveryMs === undefined ? {} : {everyMs: o.progressEveryMs}),
+    });
   }
+
+  /**
+   * The pools' progress listener (createIoPool/createCpuPool onProgress): a report of an attempt
+   * this worker still holds is queued for the next progress write, at the attempt's fence.
+   */
+  readonly onProgress: ProgressListener = (job, r) => {
+    const h = this.held.get(job.taskId);
+    if (!h || h.attempt !== job.attempt || this.state === 'stopped') return;
+    this.progress.report({id: h.id, fence: h.fence, percent: r.percent, note: r.note});
+  };
 
   /** Tasks claimed and not yet written back. */
   get inFlight(): number {
@@ -582,7 +603,10 @@ export class Worker implements Service {
 
   private finish(t: HeldTask, r: JobResult | NotStarted): void {
     t.endedAt = this.o.clock.monotonic();
-    this.outcomes.push({...decideOutcome(t, r, this.o.backoff, this.o.random), type: t.type});
+    // The attempt's last report not yet written goes with its outcome, in the same UPDATE.
+    const last = this.progress.size > 0 ? this.progress.take(t.id) : undefined;
+    const o = decideOutcome(t, r, this.o.backoff, this.o.random);
+    this.outcomes.push(last ? {...o, type: t.type, progress: {percent: last.percent, note: last.note}} : {...o, type: t.type});
   }
 
   private async writeOutcomes(batch: Outcome[]): Promise<void> {
@@ -715,6 +739,7 @@ export class Worker implements Service {
     await drained;
     while (this.settled.size > 0) await Promise.allSettled([...this.settled]);
     await this.outcomes.flush();
+    await this.progress.stop();
     await this.cancels.stop(); // kept through the grace period: a cancel then still stops its handler
     await this.renewer.stop();
     this.state = 'stopped';

@@ -1,8 +1,9 @@
 /**
  * The text of `ax top`'s drill-down and workers views as plain lines of a given width: the newest
- * tasks of a type (as `ax tasks list --type` lists them), a task and its timeline (as `ax tasks
- * show` renders it), one line per worker (as `ax workers`). Pure. Task ids are never cut; text that
- * comes from a task (errors, payload) is made printable and cut to the width.
+ * tasks of a type (as `ax tasks list --type` lists them, with their last progress), a task and its
+ * timeline (as `ax tasks show` renders it: progress and result included), one line per worker (as
+ * `ax workers`). Pure. Task ids are never cut; text that comes from a task (errors, payload, progress
+ * notes) is made printable and cut to the width.
  */
 import {formatRate} from '../../cli/format.js';
 import {clip, printable, when} from '../../cli/render.js';
@@ -15,13 +16,19 @@ import {fit} from './layout.js';
 
 const ID_WIDTH = 36;
 
-/** A head and one line per task: ID (whole), STATE, ATTEMPT, UPDATED, LAST ERROR (cut to what is left). */
+/** The PROG cell: the last progress reported (`42%`), blank when none. */
+const progressCell = (t: TaskRecord): string => (typeof t.progress === 'number' ? `${t.progress}%` : '').padStart(4);
+
+/**
+ * A head and one line per task: ID (whole), STATE, ATTEMPT, PROG (last progress), UPDATED, LAST
+ * ERROR (cut to what is left).
+ */
 export function taskListLines(tasks: readonly TaskRecord[], width: number): string[] {
   const w = width - 2;
-  const head = `${'ID'.padEnd(ID_WIDTH)} ${'STATE'.padEnd(9)} ${'ATT'.padStart(3)} ${'UPDATED (UTC)'.padEnd(19)} LAST ERROR`;
-  const errW = Math.max(0, w - (ID_WIDTH + 1 + 9 + 1 + 3 + 1 + 19 + 1));
+  const head = `${'ID'.padEnd(ID_WIDTH)} ${'STATE'.padEnd(9)} ${'ATT'.padStart(3)} PROG ${'UPDATED (UTC)'.padEnd(19)} LAST ERROR`;
+  const errW = Math.max(0, w - (ID_WIDTH + 1 + 9 + 1 + 3 + 1 + 4 + 1 + 19 + 1));
   const line = (t: TaskRecord): string =>
-    `${t.id.padEnd(ID_WIDTH)} ${t.state.padEnd(9)} ${String(t.attempt).padStart(3)} ${when(t.updatedAt, {seconds: true}).padEnd(19)} ${clip(t.lastError, errW)}`
+    `${t.id.padEnd(ID_WIDTH)} ${t.state.padEnd(9)} ${String(t.attempt).padStart(3)} ${progressCell(t)} ${when(t.updatedAt, {seconds: true}).padEnd(19)} ${clip(t.lastError, errW)}`
       .slice(0, Math.max(w, ID_WIDTH))
       .trimEnd();
   return [head.slice(0, Math.max(w, ID_WIDTH)), ...tasks.map(line)];

@@ -105,8 +105,30 @@ export function Task({id}: {id: string}) {
               </dd>
               <dt>Last error</dt>
               <dd className="pre-wrap">{t.lastError ?? '—'}</dd>
+              <dt>Progress</dt>
+              <dd>
+                {t.progress === null || t.progress === undefined ? (
+                  '—'
+                ) : (
+                  <>
+                    <progress max={100} value={t.progress} aria-label="Progress" /> {t.progress}%
+                    {t.progressNote && <span className="pre-wrap"> · {t.progressNote}</span>}{' '}
+                    <span className="muted">
+                      (<Time at={t.progressAt} />)
+                    </span>
+                  </>
+                )}
+              </dd>
             </dl>
           </section>
+          {t.result !== undefined && t.result !== null && (
+            <section className="panel">
+              <h2>Result</h2>
+              <pre className="payload" tabIndex={0} aria-label="Result">
+                {pretty(t.result)}
+              </pre>
+            </section>
+          )}
           <section className="panel">
             <h2>Payload</h2>
             {(full || !t.payloadTruncated || t.payload !== null) && (

@@ -56,6 +56,10 @@ export const ARCHIVE_TASK_COLUMNS = [
   'created_at',
   'updated_at',
   'finished_at',
+  'result_json',
+  'progress',
+  'progress_note',
+  'progress_at',
   'payload',
 ] as const;
 
@@ -82,6 +86,7 @@ const DATE_COLUMNS = new Set([
   'created_at',
   'updated_at',
   'finished_at',
+  'progress_at',
   'at',
 ]);
 

@@ -102,7 +102,8 @@ export async function deadPage(db: Db, cell: string, p: DeadPageParams): Promise
  * forgets the ones it could not ring): a separate mark statement per batch cost as much as the
  * replay itself (docs/benchmarks.md, R1). A forced replay (`p.force`) uses the forceReplay
  * transition (dead, succeeded or cancelled) and stamps the rows' `replay` column for the handler;
- * a plain one clears it. With `p.rewrite`, the locking read also reads the payloads (stored-apart
+ * a plain one clears it. Either starts the task over: its result and progress are cleared. With
+ * `p.rewrite`, the locking read also reads the payloads (stored-apart
  * ones too) and each replayed row gets rewrite(payload) (a throw rolls back), stored inline or
  * apart by its new size against `inlineBytes`: two more statements, a DELETE of the replayed rows'
  * old bodies and an INSERT of the big new ones. Throws
@@ -154,7 +155,8 @@ export async function deadReplay(db: Db, cell: string, p: DeadReplayParams, inli
       c,
       `UPDATE tasks SET state = '${TRANSITIONS[t].to}', retry_base = attempt, run_at = NOW(3), published_at = NOW(3),
               finished_at = NULL, lease_until = NULL, worker = NULL, sched_owner = NULL, sched_until = NULL, replay = ?,
-              payload = ${pl.sql}, updated_at = NOW(3)
+              payload = ${pl.sql}, updated_at = NOW(3),
+              result_json = NULL, progress = NULL, progress_note = NULL, progress_at = NULL
         WHERE ${where.sql} AND cell = ?`,
       [stamp, ...pl.params, ...where.params, cell],
     );

@@ -16,7 +16,7 @@ import type {
 } from '../types.js';
 import type {TaskState} from '../../task/state.js';
 import {type Db, marks, select} from './db.js';
-import {TASK_COLUMNS, toHistoryEntry, toTaskRecord} from './rows.js';
+import {TASK_COLUMNS, TASK_RESULT_COLUMNS, toHistoryEntry, toTaskRecord} from './rows.js';
 import {PAYLOAD_TEXT_SQL} from './payloads.js';
 import {clockNow} from './clock.js';
 import {LAST_ERROR_CONTAINS, likeLiteral} from './where.js';
@@ -64,7 +64,7 @@ export const INSPECT_SQL = {
 
 /** One task by id (primary key). */
 export async function tasksGet(db: Db, cell: string, id: string): Promise<TaskRecord | null> {
-  const rows = await select(db, db.pool, `SELECT ${TASK_COLUMNS} FROM tasks WHERE id = ? AND cell = ?`, [id, cell]);
+  const rows = await select(db, db.pool, `SELECT ${TASK_RESULT_COLUMNS} FROM tasks WHERE id = ? AND cell = ?`, [id, cell]);
   return rows[0] ? toTaskRecord(rows[0]) : null;
 }
 
@@ -77,7 +77,7 @@ export async function tasksGetMany(db: Db, cell: string, ids: readonly string[])
   const out: TaskRecord[] = [];
   for (let i = 0; i < unique.length; i += GET_MANY_CHUNK) {
     const part = unique.slice(i, i + GET_MANY_CHUNK);
-    const rows = await select(db, db.pool, `SELECT ${TASK_COLUMNS} FROM tasks WHERE id IN (${marks(part.length)}) AND cell = ?`, [
+    const rows = await select(db, db.pool, `SELECT ${TASK_RESULT_COLUMNS} FROM tasks WHERE id IN (${marks(part.length)}) AND cell = ?`, [
       ...part,
       cell,
     ]);

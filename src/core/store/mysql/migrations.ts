@@ -493,6 +493,20 @@ export const MIGRATIONS: Migration[] = [
       ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
     ],
   },
+  {
+    version: 21,
+    name: 'task results and progress',
+    statements: [
+      {
+        // The JSON text a handler returned with its success (≤ 64 KiB, core/worker/results.ts), and
+        // the last progress it reported (0..100, a note, when written). Last columns, nullable:
+        // instant, and a row that uses neither costs nothing.
+        sql: `ALTER TABLE tasks ADD COLUMN result_json MEDIUMTEXT NULL, ADD COLUMN progress TINYINT UNSIGNED NULL,
+              ADD COLUMN progress_note VARCHAR(200) NULL, ADD COLUMN progress_at DATETIME(3) NULL, ALGORITHM=INSTANT`,
+        unless: columnExists('tasks', 'result_json'),
+      },
+    ],
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.reduce((m, x) => Math.max(m, x.version), 0);

@@ -56,8 +56,16 @@ function setClause(t: TransitionName, group: Outcome[]): {sql: string; params: u
       '0',
     );
   switch (t) {
-    case 'complete':
-      return {sql: `state = '${to}', lease_until = NULL, finished_at = NOW(3), updated_at = NOW(3), last_error = NULL`, params: []};
+    case 'complete': {
+      const sql = `state = '${to}', lease_until = NULL, finished_at = NOW(3), updated_at = NOW(3), last_error = NULL`;
+      // Results ride in the same UPDATE; a group without one writes exactly what it always did.
+      const results = group.flatMap((o) =>
+        o.kind === 'complete' && o.result !== undefined ? [[o.id, o.result] as [string, unknown]] : [],
+      );
+      if (results.length === 0) return {sql, params: []};
+      const r = caseById(results, 'result_json');
+      return {sql: `${sql}, result_json = ${r.sql}`, params: r.params};
+    }
     case 'fail':
     case 'rescue': {
       const d = delay();
@@ -111,8 +119,34 @@ function setClause(t: TransitionName, group: Outcome[]): {sql: string; params: u
 /** One outcome transition's UPDATE over `group` (non-empty), guarded from the table. Exported for tests. */
 export function outcomeUpdateSql(t: TransitionName, group: Outcome[]): {sql: string; params: unknown[]} {
   const set = setClause(t, group);
+  const progress = progressClause(group);
   const where = guardedWhere(t, group);
-  return {sql: `UPDATE tasks SET ${set.sql} WHERE ${where.sql}`, params: [...set.params, ...where.params]};
+  return {
+    sql: `UPDATE tasks SET ${set.sql}${progress.sql} WHERE ${where.sql}`,
+    params: [...set.params, ...progress.params, ...where.params],
+  };
+}
+
+/** The attempts' last unwritten progress reports (Outcome.progress), if any: nothing otherwise. */
+function progressClause(group: readonly Outcome[]): {sql: string; params: unknown[]} {
+  const reported = group.filter((o) => o.progress !== undefined);
+  if (reported.length === 0) return {sql: '', params: []};
+  const percent = caseById(
+    reported.map((o) => [o.id, o.progress!.percent]),
+    'progress',
+  );
+  const note = caseById(
+    reported.map((o) => [o.id, o.progress!.note]),
+    'progress_note',
+  );
+  const at = caseById(
+    reported.map((o) => [o.id, 1]),
+    '0',
+  );
+  return {
+    sql: `, progress = ${percent.sql}, progress_note = ${note.sql}, progress_at = IF(${at.sql} = 1, NOW(3), progress_at)`,
+    params: [...percent.params, ...note.params, ...at.params],
+  };
 }
 
 /**

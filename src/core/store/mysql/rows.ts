@@ -1,11 +1,14 @@
-import type {ForcedReplay, HistoryEntry, JsonObject, PoolName, Priority, TaskRecord} from '../../task/model.js';
+import type {ForcedReplay, HistoryEntry, JsonObject, JsonValue, PoolName, Priority, TaskRecord} from '../../task/model.js';
 import type {TaskState} from '../../task/state.js';
 import type {Row} from './db.js';
 import {PAYLOAD_BODY_COLUMN, payloadText} from './payloads.js';
 import type {DeadErrorGroup, HeldForDispatch} from '../types.js';
 
 /** Columns of `tasks` read into a TaskRecord (payload last: it may be large; a stored-apart one comes with it). */
-export const TASK_COLUMNS = `id, cell, type, pool, priority, state, attempt, max_retries, retry_base, run_at, timeout_ms, lease_until, fence, worker, started_at, submitted_by, dedup_key, task_key, last_error, published_at, created_at, updated_at, finished_at, payload, ${PAYLOAD_BODY_COLUMN}`;
+export const TASK_COLUMNS = `id, cell, type, pool, priority, state, attempt, max_retries, retry_base, run_at, timeout_ms, lease_until, fence, worker, started_at, submitted_by, dedup_key, task_key, last_error, published_at, created_at, updated_at, finished_at, progress, progress_note, progress_at, payload, ${PAYLOAD_BODY_COLUMN}`;
+
+/** TASK_COLUMNS with the stored result (≤ 64 KiB): for reads of single tasks, not lists. */
+export const TASK_RESULT_COLUMNS = `${TASK_COLUMNS}, result_json`;
 
 /** A payload column as an object ({} when unreadable: written by ax, so only after a manual edit). */
 export function parsePayload(text: string): JsonObject {
@@ -13,6 +16,16 @@ export function parsePayload(text: string): JsonObject {
     return JSON.parse(text) as JsonObject;
   } catch {
     return {};
+  }
+}
+
+/** A result_json column as its value (null for none, or for text ax did not write). */
+export function parseResult(text: string | null | undefined): JsonValue | null {
+  if (text === null || text === undefined) return null;
+  try {
+    return JSON.parse(text) as JsonValue;
+  } catch {
+    return null;
   }
 }
 
@@ -54,6 +67,10 @@ export function toTaskRecord(r: Row): TaskRecord {
     updatedAt: r.updated_at as Date,
     finishedAt: (r.finished_at as Date | null) ?? null,
     payload: parsePayload(payloadText(r)),
+    progress: r.progress === null || r.progress === undefined ? null : Number(r.progress),
+    progressNote: (r.progress_note as string | null | undefined) ?? null,
+    progressAt: (r.progress_at as Date | null | undefined) ?? null,
+    ...('result_json' in r ? {result: parseResult(r.result_json as string | null)} : {}),
   };
 }
 

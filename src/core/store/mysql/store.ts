@@ -1,5 +1,6 @@
 import {keysIndexed} from './keys-index.js';
 import type {
+  ProgressRow,
   ArchiveBatchParams,
   ArchiveCountParams,
   ArchivedSnapshot,
@@ -69,6 +70,7 @@ import * as inspect from './inspect.js';
 import {leasesRenew} from './leases.js';
 import {assertMigrated} from './migrate.js';
 import {outcomesApply} from './outcomes.js';
+import * as results from './results.js';
 import * as rescue from './rescue.js';
 import * as cancel from './tasks-cancel.js';
 import {tasksClaim} from './tasks-claim.js';
@@ -144,6 +146,12 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
   }
   outcomesApply(p: OutcomesApplyParams) {
     return outcomesApply(this.db, this.cell, p.outcomes, p.actor);
+  }
+  progressWrite(p: {rows: ProgressRow[]}) {
+    return results.progressWrite(this.db, this.cell, p.rows);
+  }
+  resultsOf(ids: readonly string[]) {
+    return results.resultsOf(this.db, this.cell, ids);
   }
   holdsTake(p: HoldsTakeParams) {
     return holds.holdsTake(this.db, this.cell, p);

@@ -4,7 +4,7 @@
  * leases.ts, outcomes.ts.
  */
 
-import type {ForcedReplay, NewTask, PoolName, Priority} from '../../task/model.js';
+import type {ForcedReplay, JsonValue, NewTask, PoolName, Priority} from '../../task/model.js';
 import type {TaskState} from '../../task/state.js';
 import type {ParkedKind, RungRef} from './common.js';
 
@@ -95,6 +95,11 @@ interface OutcomeBase {
    * store counts the breaker outcome without reading the row first (mysql/outcomes.ts outcomesApply).
    */
   type?: string;
+  /**
+   * The attempt's last progress report not yet written when it ended (see progressWrite): written
+   * by the outcome's own UPDATE. Absent: the progress columns are left as they are.
+   */
+  progress?: {percent: number; note: string | null};
 }
 
 /** A failed attempt's error as recorded: the message, and the first lines of its stack when known. */
@@ -111,8 +116,12 @@ export interface AttemptError {
  * outcome changes nothing.
  */
 export type Outcome =
-  /** running → succeeded. */
-  | (OutcomeBase & {kind: 'complete'})
+  /**
+   * running → succeeded; `result` is the handler's result as JSON text (≤ 64 KiB, checked by the
+   * worker), stored in the same UPDATE (`tasks.result_json`). Absent: no result (the column is
+   * left as it is, so a plain complete writes nothing more).
+   */
+  | (OutcomeBase & {kind: 'complete'; result?: string})
   /** running → failed: retried after `retryDelayMs` (database clock). */
   | (OutcomeBase & AttemptError & {kind: 'fail'; retryDelayMs: number})
   /** running → dead: out of retries, or unrecoverable. */
@@ -191,6 +200,24 @@ export interface LeasesRenewParams {
   leaseMs: number;
 }
 
+/** A running attempt's latest progress report, at the fence of its claim. */
+export interface ProgressRow {
+  id: string;
+  fence: number;
+  /** 0..100, a whole number. */
+  percent: number;
+  /** At most 200 characters, or null. */
+  note: string | null;
+}
+
+/** A task's stored result with its state and type (HotPathStore.resultsOf). */
+export interface StoredResult {
+  state: TaskState;
+  type: string;
+  /** The handler's result (null: none, or the task has not succeeded). */
+  result: JsonValue | null;
+}
+
 export interface OutcomesApplyParams {
   outcomes: Outcome[];
   actor: string;
@@ -239,4 +266,15 @@ export interface HotPathStore {
   leasesRenew(p: LeasesRenewParams): Promise<string[]>;
   /** Applies outcomes, each guarded by its transition (see Outcome), with history, in one transaction. */
   outcomesApply(p: OutcomesApplyParams): Promise<OutcomeResult>;
+  /**
+   * Writes running attempts' progress (progress, progress_note, progress_at = now) in one UPDATE,
+   * only on rows still running at the fence given: a late report of an ended or taken-over attempt
+   * changes nothing. Leaves updated_at and everything else alone. Returns how many rows changed.
+   */
+  progressWrite(p: {rows: ProgressRow[]}): Promise<number>;
+  /**
+   * The state, type and stored result of tasks of this cell by id, in one primary-key read (ids
+   * not found are absent from the map). For dependents' ctx.parents.
+   */
+  resultsOf(ids: readonly string[]): Promise<Map<string, StoredResult>>;
 }
