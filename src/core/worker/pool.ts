@@ -1,5 +1,6 @@
 import type {ForcedReplay, JsonObject, PoolName, Priority} from '../task/model.js';
 import type {TaskOutcome} from './handlers.js';
+import type {AttemptSpan} from '../trace-context.js';
 
 /** The `aborted` message of a job that never started before drain's deadline (see ExecutionPool.drain). */
 export const NOT_STARTED = 'not started';
@@ -19,6 +20,11 @@ export interface PoolJob {
   timeoutMs: number;
   /** A forced replay's who/when/why (ctx.replay); absent for ordinary runs and plain replays. */
   replay?: ForcedReplay;
+  /**
+   * The attempt's span, for a task submitted in a trace: the IO pool runs the handler with it
+   * active (the handler's own spans are its children); the CPU pool's threads do not see it.
+   */
+  span?: AttemptSpan;
 }
 
 /** How an attempt ended, from the pool's point of view. */

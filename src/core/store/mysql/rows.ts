@@ -3,9 +3,10 @@ import type {TaskState} from '../../task/state.js';
 import type {Row} from './db.js';
 import {PAYLOAD_BODY_COLUMN, payloadText} from './payloads.js';
 import type {DeadErrorGroup, HeldForDispatch} from '../types.js';
+import {type TraceContext, traceContextOf} from '../../trace-context.js';
 
 /** Columns of `tasks` read into a TaskRecord (payload last: it may be large; a stored-apart one comes with it). */
-export const TASK_COLUMNS = `id, cell, type, pool, priority, state, attempt, max_retries, retry_base, run_at, timeout_ms, lease_until, fence, worker, started_at, submitted_by, dedup_key, task_key, last_error, published_at, created_at, updated_at, finished_at, payload, ${PAYLOAD_BODY_COLUMN}`;
+export const TASK_COLUMNS = `id, cell, type, pool, priority, state, attempt, max_retries, retry_base, run_at, timeout_ms, lease_until, fence, worker, started_at, submitted_by, dedup_key, task_key, last_error, published_at, created_at, updated_at, finished_at, traceparent, tracestate, payload, ${PAYLOAD_BODY_COLUMN}`;
 
 /** A payload column as an object ({} when unreadable: written by ax, so only after a manual edit). */
 export function parsePayload(text: string): JsonObject {
@@ -54,7 +55,14 @@ export function toTaskRecord(r: Row): TaskRecord {
     updatedAt: r.updated_at as Date,
     finishedAt: (r.finished_at as Date | null) ?? null,
     payload: parsePayload(payloadText(r)),
+    ...traceField(r),
   };
+}
+
+/** `trace` of a row with a valid traceparent; nothing (no property) otherwise. */
+export function traceField(r: Row): {trace?: TraceContext} {
+  const trace = typeof r.traceparent === 'string' ? traceContextOf(r.traceparent, r.tracestate) : null;
+  return trace ? {trace} : {};
 }
 
 /** A row of a per type × error count (columns type, error, n, first_seen, last_seen, sample_id). */

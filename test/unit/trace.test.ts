@@ -1,0 +1,58 @@
+/**
+ * The trace context as ax keeps it (traceContextOf: what is valid, what is ignored) and the tracing
+ * functions without `@opentelemetry/api` (createTracing(null)): no-ops that return null. No tracer
+ * provider is registered here, so the loaded API's spans are its own no-ops.
+ */
+import {describe, expect, it} from 'vitest';
+import {MAX_TRACESTATE, traceContextOf, traceIdOf} from '../../src/core/trace-context.js';
+import {createTracing, tracing} from '../../src/core/trace.js';
+
+const TP = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+
+describe('traceContextOf', () => {
+  it('keeps a valid version-00 traceparent and its tracestate', () => {
+    expect(traceContextOf(TP, 'congo=t61rcWkgMzE')).toEqual({traceparent: TP, tracestate: 'congo=t61rcWkgMzE'});
+    expect(traceContextOf(TP)).toEqual({traceparent: TP, tracestate: null});
+    expect(traceIdOf(traceContextOf(TP)!)).toBe('0af7651916cd43dd8448eb211c80319c');
+  });
+
+  it('ignores (null) anything else, never throwing; drops a tracestate it cannot keep', () => {
+    for (const bad of [
+      null,
+      undefined,
+      42,
+      '',
+      'garbage',
+      TP.toUpperCase(),
+      `${TP}-extra`,
+      '01-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+      '00-00000000000000000000000000000000-b7ad6b7169203331-01',
+      '00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01',
+      '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-1',
+    ])
+      expect(traceContextOf(bad, 'k=v')).toBeNull();
+    expect(traceContextOf(TP, 'x'.repeat(MAX_TRACESTATE + 1))).toEqual({traceparent: TP, tracestate: null});
+    expect(traceContextOf(TP, 'k=v\n')).toEqual({traceparent: TP, tracestate: null});
+    expect(traceContextOf(TP, '')).toEqual({traceparent: TP, tracestate: null});
+  });
+});
+
+describe('tracing', () => {
+  it('without the API every function is a no-op returning null', () => {
+    const none = createTracing(null);
+    expect(none.enabled).toBe(false);
+    expect(none.active()).toBeNull();
+    expect(none.batchSpan('ax submit', [traceContextOf(TP)], {})).toBeNull();
+    expect(none.attemptSpan('ax run x', traceContextOf(TP)!, {})).toBeNull();
+  });
+
+  it('with the API loaded but nothing active: no context to keep, and a batch of untraced tasks gets no span', () => {
+    expect(tracing.enabled).toBe(true);
+    expect(tracing.active()).toBeNull();
+    expect(tracing.batchSpan('ax submit', [null, undefined], {})).toBeNull();
+    // No provider registered: the API's own non-recording span, ended without a word.
+    const span = tracing.attemptSpan('ax run x', traceContextOf(TP)!, {});
+    expect(span?.run(() => 7)).toBe(7);
+    span?.end(false, 'boom');
+  });
+});
