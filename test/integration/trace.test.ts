@@ -10,6 +10,8 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest';
 import {context, trace, type SpanContext} from '@opentelemetry/api';
 import {AsyncLocalStorageContextManager} from '@opentelemetry/context-async-hooks';
 import {BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan} from '@opentelemetry/sdk-trace-base';
+import {openAdmin} from '../../src/compose.js';
+import type {Admin} from '../../src/core/admin/service.js';
 import {enqueueInTransaction} from '../../src/core/outbox/enqueue.js';
 import {createRelayService} from '../../src/core/outbox/service.js';
 import type {Producer} from '../../src/core/producer/producer.js';
@@ -20,7 +22,8 @@ import {type BusinessDb, createBusinessDb} from '../helpers/outbox.js';
 import {testProducer} from '../helpers/producer.js';
 
 const HANDLERS = new URL('../fixtures/trace-handlers.js', import.meta.url).href;
-const seen = (): Map<string, SpanContext | null> => ((globalThis as {__axTraceSeen?: Map<string, SpanContext | null>}).__axTraceSeen ??= new Map());
+const seen = (): Map<string, SpanContext | null> =>
+  ((globalThis as {__axTraceSeen?: Map<string, SpanContext | null>}).__axTraceSeen ??= new Map());
 
 describe('traces', () => {
   const exporter = new InMemorySpanExporter();
@@ -31,6 +34,7 @@ describe('traces', () => {
   let biz: BusinessDb;
   let producer: Producer;
   let worker: Worker;
+  let admin: Admin;
 
   /** Runs `f` inside a new active span `name`, ended after it; returns what f returned and the span's context. */
   const inSpan = async <T>(name: string, f: () => Promise<T>): Promise<{value: T; span: SpanContext}> =>
@@ -42,10 +46,12 @@ describe('traces', () => {
       }
     });
   const row = async (id: string) =>
-    (await env.sql<{state: string; traceparent: string | null; tracestate: string | null}>(
-      'SELECT state, traceparent, tracestate FROM tasks WHERE id = ?',
-      [id],
-    ))[0]!;
+    (
+      await env.sql<{state: string; traceparent: string | null; tracestate: string | null}>(
+        'SELECT state, traceparent, tracestate FROM tasks WHERE id = ?',
+        [id],
+      )
+    )[0]!;
   const succeeded = (id: string) => eventually(async () => (await row(id)).state === 'succeeded', 20_000, `task ${id} succeeded`);
   const spans = (): ReadableSpan[] => exporter.getFinishedSpans();
   const attemptOf = (id: string): ReadableSpan | undefined =>
@@ -67,8 +73,10 @@ describe('traces', () => {
       pools: ['io'],
     });
     await worker.start();
+    admin = openAdmin(env.rt);
   });
   afterAll(async () => {
+    await admin?.close();
     await worker?.stop({graceMs: 1000});
     await producer?.close();
     await env?.dispose();
@@ -98,6 +106,21 @@ describe('traces', () => {
       const s = spans().find((x) => x.name === name && x.spanContext().traceId === request.traceId);
       expect(s && parentOf(s), name).toBe(request.spanId);
     }
+    // `ax trace`'s timeline (through the admin service): the trace id, then insert → publish → claim → attempt.
+    const t = await admin.tasks.trace(id);
+    expect(t).toMatchObject({taskId: id, type: 'trace_probe', state: 'succeeded', traceId: request.traceId, archived: null});
+    expect(t.trace?.traceparent).toBe(`00-${request.traceId}-${request.spanId}-01`);
+    expect(t.events.map((e) => e.stage)).toEqual(['insert', 'publish', 'claim', 'attempt']);
+    expect(t.events.at(-1)).toMatchObject({what: 'attempt 1 ended: succeeded', attempt: 1, by: worker.id});
+    expect(t.events[0]!.by).toBe('test:producer');
+  });
+
+  it('ax trace: a malformed id is invalid_input, an unknown one not_found; a relayed task starts at the outbox', async () => {
+    await expect(admin.tasks.trace('not-a-task')).rejects.toMatchObject({code: 'invalid_input'});
+    await expect(admin.tasks.trace('0190f1c2-7d3e-7a41-9b2c-5e6f7a8b9c0d')).rejects.toMatchObject({
+      code: 'not_found',
+      message: expect.stringMatching(/neither live nor archived/),
+    });
   });
 
   it('a task submitted outside any trace has no trace context and gets no span; its handler sees no span', async () => {
@@ -108,7 +131,11 @@ describe('traces', () => {
     expect(await row(id)).toMatchObject({traceparent: null, tracestate: null});
     expect(seen().get(id)).toBeNull();
     // Nothing of ax's: the batch, its claim and its attempt made no span.
-    expect(spans().slice(before).filter((s) => s.name.startsWith('ax '))).toEqual([]);
+    expect(
+      spans()
+        .slice(before)
+        .filter((s) => s.name.startsWith('ax ')),
+    ).toEqual([]);
   });
 
   it('the outbox carries the trace context of the enqueuing request to the task; a malformed one is ignored', async () => {
@@ -155,5 +182,12 @@ describe('traces', () => {
     expect(parentOf(await eventually(async () => attemptOf(traced.id), 5000, 'the attempt span'))).toBe(request.spanId);
     expect(attemptOf(bad.id)).toBeUndefined();
     expect(seen().get(bad.id)).toBeNull();
+    const t = await admin.tasks.trace(traced.id);
+    expect(t.traceId).toBe(request.traceId);
+    expect(t.events.slice(0, 2)).toMatchObject([
+      {stage: 'outbox', by: 'relay-trace'},
+      {stage: 'insert', by: 'relay-trace'},
+    ]);
+    expect((await admin.tasks.trace(bad.id)).trace).toBeNull();
   });
 });
