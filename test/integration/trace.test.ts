@@ -55,7 +55,7 @@ describe('traces', () => {
   const succeeded = (id: string) => eventually(async () => (await row(id)).state === 'succeeded', 20_000, `task ${id} succeeded`);
   const spans = (): ReadableSpan[] => exporter.getFinishedSpans();
   const attemptOf = (id: string): ReadableSpan | undefined =>
-    spans().find((s) => s.name === 'ax run trace_probe' && s.attributes['ax.task.id'] === id);
+    spans().find((s) => s.name === 'ax.run trace_probe' && s.attributes['ax.task.id'] === id);
   const parentOf = (s: ReadableSpan): string | undefined => s.parentSpanContext?.spanId;
 
   beforeAll(async () => {
@@ -102,7 +102,7 @@ describe('traces', () => {
     const work = spans().find((s) => s.name === 'handler work' && s.spanContext().traceId === request.traceId);
     expect(work && parentOf(work)).toBe(attempt.spanContext().spanId);
     // The submit batch and the claim: spans of the same trace (one trace in the batch: children of the request).
-    for (const name of ['ax submit', 'ax claim']) {
+    for (const name of ['ax.submit', 'ax.claim']) {
       const s = spans().find((x) => x.name === name && x.spanContext().traceId === request.traceId);
       expect(s && parentOf(s), name).toBe(request.spanId);
     }
@@ -134,7 +134,7 @@ describe('traces', () => {
     expect(
       spans()
         .slice(before)
-        .filter((s) => s.name.startsWith('ax ')),
+        .filter((s) => s.name.startsWith('ax.')),
     ).toEqual([]);
   });
 

@@ -42,16 +42,16 @@ describe('tracing', () => {
     const none = createTracing(null);
     expect(none.enabled).toBe(false);
     expect(none.active()).toBeNull();
-    expect(none.batchSpan('ax submit', [traceContextOf(TP)], {})).toBeNull();
-    expect(none.attemptSpan('ax run x', traceContextOf(TP)!, {})).toBeNull();
+    expect(none.batchSpan('ax.submit', [traceContextOf(TP)], {})).toBeNull();
+    expect(none.attemptSpan('ax.run x', traceContextOf(TP)!, {})).toBeNull();
   });
 
   it('with the API loaded but nothing active: no context to keep, and a batch of untraced tasks gets no span', () => {
     expect(tracing.enabled).toBe(true);
     expect(tracing.active()).toBeNull();
-    expect(tracing.batchSpan('ax submit', [null, undefined], {})).toBeNull();
+    expect(tracing.batchSpan('ax.submit', [null, undefined], {})).toBeNull();
     // No provider registered: the API's own non-recording span, ended without a word.
-    const span = tracing.attemptSpan('ax run x', traceContextOf(TP)!, {});
+    const span = tracing.attemptSpan('ax.run x', traceContextOf(TP)!, {});
     expect(span?.run(() => 7)).toBe(7);
     span?.end(false, 'boom');
   });

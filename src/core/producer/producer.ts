@@ -283,12 +283,12 @@ export class Producer {
 
   /**
    * Writes one batch, retrying while MySQL is unavailable; never rejects. A batch with traced tasks
-   * gets a span (`ax submit`: from the start of its write to its doorbells' confirm).
+   * gets a span (`ax.submit`: from the start of its write to its doorbells' confirm).
    */
   private async write(tasks: NewTask[]): Promise<void> {
     const span = tracing.enabled
       ? tracing.batchSpan(
-          'ax submit',
+          'ax.submit',
           tasks.map((t) => t.trace),
           {'ax.tasks': tasks.length},
         )

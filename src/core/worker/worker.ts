@@ -352,7 +352,7 @@ export class Worker implements Service {
     if (tracing.enabled)
       tracing
         .batchSpan(
-          'ax claim',
+          'ax.claim',
           result.claimed.map((t) => t.trace),
           {'ax.tasks': result.claimed.length, 'ax.worker': this.id},
           claimStartMs,
@@ -521,7 +521,7 @@ export class Worker implements Service {
       return;
     }
     // A task submitted in a trace: its attempt's span, a child of the submit's (ended with its result).
-    const span = t.trace && pool ? tracing.attemptSpan(`ax run ${t.type}`, t.trace, attemptAttributes(t, this.id)) : null;
+    const span = t.trace && pool ? tracing.attemptSpan(`ax.run ${t.type}`, t.trace, attemptAttributes(t, this.id)) : null;
     const run = pool?.tryRun({
       taskId: t.id,
       type: t.type,
