@@ -190,4 +190,30 @@ describe('traces', () => {
     ]);
     expect((await admin.tasks.trace(bad.id)).trace).toBeNull();
   });
+
+  it('a task_outbox from before the trace columns takes the tasks of a traced request without their trace, in the same transaction', async () => {
+    await biz.sql('ALTER TABLE task_outbox DROP COLUMN traceparent, DROP COLUMN tracestate');
+    try {
+      const conn = await biz.pool.getConnection();
+      try {
+        await conn.beginTransaction();
+        await conn.query('INSERT INTO task_outbox (type, payload) VALUES (\'trace_probe\', \'{"k": "before"}\')');
+        await inSpan('old table request', () => enqueueInTransaction(conn, {type: 'trace_probe', payload: {k: 'old'}}));
+        await conn.commit();
+      } finally {
+        conn.release();
+      }
+      // Both rows of the transaction are there: the refused statement undid nothing else.
+      expect(await biz.sql("SELECT JSON_VALUE(payload, '$.k') AS k FROM task_outbox WHERE sent_at IS NULL ORDER BY id")).toEqual([
+        {k: 'before'},
+        {k: 'old'},
+      ]);
+    } finally {
+      await (await biz.outbox()).outboxCreateTable();
+    }
+    const cols = await biz.sql(
+      "SELECT COLUMN_NAME AS c FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'task_outbox' AND COLUMN_NAME LIKE 'trace%' ORDER BY c",
+    );
+    expect(cols).toEqual([{c: 'traceparent'}, {c: 'tracestate'}]);
+  });
 });

@@ -78,7 +78,9 @@ function isMissingTraceColumn(e: unknown): boolean {
  * `submit()` (type, payload, delay/runAt, pool, priority, retries, timeout, dedup key, key, id) and throws
  * AxError('invalid_input') before writing anything; SQL errors are the caller's to handle (they
  * come from the caller's transaction). Uses nothing of ax's own pools or connections. One
- * multi-row INSERT for many tasks.
+ * multi-row INSERT for many tasks. When an OpenTelemetry span is active (core/trace.ts), its W3C
+ * trace context is written on every row (traceparent, tracestate); on a table without those
+ * columns the INSERT is sent again without them (MySQL undoes only the refused statement).
  */
 export async function enqueueInTransaction(conn: SqlConnection, tasks: TaskSpec | TaskSpec[], opts: EnqueueOptions = {}): Promise<void> {
   const list = Array.isArray(tasks) ? tasks : [tasks];
