@@ -6,6 +6,7 @@
 import {describe, expect, it} from 'vitest';
 import {MAX_TRACESTATE, traceContextOf, traceIdOf} from '../../src/core/trace-context.js';
 import {createTracing, tracing} from '../../src/core/trace.js';
+import {fromArchived, traceOf} from '../../src/core/inspect/trace.js';
 
 const TP = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
 
@@ -54,5 +55,46 @@ describe('tracing', () => {
     const span = tracing.attemptSpan('ax.run x', traceContextOf(TP)!, {});
     expect(span?.run(() => 7)).toBe(7);
     span?.end(false, 'boom');
+  });
+});
+
+describe('traceOf', () => {
+  it('builds the timeline of an archived task from its archived columns: relayed, claimed, failed, retried, succeeded, archived', () => {
+    const at = (s: number): string => new Date(Date.UTC(2026, 11, 7, 12, 0, s)).toISOString();
+    const {task, rows} = fromArchived({
+      task: {
+        id: '0190f1c2-7d3e-7a41-9b2c-5e6f7a8b9c0d',
+        type: 'order_notify',
+        state: 'succeeded',
+        attempt: 2,
+        worker: 'w2',
+        started_at: at(5),
+        submitted_by: 'relay:app-1:7',
+        published_at: at(1),
+        created_at: at(0),
+        traceparent: TP,
+        tracestate: null,
+      },
+      history: [
+        {from_state: 'running', to_state: 'failed', attempt: 1, worker: 'w1', at: at(3), error: 'boom', stack: null, started_at: at(2)},
+        {from_state: 'running', to_state: 'succeeded', attempt: 2, worker: 'w2', at: at(6), error: null, stack: null, started_at: at(5)},
+      ],
+    });
+    const t = traceOf(task, rows, {at: new Date(at(9)), part: '2026-12-07/p1'});
+    expect(t).toMatchObject({
+      traceId: '0af7651916cd43dd8448eb211c80319c',
+      trace: {traceparent: TP, tracestate: null},
+      archived: '2026-12-07/p1',
+    });
+    expect(t.events.map((e) => [e.stage, e.what, e.by, e.attempt, e.error])).toEqual([
+      ['outbox', 'relayed from the outbox', 'relay:app-1:7', null, null],
+      ['insert', 'submitted: inserted into the tasks table', 'relay:app-1:7', null, null],
+      ['publish', 'doorbell published (the latest)', null, null, null],
+      ['claim', 'claimed: attempt 1 started', 'w1', 1, null],
+      ['attempt', 'attempt 1 ended: failed', 'w1', 1, 'boom'],
+      ['claim', 'claimed: attempt 2 started', 'w2', 2, null],
+      ['attempt', 'attempt 2 ended: succeeded', 'w2', 2, null],
+      ['archive', 'archived (2026-12-07/p1)', null, null, null],
+    ]);
   });
 });
