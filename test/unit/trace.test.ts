@@ -1,12 +1,17 @@
 /**
  * The trace context as ax keeps it (traceContextOf: what is valid, what is ignored) and the tracing
  * functions without `@opentelemetry/api` (createTracing(null)): no-ops that return null. No tracer
- * provider is registered here, so the loaded API's spans are its own no-ops.
+ * provider is registered here, so the loaded API's spans are its own no-ops. Also: the timeline of
+ * `ax trace` from an archived task, and the batched INSERT's statement with and without traced tasks.
  */
 import {describe, expect, it} from 'vitest';
 import {MAX_TRACESTATE, traceContextOf, traceIdOf} from '../../src/core/trace-context.js';
 import {createTracing, tracing} from '../../src/core/trace.js';
 import {fromArchived, traceOf} from '../../src/core/inspect/trace.js';
+import type {Db} from '../../src/core/store/mysql/db.js';
+import {tasksInsert} from '../../src/core/store/mysql/tasks-insert.js';
+import {validateTaskSpec} from '../../src/core/task/validate.js';
+import type {TraceContext} from '../../src/core/trace-context.js';
 
 const TP = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
 
@@ -96,5 +101,28 @@ describe('traceOf', () => {
       ['attempt', 'attempt 2 ended: succeeded', 'w2', 2, null],
       ['archive', 'archived (2026-12-07/p1)', null, null, null],
     ]);
+  });
+});
+
+describe('the batched INSERT of tasks', () => {
+  /** tasksInsert on a pool that records its statements (a lone small task: one autocommit INSERT). */
+  const statementOf = async (trace: TraceContext | undefined): Promise<{sql: string; params: unknown[]}> => {
+    const seen: Array<{sql: string; params: unknown[]}> = [];
+    const pool = {query: async (q: {sql: string}, params: unknown[]) => (seen.push({sql: q.sql, params}), [{affectedRows: 1}])};
+    const db = {pool, database: 'x', queryTimeoutMs: 1000, url: 'mysql://x'} as unknown as Db;
+    const task = validateTaskSpec({type: 'order_notify'}, {maxRetries: 5, payloadLimitBytes: 65_536, cell: 'default'}, 0, () => ID);
+    if (trace) task.trace = trace;
+    await tasksInsert(db, 'default', {tasks: [task], actor: 'a'}, 0, 65_536);
+    expect(seen).toHaveLength(1);
+    return seen[0]!;
+  };
+  const ID = '0190f1c2-7d3e-7a41-9b2c-5e6f7a8b9c0d';
+
+  it('names the trace columns only when a task of the statement has a trace: an untraced batch sends what it did before', async () => {
+    const plain = await statementOf(undefined);
+    expect(plain.sql).not.toMatch(/trace/);
+    const traced = await statementOf({traceparent: TP, tracestate: 'k=v'});
+    expect(traced.sql).toMatch(/task_key, traceparent, tracestate\) VALUES/);
+    expect(traced.params).toEqual([...plain.params, TP, 'k=v']);
   });
 });
