@@ -43,6 +43,15 @@ const noTracing: Tracing = {
   attemptSpan: () => null,
 };
 
+/** `f()`, or null when it throws: tracing never fails a submit, a claim or an attempt (a broken tracer SDK is ignored). */
+function safe<T>(f: () => T): T | null {
+  try {
+    return f();
+  } catch {
+    return null;
+  }
+}
+
 /** The tracing functions over `api` (null: the no-ops). Exported for tests; use `tracing`. */
 export function createTracing(api: typeof OtelApi | null): Tracing {
   if (api === null) return noTracing;
@@ -60,37 +69,45 @@ export function createTracing(api: typeof OtelApi | null): Tracing {
   const parentOf = (tc: TraceContext): OtelApi.Context => api.trace.setSpanContext(api.ROOT_CONTEXT, spanContextOf(tc));
   const ender =
     (span: OtelApi.Span) =>
-    (ok: boolean, error?: string): void => {
-      if (!span.isRecording()) return;
-      if (!ok) span.setStatus({code: api.SpanStatusCode.ERROR, ...(error === undefined ? {} : {message: error})});
-      span.end();
-    };
+    (ok: boolean, error?: string): void =>
+      void safe(() => {
+        if (!span.isRecording()) return;
+        if (!ok) span.setStatus({code: api.SpanStatusCode.ERROR, ...(error === undefined ? {} : {message: error})});
+        span.end();
+      });
+  const batchSpan = (...[name, contexts, attributes, startMs]: Parameters<Tracing['batchSpan']>): BatchSpan | null => {
+    const distinct = new Map<string, TraceContext>();
+    for (const tc of contexts) if (tc) distinct.set(tc.traceparent, tc);
+    if (distinct.size === 0) return null;
+    const only = distinct.size === 1 ? [...distinct.values()][0]! : null;
+    const links = only ? [] : [...distinct.values()].map((tc) => ({context: spanContextOf(tc)}));
+    const span = tracer().startSpan(
+      name,
+      {kind: api.SpanKind.INTERNAL, attributes, links, ...(startMs === undefined ? {} : {startTime: startMs})},
+      only ? parentOf(only) : api.ROOT_CONTEXT,
+    );
+    return {end: ender(span)};
+  };
   return {
     enabled: true,
+    // Called by every submit: no closure of its own.
     active() {
-      const sc = api.trace.getSpanContext(api.context.active());
-      if (!sc || !api.isSpanContextValid(sc)) return null;
-      const traceparent = `00-${sc.traceId}-${sc.spanId}-${(sc.traceFlags & 0xff).toString(16).padStart(2, '0')}`;
-      return traceContextOf(traceparent, sc.traceState?.serialize());
+      try {
+        const sc = api.trace.getSpanContext(api.context.active());
+        if (!sc || !api.isSpanContextValid(sc)) return null;
+        const traceparent = `00-${sc.traceId}-${sc.spanId}-${(sc.traceFlags & 0xff).toString(16).padStart(2, '0')}`;
+        return traceContextOf(traceparent, sc.traceState?.serialize());
+      } catch {
+        return null;
+      }
     },
-    batchSpan(name, contexts, attributes, startMs) {
-      const distinct = new Map<string, TraceContext>();
-      for (const tc of contexts) if (tc) distinct.set(tc.traceparent, tc);
-      if (distinct.size === 0) return null;
-      const only = distinct.size === 1 ? [...distinct.values()][0]! : null;
-      const links = only ? [] : [...distinct.values()].map((tc) => ({context: spanContextOf(tc)}));
-      const span = tracer().startSpan(
-        name,
-        {kind: api.SpanKind.INTERNAL, attributes, links, ...(startMs === undefined ? {} : {startTime: startMs})},
-        only ? parentOf(only) : api.ROOT_CONTEXT,
-      );
-      return {end: ender(span)};
-    },
-    attemptSpan(name, parent, attributes) {
-      const span = tracer().startSpan(name, {kind: api.SpanKind.CONSUMER, attributes}, parentOf(parent));
-      const active = api.trace.setSpan(parentOf(parent), span);
-      return {run: (fn) => api.context.with(active, fn), end: ender(span)};
-    },
+    batchSpan: (name, contexts, attributes, startMs) => safe(() => batchSpan(name, contexts, attributes, startMs)),
+    attemptSpan: (name, parent, attributes) =>
+      safe((): AttemptSpan => {
+        const span = tracer().startSpan(name, {kind: api.SpanKind.CONSUMER, attributes}, parentOf(parent));
+        const active = api.trace.setSpan(parentOf(parent), span);
+        return {run: (fn) => api.context.with(active, fn), end: ender(span)};
+      }),
   };
 }
 

@@ -1,7 +1,7 @@
 /**
  * `ax trace` through the built CLI (`node bin/run.js …`; run `npm run build` first) against the real
  * MariaDB: a task submitted with a trace context shows its trace id and its timeline (human and
- * --json); a malformed id exits 2, an unknown one 3.
+ * --json), and `ax tasks show` names it; a malformed id exits 2, an unknown one 3.
  */
 import {mkdtempSync, rmSync} from 'node:fs';
 import {tmpdir} from 'node:os';
@@ -53,6 +53,9 @@ describe('ax trace', () => {
     expect(human.code, human.stderr).toBe(0);
     expect(human.stdout).toContain(`trace id  ${TRACE_ID}`);
     expect(human.stdout).toMatch(/insert\s+submitted: inserted into the tasks table\s+test:trace/);
+    // `ax tasks show` names the trace and the command that shows it.
+    const shown = await ax(['tasks', 'show', id]);
+    expect(shown.stdout).toContain(`trace     ${TRACEPARENT} (\`ax trace ${id}\`)`);
     expect((await ax(['trace', 'nope', '--json'])).code).toBe(2);
     const unknown = await ax(['trace', '0190f1c2-7d3e-7a41-9b2c-5e6f7a8b9c0d', '--json']);
     expect(unknown.code).toBe(3);

@@ -52,6 +52,20 @@ describe('tracing', () => {
     expect(none.attemptSpan('ax.run x', traceContextOf(TP)!, {})).toBeNull();
   });
 
+  it('a tracer SDK that throws is ignored: no context, no span, nothing thrown at the caller', () => {
+    const boom = (): never => {
+      throw new Error('broken tracer SDK');
+    };
+    const broken = createTracing({
+      trace: {getSpanContext: boom, getTracer: boom, setSpanContext: boom, setSpan: boom},
+      context: {active: boom},
+      ROOT_CONTEXT: {},
+    } as unknown as Parameters<typeof createTracing>[0]);
+    expect(broken.active()).toBeNull();
+    expect(broken.batchSpan('ax.submit', [traceContextOf(TP)], {})).toBeNull();
+    expect(broken.attemptSpan('ax.run x', traceContextOf(TP)!, {})).toBeNull();
+  });
+
   it('with the API loaded but nothing active: no context to keep, and a batch of untraced tasks gets no span', () => {
     expect(tracing.enabled).toBe(true);
     expect(tracing.active()).toBeNull();
