@@ -23,6 +23,7 @@ const DRIVERS = {
   pino: 'src/core/log.ts',
   'pino-pretty': 'src/core/log.ts',
   'prom-client': 'src/core/metrics/registry.ts',
+  '@opentelemetry/api': 'src/core/trace.ts',
 };
 // Ink and React are the TUI's drivers: imported under src/ui/ only (commands load it lazily).
 const UI_ONLY = {

@@ -22,6 +22,7 @@ export function renderTask({task: t, history}: TaskDetail, opts: {stacks: 'last'
     lines.push(`  worker    ${t.worker ?? '-'}    started   ${when(t.startedAt)}    lease until ${when(t.leaseUntil)}`);
   if (t.dedupKey !== null) lines.push(`  dedup key ${printable(t.dedupKey)}`);
   if (t.key !== null) lines.push(`  key       ${printable(t.key)}`);
+  if (t.trace) lines.push(`  trace     ${t.trace.traceparent} (\`ax trace ${t.id}\`)`);
   if (t.lastError !== null) lines.push(`  last error ${printable(t.lastError)}`);
   lines.push(
     `  payload   ${payload.length > PAYLOAD_PREVIEW ? `${payload.slice(0, PAYLOAD_PREVIEW)}… (${payload.length} chars; --json for all)` : payload}`,

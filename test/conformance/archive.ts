@@ -33,6 +33,10 @@ export async function finished(
       newId,
     ),
   );
+  // Every other task submitted in a trace: its trace context is archived and restored with it.
+  for (const [i, t] of tasks.entries())
+    if (i % 2 === 0)
+      t.trace = {traceparent: `00-0af7651916cd43dd8448eb211c80319c-${String(i + 1).padStart(16, '0')}-01`, tracestate: 'k=v'};
   await store.tasksInsert({tasks, actor: 'test:1'});
   const ids = tasks.map((t) => t.id);
   if (end === 'none') return ids;
@@ -114,6 +118,12 @@ export function archiveStoreConformance(name: string, make: () => Promise<Archiv
       // The task key too (issue 25).
       expect(one.task.task_key).toMatch(/^tenant:\d$/);
       expect(restored.key).toBe(one.task.task_key);
+      // And its trace context (issue 26): kept where there was one, absent where there was none.
+      for (const a of seen) {
+        const back = (await h.store.tasksGet({id: String(a.task.id)}))!;
+        expect(back.trace ?? null).toEqual(a.task.traceparent === null ? null : {traceparent: a.task.traceparent, tracestate: 'k=v'});
+      }
+      expect(seen.some((a) => a.task.traceparent !== null)).toBe(true);
       const [attempt] = await h.store.historyList({taskId: String(one.task.id)});
       expect(attempt!.startedAt!.toISOString()).toBe(one.history[0]!.started_at as string);
       await expect(h.store.archiveRestore({tasks: seen.slice(0, 1)})).rejects.toMatchObject({code: 'conflict'});

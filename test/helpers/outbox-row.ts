@@ -13,6 +13,8 @@ export function outboxRow(over: Partial<OutboxRow> & Pick<OutboxRow, 'id' | 'pay
     timeoutMs: null,
     dedupKey: null,
     key: null,
+    traceparent: null,
+    tracestate: null,
     attempts: 0,
     lastError: null,
     failedAt: null,

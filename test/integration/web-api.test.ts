@@ -235,6 +235,11 @@ describe('reads', () => {
     const payload = await call(c, 'GET', `/api/v1/tasks/${big.body.id}/payload`, {token: viewer});
     expect(payload.body.blob).toHaveLength(40_000);
     expect((await call(c, 'GET', '/api/v1/tasks/00000000-0000-7000-8000-000000000000', {token: viewer})).status).toBe(404);
+    // Its trace: submitted outside any trace, one insert so far (delayed: no doorbell yet).
+    const traced = await call(c, 'GET', `/api/v1/tasks/${big.body.id}/trace`, {token: viewer});
+    expect(traced.body).toMatchObject({taskId: big.body.id, trace: null, traceId: null, archived: null, events: [{stage: 'insert'}]});
+    expect((await call(c, 'GET', '/api/v1/tasks/not-a-task/trace', {token: viewer})).status).toBe(400);
+    expect((await call(c, 'GET', '/api/v1/tasks/00000000-0000-7000-8000-000000000000/trace', {token: viewer})).status).toBe(404);
   });
 
   it('answers the overview, types, dead letters, cron, workers, doctor, audit and the OpenAPI document', async () => {

@@ -1,11 +1,12 @@
 /**
- * Tasks in the admin service: show (with the archive's pointer for an archived id), list, stats,
+ * Tasks in the admin service: show (with the archive's pointer for an archived id), trace, list, stats,
  * the failed attempts' report, and cancel — of one task, or of many as plan → (confirm) → run.
  * Input is validated before anything is opened (invalid_input). A cancel tells the workers through
  * the session's broker, opened only when a running task was cancelled.
  */
-import {archivedAt} from '../archive/admin.js';
-import {invalid} from '../errors.js';
+import {archivedAt, showArchived} from '../archive/admin.js';
+import {invalid, isAxError} from '../errors.js';
+import {checkTraceId, fromArchived, traceOf, type TaskTrace, unknownTask} from '../inspect/trace.js';
 import {failureReport, type FailureFilterInput, type FailureReport, parseFailureFilter} from '../inspect/failures.js';
 import {type CancelManyResult, type CancelManySelection, parseCancelMany, planCancelMany, runCancelMany} from '../inspect/cancel-many.js';
 import {cancelTask, type CancelResult, checkCancelReason} from '../inspect/cancel.js';
@@ -48,6 +49,12 @@ export interface TasksAdmin {
    * archive is not looked at, as the SDK's getTask).
    */
   show(id: string, o?: {archive?: boolean}): Promise<TaskDetail>;
+  /**
+   * A task's path through ax as one timeline with the trace context of its submit (see
+   * core/inspect/trace.ts), from the live tables or, once archived, from the archive. Throws
+   * invalid_input for a malformed id (before connecting), not_found for an id neither live nor archived.
+   */
+  trace(id: string): Promise<TaskTrace>;
   /**
    * One page of tasks matching a filter (see parseListFilter), newest first; `after` is the previous
    * page's `next` (see listTasks). Throws invalid_input for a bad filter, limit or malformed `after`
@@ -93,6 +100,22 @@ export function createTasksAdmin(s: AdminSession, dlq: DlqAdmin): TasksAdmin {
       if (o.archive === false) return showTask(store, id);
       const target = s.archiveTarget();
       return showTask(store, id, {archivedAt: (i) => archivedAt(target, ctx.config.cell, i)});
+    },
+    async trace(id) {
+      checkTraceId(id);
+      const store = await s.store();
+      const task = await store.tasksGet({id});
+      if (task) return traceOf(task, await store.historyList({taskId: id}));
+      let found;
+      try {
+        found = await showArchived(s.archiveTarget(), ctx.config.cell, id);
+      } catch (e) {
+        // Not archived either (or no archive here, as for the SDK): unknown.
+        if (isAxError(e, 'not_found') || isAxError(e, 'unavailable')) throw unknownTask(id);
+        throw e;
+      }
+      const {task: row, rows} = fromArchived(found.archived);
+      return traceOf(row, rows, {at: new Date(found.part.createdAt), part: `${found.part.day}/${found.part.part}`});
     },
     async list(input) {
       const req = parseListFilter(input, ctx.clock.now());

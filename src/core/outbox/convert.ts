@@ -3,6 +3,7 @@ import {MAX_DURATION_MS} from '../duration.js';
 import type {OutboxRow} from '../store/types.js';
 import {idFromDedupKey} from '../task/id.js';
 import type {NewTask, TaskSpec} from '../task/model.js';
+import {traceContextOf} from '../trace-context.js';
 import {validateTaskKey, validateTaskSpec, type TaskDefaults} from '../task/validate.js';
 
 /**
@@ -41,6 +42,8 @@ export function outboxRowToTask(row: OutboxRow, defaults: TaskDefaults): {task: 
     if (row.key !== null) task.key = validateTaskKey(row.key, 'task_key');
     task.runAtMs = dueMs;
     task.delayMs = 0;
+    // A malformed trace context is ignored, never a reason to fail the row: tracing is best effort.
+    if (row.traceparent !== null) task.trace = traceContextOf(row.traceparent, row.tracestate);
     return {task};
   } catch (e) {
     return {error: e instanceof AxError ? e.message : errorMessage(e)};

@@ -3,6 +3,8 @@ import type {NewTask, TaskSpec} from '../task/model.js';
 import {validateTaskSpec, type TaskDefaults} from '../task/validate.js';
 import {OUTBOX_PRODUCER_COLUMNS} from './schema.js';
 import {type Clock, systemClock} from '../time.js';
+import {tracing} from '../trace.js';
+import type {TraceContext} from '../trace-context.js';
 
 /**
  * The part of a mysql2 promise connection (or pool connection) that enqueueInTransaction uses: the
@@ -28,11 +30,24 @@ export interface EnqueueOptions {
  */
 const utcDatetime = (ms: number): string => new Date(ms).toISOString().slice(0, 23).replace('T', ' ');
 
+/** Which optional columns a call writes: priority and task_key when a task sets them, the trace columns when a trace is active. */
+interface Written {
+  priority: boolean;
+  key: boolean;
+  trace: TraceContext | null;
+}
+
+/**
+ * Tables (by name) found without the trace columns (`ax migrate --outbox` not run since they were
+ * added): enqueued without a trace context from then on, until this process restarts.
+ */
+const untraced = new Set<string>();
+
 /**
  * The values of one row, in the order of OUTBOX_PRODUCER_COLUMNS, less `priority` and `task_key`
- * unless `w` says to write them.
+ * unless `w` says to write them, and less the trace columns without a trace.
  */
-function rowOf(t: NewTask, spec: TaskSpec, w: {priority: boolean; key: boolean}): unknown[] {
+function rowOf(t: NewTask, spec: TaskSpec, w: Written): unknown[] {
   return [
     spec.id === undefined ? null : t.id,
     t.type,
@@ -45,7 +60,16 @@ function rowOf(t: NewTask, spec: TaskSpec, w: {priority: boolean; key: boolean})
     t.timeoutMs,
     t.dedupKey,
     ...(w.key ? [t.key] : []),
+    ...(w.trace ? [w.trace.traceparent, w.trace.tracestate] : []),
   ];
+}
+
+/** A MySQL error of an unknown column (ER_BAD_FIELD_ERROR) naming one of the trace columns. */
+function isMissingTraceColumn(e: unknown): boolean {
+  const x = e as {code?: unknown; errno?: unknown; message?: unknown} | null;
+  return (
+    (x?.code === 'ER_BAD_FIELD_ERROR' || x?.errno === 1054) && typeof x.message === 'string' && /\btrace(parent|state)\b/.test(x.message)
+  );
 }
 
 /**
@@ -54,7 +78,9 @@ function rowOf(t: NewTask, spec: TaskSpec, w: {priority: boolean; key: boolean})
  * `submit()` (type, payload, delay/runAt, pool, priority, retries, timeout, dedup key, key, id) and throws
  * AxError('invalid_input') before writing anything; SQL errors are the caller's to handle (they
  * come from the caller's transaction). Uses nothing of ax's own pools or connections. One
- * multi-row INSERT for many tasks.
+ * multi-row INSERT for many tasks. When an OpenTelemetry span is active (core/trace.ts), its W3C
+ * trace context is written on every row (traceparent, tracestate); on a table without those
+ * columns the INSERT is sent again without them (MySQL undoes only the refused statement).
  */
 export async function enqueueInTransaction(conn: SqlConnection, tasks: TaskSpec | TaskSpec[], opts: EnqueueOptions = {}): Promise<void> {
   const list = Array.isArray(tasks) ? tasks : [tasks];
@@ -69,19 +95,20 @@ export async function enqueueInTransaction(conn: SqlConnection, tasks: TaskSpec 
   // The priority and task_key columns only when a task sets them: a task_outbox from before them
   // (not yet upgraded by `ax migrate --outbox`) still takes tasks at the default level, without a key.
   const sets = (field: 'priority' | 'key'): boolean => list.some((s) => s !== null && typeof s === 'object' && s[field] !== undefined);
-  const w = {priority: sets('priority'), key: sets('key')};
-  const columns = OUTBOX_PRODUCER_COLUMNS.filter((c) => (c !== 'priority' || w.priority) && (c !== 'task_key' || w.key));
-  const rows = list.map((spec, i) => {
+  // The trace context active now (the caller's request), for every row of the call.
+  const trace = untraced.has(table) ? null : tracing.active();
+  const w: Written = {priority: sets('priority'), key: sets('key'), trace};
+  const columnsOf = (x: Written): string[] =>
+    OUTBOX_PRODUCER_COLUMNS.filter(
+      (c) => (c !== 'priority' || x.priority) && (c !== 'task_key' || x.key) && ((c !== 'traceparent' && c !== 'tracestate') || x.trace),
+    );
+  const valid = list.map((spec, i) => {
     try {
       // The outbox has no columns for them: refused rather than dropped without a word.
       for (const gate of ['debounce', 'throttle'] as const)
         if (spec !== null && typeof spec === 'object' && (spec as unknown as Record<string, unknown>)[gate] !== undefined)
           throw invalid(`${gate} is not carried by the outbox: submit() it, or use dedupKey for a business key`);
-      return rowOf(
-        validateTaskSpec(spec, defaults, now, () => '00000000-0000-7000-8000-000000000000'),
-        spec,
-        w,
-      );
+      return validateTaskSpec(spec, defaults, now, () => '00000000-0000-7000-8000-000000000000');
     } catch (e) {
       if (list.length > 1 && e instanceof Error) e.message = `task ${i}: ${e.message}`;
       throw e;
@@ -89,7 +116,19 @@ export async function enqueueInTransaction(conn: SqlConnection, tasks: TaskSpec 
   });
   // created_at in UTC, explicitly (delay_ms counts from it), so the row does not depend on the
   // column default of whatever task_outbox DDL the business database has.
-  const cols = `${columns.join(', ')}, created_at`;
-  const one = `(${columns.map(() => '?').join(', ')}, UTC_TIMESTAMP(3))`;
-  await conn.query(`INSERT INTO ${table} (${cols}) VALUES ${rows.map(() => one).join(', ')}`, rows.flat());
+  const insert = (x: Written): Promise<unknown> => {
+    const columns = columnsOf(x);
+    const one = `(${columns.map(() => '?').join(', ')}, UTC_TIMESTAMP(3))`;
+    const rows = valid.map((t, i) => rowOf(t, list[i]!, x));
+    return conn.query(`INSERT INTO ${table} (${columns.join(', ')}, created_at) VALUES ${rows.map(() => one).join(', ')}`, rows.flat());
+  };
+  try {
+    await insert(w);
+  } catch (e) {
+    // A table not upgraded yet takes the tasks without their trace: a failed statement leaves the
+    // caller's transaction as it was (MySQL rolls back the statement only), so it is written again.
+    if (!w.trace || !isMissingTraceColumn(e)) throw e;
+    untraced.add(table);
+    await insert({...w, trace: null});
+  }
 }

@@ -44,6 +44,8 @@ export const OUTBOX_DDL = `CREATE TABLE IF NOT EXISTS task_outbox (
   timeout_ms    BIGINT NULL,
   dedup_key     VARCHAR(191) NULL,
   task_key      VARCHAR(128) NULL COMMENT 'who the task is for, e.g. tenant:42 (TaskSpec.key)',
+  traceparent   VARCHAR(55) CHARACTER SET ascii COLLATE ascii_bin NULL COMMENT 'W3C trace context of the writer (optional)',
+  tracestate    VARCHAR(512) CHARACTER SET ascii COLLATE ascii_bin NULL COMMENT 'W3C tracestate (optional)',
   created_at    DATETIME(3) NOT NULL DEFAULT (UTC_TIMESTAMP(3)) COMMENT 'UTC, whatever the session time zone',
   sent_at       DATETIME(3) NULL COMMENT 'set by the relay once the task is in ax (and rung when due)',
   claimed_by    VARCHAR(128) NULL,
@@ -69,6 +71,8 @@ export const OUTBOX_PRODUCER_COLUMNS = [
   'timeout_ms',
   'dedup_key',
   'task_key',
+  'traceparent',
+  'tracestate',
 ] as const;
 
 /**
@@ -79,6 +83,11 @@ export const OUTBOX_PRODUCER_COLUMNS = [
 export const OUTBOX_ADDED_COLUMNS = [
   {name: 'priority', column: "priority VARCHAR(8) NULL COMMENT 'high, normal (default) or low'"},
   {name: 'task_key', column: "task_key VARCHAR(128) NULL COMMENT 'who the task is for, e.g. tenant:42 (TaskSpec.key)'"},
+  {
+    name: 'traceparent',
+    column: "traceparent VARCHAR(55) CHARACTER SET ascii COLLATE ascii_bin NULL COMMENT 'W3C trace context of the writer (optional)'",
+  },
+  {name: 'tracestate', column: "tracestate VARCHAR(512) CHARACTER SET ascii COLLATE ascii_bin NULL COMMENT 'W3C tracestate (optional)'"},
 ] as const;
 
 /** Which of OUTBOX_ADDED_COLUMNS task_outbox has (params: none; reads information_schema). */

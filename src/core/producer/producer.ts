@@ -9,6 +9,7 @@ import {type Clock, type Random, type TimerHandle, sleep} from '../time.js';
 import {type BackoffShape, backoffMs} from '../retry/backoff.js';
 import {AxEvents} from '../events.js';
 import {forgetUnconfirmed} from './forget.js';
+import {tracing} from '../trace.js';
 
 export interface ProducerOptions {
   store: Pick<HotPathStore, 'tasksInsert' | 'doorbellsForget'>;
@@ -142,6 +143,9 @@ export class Producer {
   async submit(spec: TaskSpec): Promise<string> {
     if (this.closed) throw new AxError('closed', 'producer is closed');
     const task = validateTaskSpec(spec, this.o.defaults, this.o.clock.now(), this.newId);
+    // The caller's trace (its request's span), continued by the worker; none outside a trace.
+    const trace = tracing.active();
+    if (trace) task.trace = trace;
     while (this.buffer.length >= this.o.bufferLimit) {
       await new Promise<void>((r) => this.spaceWaiters.push(r));
       if (this.closed) throw new AxError('closed', 'producer is closed');
@@ -277,8 +281,18 @@ export class Producer {
     this.pump();
   }
 
-  /** Writes one batch, retrying while MySQL is unavailable; never rejects. */
+  /**
+   * Writes one batch, retrying while MySQL is unavailable; never rejects. A batch with traced tasks
+   * gets a span (`ax.submit`: from the start of its write to its doorbells' confirm).
+   */
   private async write(tasks: NewTask[]): Promise<void> {
+    const span = tracing.enabled
+      ? tracing.batchSpan(
+          'ax.submit',
+          tasks.map((t) => t.trace),
+          {'ax.tasks': tasks.length},
+        )
+      : null;
     let written: Written | undefined;
     try {
       written = await this.insert(tasks);
@@ -286,6 +300,7 @@ export class Producer {
       this.insertDone();
     }
     if (written) await this.ring(tasks, written);
+    span?.end(written !== undefined, written ? undefined : this.failures.at(-1)?.error);
   }
 
   /**

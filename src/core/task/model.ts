@@ -1,4 +1,5 @@
 import type {TaskState} from './state.js';
+import type {TraceContext} from '../trace-context.js';
 
 export const POOLS = ['io', 'cpu'] as const;
 export type PoolName = (typeof POOLS)[number];
@@ -104,6 +105,11 @@ export interface NewTask {
   debounce?: TaskGate | null;
   /** TaskSpec.throttle validated, or null; absent means null. */
   throttle?: TaskGate | null;
+  /**
+   * The W3C trace context active at the submit (or written on its outbox row), kept on the row
+   * (tasks.traceparent, tasks.tracestate): the worker's attempt span is its child. Absent or null: none.
+   */
+  trace?: TraceContext | null;
 }
 
 /**
@@ -162,6 +168,8 @@ export interface TaskRecord {
    * tasksGetMany: `ax tasks show`, the API's task); absent from lists, which leave it out.
    */
   result?: JsonValue | null;
+  /** The W3C trace context of its submit (NewTask.trace), or null; absent where not read. */
+  trace?: TraceContext | null;
 }
 
 /**

@@ -141,7 +141,7 @@ export function createIoPool(opts: IoPoolOptions): ExecutionPool {
       finish(e, {kind: 'timeout', message});
     }, job.timeoutMs);
     const ctx = taskContext(job, e, logger, opts.onProgress);
-    runHandler(handler, ctx).then(
+    (job.span ? job.span.run(() => runHandler(handler, ctx)) : runHandler(handler, ctx)).then(
       (outcome) => {
         const ignored = e.abortedAt === undefined || clock.monotonic() - e.abortedAt > ABORT_HONOURED_MS;
         if (!finish(e, outcomeToResult(outcome)) && ignored) {

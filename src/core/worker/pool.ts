@@ -1,6 +1,7 @@
 import type {ForcedReplay, JsonObject, PoolName, Priority} from '../task/model.js';
 import type {RunOutcome} from './handlers.js';
 import type {ProgressReport} from './results.js';
+import type {AttemptSpan} from '../trace-context.js';
 
 /** The `aborted` message of a job that never started before drain's deadline (see ExecutionPool.drain). */
 export const NOT_STARTED = 'not started';
@@ -20,6 +21,11 @@ export interface PoolJob {
   timeoutMs: number;
   /** A forced replay's who/when/why (ctx.replay); absent for ordinary runs and plain replays. */
   replay?: ForcedReplay;
+  /**
+   * The attempt's span, for a task submitted in a trace: the IO pool runs the handler with it
+   * active (the handler's own spans are its children); the CPU pool's threads do not see it.
+   */
+  span?: AttemptSpan;
 }
 
 /** Told of a running job's progress report (checked: see results.ts checkProgress). */

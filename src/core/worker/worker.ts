@@ -21,6 +21,7 @@ import {FlowGate, type GateStore} from '../flow/gate.js';
 import {MemorySampler, type MemoryUsage} from '../memory.js';
 import type {Admission} from '../flow/admission.js';
 import {CancelWatch} from './cancel.js';
+import {tracing} from '../trace.js';
 
 /** What a worker needs of the task database: the hot path, its registry row and flow control. */
 export type WorkerStore = Pick<HotPathStore, 'tasksClaim' | 'leasesRenew' | 'outcomesApply' | 'doorbellsMark' | 'progressWrite'> &
@@ -356,6 +357,7 @@ export class Worker implements Service {
     const fairTypes = this.gate.fair(batch);
     // A refresh during the claim (a pause, an opening) may refuse what the claim took: dispatch re-checks then.
     const seen = this.gate.version;
+    const claimStartMs = this.o.clock.now();
     const result = await this.retrying('claim', byId.size, () =>
       this.o.store.tasksClaim({
         ids: [...byId.keys()],
@@ -367,6 +369,16 @@ export class Worker implements Service {
       }),
     );
     if (!result) return;
+    // The claim's span, when it took traced tasks (linked to their traces; none otherwise).
+    if (tracing.enabled)
+      tracing
+        .batchSpan(
+          'ax.claim',
+          result.claimed.map((t) => t.trace),
+          {'ax.tasks': result.claimed.length, 'ax.worker': this.id},
+          claimStartMs,
+        )
+        ?.end(true);
     // Doorbells fair dispatch lent to a claimed task are acked, and their lane handed on, with it.
     const handled = new Set<string>();
     for (const t of result.claimed) if (t.via !== undefined) handled.add(t.via);
@@ -529,6 +541,8 @@ export class Worker implements Service {
       this.finish(heldTask, {kind: 'fail', unrecoverable: true, message: 'stored payload is not valid JSON'});
       return;
     }
+    // A task submitted in a trace: its attempt's span, a child of the submit's (ended with its result).
+    const span = t.trace && pool ? tracing.attemptSpan(`ax.run ${t.type}`, t.trace, attemptAttributes(t, this.id)) : null;
     const run = pool?.tryRun({
       taskId: t.id,
       type: t.type,
@@ -537,7 +551,9 @@ export class Worker implements Service {
       priority: t.priority,
       timeoutMs: t.timeoutMs ?? h.timeoutMs ?? this.o.defaultTimeoutMs,
       ...(t.replay ? {replay: t.replay} : {}),
+      ...(span ? {span} : {}),
     });
+    if (!run) span?.end(false, 'not started');
     if (!run) {
       // Not this worker's pool: the task moves to its handler's pool queue (rung there, and recorded
       // on the row so later rings go there too) instead of coming back to this queue forever.
@@ -551,6 +567,7 @@ export class Worker implements Service {
     }
     this.track(
       run.then((r: JobResult) => {
+        span?.end(r.kind === 'success', r.kind === 'success' ? undefined : r.message);
         if (r.kind === 'aborted' && r.message === WITHDRAWN) return this.parkWithdrawn(heldTask);
         // A job the pool never started (shutdown) goes back to storage without using an attempt.
         this.finish(
@@ -746,4 +763,9 @@ export class Worker implements Service {
     if (wasRunning) await this.o.store.workersStop({id: this.id}).catch(() => undefined);
     this.log.info('worker stopped', {...this.stats});
   }
+}
+
+/** The attributes of an attempt's span. */
+function attemptAttributes(t: ClaimedTask, worker: string): Record<string, string | number> {
+  return {'ax.task.id': t.id, 'ax.task.type': t.type, 'ax.task.attempt': t.attempt, 'ax.worker': worker};
 }

@@ -1,6 +1,6 @@
 /**
  * The console's read routes (viewer role): overview, types, tasks and a task, dead letters, cron,
- * workers, doctor, audit and the progress of a job. Each is one admin-service call; the answer is
+ * workers, doctor, audit and the progress of a job; a task's trace. Each is one admin-service call; the answer is
  * its result as JSON (dates as ISO strings). Big payloads are left out of lists and task pages
  * (`payloadTruncated`) and fetched on demand from /tasks/{id}/payload.
  */
@@ -166,6 +166,30 @@ export function registerReads(app: FastifyInstance, ctx: RouteContext): void {
         return {task: found.archived.task, history: found.archived.history, archived: true, part: found.part};
       }
     },
+  );
+  get(
+    '/api/v1/tasks/:id/trace',
+    {
+      tags: ['tasks'],
+      summary: "A task's path through ax as one timeline (outbox, insert, publish, claims, attempts, archive) with its trace id",
+      params: S.body({id: S.id}, ['id']),
+      querystring: S.query(),
+      response: {
+        200: S.obj(
+          {
+            taskId: {type: 'string'},
+            type: {type: 'string'},
+            state: {type: 'string'},
+            trace: {type: 'object', nullable: true, additionalProperties: true},
+            traceId: {type: 'string', nullable: true},
+            archived: {type: 'string', nullable: true},
+            events: {type: 'array'},
+          },
+          ['taskId', 'type', 'state', 'trace', 'traceId', 'archived', 'events'],
+        ),
+      },
+    },
+    async (req) => reader(ctx, req).tasks.trace((req.params as {id: string}).id),
   );
   get(
     '/api/v1/tasks/:id/payload',

@@ -49,6 +49,8 @@ export const ARCHIVE_TASK_COLUMNS = [
   'sched_until',
   'dedup_key',
   'task_key',
+  'traceparent',
+  'tracestate',
   'schedule_name',
   'content_hash',
   'last_error',

@@ -507,6 +507,19 @@ export const MIGRATIONS: Migration[] = [
       },
     ],
   },
+  {
+    version: 23,
+    name: 'trace context of tasks',
+    statements: [
+      {
+        // The W3C trace context active at a task's submit (traceparent, tracestate): the worker's
+        // attempt span continues it. Nullable, last columns: instant; NULL for untraced tasks.
+        sql: `ALTER TABLE tasks ADD COLUMN traceparent CHAR(55) CHARACTER SET ascii COLLATE ascii_bin NULL,
+                ADD COLUMN tracestate VARCHAR(512) CHARACTER SET ascii COLLATE ascii_bin NULL, ALGORITHM=INSTANT`,
+        unless: columnExists('tasks', 'traceparent'),
+      },
+    ],
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.reduce((m, x) => Math.max(m, x.version), 0);

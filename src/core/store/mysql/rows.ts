@@ -3,9 +3,10 @@ import type {TaskState} from '../../task/state.js';
 import type {Row} from './db.js';
 import {PAYLOAD_BODY_COLUMN, payloadText} from './payloads.js';
 import type {DeadErrorGroup, HeldForDispatch} from '../types.js';
+import {type TraceContext, traceContextOf} from '../../trace-context.js';
 
 /** Columns of `tasks` read into a TaskRecord (payload last: it may be large; a stored-apart one comes with it). */
-export const TASK_COLUMNS = `id, cell, type, pool, priority, state, attempt, max_retries, retry_base, run_at, timeout_ms, lease_until, fence, worker, started_at, submitted_by, dedup_key, task_key, last_error, published_at, created_at, updated_at, finished_at, progress, progress_note, progress_at, payload, ${PAYLOAD_BODY_COLUMN}`;
+export const TASK_COLUMNS = `id, cell, type, pool, priority, state, attempt, max_retries, retry_base, run_at, timeout_ms, lease_until, fence, worker, started_at, submitted_by, dedup_key, task_key, last_error, published_at, created_at, updated_at, finished_at, traceparent, tracestate, progress, progress_note, progress_at, payload, ${PAYLOAD_BODY_COLUMN}`;
 
 /** TASK_COLUMNS with the stored result (≤ 64 KiB): for reads of single tasks, not lists. */
 export const TASK_RESULT_COLUMNS = `${TASK_COLUMNS}, result_json`;
@@ -71,7 +72,14 @@ export function toTaskRecord(r: Row): TaskRecord {
     progressNote: (r.progress_note as string | null | undefined) ?? null,
     progressAt: (r.progress_at as Date | null | undefined) ?? null,
     ...('result_json' in r ? {result: parseResult(r.result_json as string | null)} : {}),
+    ...traceField(r),
   };
+}
+
+/** `trace` of a row with a valid traceparent; nothing (no property) otherwise. */
+export function traceField(r: Row): {trace?: TraceContext} {
+  const trace = typeof r.traceparent === 'string' ? traceContextOf(r.traceparent, r.tracestate) : null;
+  return trace ? {trace} : {};
 }
 
 /** A row of a per type × error count (columns type, error, n, first_seen, last_seen, sample_id). */

@@ -3,7 +3,7 @@ import {TRANSITIONS, guardOf, type TaskState} from '../../task/state.js';
 import type {ClaimResult, ClaimedTask, TasksClaimParams} from '../types.js';
 import {type Db, type PoolConnection, type Row, exec, select} from './db.js';
 import {admitClaim, type ClaimRow} from './admit-claim.js';
-import {clipError, historyInsert, parseReplay, type HistoryRow} from './rows.js';
+import {clipError, historyInsert, parseReplay, traceField, type HistoryRow} from './rows.js';
 import {type FencedRef, MARK_LEFT_UNRUNG, expectAffected, guardedWhere, txGuarded} from './guards.js';
 import {payloadText} from './payloads.js';
 import {claimSelectSql} from './claim-sql.js';
@@ -133,6 +133,8 @@ function toClaimed(r: Row): ClaimedTask {
     timeoutMs: r.timeout_ms === null ? null : Number(r.timeout_ms),
     lateMs: Math.max(0, Number(r.late_us) / 1000),
     replay: parseReplay(r.replay as string | null),
+    // Only a row with a trace context has one (a malformed one, written by hand, is left out).
+    ...(r.traceparent === null ? {} : traceField(r)),
   };
 }
 

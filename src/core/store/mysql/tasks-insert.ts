@@ -184,6 +184,8 @@ async function writeRows(
   const apart: Array<[string, Buffer]> = [];
   // Several INSERTs when the payloads are big (STATEMENT_VALUE_BYTES), all in this transaction.
   for (const chunk of chunkByBytes(fresh, (t) => (bodies.has(t) ? 256 : rowBytes(t)))) {
+    // The trace columns only in a statement with a traced task: untraced batches send what they did.
+    const traced = chunk.some((t) => t.trace);
     const values: string[] = [];
     const params: unknown[] = [];
     for (const t of chunk) {
@@ -201,7 +203,9 @@ async function writeRows(
         }
       }
       const publishedSql = marked.has(t.id) ? 'NOW(3)' : 'NULL';
-      values.push(`(?, ?, ?, ?, ?, 'submitted', 0, ?, ${runAtSql}, ?, 0, ?, ?, ?, NOW(3), NOW(3), ${publishedSql}, ?, ?, ?)`);
+      values.push(
+        `(?, ?, ?, ?, ?, 'submitted', 0, ?, ${runAtSql}, ?, 0, ?, ?, ?, NOW(3), NOW(3), ${publishedSql}, ?, ?, ?${traced ? ', ?, ?' : ''})`,
+      );
       params.push(
         t.id,
         cell,
@@ -218,13 +222,14 @@ async function writeRows(
         actor,
         t.key,
       );
+      if (traced) params.push(t.trace?.traceparent ?? null, t.trace?.tracestate ?? null);
       const body = bodies.get(t);
       if (body) apart.push([t.id, body]);
     }
     await exec(
       db,
       c,
-      `INSERT INTO tasks (id, cell, type, pool, priority, state, attempt, max_retries, run_at, timeout_ms, fence, dedup_key, schedule_name, content_hash, created_at, updated_at, published_at, payload, submitted_by, task_key) VALUES ${values.join(', ')}`,
+      `INSERT INTO tasks (id, cell, type, pool, priority, state, attempt, max_retries, run_at, timeout_ms, fence, dedup_key, schedule_name, content_hash, created_at, updated_at, published_at, payload, submitted_by, task_key${traced ? ', traceparent, tracestate' : ''}) VALUES ${values.join(', ')}`,
       params,
     );
   }

@@ -6,6 +6,7 @@
 
 import type {ForcedReplay, JsonValue, NewTask, PoolName, Priority} from '../../task/model.js';
 import type {TaskState} from '../../task/state.js';
+import type {TraceContext} from '../../trace-context.js';
 import type {ParkedKind, RungRef} from './common.js';
 
 /** Result of writing a batch of new tasks. Every input id appears in exactly one list. */
@@ -54,6 +55,8 @@ export interface ClaimedTask {
    * id the doorbell named, whose delivery is acked with this task. That task stays due, unrung.
    */
   via?: string;
+  /** The trace context of its submit (see NewTask.trace): present only when the row has one. */
+  trace?: TraceContext;
 }
 
 export interface ClaimResult {

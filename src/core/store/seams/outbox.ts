@@ -22,6 +22,9 @@ export interface OutboxRow {
   dedupKey: string | null;
   /** task_key as written (TaskSpec.key): validated by the relay (a bad key fails the row); null on a table without the column. */
   key: string | null;
+  /** The W3C trace context written with the row (enqueueInTransaction); the relay ignores a malformed one. Null on a table without the columns. */
+  traceparent: string | null;
+  tracestate: string | null;
   createdAt: Date;
   attempts: number;
   lastError: string | null;
