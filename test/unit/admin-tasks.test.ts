@@ -16,6 +16,8 @@ describe('admin tasks', () => {
     const t = f.admin.tasks;
     for (const call of [
       () => t.show('not-an-id'),
+      () => t.trace('not-an-id'),
+      () => t.trace(ID.toUpperCase()),
       () => t.list({state: 'sleeping'}),
       () => t.list({limit: 0}),
       () => t.list({since: '1h', until: '2h'}),
