@@ -22,6 +22,16 @@ export {
   type RunTaskOptions,
   type TaskRun,
 } from './core/testing/attempt.js';
+export {
+  createTestClient,
+  type DrainReport,
+  type ParentFailurePolicy,
+  type TestClient,
+  type TestClientOptions,
+  type TestTask,
+  type TestTaskSpec,
+  type TestTransition,
+} from './core/testing/client.js';
 export {MAX_PROGRESS_NOTE_LENGTH, validateProgress} from './core/task/progress.js';
 export {defineHandlers, TaskResult, UnrecoverableError, type TaskOutcome} from './core/worker/handlers.js';
 export {AxError} from './core/errors.js';

@@ -1,0 +1,362 @@
+import type {AxClient} from '../client.js';
+import {SETTINGS} from '../config/config.js';
+import {AxError, invalid} from '../errors.js';
+import type {CancelResult} from '../inspect/cancel.js';
+import {checkCancelReason} from '../inspect/cancel.js';
+import type {FlushReport} from '../producer/producer.js';
+import {createIdGenerator, isTaskId} from '../task/id.js';
+import {PRIORITIES, type JsonObject, type JsonValue, type NewTask, type PoolName, type Priority, type TaskSpec} from '../task/model.js';
+import type {TaskState} from '../task/state.js';
+import {MAX_RETRIES_LIMIT, validateTaskSpec, type TaskDefaults} from '../task/validate.js';
+import {defineHandlers, isHandlerMap, type HandlerDefinition, type HandlerMap, type ResolvedHandler} from '../worker/handlers.js';
+import {backoffOf, runAttempt, type RetryPolicy, type TaskRun} from './attempt.js';
+import {createTestClock, type TestClock} from './clock.js';
+import type {ParentInfo} from './context.js';
+
+/** What a parent ending dead or cancelled does to its dependents: cancel them (default) or run them anyway. */
+export type ParentFailurePolicy = 'cancel' | 'run';
+
+/** A TaskSpec with the dependency fields: the tasks it waits for and what their failure does to it. */
+export type TestTaskSpec = TaskSpec & {after?: string[]; onParentFailure?: ParentFailurePolicy};
+
+/** One transition of a task in the in-process client. */
+export interface TestTransition {
+  from: TaskState | null;
+  to: TaskState;
+  attempt: number;
+  at: Date;
+  error: string | null;
+}
+
+/** A task as the in-process client keeps it. */
+export interface TestTask {
+  id: string;
+  type: string;
+  payload: JsonObject;
+  state: TaskState;
+  /** Attempts used so far. */
+  attempt: number;
+  maxRetries: number;
+  pool: PoolName;
+  priority: Priority;
+  key: string | null;
+  dedupKey: string | null;
+  /** When it is due (the clock's time). */
+  runAt: Date;
+  /** The tasks it waits for, and what their failure does to it. */
+  after: string[];
+  onParentFailure: ParentFailurePolicy;
+  /** The result of its succeeded attempt, or null. */
+  result: JsonValue | null;
+  /** The last progress its handler reported, or null. */
+  progress: {percent: number; note: string | null; at: Date} | null;
+  lastError: string | null;
+  /** The task whose handler submitted it (while it ran), or null when the test did. */
+  submittedBy: string | null;
+  history: TestTransition[];
+}
+
+/** Options of createTestClient. */
+export interface TestClientOptions extends RetryPolicy {
+  /** The handlers (defineHandlers(...) or its table); tasks of other types stay submitted, as with a worker that lacks them. */
+  handlers: HandlerMap | Record<string, HandlerDefinition>;
+  /** The clock due times, retries and timeouts run on (default: a new TestClock). */
+  clock?: TestClock;
+  /** maxRetries of tasks that give none (default: ax's, 5). */
+  maxRetries?: number;
+  /** The largest payload in JSON bytes (default: ax's, 64 KiB). */
+  payloadLimitBytes?: number;
+}
+
+/** What drain() and runDue() did: attempts run, and the tasks left unfinished (no handler, or waiting on such a task). */
+export interface DrainReport {
+  attempts: number;
+  unfinished: string[];
+}
+
+/**
+ * An in-process stand-in for the SDK client (`connect()`): submit, flush, cancel and close behave
+ * as AxClient's, and the tasks run in the test's process, one attempt at a time, on a fake clock.
+ */
+export interface TestClient extends Pick<AxClient, 'submit' | 'flush' | 'close' | 'cancel'> {
+  submit(spec: TestTaskSpec): Promise<string>;
+  readonly clock: TestClock;
+  /** Every task submitted, in submit order (copies). */
+  readonly tasks: TestTask[];
+  /** One task (a copy); AxError not_found for an unknown id. */
+  task(id: string): TestTask;
+  /** The attempts run so far, in order; only those of `type` when given. */
+  ran(type?: string): TaskRun[];
+  /** Runs every task due now, and those that become due meanwhile (submitted by handlers, dependents); time stands still. */
+  runDue(): Promise<DrainReport>;
+  /**
+   * Runs everything: what is due, then advances the clock to the next due time (delays, retries'
+   * backoff) and again, until no task with a handler is left. Throws AxError('internal') after
+   * `maxAttempts` attempts (default 10,000: a handler that resubmits itself forever).
+   */
+  drain(opts?: {maxAttempts?: number}): Promise<DrainReport>;
+}
+
+/** A task as kept: the public fields, its own timeout and its debounce key. */
+interface Row extends TestTask {
+  timeoutMs: number | null;
+  /** `type\0key` of its debounce, or null. */
+  gate: string | null;
+}
+
+const FINAL: ReadonlySet<TaskState> = new Set(['succeeded', 'dead', 'cancelled']);
+const rank = (p: Priority): number => PRIORITIES.indexOf(p);
+
+/** The dependency fields of a spec, checked against the tasks known (unknown ids and self-reference refused). */
+function dependencies(spec: unknown, known: ReadonlyMap<string, Row>): {rest: unknown; after: string[]; policy: ParentFailurePolicy} {
+  if (spec === null || typeof spec !== 'object' || Array.isArray(spec)) return {rest: spec, after: [], policy: 'cancel'};
+  const {after, onParentFailure, ...rest} = spec as TestTaskSpec;
+  if (onParentFailure !== undefined && onParentFailure !== 'cancel' && onParentFailure !== 'run')
+    throw invalid('onParentFailure must be cancel or run');
+  if (after === undefined) return {rest, after: [], policy: onParentFailure ?? 'cancel'};
+  if (!Array.isArray(after)) throw invalid('after must be an array of task ids');
+  const seen = new Set<string>();
+  for (const id of after as unknown[]) {
+    if (!isTaskId(id)) throw invalid(`after: "${String(id)}" is not a task id (a lower-case UUID)`);
+    if (seen.has(id)) throw invalid(`after: ${id} is given twice`);
+    if (!known.has(id)) throw invalid(`after: unknown task ${id}`);
+    seen.add(id);
+  }
+  return {rest, after: [...seen], policy: onParentFailure ?? 'cancel'};
+}
+
+/**
+ * Creates the in-process client (see TestClient). Submits are validated as the real client does
+ * (validateTaskSpec: bad input throws invalid_input and stores nothing); ids, dedup keys (an
+ * existing id with the same content returns it, with other content is a conflict that flush()
+ * throws), debounce and throttle behave as in ax. Attempts run as the worker runs them (runAttempt:
+ * the same normalisation, retry decision and backoff), one at a time. Throws invalid_input for bad options.
+ */
+export function createTestClient(opts: TestClientOptions): TestClient {
+  if (opts === null || typeof opts !== 'object') throw invalid('createTestClient expects {handlers}');
+  const handlers = isHandlerMap(opts.handlers) ? opts.handlers : defineHandlers(opts.handlers);
+  const clock = opts.clock ?? createTestClock();
+  const defaults: TaskDefaults = {
+    maxRetries: opts.maxRetries ?? (SETTINGS.maxRetries.default as number),
+    payloadLimitBytes: opts.payloadLimitBytes ?? (SETTINGS.payloadLimitBytes.default as number),
+    cell: SETTINGS.cell.default as string,
+  };
+  if (!Number.isInteger(defaults.maxRetries) || defaults.maxRetries < 0 || defaults.maxRetries > MAX_RETRIES_LIMIT)
+    throw invalid(`maxRetries must be a whole number from 0 to ${MAX_RETRIES_LIMIT}`);
+  const backoff = backoffOf(opts);
+  const random = opts.random ?? (() => 0);
+  const newId = createIdGenerator(() => clock.now());
+  const tasks = new Map<string, Row>();
+  const seq = new Map<string, number>();
+  const runs: TaskRun[] = [];
+  /** Throttle windows by type and key: the task that opened it and when it closes. */
+  const windows = new Map<string, {keptId: string; until: number}>();
+  let report: FlushReport = {inserted: 0, existing: 0, unpublished: 0, conflicts: []};
+  let closed = false;
+  let current: {id: string; abort: AbortController} | null = null;
+
+  const move = (t: Row, to: TaskState, error: string | null = null): void => {
+    t.history.push({from: t.state, to, attempt: t.attempt, at: new Date(clock.now()), error});
+    t.state = to;
+    if (error !== null) t.lastError = error;
+  };
+
+  const write = (n: NewTask, after: string[], policy: ParentFailurePolicy): void => {
+    const gate = n.debounce ?? n.throttle;
+    const gateKey = gate ? `${n.type}\0${gate.key}` : '';
+    if (n.throttle) {
+      const w = windows.get(gateKey);
+      if (w && clock.now() < w.until) {
+        (report.throttled ??= []).push({id: n.id, keptId: w.keptId, key: n.throttle.key});
+        return;
+      }
+      windows.set(gateKey, {keptId: n.id, until: clock.now() + n.throttle.windowMs});
+    }
+    if (n.debounce)
+      for (const t of tasks.values())
+        if (t.state === 'submitted' && t.attempt === 0 && t.gate === gateKey) move(t, 'cancelled', `replaced by ${n.id} (debounce)`);
+    const t: Row = {
+      id: n.id,
+      type: n.type,
+      payload: JSON.parse(n.payload) as JsonObject,
+      state: 'submitted',
+      attempt: 0,
+      maxRetries: n.maxRetries,
+      pool: n.pool,
+      priority: n.priority,
+      key: n.key,
+      dedupKey: n.dedupKey,
+      runAt: new Date(n.runAtMs ?? n.submittedAtMs + n.delayMs),
+      after,
+      onParentFailure: policy,
+      result: null,
+      progress: null,
+      lastError: null,
+      submittedBy: current?.id ?? null,
+      history: [],
+      timeoutMs: n.timeoutMs,
+      gate: n.debounce ? gateKey : null,
+    };
+    tasks.set(t.id, t);
+    seq.set(t.id, seq.size);
+    report.inserted++;
+  };
+
+  const submit = async (spec: TestTaskSpec): Promise<string> => {
+    if (closed) throw new AxError('closed', 'the test client is closed');
+    const deps = dependencies(spec, tasks);
+    const n = validateTaskSpec(deps.rest, defaults, clock.now(), newId);
+    if (deps.after.includes(n.id)) throw invalid(`after: task ${n.id} cannot wait for itself`);
+    const old = tasks.get(n.id);
+    if (old) {
+      const same = old.type === n.type && JSON.stringify(old.payload) === n.payload;
+      if (same) report.existing++;
+      else report.conflicts.push({id: n.id, existingId: old.id, reason: 'the id or dedup key exists with other content'});
+      return n.id;
+    }
+    write(n, deps.after, deps.policy);
+    return n.id;
+  };
+
+  const flush = async (): Promise<FlushReport> => {
+    const r = report;
+    report = {inserted: 0, existing: 0, unpublished: 0, conflicts: []};
+    if (r.conflicts.length > 0)
+      throw new AxError('conflict', `${r.conflicts.length} task(s) refused: ${r.conflicts[0]?.reason}`, {
+        details: {conflicts: r.conflicts, report: r},
+      });
+    return r;
+  };
+
+  /** A task's public fields, copied (the test cannot change the client's rows). */
+  const copy = ({timeoutMs: _t, gate: _g, ...t}: Row): TestTask => ({...t, after: [...t.after], history: [...t.history]});
+
+  /** Whether a waiting task can run: its parents all final; cancels it when a parent failed and its policy says so. */
+  const ready = (t: Row): boolean => {
+    const parents = t.after.map((id) => tasks.get(id) as Row);
+    if (!parents.every((p) => FINAL.has(p.state))) return false;
+    const failed = parents.find((p) => p.state !== 'succeeded');
+    if (failed && t.onParentFailure === 'cancel') {
+      move(t, 'cancelled', `parent ${failed.id} ended ${failed.state}`);
+      return false;
+    }
+    return true;
+  };
+
+  /**
+   * Tasks with a handler that are not final and whose parents are done, by due time, priority,
+   * submit order; the dependents of a failed parent are cancelled on the way (their policy permitting).
+   */
+  const runnable = (): Array<{t: Row; h: ResolvedHandler}> => {
+    const out: Array<{t: Row; h: ResolvedHandler}> = [];
+    // In submit order, parents before their dependents: a cancel cascades in one pass.
+    for (const t of tasks.values()) {
+      if ((t.state !== 'submitted' && t.state !== 'failed') || !ready(t)) continue;
+      const h = handlers.byType.get(t.type);
+      if (h) out.push({t, h});
+    }
+    return out.sort(
+      (a, b) => a.t.runAt.getTime() - b.t.runAt.getTime() || rank(a.t.priority) - rank(b.t.priority) || seq.get(a.t.id)! - seq.get(b.t.id)!,
+    );
+  };
+
+  const runOne = async (t: Row, h: ResolvedHandler): Promise<void> => {
+    t.attempt++;
+    move(t, 'running');
+    const parents: Record<string, ParentInfo> = {};
+    for (const id of t.after) {
+      const p = tasks.get(id) as Row;
+      parents[id] = {type: p.type, state: p.state as ParentInfo['state'], result: p.result};
+    }
+    const abort = new AbortController();
+    current = {id: t.id, abort};
+    let run: TaskRun;
+    try {
+      run = await runAttempt(
+        h,
+        {
+          taskId: t.id,
+          type: t.type,
+          attempt: t.attempt,
+          maxRetries: t.maxRetries,
+          payload: JSON.parse(JSON.stringify(t.payload)) as JsonObject,
+          timeoutMs: t.timeoutMs ?? h.timeoutMs ?? (SETTINGS.taskTimeoutMs.default as number),
+          parents: Object.freeze(parents),
+        },
+        {clock, backoff, random, signal: abort.signal},
+      );
+    } finally {
+      current = null;
+    }
+    runs.push(run);
+    const last = run.progress[run.progress.length - 1];
+    if (last) t.progress = {percent: last.percent, note: last.note, at: new Date(last.atMs)};
+    if (t.state === 'cancelled') return; // cancelled while it ran: its outcome changes nothing
+    if (run.next.action === 'complete') {
+      t.result = run.result ?? null;
+      move(t, 'succeeded');
+    } else if (run.next.action === 'retry') {
+      t.runAt = new Date(clock.now() + run.next.delayMs);
+      move(t, 'failed', run.next.error);
+    } else move(t, 'dead', run.next.error);
+  };
+
+  const unfinished = (): string[] => [...tasks.values()].filter((t) => !FINAL.has(t.state)).map((t) => t.id);
+
+  const runDue = async (limit = Number.POSITIVE_INFINITY): Promise<DrainReport> => {
+    let attempts = 0;
+    for (;;) {
+      const next = runnable().find(({t}) => t.runAt.getTime() <= clock.now());
+      if (!next) return {attempts, unfinished: unfinished()};
+      if (attempts >= limit) throw new AxError('internal', `drain stopped after ${limit} attempts: a handler may resubmit tasks forever`);
+      await runOne(next.t, next.h);
+      attempts++;
+    }
+  };
+
+  const cancel = async (id: string, reason?: string): Promise<CancelResult> => {
+    if (!isTaskId(id)) throw invalid(`"${String(id)}" is not a task id (a lower-case UUID)`);
+    checkCancelReason(reason ?? null);
+    const t = tasks.get(id);
+    if (!t) throw new AxError('not_found', `no task ${id}`);
+    if (FINAL.has(t.state))
+      throw new AxError('conflict', `task ${id} is ${t.state}: only a submitted, failed or running task can be cancelled`);
+    const from = t.state;
+    move(t, 'cancelled', `cancelled: ${reason ?? 'no reason given'}`);
+    if (from !== 'running') return {id, from};
+    if (current?.id === id) current.abort.abort(new Error(`cancelled: ${reason ?? 'no reason given'}`));
+    return {id, from, stopped: {worker: 'test', attempt: t.attempt}, notified: true};
+  };
+
+  return {
+    clock,
+    submit,
+    flush,
+    close: async () => {
+      const r = await flush();
+      closed = true;
+      return r;
+    },
+    cancel,
+    get tasks() {
+      return [...tasks.values()].map(copy);
+    },
+    task(id) {
+      const t = tasks.get(id);
+      if (!t) throw new AxError('not_found', `no task ${id}`);
+      return copy(t);
+    },
+    ran: (type) => (type === undefined ? [...runs] : runs.filter((r) => r.type === type)),
+    runDue: () => runDue(),
+    async drain(o = {}) {
+      const limit = o.maxAttempts ?? 10_000;
+      let attempts = 0;
+      for (;;) {
+        attempts += (await runDue(limit - attempts)).attempts;
+        const later = runnable()[0];
+        if (!later) return {attempts, unfinished: unfinished()};
+        await clock.advance(later.t.runAt.getTime() - clock.now());
+      }
+    },
+  };
+}
