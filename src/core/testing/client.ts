@@ -102,6 +102,8 @@ interface Row extends TestTask {
   timeoutMs: number | null;
   /** `type\0key` of its debounce, or null. */
   gate: string | null;
+  /** Its type and payload's hash: "the same content" of a resubmit, as the store compares it. */
+  contentHash: string;
 }
 
 const FINAL: ReadonlySet<TaskState> = new Set(['succeeded', 'dead', 'cancelled']);
@@ -196,6 +198,7 @@ export function createTestClient(opts: TestClientOptions): TestClient {
       history: [],
       timeoutMs: n.timeoutMs,
       gate: n.debounce ? gateKey : null,
+      contentHash: n.contentHash,
     };
     tasks.set(t.id, t);
     seq.set(t.id, seq.size);
@@ -209,8 +212,7 @@ export function createTestClient(opts: TestClientOptions): TestClient {
     if (deps.after.includes(n.id)) throw invalid(`after: task ${n.id} cannot wait for itself`);
     const old = tasks.get(n.id);
     if (old) {
-      const same = old.type === n.type && JSON.stringify(old.payload) === n.payload;
-      if (same) report.existing++;
+      if (old.contentHash === n.contentHash) report.existing++;
       else report.conflicts.push({id: n.id, existingId: old.id, reason: 'the id or dedup key exists with other content'});
       return n.id;
     }
@@ -229,7 +231,7 @@ export function createTestClient(opts: TestClientOptions): TestClient {
   };
 
   /** A task's public fields, copied (the test cannot change the client's rows). */
-  const copy = ({timeoutMs: _t, gate: _g, ...t}: Row): TestTask => ({...t, after: [...t.after], history: [...t.history]});
+  const copy = ({timeoutMs: _t, gate: _g, contentHash: _h, ...t}: Row): TestTask => ({...t, after: [...t.after], history: [...t.history]});
 
   /** Whether a waiting task can run: its parents all final; cancels it when a parent failed and its policy says so. */
   const ready = (t: Row): boolean => {
