@@ -8,6 +8,11 @@ import {isAxError} from '../../src/core/errors.js';
 import {retryDelayBounds} from '../../src/core/retry/backoff.js';
 import {MAX_PROGRESS_NOTE_LENGTH, validateProgress} from '../../src/core/task/progress.js';
 import {createTestClock, defineHandlers, runTask, TaskResult, UnrecoverableError, type TestTaskContext} from '../../src/testing.js';
+import {silentLogger} from '../../src/core/log.js';
+import type {HandlerDefinition, TaskContext} from '../../src/core/worker/handlers.js';
+import {createIoPool} from '../../src/core/worker/io-pool.js';
+import {decideOutcome} from '../../src/core/worker/outcome.js';
+import {fakeClock} from '../helpers/clock.js';
 import {expectInvalid} from '../helpers/expect.js';
 
 const PARENT = '01900000-0000-7000-8000-000000000001';
@@ -236,5 +241,53 @@ describe('runTask: bad input', () => {
     );
     await rejectsInvalid(runTask({} as never), /must have an execute/);
     expect(ran).toBe(0);
+  });
+});
+
+describe('runTask: the same as the worker', () => {
+  it("gives every field of the IO pool's context, and decides as the worker decides for the same handler", async () => {
+    const behaviours: Record<string, HandlerDefinition['execute']> = {
+      job_ok: () => undefined,
+      job_fail: () => TaskResult.fail('nope'),
+      job_throw: () => {
+        throw new RangeError('out');
+      },
+      job_dead: () => {
+        throw new UnrecoverableError('gone');
+      },
+      job_odd: () => 'yes' as never,
+    };
+    const keys: Record<string, string[]> = {};
+    const handlers = defineHandlers(
+      Object.fromEntries(
+        Object.entries(behaviours).map(([type, run]) => [
+          type,
+          {
+            execute: (ctx: TaskContext) => {
+              keys[ctx.taskId] = Object.keys(ctx);
+              return run(ctx);
+            },
+          },
+        ]),
+      ),
+    );
+    const clock = fakeClock();
+    const pool = createIoPool({size: 1, capacity: 10, handlers, clock, logger: silentLogger});
+    const backoff = {baseMs: 1000, maxMs: 3_600_000};
+    for (const type of Object.keys(behaviours)) {
+      const taskId = `0190000${Object.keys(behaviours).indexOf(type)}-0000-7000-8000-000000000000`;
+      const result = await pool.tryRun({taskId, type, attempt: 2, payload: {}, timeoutMs: 1000})!;
+      const worker = decideOutcome({id: taskId, fence: 0, attempt: 2, maxRetries: 3, retryBase: 0}, result, backoff, () => 0);
+      const run = await runTask(handlers, {type, attempt: 2, maxRetries: 3, taskId: taskId.replace(/^0/, '1')});
+      const expected =
+        worker.kind === 'complete'
+          ? {action: 'complete'}
+          : worker.kind === 'fail'
+            ? {action: 'retry', attempt: 3, delayMs: worker.retryDelayMs, error: worker.error}
+            : {action: 'dead', error: (worker as {error: string}).error};
+      expect(run.next, type).toEqual(expected);
+      expect(keys[taskId], 'the pool ran it').toContain('signal');
+      expect(keys[run.taskId]).toEqual(expect.arrayContaining(keys[taskId]!));
+    }
   });
 });
