@@ -227,17 +227,89 @@ describe('createTestClient: the client surface', () => {
       [{type: 'order_pay', maxRetries: -1}, /maxRetries/],
       [{type: 'order_pay', delay: '5s', runAt: new Date()}, /either delay or runAt/],
       [{type: 'order_pay', after: ['01900000-0000-7000-8000-0000000000ff']}, /after: unknown task/],
-      [{type: 'order_pay', after: [ok, ok]}, /given twice/],
-      [{type: 'order_pay', after: 'x'}, /after must be an array/],
+      [{type: 'order_pay', after: [ok, ok]}, /after names a task twice/],
+      [{type: 'order_pay', after: []}, /non-empty list/],
+      [{type: 'order_pay', after: [ok], delay: '5s'}, /either after or delay/],
+      [{type: 'order_pay', onParentFailure: 'run'}, /only for a task with after/],
+      [{type: 'order_pay', after: 'x'}, /after must be a non-empty list/],
       [{type: 'order_pay', after: [ok], onParentFailure: 'ignore'}, /onParentFailure must be cancel or run/],
       [null, /a task must be an object/],
     ];
     for (const [spec, re] of bad) await rejects(client.submit(spec as never), 'invalid_input', re);
     const self = '01900000-0000-7000-8000-00000000abcd';
-    await rejects(client.submit({type: 'order_pay', id: self, after: [self]}), 'invalid_input', /after: unknown task/);
+    await rejects(client.submit({type: 'order_pay', id: self, after: [self]}), 'invalid_input', /waits for itself/);
     expect(client.tasks.map((t) => t.id)).toEqual([ok]);
     expect(() => createTestClient({handlers: {Bad: {execute: () => undefined}}})).toThrow(/not domain_action/);
     await client.close();
     await rejects(client.submit({type: 'order_pay'}), 'closed', /closed/);
+  });
+});
+
+describe('createTestClient: submitBatch', () => {
+  const ID = (n: number): string => `01900000-0000-7000-8000-${String(n).padStart(12, '0')}`;
+
+  it('writes tasks that name each other in any order; the callback runs once, after all ended, with the counts', async () => {
+    const client = createTestClient({
+      handlers: {
+        part_ok: {execute: () => undefined},
+        part_bad: {execute: () => TaskResult.unrecoverable('no')},
+        parts_done: {execute: () => undefined},
+      },
+    });
+    // The dependent first, its parent after it; one part fails, its dependent is cancelled.
+    const r = await client.submitBatch(
+      [
+        {type: 'part_ok', id: ID(2), after: [ID(1)]},
+        {type: 'part_ok', id: ID(1)},
+        {type: 'part_bad', id: ID(3)},
+        {type: 'part_ok', id: ID(4), after: [ID(3)]},
+      ],
+      {callback: {type: 'parts_done', payload: {report: 9}}},
+    );
+    expect(r).toMatchObject({ids: [ID(2), ID(1), ID(3), ID(4)], inserted: 4, existing: 0, conflicts: []});
+    expect(await client.batch(r.batchId!)).toMatchObject({total: 4, succeeded: 0, callbackState: 'submitted', doneAt: null});
+    await client.drain();
+    const order = client.ran().map((x) => x.taskId);
+    expect(order.indexOf(ID(1))).toBeLessThan(order.indexOf(ID(2)));
+    expect(order.at(-1)).toBe(r.callbackId);
+    expect(client.ran('parts_done')).toHaveLength(1);
+    expect(client.ran('parts_done')[0]!.payload).toEqual({
+      report: 9,
+      batch: {id: r.batchId, total: 4, succeeded: 2, dead: 1, cancelled: 1},
+    });
+    expect(await client.batch(r.batchId!)).toMatchObject({succeeded: 2, dead: 1, cancelled: 1, callbackState: 'succeeded'});
+    await rejects(client.batch(ID(99)), 'not_found', /no batch/);
+  });
+
+  it('refuses a bad batch, and writes none of it', async () => {
+    const client = createTestClient({handlers: {part_ok: {execute: () => undefined}}});
+    const bad: Array<[unknown[], unknown, RegExp]> = [
+      [[], undefined, /at least one task/],
+      [
+        [
+          {type: 'part_ok', id: ID(1), after: [ID(2)]},
+          {type: 'part_ok', id: ID(2), after: [ID(1)]},
+        ],
+        undefined,
+        /cycle/,
+      ],
+      [[{type: 'part_ok', after: [ID(7)]}], undefined, /unknown task/],
+      [[{type: 'part_ok'}, {type: 'nope'}], undefined, /^task 1: task type "nope"/],
+      [
+        [
+          {type: 'part_ok', id: ID(1)},
+          {type: 'part_ok', id: ID(1)},
+        ],
+        undefined,
+        /given twice in the batch/,
+      ],
+      [[{type: 'part_ok', throttle: {key: 'k', window: '1s'}}], undefined, /not for submitBatch/],
+      [[{type: 'part_ok', id: ID(1)}], {type: 'part_ok', after: [ID(1)]}, /callback: a batch callback waits for its batch/],
+      [[{type: 'part_ok'}], {type: 'part_ok', delay: '1s'}, /give it no delay/],
+      [[{type: 'part_ok'}], {type: 'part_ok', payload: {batch: 1}}, /"batch" key/],
+    ];
+    for (const [specs, callback, re] of bad)
+      await rejects(client.submitBatch(specs as never, callback === undefined ? {} : {callback: callback as never}), 'invalid_input', re);
+    expect(client.tasks).toEqual([]);
   });
 });

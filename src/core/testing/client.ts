@@ -1,6 +1,6 @@
 import type {AxClient} from '../client.js';
 import {SETTINGS} from '../config/config.js';
-import {AxError, invalid} from '../errors.js';
+import {AxError, errorMessage, invalid} from '../errors.js';
 import type {CancelResult} from '../inspect/cancel.js';
 import {checkCancelReason} from '../inspect/cancel.js';
 import type {FlushReport} from '../producer/producer.js';
@@ -12,9 +12,9 @@ import {defineHandlers, isHandlerMap, type HandlerDefinition, type HandlerMap, t
 import {backoffOf, runAttempt, type RetryPolicy, type TaskRun} from './attempt.js';
 import {createTestClock, type TestClock} from './clock.js';
 import type {ParentInfo} from './context.js';
+import {checkLinks, splitDependencies, type ParentFailurePolicy} from './links.js';
 
-/** What a parent ending dead or cancelled does to its dependents: cancel them (default) or run them anyway. */
-export type ParentFailurePolicy = 'cancel' | 'run';
+export type {ParentFailurePolicy} from './links.js';
 
 /** A TaskSpec with the dependency fields: the tasks it waits for and what their failure does to it. */
 export type TestTaskSpec = TaskSpec & {after?: string[]; onParentFailure?: ParentFailurePolicy};
@@ -56,6 +56,38 @@ export interface TestTask {
   history: TestTransition[];
 }
 
+/** submitBatch's options: with a callback, the tasks are one batch and the callback runs once all of them ended. */
+export interface TestBatchOptions {
+  /** Runs once when every task of the batch ended, with `payload.batch` = {id, total, succeeded, dead, cancelled}. */
+  callback?: TaskSpec;
+}
+
+/** What submitBatch wrote. */
+export interface TestBatchResult {
+  /** The tasks' ids, in the order given. */
+  ids: string[];
+  batchId?: string;
+  callbackId?: string;
+  /** Tasks refused because their id or dedup key exists with other content. */
+  conflicts: FlushReport['conflicts'];
+  inserted: number;
+  existing: number;
+}
+
+/** A batch's progress. */
+export interface TestBatchInfo {
+  id: string;
+  callbackId: string;
+  callbackState: TaskState | null;
+  total: number;
+  succeeded: number;
+  dead: number;
+  cancelled: number;
+  createdAt: Date;
+  /** When every task of the batch had ended (its callback was released then). */
+  doneAt: Date | null;
+}
+
 /** Options of createTestClient. */
 export interface TestClientOptions extends RetryPolicy {
   /** The handlers (defineHandlers(...) or its table); tasks of other types stay submitted, as with a worker that lacks them. */
@@ -80,6 +112,15 @@ export interface DrainReport {
  */
 export interface TestClient extends Pick<AxClient, 'submit' | 'flush' | 'close' | 'cancel'> {
   submit(spec: TestTaskSpec): Promise<string>;
+  /**
+   * Writes tasks that may wait for each other (`after`, in any order) at once, and with
+   * `{callback}` makes them one batch (see TestBatchOptions). Throws invalid_input, nothing
+   * written, for no tasks, a bad task (named by its index), an id given twice, a cycle, an unknown
+   * parent, a debounce or throttle, a callback with after, a delay or a `batch` key.
+   */
+  submitBatch(specs: TestTaskSpec[], opts?: TestBatchOptions): Promise<TestBatchResult>;
+  /** A batch's progress; not_found for an unknown id. */
+  batch(id: string): Promise<TestBatchInfo>;
   readonly clock: TestClock;
   /** Every task submitted, in submit order (copies). */
   readonly tasks: TestTask[];
@@ -104,28 +145,21 @@ interface Row extends TestTask {
   gate: string | null;
   /** Its type and payload's hash: "the same content" of a resubmit, as the store compares it. */
   contentHash: string;
+  /** For a batch's callback: the batch whose end it waits for. */
+  callbackOf: string | null;
+}
+
+/** A batch of submitBatch with a callback. */
+interface Batch {
+  id: string;
+  callbackId: string;
+  members: string[];
+  createdAt: Date;
+  doneAt: Date | null;
 }
 
 const FINAL: ReadonlySet<TaskState> = new Set(['succeeded', 'dead', 'cancelled']);
 const rank = (p: Priority): number => PRIORITIES.indexOf(p);
-
-/** The dependency fields of a spec, checked against the tasks known (unknown ids and self-reference refused). */
-function dependencies(spec: unknown, known: ReadonlyMap<string, Row>): {rest: unknown; after: string[]; policy: ParentFailurePolicy} {
-  if (spec === null || typeof spec !== 'object' || Array.isArray(spec)) return {rest: spec, after: [], policy: 'cancel'};
-  const {after, onParentFailure, ...rest} = spec as TestTaskSpec;
-  if (onParentFailure !== undefined && onParentFailure !== 'cancel' && onParentFailure !== 'run')
-    throw invalid('onParentFailure must be cancel or run');
-  if (after === undefined) return {rest, after: [], policy: onParentFailure ?? 'cancel'};
-  if (!Array.isArray(after)) throw invalid('after must be an array of task ids');
-  const seen = new Set<string>();
-  for (const id of after as unknown[]) {
-    if (!isTaskId(id)) throw invalid(`after: "${String(id)}" is not a task id (a lower-case UUID)`);
-    if (seen.has(id)) throw invalid(`after: ${id} is given twice`);
-    if (!known.has(id)) throw invalid(`after: unknown task ${id}`);
-    seen.add(id);
-  }
-  return {rest, after: [...seen], policy: onParentFailure ?? 'cancel'};
-}
 
 /**
  * Creates the in-process client (see TestClient). Submits are validated as the real client does
@@ -156,6 +190,29 @@ export function createTestClient(opts: TestClientOptions): TestClient {
   let report: FlushReport = {inserted: 0, existing: 0, unpublished: 0, conflicts: []};
   let closed = false;
   let current: {id: string; abort: AbortController} | null = null;
+  const batches = new Map<string, Batch>();
+  /** Dependents cancelled because a parent failed, so far (runnable() passes again while it grows). */
+  let cascaded = 0;
+
+  const counts = (b: Batch): {succeeded: number; dead: number; cancelled: number} => {
+    const c = {succeeded: 0, dead: 0, cancelled: 0};
+    for (const id of b.members) {
+      const st = (tasks.get(id) as Row).state;
+      if (st === 'succeeded' || st === 'dead' || st === 'cancelled') c[st]++;
+    }
+    return c;
+  };
+
+  /** Whether every task of a batch ended; the first time, its callback gets `payload.batch`. */
+  const batchEnded = (b: Batch): boolean => {
+    if (b.doneAt) return true;
+    const c = counts(b);
+    if (c.succeeded + c.dead + c.cancelled < b.members.length) return false;
+    b.doneAt = new Date(clock.now());
+    const cb = tasks.get(b.callbackId) as Row;
+    cb.payload = {...cb.payload, batch: {id: b.id, total: b.members.length, ...c}};
+    return true;
+  };
 
   const move = (t: Row, to: TaskState, error: string | null = null): void => {
     t.history.push({from: t.state, to, attempt: t.attempt, at: new Date(clock.now()), error});
@@ -163,7 +220,7 @@ export function createTestClient(opts: TestClientOptions): TestClient {
     if (error !== null) t.lastError = error;
   };
 
-  const write = (n: NewTask, after: string[], policy: ParentFailurePolicy): void => {
+  const write = (n: NewTask, after: string[], policy: ParentFailurePolicy, callbackOf: string | null = null): void => {
     const gate = n.debounce ?? n.throttle;
     const gateKey = gate ? `${n.type}\0${gate.key}` : '';
     if (n.throttle) {
@@ -199,6 +256,7 @@ export function createTestClient(opts: TestClientOptions): TestClient {
       timeoutMs: n.timeoutMs,
       gate: n.debounce ? gateKey : null,
       contentHash: n.contentHash,
+      callbackOf,
     };
     tasks.set(t.id, t);
     seq.set(t.id, seq.size);
@@ -207,9 +265,9 @@ export function createTestClient(opts: TestClientOptions): TestClient {
 
   const submit = async (spec: TestTaskSpec): Promise<string> => {
     if (closed) throw new AxError('closed', 'the test client is closed');
-    const deps = dependencies(spec, tasks);
+    const deps = splitDependencies(spec);
     const n = validateTaskSpec(deps.rest, defaults, clock.now(), newId);
-    if (deps.after.includes(n.id)) throw invalid(`after: task ${n.id} cannot wait for itself`);
+    checkLinks(new Map([[n.id, deps.after]]), (id) => tasks.has(id));
     const old = tasks.get(n.id);
     if (old) {
       if (old.contentHash === n.contentHash) report.existing++;
@@ -218,6 +276,82 @@ export function createTestClient(opts: TestClientOptions): TestClient {
     }
     write(n, deps.after, deps.policy);
     return n.id;
+  };
+
+  /** One task of a submitBatch, validated; invalid_input prefixed with `what`. */
+  const linkedTask = (spec: unknown, what: string, now: number): {n: NewTask; after: string[]; policy: ParentFailurePolicy} => {
+    try {
+      const d = splitDependencies(spec);
+      const n = validateTaskSpec(d.rest, defaults, now, newId);
+      if (n.debounce || n.throttle)
+        throw invalid('debounce and throttle are not for submitBatch (a gate could drop a task the others count on)');
+      return {n, after: d.after, policy: d.policy};
+    } catch (e) {
+      throw invalid(`${what}: ${errorMessage(e)}`);
+    }
+  };
+
+  const submitBatch = async (specs: TestTaskSpec[], o: TestBatchOptions = {}): Promise<TestBatchResult> => {
+    if (closed) throw new AxError('closed', 'the test client is closed');
+    if (!Array.isArray(specs) || specs.length === 0) throw invalid('submitBatch needs at least one task');
+    const now = clock.now();
+    const items = specs.map((sp, i) => linkedTask(sp, `task ${i}`, now));
+    const links = new Map<string, string[]>();
+    for (const {n, after} of items) {
+      if (links.has(n.id)) throw invalid(`task ${n.id} is given twice in the batch`);
+      links.set(n.id, after);
+    }
+    checkLinks(links, (id) => tasks.has(id));
+    let callback: NewTask | undefined;
+    if (o.callback !== undefined) {
+      const c = linkedTask(o.callback, 'callback', now);
+      if (c.after.length > 0) throw invalid('callback: a batch callback waits for its batch; give it no after');
+      if (c.n.runAtMs !== null || c.n.delayMs !== 0)
+        throw invalid('callback: a batch callback is due when its batch ended; give it no delay or runAt');
+      if ('batch' in (JSON.parse(c.n.payload) as object))
+        throw invalid('callback: its payload gets a "batch" key when it runs; give it none');
+      if (links.has(c.n.id)) throw invalid(`callback: task ${c.n.id} is also in the batch`);
+      for (const id of [c.n.id, ...links.keys()])
+        if (tasks.has(id)) throw invalid(`task ${id} is already stored: the tasks of a batch are new`);
+      callback = c.n;
+    }
+    const r: TestBatchResult = {ids: [], conflicts: [], inserted: 0, existing: 0};
+    for (const {n, after, policy} of items) {
+      const old = tasks.get(n.id);
+      if (!old) {
+        write(n, after, policy);
+        report.inserted--; // counted in the result, not in the next flush()
+        r.inserted++;
+      } else if (old.contentHash === n.contentHash) r.existing++;
+      else r.conflicts.push({id: n.id, existingId: old.id, reason: 'the id or dedup key exists with other content'});
+      r.ids.push(n.id);
+    }
+    if (callback) {
+      const batchId = newId();
+      write(callback, [], 'cancel', batchId);
+      report.inserted--;
+      batches.set(batchId, {id: batchId, callbackId: callback.id, members: [...links.keys()], createdAt: new Date(now), doneAt: null});
+      r.batchId = batchId;
+      r.callbackId = callback.id;
+    }
+    return r;
+  };
+
+  const batch = async (id: string): Promise<TestBatchInfo> => {
+    if (!isTaskId(id)) throw invalid(`"${String(id)}" is not a batch id (a lower-case UUID)`);
+    const b = batches.get(id);
+    if (!b) throw new AxError('not_found', `no batch ${id}`);
+    batchEnded(b);
+    const cb = tasks.get(b.callbackId) as Row;
+    return {
+      id,
+      callbackId: b.callbackId,
+      callbackState: cb.state,
+      total: b.members.length,
+      ...counts(b),
+      createdAt: b.createdAt,
+      doneAt: b.doneAt,
+    };
   };
 
   const flush = async (): Promise<FlushReport> => {
@@ -231,15 +365,21 @@ export function createTestClient(opts: TestClientOptions): TestClient {
   };
 
   /** A task's public fields, copied (the test cannot change the client's rows). */
-  const copy = ({timeoutMs: _t, gate: _g, contentHash: _h, ...t}: Row): TestTask => ({...t, after: [...t.after], history: [...t.history]});
+  const copy = ({timeoutMs: _t, gate: _g, contentHash: _h, callbackOf: _c, ...t}: Row): TestTask => ({
+    ...t,
+    after: [...t.after],
+    history: [...t.history],
+  });
 
   /** Whether a waiting task can run: its parents all final; cancels it when a parent failed and its policy says so. */
   const ready = (t: Row): boolean => {
+    if (t.callbackOf !== null) return batchEnded(batches.get(t.callbackOf) as Batch);
     const parents = t.after.map((id) => tasks.get(id) as Row);
     if (!parents.every((p) => FINAL.has(p.state))) return false;
     const failed = parents.find((p) => p.state !== 'succeeded');
     if (failed && t.onParentFailure === 'cancel') {
       move(t, 'cancelled', `parent ${failed.id} ended ${failed.state}`);
+      cascaded++;
       return false;
     }
     return true;
@@ -250,12 +390,16 @@ export function createTestClient(opts: TestClientOptions): TestClient {
    * submit order; the dependents of a failed parent are cancelled on the way (their policy permitting).
    */
   const runnable = (): Array<{t: Row; h: ResolvedHandler}> => {
-    const out: Array<{t: Row; h: ResolvedHandler}> = [];
-    // In submit order, parents before their dependents: a cancel cascades in one pass.
-    for (const t of tasks.values()) {
-      if ((t.state !== 'submitted' && t.state !== 'failed') || !ready(t)) continue;
-      const h = handlers.byType.get(t.type);
-      if (h) out.push({t, h});
+    let out: Array<{t: Row; h: ResolvedHandler}> = [];
+    // Again while a pass cancelled a dependent: a cancel cascades to its own dependents.
+    for (let before = -1; before !== cascaded;) {
+      before = cascaded;
+      out = [];
+      for (const t of tasks.values()) {
+        if ((t.state !== 'submitted' && t.state !== 'failed') || !ready(t)) continue;
+        const h = handlers.byType.get(t.type);
+        if (h) out.push({t, h});
+      }
     }
     return out.sort(
       (a, b) => a.t.runAt.getTime() - b.t.runAt.getTime() || rank(a.t.priority) - rank(b.t.priority) || seq.get(a.t.id)! - seq.get(b.t.id)!,
@@ -333,6 +477,8 @@ export function createTestClient(opts: TestClientOptions): TestClient {
   return {
     clock,
     submit,
+    submitBatch,
+    batch,
     flush,
     close: async () => {
       const r = await flush();
