@@ -73,6 +73,9 @@ describe('runTask: the fake context', () => {
     expect(run.outcome.ok).toBe(true);
     expect(run.result).toEqual({total: 7});
     expect((await runTask(() => TaskResult.success())).result).toBeUndefined();
+    const notJson = await runTask(() => ({ok: true, result: {n: 1n}}) as never);
+    expect(notJson.outcome).toMatchObject({ok: false, message: expect.stringMatching(/the result is not JSON/)});
+    expect(notJson.next.action).toBe('retry');
   });
 });
 

@@ -185,9 +185,18 @@ export async function runAttempt(h: Pick<ResolvedHandler, 'execute'>, job: Attem
     const wrapped = {execute: async (c: TestTaskContext) => (returned = await h.execute(c))};
     void runHandler(wrapped, ctx).then((outcome) => done({ended: 'settled', r: outcomeToResult(outcome), outcome}));
   });
+  // A result that is not JSON fails the attempt (it could not be stored).
+  let result: JsonValue | undefined;
+  let {outcome, r} = ended;
+  try {
+    result = ended.ended === 'settled' ? resultOf(returned, outcome) : undefined;
+  } catch (e) {
+    outcome = {ok: false, message: (e as Error).message, unrecoverable: false};
+    r = outcomeToResult(outcome);
+  }
   const decided = decideOutcome(
     {id: job.taskId, fence: 0, attempt: job.attempt, maxRetries: job.maxRetries, retryBase: 0},
-    ended.r,
+    r,
     env.backoff,
     env.random,
   );
@@ -196,14 +205,7 @@ export async function runAttempt(h: Pick<ResolvedHandler, 'execute'>, job: Attem
       ? {action: 'complete'}
       : decided.kind === 'fail'
         ? {action: 'retry', attempt: job.attempt + 1, delayMs: decided.retryDelayMs, error: decided.error}
-        : {action: 'dead', error: decided.kind === 'deadLetter' ? decided.error : ended.outcome.ok ? '' : ended.outcome.message};
-  let result: JsonValue | undefined;
-  let outcome = ended.outcome;
-  try {
-    result = ended.ended === 'settled' ? resultOf(returned, outcome) : undefined;
-  } catch (e) {
-    outcome = {ok: false, message: (e as Error).message, unrecoverable: false};
-  }
+        : {action: 'dead', error: decided.kind === 'deadLetter' ? decided.error : outcome.ok ? '' : outcome.message};
   const state = next.action === 'complete' ? 'succeeded' : next.action === 'retry' ? 'failed' : 'dead';
   return {
     taskId: job.taskId,
