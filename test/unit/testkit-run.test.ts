@@ -74,8 +74,11 @@ describe('runTask: the fake context', () => {
     expect(run.result).toEqual({total: 7});
     expect((await runTask(() => TaskResult.success())).result).toBeUndefined();
     const notJson = await runTask(() => ({ok: true, result: {n: 1n}}) as never);
-    expect(notJson.outcome).toMatchObject({ok: false, message: expect.stringMatching(/the result is not JSON/)});
-    expect(notJson.next.action).toBe('retry');
+    expect(notJson.outcome).toMatchObject({ok: false, unrecoverable: true, message: expect.stringMatching(/^result is not JSON/)});
+    expect(notJson.next).toMatchObject({action: 'dead', error: expect.stringMatching(/^result is not JSON/)});
+    const big = await runTask(() => ({ok: true, result: 'x'.repeat(70_000)}));
+    expect(big.outcome).toMatchObject({ok: false, unrecoverable: true, message: expect.stringMatching(/over the 64 KiB limit/)});
+    expect(big.result).toBeUndefined();
   });
 });
 
@@ -209,7 +212,7 @@ describe('runTask: progress', () => {
       [[-1], /from 0 to 100/],
       [[Number.NaN], /from 0 to 100/],
       [['50'], /from 0 to 100/],
-      [[10, 'x'.repeat(MAX_PROGRESS_NOTE_LENGTH + 1)], /over the limit of 200/],
+      [[10, 'x'.repeat(MAX_PROGRESS_NOTE_LENGTH + 1)], /note must be at most 200 characters/],
       [[10, 5], /note must be a string/],
     ] as const) {
       const run = await runTask((ctx) => (ctx.progress as (...a: unknown[]) => void)(...args));

@@ -9,6 +9,13 @@ export interface ProgressReport {
   note: string | null;
 }
 
+const describe = (v: unknown): string =>
+  typeof v === 'string'
+    ? JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v)
+    : typeof v === 'number' || typeof v === 'boolean' || v === null || v === undefined
+      ? String(v)
+      : typeof v;
+
 /**
  * Validates one `ctx.progress(percent, note?)` call, the one rule for the worker and the test kit:
  * `percent` a finite number from 0 to 100 (a fraction is rounded to the whole percent the task
@@ -16,12 +23,12 @@ export interface ProgressReport {
  * invalid_input naming the bad argument; nothing is recorded then.
  */
 export function validateProgress(percent: unknown, note?: unknown): ProgressReport {
-  if (typeof percent !== 'number' || !Number.isFinite(percent) || percent < 0 || percent > 100)
-    throw invalid(`progress must be a number from 0 to 100, got ${typeof percent === 'number' ? percent : typeof percent}`);
-  if (note !== undefined && note !== null) {
-    if (typeof note !== 'string') throw invalid(`progress note must be a string, got ${typeof note}`);
-    if (note.length > MAX_PROGRESS_NOTE_LENGTH)
-      throw invalid(`progress note is ${note.length} characters, over the limit of ${MAX_PROGRESS_NOTE_LENGTH}`);
-  }
+  if (typeof percent !== 'number' || !Number.isFinite(percent))
+    throw invalid(`ctx.progress: percent must be a number from 0 to 100, got ${describe(percent)}`);
+  if (percent < 0 || percent > 100) throw invalid(`ctx.progress: percent must be from 0 to 100, got ${percent}`);
+  if (note !== undefined && note !== null && typeof note !== 'string')
+    throw invalid(`ctx.progress: note must be a string, got ${describe(note)}`);
+  if (typeof note === 'string' && note.length > MAX_PROGRESS_NOTE_LENGTH)
+    throw invalid(`ctx.progress: note must be at most ${MAX_PROGRESS_NOTE_LENGTH} characters, got ${note.length}`);
   return {percent: Math.round(percent), note: typeof note === 'string' ? note : null};
 }

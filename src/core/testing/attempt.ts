@@ -18,7 +18,7 @@ import {
 import {decideOutcome} from '../worker/outcome.js';
 import {abortReason, outcomeToResult, type JobResult} from '../worker/pool.js';
 import {createTestClock, type TestClock} from './clock.js';
-import {checkParents, jsonCopy, testContext, type LogLine, type Parents, type ProgressCall, type TestTaskContext} from './context.js';
+import {checkParents, testContext, type LogLine, type Parents, type ProgressCall, type TestTaskContext} from './context.js';
 
 /** What the test kit runs: a defineHandlers table, one handler definition, or a bare execute function. */
 export type Handlers = HandlerMap | HandlerDefinition | ((ctx: TestTaskContext) => ReturnType<HandlerDefinition['execute']>);
@@ -142,12 +142,36 @@ export interface AttemptEnv {
   signal?: AbortSignal;
 }
 
-/** The value a handler returned with its success, if it returned one. */
+/** The largest result a handler may return, serialized (the worker's limit). */
+export const RESULT_LIMIT_BYTES = 64 * 1024;
+
+/**
+ * The value a handler returned with its success, if it returned one, read back from JSON. Throws
+ * (the attempt then fails unrecoverably, as in the worker) for a result that is not JSON or is
+ * over RESULT_LIMIT_BYTES serialized.
+ */
 function resultOf(returned: unknown, outcome: TaskOutcome): JsonValue | undefined {
   if (!outcome.ok) return undefined;
   const r = returned as {ok?: unknown; result?: unknown} | null | undefined;
-  if (r === null || typeof r !== 'object' || r.ok !== true || !('result' in r) || r.result === undefined) return undefined;
-  return jsonCopy(r.result as JsonValue, 'the result');
+  if (r === null || typeof r !== 'object' || r.ok !== true || !('result' in r) || r.result === undefined || r.result === null)
+    return undefined;
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(r.result, (_k, v: unknown) => {
+      if (typeof v === 'bigint' || typeof v === 'function' || typeof v === 'symbol') throw new Error(`a value is a ${typeof v}`);
+      if (typeof v === 'number' && !Number.isFinite(v)) throw new Error(`a value is ${v}`);
+      return v;
+    });
+  } catch (e) {
+    throw new Error(`result is not JSON: ${(e as Error).message}`);
+  }
+  if (json === undefined) throw new Error('result is not JSON');
+  const bytes = Buffer.byteLength(json, 'utf8');
+  if (bytes > RESULT_LIMIT_BYTES)
+    throw new Error(
+      `result is ${Math.ceil(bytes / 1024)} KiB, over the ${RESULT_LIMIT_BYTES / 1024} KiB limit (store big data elsewhere and return a reference)`,
+    );
+  return JSON.parse(json) as JsonValue;
 }
 
 /**
@@ -185,13 +209,13 @@ export async function runAttempt(h: Pick<ResolvedHandler, 'execute'>, job: Attem
     const wrapped = {execute: async (c: TestTaskContext) => (returned = await h.execute(c))};
     void runHandler(wrapped, ctx).then((outcome) => done({ended: 'settled', r: outcomeToResult(outcome), outcome}));
   });
-  // A result that is not JSON fails the attempt (it could not be stored).
+  // A result that is not JSON or is too big fails the attempt unrecoverably, as in the worker.
   let result: JsonValue | undefined;
   let {outcome, r} = ended;
   try {
     result = ended.ended === 'settled' ? resultOf(returned, outcome) : undefined;
   } catch (e) {
-    outcome = {ok: false, message: (e as Error).message, unrecoverable: false};
+    outcome = {ok: false, message: (e as Error).message, unrecoverable: true};
     r = outcomeToResult(outcome);
   }
   const decided = decideOutcome(
