@@ -143,36 +143,7 @@ export interface AttemptEnv {
 }
 
 /** The largest result a handler may return, serialized (the worker's limit). */
-export const RESULT_LIMIT_BYTES = 64 * 1024;
-
-/**
- * The value a handler returned with its success, if it returned one, read back from JSON. Throws
- * (the attempt then fails unrecoverably, as in the worker) for a result that is not JSON or is
- * over RESULT_LIMIT_BYTES serialized.
- */
-function resultOf(returned: unknown, outcome: TaskOutcome): JsonValue | undefined {
-  if (!outcome.ok) return undefined;
-  const r = returned as {ok?: unknown; result?: unknown} | null | undefined;
-  if (r === null || typeof r !== 'object' || r.ok !== true || !('result' in r) || r.result === undefined || r.result === null)
-    return undefined;
-  let json: string | undefined;
-  try {
-    json = JSON.stringify(r.result, (_k, v: unknown) => {
-      if (typeof v === 'bigint' || typeof v === 'function' || typeof v === 'symbol') throw new Error(`a value is a ${typeof v}`);
-      if (typeof v === 'number' && !Number.isFinite(v)) throw new Error(`a value is ${v}`);
-      return v;
-    });
-  } catch (e) {
-    throw new Error(`result is not JSON: ${(e as Error).message}`);
-  }
-  if (json === undefined) throw new Error('result is not JSON');
-  const bytes = Buffer.byteLength(json, 'utf8');
-  if (bytes > RESULT_LIMIT_BYTES)
-    throw new Error(
-      `result is ${Math.ceil(bytes / 1024)} KiB, over the ${RESULT_LIMIT_BYTES / 1024} KiB limit (store big data elsewhere and return a reference)`,
-    );
-  return JSON.parse(json) as JsonValue;
-}
+export {RESULT_LIMIT_BYTES} from '../worker/results.js';
 
 /**
  * Runs one attempt as the IO pool does: a context with its own AbortSignal, the timeout on
@@ -185,7 +156,6 @@ export async function runAttempt(h: Pick<ResolvedHandler, 'execute'>, job: Attem
   const progress: ProgressCall[] = [];
   const controller = new AbortController();
   const ctx = testContext({...job, signal: controller.signal, logs, progress, now: () => env.clock.now()});
-  let returned: unknown;
   const ended = await new Promise<{ended: TaskRun['ended']; r: JobResult; outcome: TaskOutcome}>((resolve) => {
     const stop = (ended: 'timeout' | 'aborted', message: string): void => {
       controller.abort(abortReason(message, ended === 'timeout' ? 'TimeoutError' : 'AbortError'));
@@ -206,18 +176,18 @@ export async function runAttempt(h: Pick<ResolvedHandler, 'execute'>, job: Attem
     };
     if (env.signal?.aborted) return onAbort();
     env.signal?.addEventListener('abort', onAbort, {once: true});
-    const wrapped = {execute: async (c: TestTaskContext) => (returned = await h.execute(c))};
-    void runHandler(wrapped, ctx).then((outcome) => done({ended: 'settled', r: outcomeToResult(outcome), outcome}));
+    void runHandler(h, ctx).then((run) => {
+      // The worker's own check of a result (JSON, ≤ 64 KiB) ran in runHandler: a bad one failed it.
+      const outcome: TaskOutcome = run.ok
+        ? run.resultJson === undefined
+          ? {ok: true}
+          : {ok: true, result: JSON.parse(run.resultJson) as JsonValue}
+        : run;
+      done({ended: 'settled', r: outcomeToResult(run), outcome});
+    });
   });
-  // A result that is not JSON or is too big fails the attempt unrecoverably, as in the worker.
-  let result: JsonValue | undefined;
-  let {outcome, r} = ended;
-  try {
-    result = ended.ended === 'settled' ? resultOf(returned, outcome) : undefined;
-  } catch (e) {
-    outcome = {ok: false, message: (e as Error).message, unrecoverable: true};
-    r = outcomeToResult(outcome);
-  }
+  const {outcome, r} = ended;
+  const result = outcome.ok ? outcome.result : undefined;
   const decided = decideOutcome(
     {id: job.taskId, fence: 0, attempt: job.attempt, maxRetries: job.maxRetries, retryBase: 0},
     r,

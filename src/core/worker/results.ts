@@ -4,13 +4,10 @@
  * runs (the worker's event loop for the IO pool, the worker thread for the CPU pool), so the main
  * thread of a CPU pool receives a result already serialized.
  */
-import {invalid} from '../errors.js';
 
 /** The largest result, serialized as JSON (UTF-8 bytes). */
 export const RESULT_LIMIT_BYTES = 64 * 1024;
 
-/** The longest progress note (characters; the column is VARCHAR(200)). */
-export const PROGRESS_NOTE_MAX = 200;
 
 /** A result as stored: its JSON text, or why it cannot be stored (the attempt then fails unrecoverably). */
 export type EncodedResult = {ok: true; json: string | undefined} | {ok: false; message: string};
@@ -60,30 +57,5 @@ export function encodeResult(result: unknown): EncodedResult {
   return {ok: true, json};
 }
 
-/** One progress report, checked. */
-export interface ProgressReport {
-  percent: number;
-  note: string | null;
-}
-
-/**
- * Checks `ctx.progress(percent, note?)`: percent a finite number in 0..100 (rounded to a whole
- * number, as stored), note a string of at most PROGRESS_NOTE_MAX characters or absent. Throws
- * AxError invalid_input otherwise (in the handler: nothing is written).
- */
-export function checkProgress(percent: unknown, note: unknown): ProgressReport {
-  if (typeof percent !== 'number' || !Number.isFinite(percent))
-    throw invalid(`ctx.progress: percent must be a number from 0 to 100, got ${describe(percent)}`);
-  if (percent < 0 || percent > 100) throw invalid(`ctx.progress: percent must be from 0 to 100, got ${percent}`);
-  if (note !== undefined && note !== null && typeof note !== 'string')
-    throw invalid(`ctx.progress: note must be a string, got ${describe(note)}`);
-  if (typeof note === 'string' && note.length > PROGRESS_NOTE_MAX)
-    throw invalid(`ctx.progress: note must be at most ${PROGRESS_NOTE_MAX} characters, got ${note.length}`);
-  return {percent: Math.round(percent), note: typeof note === 'string' ? note : null};
-}
-
-function describe(v: unknown): string {
-  if (typeof v === 'string') return JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v);
-  if (typeof v === 'number' || typeof v === 'boolean' || v === null || v === undefined) return String(v);
-  return typeof v;
-}
+/** The one progress rule (worker, CPU threads, test kit): core/task/progress.ts. */
+export {validateProgress as checkProgress, type ProgressReport} from '../task/progress.js';
