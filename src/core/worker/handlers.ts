@@ -3,6 +3,8 @@ import {parseDuration} from '../duration.js';
 import type {Logger} from '../log.js';
 import {type ForcedReplay, POOLS, type JsonObject, type PoolName} from '../task/model.js';
 import {validateTypeName} from '../task/validate.js';
+import type {ParentInfo} from '../task/links.js';
+export type {ParentInfo} from '../task/links.js';
 
 /**
  * What a handler returns: success, a retryable failure, or an unrecoverable one (dead at once).
@@ -46,6 +48,12 @@ export interface TaskContext {
    * ordinary runs and plain replays of dead tasks; retries of a forced replay still see it.
    */
   replay?: ForcedReplay;
+  /**
+   * The task's parents by id (TaskSpec.after): their type, how they ended and their result. Empty
+   * for a task without parents. A parent ended dead or cancelled appears only for a task submitted
+   * with `onParentFailure: 'run'` (otherwise the task was cancelled).
+   */
+  parents: Readonly<Record<string, ParentInfo>>;
 }
 
 export interface HandlerDefinition {

@@ -45,6 +45,9 @@ function abortEntry(e: Entry, reason: DOMException, now: number): void {
  * child logger per task were most of the pool's CPU per no-op task (measured). They are own,
  * enumerable getters, so a handler that spreads the context (`{...ctx, payload}`) still passes them on.
  */
+/** The parents of a task without parents (frozen: shared by every such context). */
+const NO_PARENTS: Readonly<Record<string, never>> = Object.freeze({});
+
 function taskContext(job: PoolJob, e: Entry, parent: Logger): TaskContext {
   let log: Logger | null = null;
   return {
@@ -53,6 +56,7 @@ function taskContext(job: PoolJob, e: Entry, parent: Logger): TaskContext {
     attempt: job.attempt,
     payload: job.payload,
     ...(job.replay === undefined ? {} : {replay: job.replay}),
+    parents: job.parents ?? NO_PARENTS,
     get signal(): AbortSignal {
       if (!e.controller) {
         e.controller = new AbortController();

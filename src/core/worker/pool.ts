@@ -1,5 +1,6 @@
 import type {ForcedReplay, JsonObject, PoolName, Priority} from '../task/model.js';
 import type {TaskOutcome} from './handlers.js';
+import type {ParentInfo} from '../task/links.js';
 
 /** The `aborted` message of a job that never started before drain's deadline (see ExecutionPool.drain). */
 export const NOT_STARTED = 'not started';
@@ -19,6 +20,8 @@ export interface PoolJob {
   timeoutMs: number;
   /** A forced replay's who/when/why (ctx.replay); absent for ordinary runs and plain replays. */
   replay?: ForcedReplay;
+  /** ctx.parents of a task with parents; absent (an empty object to the handler) otherwise. */
+  parents?: Record<string, ParentInfo>;
 }
 
 /** How an attempt ended, from the pool's point of view. */

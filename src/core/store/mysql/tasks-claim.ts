@@ -133,6 +133,9 @@ function toClaimed(r: Row): ClaimedTask {
     timeoutMs: r.timeout_ms === null ? null : Number(r.timeout_ms),
     lateMs: Math.max(0, Number(r.late_us) / 1000),
     replay: parseReplay(r.replay as string | null),
+    // Dependencies and batches (links.ts): carried to the outcome; absent on plain tasks.
+    ...(Number(r.links ?? 0) === 0 ? {} : {links: Number(r.links)}),
+    ...(r.batch_id === null || r.batch_id === undefined ? {} : {batchId: r.batch_id as string}),
   };
 }
 
