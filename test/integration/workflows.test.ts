@@ -9,6 +9,8 @@ import {createClient, type AxClient} from '../../src/core/client.js';
 import {createWorkerService} from '../../src/core/worker/service.js';
 import type {Worker} from '../../src/core/worker/worker.js';
 import {AxError} from '../../src/core/errors.js';
+import {createSchedulerService} from '../../src/core/scheduler/service.js';
+import type {Scheduler} from '../../src/core/scheduler/scheduler.js';
 import {createTestEnv, eventually, type TestEnv} from '../helpers/env.js';
 
 const HANDLERS = new URL('../fixtures/workflow-handlers.js', import.meta.url).href;
@@ -31,6 +33,7 @@ describe('dependencies', () => {
   let env: TestEnv;
   let client: AxClient;
   const workers: Worker[] = [];
+  let scheduler: Scheduler;
 
   const stateOf = async (id: string): Promise<{state: string; last_error: string | null}> =>
     (await env.sql<{state: string; last_error: string | null}>('SELECT state, last_error FROM tasks WHERE id = ?', [id]))[0]!;
@@ -61,6 +64,14 @@ describe('dependencies', () => {
       broker: await env.broker({reconnect: true}),
       release: async () => undefined,
     });
+    // Releases made by a cancel (a batch's last member) are rung by the scheduler's due scan.
+    scheduler = createSchedulerService({
+      ...env.rt,
+      store: await env.store(),
+      broker: await env.broker({reconnect: true}),
+      maintenance: false,
+    });
+    await scheduler.start();
     for (let i = 0; i < 2; i++) {
       const w = await createWorkerService({
         ...env.rt,
@@ -77,6 +88,7 @@ describe('dependencies', () => {
   });
   afterAll(async () => {
     for (const w of workers) await w.stop({graceMs: 1000});
+    await scheduler.stop();
     await client.close();
     await env.dispose();
   });
@@ -157,6 +169,15 @@ describe('dependencies', () => {
     await ended([child]);
     expect((await stateOf(child)).state).toBe('succeeded');
 
+    // A dependent of a running parent: the parent's claim saw no dependents, its outcome finds one.
+    const running = randomUUID();
+    await client.submitBatch([{id: running, type: 'wf_step', payload: {ms: 200}}]);
+    await eventually(async () => runs().some((r) => r.id === running), 10_000, 'the parent to start');
+    const follower = await client.submit({type: 'wf_step', after: [running]});
+    await ended([running, follower]);
+    expect((await stateOf(follower)).state).toBe('succeeded');
+    expect(at(follower, 'start')).toBeGreaterThan(at(running, 'end'));
+
     const [slow, mid, leaf] = [randomUUID(), randomUUID(), randomUUID()];
     await client.submitBatch([
       {id: slow, type: 'wf_step', payload: {ms: 300}},
@@ -171,6 +192,42 @@ describe('dependencies', () => {
     const late = await client.submit({type: 'wf_step', after: [mid]});
     expect(await stateOf(late)).toEqual({state: 'cancelled', last_error: `parent ${mid} ended cancelled`});
   });
+
+  it('a batch runs its callback once, with the counts, when every member ended', async () => {
+    const later = randomUUID();
+    const small = await client.submitBatch(
+      [{type: 'wf_step'}, {type: 'wf_step', payload: {fail: true}}, {id: later, type: 'wf_step', delay: '1h'}],
+      {callback: {type: 'wf_callback', payload: {note: 'small'}}},
+    );
+    await ended(small.ids.slice(0, 2));
+    const progress = await client.batch(small.batchId!);
+    expect(progress).toMatchObject({total: 3, succeeded: 1, dead: 1, cancelled: 0, callbackState: 'submitted', doneAt: null});
+    expect(runs().some((r) => r.id === small.callbackId)).toBe(false);
+    await client.cancel(later);
+    await ended([small.callbackId!]);
+    const calls = runs().filter((r) => r.id === small.callbackId);
+    expect(calls).toHaveLength(1);
+    expect(calls[0]!.payload).toEqual({note: 'small', batch: {id: small.batchId, total: 3, succeeded: 1, dead: 1, cancelled: 1}});
+    expect(await client.batch(small.batchId!)).toMatchObject({callbackState: 'succeeded', cancelled: 1});
+    expect((await (await env.store()).batchesList({limit: 10})).map((b) => b.id)).toContain(small.batchId);
+
+    const n = 10_000;
+    const big = await client.submitBatch(
+      Array.from({length: n}, (_, i) => ({type: 'wf_step', payload: {fail: i % 1000 === 0}})),
+      {callback: {type: 'wf_callback'}},
+    );
+    await ended([big.callbackId!], 240_000);
+    const bigCalls = runs().filter((r) => r.id === big.callbackId);
+    expect(bigCalls).toHaveLength(1);
+    expect(bigCalls[0]!.payload).toEqual({batch: {id: big.batchId, total: n, succeeded: n - 10, dead: 10, cancelled: 0}});
+    expect(await client.batch(big.batchId!)).toMatchObject({
+      total: n,
+      succeeded: n - 10,
+      dead: 10,
+      cancelled: 0,
+      callbackState: 'succeeded',
+    });
+  }, 300_000);
 
   it('refuses bad input with invalid_input and writes nothing', async () => {
     const [a, b] = [randomUUID(), randomUUID()];
