@@ -13,6 +13,7 @@ export function outboxRow(over: Partial<OutboxRow> & Pick<OutboxRow, 'id' | 'pay
     timeoutMs: null,
     dedupKey: null,
     key: null,
+    deps: null,
     attempts: 0,
     lastError: null,
     failedAt: null,

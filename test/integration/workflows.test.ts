@@ -12,6 +12,9 @@ import {AxError} from '../../src/core/errors.js';
 import {createSchedulerService} from '../../src/core/scheduler/service.js';
 import type {Scheduler} from '../../src/core/scheduler/scheduler.js';
 import {createTestEnv, eventually, type TestEnv} from '../helpers/env.js';
+import {createBusinessDb} from '../helpers/outbox.js';
+import {enqueueInTransaction} from '../../src/core/outbox/enqueue.js';
+import {createRelayService} from '../../src/core/outbox/service.js';
 
 const HANDLERS = new URL('../fixtures/workflow-handlers.js', import.meta.url).href;
 
@@ -228,6 +231,56 @@ describe('dependencies', () => {
       callbackState: 'succeeded',
     });
   }, 300_000);
+
+  it('the outbox carries dependencies within one transaction: parents written first, dependents wait', async () => {
+    const biz = await createBusinessDb({migrate: true});
+    try {
+      const [a, b, c] = [randomUUID(), randomUUID(), randomUUID()];
+      const conn = await biz.pool.getConnection();
+      try {
+        await conn.beginTransaction();
+        // Listed child first: enqueue writes the parents' rows before it.
+        await enqueueInTransaction(conn, [
+          {id: c, type: 'wf_step', after: [a, b]},
+          {id: a, type: 'wf_step', payload: {ms: 30}},
+          {id: b, type: 'wf_step', after: [a], onParentFailure: 'run'},
+        ]);
+        await conn.commit();
+      } finally {
+        conn.release();
+      }
+      const rows = await biz.sql<{task_id: string}>('SELECT task_id FROM task_outbox ORDER BY id');
+      expect(rows.map((r) => r.task_id)).toEqual([a, b, c]);
+      const relay = createRelayService({
+        ...env.rt,
+        config: env.config,
+        outbox: await biz.outbox(),
+        store: await env.store(),
+        broker: await env.broker(),
+        id: 'relay-wf',
+      });
+      while ((await relay.once()) > 0);
+      await ended([a, b, c]);
+      expect(at(b, 'start')).toBeGreaterThan(at(a, 'end'));
+      expect(at(c, 'start')).toBeGreaterThan(at(b, 'end'));
+      const [edge] = await env.sql<{run_on_failure: number}>('SELECT run_on_failure FROM task_deps WHERE parent = ? AND child = ?', [a, b]);
+      expect(Number(edge!.run_on_failure)).toBe(1);
+      await expect(
+        biz.pool.getConnection().then(async (x) => {
+          try {
+            await enqueueInTransaction(x, [
+              {id: a, type: 'wf_step', after: [b]},
+              {id: b, type: 'wf_step', after: [a]},
+            ]);
+          } finally {
+            x.release();
+          }
+        }),
+      ).rejects.toThrow(/cycle/);
+    } finally {
+      await biz.dispose();
+    }
+  });
 
   it('refuses bad input with invalid_input and writes nothing', async () => {
     const [a, b] = [randomUUID(), randomUUID()];

@@ -1,6 +1,7 @@
 import {invalid} from '../errors.js';
 import type {NewTask, TaskSpec} from '../task/model.js';
 import {validateTaskSpec, type TaskDefaults} from '../task/validate.js';
+import {assertAcyclic} from '../task/links.js';
 import {OUTBOX_PRODUCER_COLUMNS} from './schema.js';
 import {type Clock, systemClock} from '../time.js';
 
@@ -32,7 +33,7 @@ const utcDatetime = (ms: number): string => new Date(ms).toISOString().slice(0, 
  * The values of one row, in the order of OUTBOX_PRODUCER_COLUMNS, less `priority` and `task_key`
  * unless `w` says to write them.
  */
-function rowOf(t: NewTask, spec: TaskSpec, w: {priority: boolean; key: boolean}): unknown[] {
+function rowOf(t: NewTask, spec: TaskSpec, w: {priority: boolean; key: boolean; deps: boolean}): unknown[] {
   return [
     spec.id === undefined ? null : t.id,
     t.type,
@@ -45,7 +46,34 @@ function rowOf(t: NewTask, spec: TaskSpec, w: {priority: boolean; key: boolean})
     t.timeoutMs,
     t.dedupKey,
     ...(w.key ? [t.key] : []),
+    ...(w.deps ? [t.after ? JSON.stringify({after: t.after, onParentFailure: t.onParentFailure}) : null] : []),
   ];
+}
+
+/**
+ * `list` with parents before their dependents (stable otherwise), so the relay, reading rows in id
+ * order, has written a parent of the same call when it writes its dependent. A parent in the call
+ * must have an explicit `id` (that is how `after` names it); a cycle is refused.
+ */
+function parentsFirst(list: TaskSpec[], tasks: NewTask[]): TaskSpec[] {
+  assertAcyclic(tasks);
+  const index = new Map<string, number>();
+  list.forEach((s, i) => {
+    if (s.id !== undefined) index.set(s.id, i);
+  });
+  const out: number[] = [];
+  const placed = new Set<number>();
+  const place = (i: number): void => {
+    if (placed.has(i)) return;
+    placed.add(i);
+    for (const p of tasks[i]!.after ?? []) {
+      const j = index.get(p);
+      if (j !== undefined) place(j);
+    }
+    out.push(i);
+  };
+  list.forEach((_, i) => place(i));
+  return out.map((i) => list[i]!);
 }
 
 /**
@@ -57,7 +85,7 @@ function rowOf(t: NewTask, spec: TaskSpec, w: {priority: boolean; key: boolean})
  * multi-row INSERT for many tasks.
  */
 export async function enqueueInTransaction(conn: SqlConnection, tasks: TaskSpec | TaskSpec[], opts: EnqueueOptions = {}): Promise<void> {
-  const list = Array.isArray(tasks) ? tasks : [tasks];
+  let list = Array.isArray(tasks) ? tasks : [tasks];
   if (list.length === 0) return;
   if (list.length > 10_000) throw invalid('enqueue at most 10,000 tasks per call');
   if (!conn || typeof conn.query !== 'function')
@@ -68,9 +96,25 @@ export async function enqueueInTransaction(conn: SqlConnection, tasks: TaskSpec 
   const now = (opts.clock ?? systemClock).now();
   // The priority and task_key columns only when a task sets them: a task_outbox from before them
   // (not yet upgraded by `ax migrate --outbox`) still takes tasks at the default level, without a key.
-  const sets = (field: 'priority' | 'key'): boolean => list.some((s) => s !== null && typeof s === 'object' && s[field] !== undefined);
-  const w = {priority: sets('priority'), key: sets('key')};
-  const columns = OUTBOX_PRODUCER_COLUMNS.filter((c) => (c !== 'priority' || w.priority) && (c !== 'task_key' || w.key));
+  const sets = (field: 'priority' | 'key' | 'after'): boolean =>
+    list.some((s) => s !== null && typeof s === 'object' && s[field] !== undefined);
+  const w = {priority: sets('priority'), key: sets('key'), deps: sets('after')};
+  const columns = OUTBOX_PRODUCER_COLUMNS.filter(
+    (c) => (c !== 'priority' || w.priority) && (c !== 'task_key' || w.key) && (c !== 'deps' || w.deps),
+  );
+  // Dependencies: parents of the same call first (the relay reads rows in id order).
+  if (w.deps) {
+    let n = 0;
+    const tasks = list.map((spec, i) => {
+      try {
+        return validateTaskSpec(spec, defaults, now, () => `00000000-0000-7000-8000-${String(n++).padStart(12, '0')}`);
+      } catch (e) {
+        if (list.length > 1 && e instanceof Error) e.message = `task ${i}: ${e.message}`;
+        throw e;
+      }
+    });
+    list = parentsFirst(list, tasks);
+  }
   const rows = list.map((spec, i) => {
     try {
       // The outbox has no columns for them: refused rather than dropped without a word.

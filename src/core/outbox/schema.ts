@@ -44,6 +44,7 @@ export const OUTBOX_DDL = `CREATE TABLE IF NOT EXISTS task_outbox (
   timeout_ms    BIGINT NULL,
   dedup_key     VARCHAR(191) NULL,
   task_key      VARCHAR(128) NULL COMMENT 'who the task is for, e.g. tenant:42 (TaskSpec.key)',
+  deps          TEXT NULL COMMENT 'JSON {after: [task ids], onParentFailure} (TaskSpec.after)',
   created_at    DATETIME(3) NOT NULL DEFAULT (UTC_TIMESTAMP(3)) COMMENT 'UTC, whatever the session time zone',
   sent_at       DATETIME(3) NULL COMMENT 'set by the relay once the task is in ax (and rung when due)',
   claimed_by    VARCHAR(128) NULL,
@@ -69,6 +70,7 @@ export const OUTBOX_PRODUCER_COLUMNS = [
   'timeout_ms',
   'dedup_key',
   'task_key',
+  'deps',
 ] as const;
 
 /**
@@ -79,6 +81,7 @@ export const OUTBOX_PRODUCER_COLUMNS = [
 export const OUTBOX_ADDED_COLUMNS = [
   {name: 'priority', column: "priority VARCHAR(8) NULL COMMENT 'high, normal (default) or low'"},
   {name: 'task_key', column: "task_key VARCHAR(128) NULL COMMENT 'who the task is for, e.g. tenant:42 (TaskSpec.key)'"},
+  {name: 'deps', column: "deps TEXT NULL COMMENT 'JSON {after: [task ids], onParentFailure} (TaskSpec.after)'"},
 ] as const;
 
 /** Which of OUTBOX_ADDED_COLUMNS task_outbox has (params: none; reads information_schema). */

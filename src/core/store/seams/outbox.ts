@@ -22,6 +22,8 @@ export interface OutboxRow {
   dedupKey: string | null;
   /** task_key as written (TaskSpec.key): validated by the relay (a bad key fails the row); null on a table without the column. */
   key: string | null;
+  /** deps as written: JSON {after, onParentFailure} (TaskSpec.after); null without, or on a table without the column. */
+  deps: string | null;
   createdAt: Date;
   attempts: number;
   lastError: string | null;
