@@ -282,6 +282,17 @@ describe('dependencies', () => {
     }
   });
 
+  it('a debounced parent replaced by a later submit cancels its dependents', async () => {
+    const first = await client.submit({type: 'wf_step', debounce: {key: 'k1', window: '1h'}});
+    await client.flush();
+    const child = await client.submit({type: 'wf_step', after: [first]});
+    const second = await client.submit({type: 'wf_step', debounce: {key: 'k1', window: '1h'}});
+    await client.flush();
+    expect((await stateOf(first)).state).toBe('cancelled');
+    expect((await stateOf(second)).state).toBe('submitted');
+    expect(await stateOf(child)).toEqual({state: 'cancelled', last_error: `parent ${first} ended cancelled`});
+  });
+
   it('refuses bad input with invalid_input and writes nothing', async () => {
     const [a, b] = [randomUUID(), randomUUID()];
     const stored = randomUUID();
