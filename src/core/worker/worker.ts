@@ -12,7 +12,7 @@ import {graceDeadline, Periodic, type Service, type StopOptions} from '../lifecy
 import {countWorkerEvents, logTaskFailures, type WorkerStats} from './subscribers.js';
 import {countTypeStats, type TypeStats} from './type-stats.js';
 import type {HandlerMap} from './handlers.js';
-import {LINK_PARENTS, type ParentInfo, parentsOf} from '../task/links.js';
+import {LINK_DEPENDENTS, LINK_PARENTS, type ParentInfo, parentsOf} from '../task/links.js';
 import {decideOutcome, type Held, type NotStarted} from './outcome.js';
 import {type ExecutionPool, type JobResult, NOT_STARTED, type PoolJob, WITHDRAWN} from './pool.js';
 import {leveledPool, type PriorityWeights} from './levels.js';
@@ -591,7 +591,9 @@ export class Worker implements Service {
     const o: Outcome = {...decideOutcome(t, r, this.o.backoff, this.o.random), type: t.type};
     if (t.links?.links !== undefined) o.links = t.links.links;
     if (t.links?.batchId !== undefined) o.batchId = t.links.batchId;
-    this.outcomes.push(o);
+    // A parent's outcome makes its dependents due: written at once, not after the batching wait.
+    if (((o.links ?? 0) & LINK_DEPENDENTS) !== 0) this.outcomes.pushNow(o);
+    else this.outcomes.push(o);
   }
 
   /**
