@@ -49,6 +49,8 @@ describe('ax submit --after, ax batches', () => {
     const json = (await ok(['tasks', 'show', c, '--json'])).json;
     expect(json.links.waitingFor).toBe(2);
     expect(json.links.parents.map((p: {id: string}) => p.id).sort()).toEqual([a, b].sort());
+    const listed = (await ok(['tasks', 'list', '--type', 'order_ship'])).stdout;
+    expect(listed).toMatch(new RegExp(`${c}.*waiting`));
     expect((await ok(['tasks', 'show', a, '--json'])).json.links.dependents).toEqual([{id: c, type: 'order_ship', state: 'submitted'}]);
   });
 
