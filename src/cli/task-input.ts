@@ -23,6 +23,8 @@ export interface TaskFlags {
   throttle?: string | undefined;
   'throttle-key'?: string | undefined;
   id?: string | undefined;
+  after?: string[] | undefined;
+  'on-parent-failure'?: string | undefined;
 }
 
 /** The flags `ax submit` reads its tasks from. */
@@ -71,6 +73,8 @@ function flagFields(flags: TaskFlags): Partial<Record<keyof TaskSpec, unknown>> 
     if (window !== undefined && key !== undefined) out[kind] = {key, window};
   }
   if (flags.id !== undefined) out.id = flags.id;
+  if (flags.after !== undefined && flags.after.length > 0) out.after = flags.after;
+  if (flags['on-parent-failure'] !== undefined) out.onParentFailure = flags['on-parent-failure'];
   return out;
 }
 

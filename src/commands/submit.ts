@@ -87,6 +87,16 @@ Exit codes: 2 bad input (also a --cell that is not the types' cell), 4 conflict,
     }),
     'throttle-key': Flags.string({description: 'the key --throttle applies to (per task type), e.g. tenant:3', dependsOn: ['throttle']}),
     id: Flags.string({description: 'caller-chosen task id (lower-case UUID), for blind retries'}),
+    after: Flags.string({
+      multiple: true,
+      description: 'wait for this task (an id of this cell) to succeed first; repeatable, at most 100 (docs/workflows.md)',
+      exclusive: ['delay', 'at', 'debounce', 'throttle'],
+    }),
+    'on-parent-failure': Flags.string({
+      options: ['cancel', 'run'],
+      description: 'when a parent ends dead or cancelled: cancel this task (default) or run it anyway',
+      dependsOn: ['after'],
+    }),
   };
 
   async run(): Promise<SubmitResult> {

@@ -59,6 +59,16 @@ export class MicroBatcher<T> {
       }, this.o.maxWaitMs);
   }
 
+  /**
+   * Pushes an item that must not wait for the timer (an outcome others wait on: a parent whose
+   * dependents become due with it): what is waiting runs now, unless every batch slot is busy (then
+   * it goes with the next batch, as usual).
+   */
+  pushNow(item: T): void {
+    this.items.push(item);
+    this.kick(true);
+  }
+
   /** Runs everything waiting now and resolves when no batch is running. */
   async flush(): Promise<void> {
     while (this.busy) {

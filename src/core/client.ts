@@ -8,18 +8,34 @@ import type {TaskDetail} from './inspect/inspect.js';
 import type {AxStore, ScheduleStore, TaskStore} from './store/types.js';
 import {type AdminContext, createAdmin} from './admin/service.js';
 import {createSession} from './admin/session.js';
-import {AxError} from './errors.js';
+import {AxError, invalid} from './errors.js';
 import type {CronService} from './admin/cron.js';
 import type {DlqAdmin} from './admin/dlq.js';
 import type {TypesAdmin} from './types/admin.js';
 import type {TaskSpec} from './task/model.js';
+import type {BatchInfo} from './store/types.js';
+import {type SubmitBatchOptions, type SubmitBatchResult, submitLinked} from './producer/linked.js';
+import {createIdGenerator} from './task/id.js';
 import type {Clock, Random} from './time.js';
 import {type CellMap, cellMap, cellOf} from './cells/cells.js';
 
 /** The producer-side SDK handle returned by `connect()`. */
 export interface AxClient {
-  /** Validates, buffers and resolves with the task id (waits only when the buffer is full). */
+  /**
+   * Validates, buffers and resolves with the task id (waits only when the buffer is full). A task
+   * with `after` is not buffered: it is written at once (submitBatch of one) and the call resolves
+   * when it is durable, or rejects with invalid_input (unknown parent, another cell's), nothing written.
+   */
   submit(task: TaskSpec): Promise<string>;
+  /**
+   * Writes tasks that may depend on each other (`after`) in one transaction, and with
+   * `{callback}` makes them one batch whose callback runs once when all of them ended (see
+   * docs/workflows.md). Resolves when they are durable; throws invalid_input, nothing written, for
+   * bad input (see core/producer/linked.ts). All tasks go to one cell (the first task's type's).
+   */
+  submitBatch(tasks: TaskSpec[], opts?: SubmitBatchOptions): Promise<SubmitBatchResult>;
+  /** A batch's progress (counts, done/total, the callback's state); throws not_found. */
+  batch(id: string): Promise<BatchInfo>;
   /** Resolves when everything submitted so far is durable (see Producer.flush). */
   flush(): Promise<FlushReport>;
   /**
@@ -164,13 +180,43 @@ export function createClient(p: ClientParts): AxClient {
   const ownCtx = adminCtx(p.config, async () => p);
   const admin = createAdmin(ownCtx, createSession(ownCtx, {store: p.store as AxStore, broker: p.broker}));
   let closing: Promise<FlushReport> | undefined;
+  const newId = createIdGenerator(() => p.clock.now());
+  /** The linked submit in `cell` (this client's, or another's opened through `route`). */
+  const linked = async (cell: string, specs: TaskSpec[], opts?: SubmitBatchOptions): Promise<SubmitBatchResult> => {
+    const c =
+      cell === p.config.cell || !p.route ? {config: p.config, store: p.store, broker: p.broker} : (await otherCell(cell, p.route)).conn;
+    return submitLinked(
+      {
+        store: c.store,
+        broker: c.broker,
+        logger: p.logger,
+        defaults: {maxRetries: p.config.maxRetries, payloadLimitBytes: p.config.payloadLimitBytes, cell: c.config.cell},
+        actor: p.actor,
+        now: () => p.clock.now(),
+        newId,
+      },
+      specs,
+      opts,
+    );
+  };
+  const submitBatch = (specs: TaskSpec[], opts?: SubmitBatchOptions): Promise<SubmitBatchResult> => {
+    if (!Array.isArray(specs) || specs.length === 0) return Promise.reject(invalid('submitBatch needs at least one task'));
+    const cell = cellFor(specs[0]!);
+    for (const s of [...specs, ...(opts?.callback ? [opts.callback] : [])])
+      if (cellFor(s) !== cell)
+        return Promise.reject(invalid(`the tasks of a submitBatch go to one cell: type ${String(s.type)} is not in cell ${cell}`));
+    return linked(cell, specs, opts);
+  };
   return {
     // Only the admin API: the scheduler's cron policy (materialize, repair, …) is not the SDK's.
     cron: (({add, list, show, pause, resume, remove, trigger}) => ({add, list, show, pause, resume, remove, trigger}))(admin.cron),
     dlq: admin.dlq,
     types: admin.types,
     // The own cell's submit is the producer's own call (no extra promise on the hot path).
+    submitBatch,
+    batch: (id) => admin.batches.show(id),
     submit: (t) => {
+      if (t !== null && typeof t === 'object' && t.after !== undefined) return submitBatch([t]).then((r) => r.ids[0]!);
       const cell = cellFor(t);
       return cell === p.config.cell || !p.route ? producer.submit(t) : otherProducer(cell, p.route).then((pr) => pr.submit(t));
     },

@@ -15,6 +15,7 @@ export function outboxRow(over: Partial<OutboxRow> & Pick<OutboxRow, 'id' | 'pay
     key: null,
     traceparent: null,
     tracestate: null,
+    deps: null,
     attempts: 0,
     lastError: null,
     failedAt: null,

@@ -72,6 +72,7 @@ function harness(
     outboxLag: () => Promise.resolve({unsent: 0, failed: 0, oldestAgeMs: null}),
   };
   const store: RelayOptions['store'] = {
+    tasksInsertLinked: () => Promise.reject(new Error('no dependencies in these tests')),
     tasksInsert: (p: TasksInsertParams) => {
       const marked = new Set(p.markPublished ?? []);
       inserts.push({ids: p.tasks.map((t) => t.id), marked: [...marked]});

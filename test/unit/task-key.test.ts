@@ -85,7 +85,7 @@ describe('an outbox row with task_key', () => {
     expect(OUTBOX_DDL).toMatch(/\btask_key\s+VARCHAR\(128\) NULL/);
     expect(OUTBOX_ADDED_COLUMNS.map((c) => c.name)).toContain('task_key');
     expect(outboxColumnsUpgradeSql(new Set(['priority']))).toMatch(/^ALTER TABLE task_outbox ADD COLUMN task_key VARCHAR\(128\) NULL/);
-    expect(outboxColumnsUpgradeSql(new Set(['priority', 'task_key', 'traceparent', 'tracestate']))).toBeNull();
+    expect(outboxColumnsUpgradeSql(new Set(['priority', 'task_key', 'traceparent', 'tracestate', 'deps']))).toBeNull();
   });
 });
 

@@ -65,6 +65,7 @@ function harness(o: {capacity?: number; onClaim?: (p: TasksClaimParams) => Promi
   // The database's clock: the worker's own is `clockAheadMs` ahead of it.
   const view = (): FlowView => ({at: new Date(clock.now() - (o.clockAheadMs ?? 0)), types: registry.types, handlers: {}});
   const store: WorkerStore = {
+    parentsOf: async () => [],
     tasksClaim: async (p) => {
       claims.push([...p.ids]);
       await o.onClaim?.(p);

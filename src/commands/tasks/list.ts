@@ -104,7 +104,8 @@ function toCells(t: TaskRecord): string[] {
     t.type,
     t.state,
     attemptCell(attemptBudget(t)),
-    when(t.runAt, {seconds: true}),
+    // A waiting task (parents or batch left: docs/workflows.md) has a placeholder due time.
+    t.state === 'submitted' && t.runAt.getUTCFullYear() >= 9999 ? 'waiting' : when(t.runAt, {seconds: true}),
     when(t.updatedAt, {seconds: true}),
     oneLine(t.lastError),
   ];

@@ -2,12 +2,15 @@ import {Args} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
 import {historyJson, taskJson, type HistoryJson, type TaskJson} from '../../cli/render.js';
 import {renderTask} from '../../cli/task-view.js';
+import type {TaskLinks} from '../../core/store/types.js';
 
 export type {HistoryJson};
 
 export interface TaskShowResult {
   task: TaskJson;
   history: HistoryJson[];
+  /** Parents, dependents, waiting count and batch (docs/workflows.md); absent for a plain task. */
+  links?: TaskLinks;
 }
 
 export default class TasksShow extends AxCommand {
@@ -31,6 +34,8 @@ Exit codes: 2 malformed id, 3 unknown or archived id, 5 MySQL unavailable.`;
     await using admin = this.admin(flags);
     const detail = await admin.tasks.show(args.id);
     if (!this.jsonEnabled()) for (const line of renderTask(detail)) this.log(line);
-    return {task: taskJson(detail.task), history: detail.history.map(historyJson)};
+    const out: TaskShowResult = {task: taskJson(detail.task), history: detail.history.map(historyJson)};
+    if (detail.links) out.links = detail.links;
+    return out;
   }
 }

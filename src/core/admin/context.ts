@@ -9,6 +9,7 @@ import type {CellMap} from '../cells/cells.js';
 import type {AxConfig} from '../config/config.js';
 import type {Logger} from '../log.js';
 import type {FlushReport} from '../producer/producer.js';
+import type {SubmitBatchOptions, SubmitBatchResult} from '../producer/linked.js';
 import type {TaskSpec} from '../task/model.js';
 import type {AxStore, OutboxStore, SchemaStore} from '../store/types.js';
 import type {Clock, Random} from '../time.js';
@@ -38,6 +39,8 @@ export interface OneShotProducer {
   submit(spec: TaskSpec): Promise<string>;
   /** Resolves when everything submitted so far is durable. */
   flush(): Promise<FlushReport>;
+  /** Tasks with dependencies or a batch with a callback, in one transaction (see AxClient.submitBatch). */
+  submitBatch(specs: TaskSpec[], opts?: SubmitBatchOptions): Promise<SubmitBatchResult>;
   /** Flushes, then closes its connections. */
   close(): Promise<unknown>;
 }

@@ -7,6 +7,8 @@ import {requireCellOfTypes} from '../cells/cells.js';
 import type {TaskSpec} from '../task/model.js';
 import {validateTaskSpec} from '../task/validate.js';
 import type {AdminSession} from './session.js';
+import type {SubmitBatchOptions, SubmitBatchResult} from '../producer/linked.js';
+import {AxError, invalid} from '../errors.js';
 
 /** What a submit wrote. */
 export interface SubmitReport {
@@ -32,6 +34,12 @@ export interface ProducerAdmin {
    * AX_QUERY_TIMEOUT (the tasks flushed before are written).
    */
   submit(specs: TaskSpec[], o?: {pinned?: boolean}): Promise<SubmitReport>;
+  /**
+   * Tasks that may depend on each other, and with `callback` one batch (see AxClient.submitBatch):
+   * one transaction, refused as a whole (invalid_input, nothing written) on bad input. `submit`
+   * takes this path too when a task has `after`.
+   */
+  submitBatch(specs: TaskSpec[], o?: SubmitBatchOptions & {pinned?: boolean}): Promise<SubmitBatchResult>;
 }
 
 export function createProducerAdmin(s: AdminSession): ProducerAdmin {
@@ -43,6 +51,11 @@ export function createProducerAdmin(s: AdminSession): ProducerAdmin {
       const nowMs = ctx.clock.now();
       for (const spec of specs) validateTaskSpec(spec, defaults, nowMs, () => '00000000-0000-7000-8000-000000000000');
       if (o.pinned) requireCellOfTypes(ctx.cells, c.cell, new Set(specs.map((x) => x.type)));
+      if (specs.some((x) => x.after !== undefined)) {
+        const r = await (await s.producer()).submitBatch(specs);
+        if (r.conflicts.length > 0) throw new AxError('conflict', r.conflicts.map((x) => x.reason).join('; '));
+        return {ids: r.ids, inserted: r.inserted, existing: r.existing, unpublished: 0};
+      }
       const client = await s.producer();
       const ids: string[] = [];
       for (const spec of specs) ids.push(await client.submit(spec));
@@ -54,6 +67,13 @@ export function createProducerAdmin(s: AdminSession): ProducerAdmin {
         out.throttled = report.throttled;
       }
       return out;
+    },
+    async submitBatch(specs, o = {}) {
+      const {pinned, ...opts} = o;
+      if (!Array.isArray(specs) || specs.length === 0) throw invalid('a batch needs at least one task');
+      const types = new Set([...specs, ...(opts.callback ? [opts.callback] : [])].map((x) => x?.type));
+      if (pinned) requireCellOfTypes(ctx.cells, ctx.config.cell, types as Set<string>);
+      return (await s.producer()).submitBatch(specs, opts);
     },
   };
 }

@@ -19,6 +19,7 @@ import {createDlqAdmin, type DlqAdmin} from './dlq.js';
 import {type AdminSession, createSession} from './session.js';
 import {createOverviewSampler, type OverviewSampler} from './overview.js';
 import {createTasksAdmin, type TasksAdmin} from './tasks.js';
+import {createBatchesAdmin, type BatchesAdmin} from './batches.js';
 import {createTypesService, type TypesAdmin} from './types.js';
 import {createCellsAdmin, type CellsAdmin} from './cells.js';
 import {createDoctorAdmin, type DoctorAdmin} from './doctor.js';
@@ -34,6 +35,8 @@ export interface Admin extends AsyncDisposable {
   /** The cell this service acts on. */
   readonly cell: string;
   readonly tasks: TasksAdmin;
+  /** Batches with a callback: their progress (ax batches). */
+  readonly batches: BatchesAdmin;
   readonly dlq: DlqAdmin;
   readonly types: TypesAdmin;
   readonly cron: CronService;
@@ -128,6 +131,7 @@ function assemble(session: AdminSession, r: Routing): Admin {
   const admin: Admin = {
     cell,
     tasks: createTasksAdmin(session, dlq),
+    batches: createBatchesAdmin(session),
     dlq,
     types: createTypesService(session),
     cron: createCronService(session, r.sessionOf),

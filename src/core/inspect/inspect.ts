@@ -1,6 +1,6 @@
 import {AxError, invalid} from '../errors.js';
 import {parseDuration} from '../duration.js';
-import type {InspectStore, ListFilter} from '../store/types.js';
+import type {HotPathStore, InspectStore, ListFilter, TaskLinks} from '../store/types.js';
 import {isTaskId} from '../task/id.js';
 import type {HistoryEntry, TaskRecord} from '../task/model.js';
 import {timeline} from './timeline.js';
@@ -131,6 +131,11 @@ export interface TaskDetail {
   task: TaskRecord;
   /** Its timeline, oldest first: the stored history rows and the events they imply (timeline.ts). */
   history: HistoryEntry[];
+  /**
+   * Its dependencies and batch (docs/workflows.md): parents, dependents, the parents still waited
+   * for (a waiting task is `submitted` but not due), its batch's progress. Absent for a plain task.
+   */
+  links?: TaskLinks;
 }
 
 /** Where else a task may be: `archivedAt(id)` is where the archive holds it (`day/part`), or null. */
@@ -145,7 +150,7 @@ export interface ShowTaskOptions {
  * show <id>` (details.archived: its day/part).
  */
 export async function showTask(
-  store: Pick<InspectStore, 'tasksGet' | 'historyList'>,
+  store: Pick<InspectStore, 'tasksGet' | 'historyList'> & Partial<Pick<HotPathStore, 'taskLinks'>>,
   id: string,
   opts: ShowTaskOptions = {},
 ): Promise<TaskDetail> {
@@ -161,7 +166,10 @@ export async function showTask(
       );
     throw new AxError('not_found', `task ${id} does not exist`);
   }
-  return {task, history: timeline(task, await store.historyList({taskId: id}))};
+  const history = timeline(task, await store.historyList({taskId: id}));
+  const links = await store.taskLinks?.(id);
+  const linked = links && (links.parents.length > 0 || links.dependents.length > 0 || links.batch !== null);
+  return linked ? {task, history, links} : {task, history};
 }
 
 /** Moved to cancel.ts (it also stops running tasks); re-exported for existing importers. */

@@ -33,6 +33,17 @@ export function outboxRowToTask(row: OutboxRow, defaults: TaskDefaults): {task: 
   if (row.timeoutMs !== null) spec.timeout = row.timeoutMs;
   if (row.dedupKey !== null) spec.dedupKey = row.dedupKey;
   if (row.taskId !== null) spec.id = row.taskId;
+  if (row.deps !== null) {
+    let deps: {after?: unknown; onParentFailure?: unknown};
+    try {
+      deps = JSON.parse(row.deps) as typeof deps;
+    } catch (e) {
+      return {error: `deps is not valid JSON: ${errorMessage(e)}`};
+    }
+    if (deps === null || typeof deps !== 'object') return {error: 'deps must be a JSON object {after, onParentFailure}'};
+    spec.after = deps.after as string[];
+    if (deps.onParentFailure !== undefined) spec.onParentFailure = deps.onParentFailure as 'cancel' | 'run';
+  }
   if (row.runAt !== null && row.delayMs !== null) return {error: 'give either run_at or delay_ms, not both'};
   try {
     // Validated as of the row's creation; the due time is set afterwards (past means now).

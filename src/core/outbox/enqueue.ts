@@ -1,6 +1,7 @@
 import {invalid} from '../errors.js';
 import type {NewTask, TaskSpec} from '../task/model.js';
 import {validateTaskSpec, type TaskDefaults} from '../task/validate.js';
+import {assertAcyclic} from '../task/links.js';
 import {OUTBOX_PRODUCER_COLUMNS} from './schema.js';
 import {type Clock, systemClock} from '../time.js';
 import {tracing} from '../trace.js';
@@ -30,10 +31,12 @@ export interface EnqueueOptions {
  */
 const utcDatetime = (ms: number): string => new Date(ms).toISOString().slice(0, 23).replace('T', ' ');
 
-/** Which optional columns a call writes: priority and task_key when a task sets them, the trace columns when a trace is active. */
+/** Which optional columns a call writes: priority, task_key and deps when a task sets them, the trace columns when a trace is active. */
 interface Written {
   priority: boolean;
   key: boolean;
+  /** The deps column, when a task of the call has `after`. */
+  deps: boolean;
   trace: TraceContext | null;
 }
 
@@ -61,6 +64,7 @@ function rowOf(t: NewTask, spec: TaskSpec, w: Written): unknown[] {
     t.dedupKey,
     ...(w.key ? [t.key] : []),
     ...(w.trace ? [w.trace.traceparent, w.trace.tracestate] : []),
+    ...(w.deps ? [t.after ? JSON.stringify({after: t.after, onParentFailure: t.onParentFailure}) : null] : []),
   ];
 }
 
@@ -70,6 +74,32 @@ function isMissingTraceColumn(e: unknown): boolean {
   return (
     (x?.code === 'ER_BAD_FIELD_ERROR' || x?.errno === 1054) && typeof x.message === 'string' && /\btrace(parent|state)\b/.test(x.message)
   );
+}
+
+/**
+ * `list` with parents before their dependents (stable otherwise), so the relay, reading rows in id
+ * order, has written a parent of the same call when it writes its dependent. A parent in the call
+ * must have an explicit `id` (that is how `after` names it); a cycle is refused.
+ */
+function parentsFirst(list: TaskSpec[], tasks: NewTask[]): TaskSpec[] {
+  assertAcyclic(tasks);
+  const index = new Map<string, number>();
+  list.forEach((s, i) => {
+    if (s.id !== undefined) index.set(s.id, i);
+  });
+  const out: number[] = [];
+  const placed = new Set<number>();
+  const place = (i: number): void => {
+    if (placed.has(i)) return;
+    placed.add(i);
+    for (const p of tasks[i]!.after ?? []) {
+      const j = index.get(p);
+      if (j !== undefined) place(j);
+    }
+    out.push(i);
+  };
+  list.forEach((_, i) => place(i));
+  return out.map((i) => list[i]!);
 }
 
 /**
@@ -83,7 +113,7 @@ function isMissingTraceColumn(e: unknown): boolean {
  * columns the INSERT is sent again without them (MySQL undoes only the refused statement).
  */
 export async function enqueueInTransaction(conn: SqlConnection, tasks: TaskSpec | TaskSpec[], opts: EnqueueOptions = {}): Promise<void> {
-  const list = Array.isArray(tasks) ? tasks : [tasks];
+  let list = Array.isArray(tasks) ? tasks : [tasks];
   if (list.length === 0) return;
   if (list.length > 10_000) throw invalid('enqueue at most 10,000 tasks per call');
   if (!conn || typeof conn.query !== 'function')
@@ -94,14 +124,32 @@ export async function enqueueInTransaction(conn: SqlConnection, tasks: TaskSpec 
   const now = (opts.clock ?? systemClock).now();
   // The priority and task_key columns only when a task sets them: a task_outbox from before them
   // (not yet upgraded by `ax migrate --outbox`) still takes tasks at the default level, without a key.
-  const sets = (field: 'priority' | 'key'): boolean => list.some((s) => s !== null && typeof s === 'object' && s[field] !== undefined);
+  const sets = (field: 'priority' | 'key' | 'after'): boolean =>
+    list.some((s) => s !== null && typeof s === 'object' && s[field] !== undefined);
   // The trace context active now (the caller's request), for every row of the call.
   const trace = untraced.has(table) ? null : tracing.active();
-  const w: Written = {priority: sets('priority'), key: sets('key'), trace};
+  const w: Written = {priority: sets('priority'), key: sets('key'), deps: sets('after'), trace};
   const columnsOf = (x: Written): string[] =>
     OUTBOX_PRODUCER_COLUMNS.filter(
-      (c) => (c !== 'priority' || x.priority) && (c !== 'task_key' || x.key) && ((c !== 'traceparent' && c !== 'tracestate') || x.trace),
+      (c) =>
+        (c !== 'priority' || x.priority) &&
+        (c !== 'task_key' || x.key) &&
+        (c !== 'deps' || x.deps) &&
+        ((c !== 'traceparent' && c !== 'tracestate') || x.trace),
     );
+  // Dependencies: parents of the same call first (the relay reads rows in id order).
+  if (w.deps) {
+    let n = 0;
+    const tasks = list.map((spec, i) => {
+      try {
+        return validateTaskSpec(spec, defaults, now, () => `00000000-0000-7000-8000-${String(n++).padStart(12, '0')}`);
+      } catch (e) {
+        if (list.length > 1 && e instanceof Error) e.message = `task ${i}: ${e.message}`;
+        throw e;
+      }
+    });
+    list = parentsFirst(list, tasks);
+  }
   const valid = list.map((spec, i) => {
     try {
       // The outbox has no columns for them: refused rather than dropped without a word.

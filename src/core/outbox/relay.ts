@@ -19,7 +19,7 @@ export type {RelayStats} from './stats.js';
 
 export interface RelayOptions {
   outbox: OutboxRelayStore;
-  store: Pick<HotPathStore, 'tasksInsert' | 'doorbellsMark' | 'doorbellsForget'>;
+  store: Pick<HotPathStore, 'tasksInsert' | 'tasksInsertLinked' | 'doorbellsMark' | 'doorbellsForget'>;
   broker: Broker;
   clock: Clock;
   random: Random;
@@ -56,7 +56,8 @@ export interface RelayOptions {
 type Ring = {id: string; type: string; pool: NewTask['pool']; priority: NewTask['priority']; fence: number};
 const ringOf = (t: NewTask, id: string, fence: number): Ring => ({id, type: t.type, pool: t.pool, priority: t.priority, fence});
 /** Due at `nowMs` (the relay's clock): no run_at (now), or one already past. */
-const isDue = (t: NewTask, nowMs: number): boolean => t.runAtMs === null || t.runAtMs <= nowMs;
+/** Due now: not waiting for parents (a dependent becomes due, and is rung, when its last parent succeeds). */
+const isDue = (t: NewTask, nowMs: number): boolean => t.after === undefined && (t.runAtMs === null || t.runAtMs <= nowMs);
 
 /** Runs of a batch at most handed to the other passes' claims (each is a condition of theirs). */
 const MAX_SKIP_RUNS = 8;
@@ -369,14 +370,20 @@ export class Relay implements Service {
     const refused: Array<{id: number; error: string}> = [];
     const write = async (part: typeof items): Promise<void> => {
       try {
-        const r = await this.o.store.tasksInsert({
-          tasks: part.map((t) => t.task),
-          actor: this.id,
-          ...(markPublished.length > 0 ? {markPublished} : {}),
-        });
-        result.inserted.push(...r.inserted);
-        result.existing.push(...r.existing);
-        result.conflicts.push(...r.conflicts);
+        // Dependents (outbox deps) go with their edges (tasksInsertLinked), after the plain tasks,
+        // which may be their parents; the parents they make due at once are rung by the scheduler.
+        const plain = part.filter((t) => t.task.after === undefined).map((t) => t.task);
+        const linked = part.filter((t) => t.task.after !== undefined).map((t) => t.task);
+        for (const [tasks, write] of [
+          [plain, () => this.o.store.tasksInsert({tasks: plain, actor: this.id, ...(markPublished.length > 0 ? {markPublished} : {})})],
+          [linked, () => this.o.store.tasksInsertLinked({tasks: linked, actor: this.id})],
+        ] as const) {
+          if (tasks.length === 0) continue;
+          const r = await write();
+          result.inserted.push(...r.inserted);
+          result.existing.push(...r.existing);
+          result.conflicts.push(...r.conflicts);
+        }
       } catch (e) {
         if (!isAxError(e, 'invalid_input')) throw e;
         if (part.length === 1) {

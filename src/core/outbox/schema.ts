@@ -46,6 +46,7 @@ export const OUTBOX_DDL = `CREATE TABLE IF NOT EXISTS task_outbox (
   task_key      VARCHAR(128) NULL COMMENT 'who the task is for, e.g. tenant:42 (TaskSpec.key)',
   traceparent   VARCHAR(55) CHARACTER SET ascii COLLATE ascii_bin NULL COMMENT 'W3C trace context of the writer (optional)',
   tracestate    VARCHAR(512) CHARACTER SET ascii COLLATE ascii_bin NULL COMMENT 'W3C tracestate (optional)',
+  deps          TEXT NULL COMMENT 'JSON {after: [task ids], onParentFailure} (TaskSpec.after)',
   created_at    DATETIME(3) NOT NULL DEFAULT (UTC_TIMESTAMP(3)) COMMENT 'UTC, whatever the session time zone',
   sent_at       DATETIME(3) NULL COMMENT 'set by the relay once the task is in ax (and rung when due)',
   claimed_by    VARCHAR(128) NULL,
@@ -73,6 +74,7 @@ export const OUTBOX_PRODUCER_COLUMNS = [
   'task_key',
   'traceparent',
   'tracestate',
+  'deps',
 ] as const;
 
 /**
@@ -88,6 +90,7 @@ export const OUTBOX_ADDED_COLUMNS = [
     column: "traceparent VARCHAR(55) CHARACTER SET ascii COLLATE ascii_bin NULL COMMENT 'W3C trace context of the writer (optional)'",
   },
   {name: 'tracestate', column: "tracestate VARCHAR(512) CHARACTER SET ascii COLLATE ascii_bin NULL COMMENT 'W3C tracestate (optional)'"},
+  {name: 'deps', column: "deps TEXT NULL COMMENT 'JSON {after: [task ids], onParentFailure} (TaskSpec.after)'"},
 ] as const;
 
 /** Which of OUTBOX_ADDED_COLUMNS task_outbox has (params: none; reads information_schema). */

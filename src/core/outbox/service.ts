@@ -9,7 +9,7 @@ import type {TypeSelector} from '../cells/cells.js';
 export interface RelayServiceOptions {
   config: AxConfig;
   outbox: OutboxRelayStore;
-  store: Pick<HotPathStore, 'tasksInsert' | 'doorbellsMark' | 'doorbellsForget'>;
+  store: Pick<HotPathStore, 'tasksInsert' | 'tasksInsertLinked' | 'doorbellsMark' | 'doorbellsForget'>;
   broker: Broker;
   clock: Clock;
   random: Random;

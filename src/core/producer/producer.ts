@@ -1,4 +1,4 @@
-import {AxError, errorMessage, isAxError} from '../errors.js';
+import {AxError, errorMessage, invalid, isAxError} from '../errors.js';
 import type {Logger} from '../log.js';
 import type {Broker} from '../broker/types.js';
 import type {HotPathStore, InsertResult} from '../store/types.js';
@@ -143,6 +143,8 @@ export class Producer {
   async submit(spec: TaskSpec): Promise<string> {
     if (this.closed) throw new AxError('closed', 'producer is closed');
     const task = validateTaskSpec(spec, this.o.defaults, this.o.clock.now(), this.newId);
+    // A dependent is written with its edges in one transaction (linked.ts), never buffered.
+    if (task.after) throw invalid('a task with after is submitted by the client (submit or submitBatch), not the buffered producer');
     // The caller's trace (its request's span), continued by the worker; none outside a trace.
     const trace = tracing.active();
     if (trace) task.trace = trace;

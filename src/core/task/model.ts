@@ -63,6 +63,15 @@ export interface TaskSpec {
   throttle?: GateSpec;
   /** A caller-chosen id (UUID); lets a producer retry a submit blindly. */
   id?: string;
+  /**
+   * Dependencies (docs/workflows.md): the ids of up to 100 tasks this one waits for, in the same
+   * `submitBatch` call or already stored in this cell. It is stored at once, waiting (`submitted`,
+   * not due), and becomes due when all of them succeeded. Exclusive with delay, runAt, debounce and
+   * throttle. Unknown ids, ids of another cell and cycles are refused (invalid_input), nothing written.
+   */
+  after?: string[];
+  /** When a parent ends dead or cancelled: `cancel` this task (default, cascading) or `run` it anyway. */
+  onParentFailure?: 'cancel' | 'run';
 }
 
 /** A debounce or throttle as given: the key (per cell and task type) and the window. */
@@ -110,6 +119,15 @@ export interface NewTask {
    * (tasks.traceparent, tasks.tracestate): the worker's attempt span is its child. Absent or null: none.
    */
   trace?: TraceContext | null;
+  /** TaskSpec.after validated (distinct ids, 1 to MAX_PARENTS); absent: no parents. */
+  after?: string[];
+  /** TaskSpec.onParentFailure, set with `after`. */
+  onParentFailure?: 'cancel' | 'run';
+  /**
+   * Set by the linked submit (store/mysql/links.ts) for the columns of dependencies and batches:
+   * parents waited for, link flags, batch. Absent on plain tasks (their INSERT is unchanged).
+   */
+  linked?: {depsLeft: number; links: number; batchId: string | null};
 }
 
 /**

@@ -193,6 +193,8 @@ export function validateTaskSpec(spec: unknown, defaults: TaskDefaults, nowMs: n
     'debounce',
     'throttle',
     'id',
+    'after',
+    'onParentFailure',
   ]);
   for (const k of Object.keys(s)) if (!known.has(k)) throw invalid(`unknown task field "${k}"`);
   const type = validateTypeName(s.type);
@@ -233,6 +235,7 @@ export function validateTaskSpec(spec: unknown, defaults: TaskDefaults, nowMs: n
   // A debounced task runs its window after its submit: that is its due time.
   if (debounce && (s.delay !== undefined || s.runAt !== undefined))
     throw invalid('debounce sets the due time (its window after the submit): give no delay or runAt with it');
+  const deps = validateAfter(s);
   let id: string;
   if (s.id !== undefined) {
     if (!isTaskId(s.id)) throw invalid(`id "${String(s.id)}" is not a lower-case UUID`);
@@ -255,5 +258,31 @@ export function validateTaskSpec(spec: unknown, defaults: TaskDefaults, nowMs: n
     contentHash: contentHash(type, payload),
     debounce,
     throttle,
+    ...deps,
   };
+}
+
+/** The most parents a task may wait for (TaskSpec.after). */
+export const MAX_PARENTS = 100;
+
+/**
+ * TaskSpec.after and onParentFailure, checked on their own (the ids' existence and cycles are the
+ * submit's to check): up to MAX_PARENTS distinct task ids; exclusive with delay, runAt, debounce
+ * and throttle (a dependent is due when its last parent succeeded: another due time or gate would
+ * make that ill-defined). Returns nothing to add for a task without `after`.
+ */
+function validateAfter(s: TaskSpec & Record<string, unknown>): Pick<NewTask, 'after' | 'onParentFailure'> {
+  if (s.after === undefined) {
+    if (s.onParentFailure !== undefined) throw invalid('onParentFailure is only for a task with after');
+    return {};
+  }
+  if (!Array.isArray(s.after) || s.after.length === 0) throw invalid('after must be a non-empty list of task ids');
+  if (s.after.length > MAX_PARENTS) throw invalid(`after names ${s.after.length} tasks: a task waits for at most ${MAX_PARENTS}`);
+  for (const a of s.after) if (!isTaskId(a)) throw invalid(`after: "${String(a)}" is not a task id (a lower-case UUID)`);
+  if (new Set(s.after).size !== s.after.length) throw invalid('after names a task twice');
+  for (const f of ['delay', 'runAt', 'debounce', 'throttle'] as const)
+    if (s[f] !== undefined) throw invalid(`give either after or ${f}, not both: a dependent is due when its last parent succeeded`);
+  const policy = s.onParentFailure ?? 'cancel';
+  if (policy !== 'cancel' && policy !== 'run') throw invalid('onParentFailure must be cancel or run');
+  return {after: [...s.after], onParentFailure: policy};
 }

@@ -120,12 +120,20 @@ export async function createCpuPool(opts: CpuPoolOptions): Promise<ExecutionPool
     j.thread = t;
     t.job = j;
     t.state = 'busy';
-    const {taskId, type, attempt, payload, timeoutMs, replay} = j.job;
+    const {taskId, type, attempt, payload, timeoutMs, replay, parents} = j.job;
     j.timer = clock.setTimeout(
       () => kill(j, {kind: 'timeout', message: `timed out after ${timeoutMs}ms (worker thread terminated)`}),
       timeoutMs,
     );
-    const msg: ThreadJob = {jobId: j.id, taskId, type, attempt, payload, ...(replay === undefined ? {} : {replay})};
+    const msg: ThreadJob = {
+      jobId: j.id,
+      taskId,
+      type,
+      attempt,
+      payload,
+      ...(replay === undefined ? {} : {replay}),
+      ...(parents === undefined ? {} : {parents}),
+    };
     try {
       t.worker.postMessage(msg);
     } catch (e) {

@@ -13,6 +13,7 @@
  * uncaught exception, after which the thread takes no more jobs and waits to be terminated and
  * replaced (it exits by itself after STRAY_EXIT_MS if nobody does).
  */
+import type {ParentInfo} from '../task/links.js';
 import {parentPort, workerData} from 'node:worker_threads';
 import {errorMessage, stackHead} from '../errors.js';
 import {createLogger} from '../log.js';
@@ -31,6 +32,8 @@ export interface ThreadJob {
   payload: JsonObject;
   /** See TaskContext.replay (a Date survives postMessage). */
   replay?: ForcedReplay;
+  /** See TaskContext.parents (absent: none). */
+  parents?: Record<string, ParentInfo>;
 }
 /** Asks the handler of job `abort` to stop: its AbortSignal is aborted with `reason` (AbortError). */
 export interface ThreadAbort {
@@ -87,7 +90,7 @@ async function main(): Promise<void> {
       return;
     }
     if (broken) return; // the main thread fails this job when it ends the thread
-    const {jobId, taskId, type, attempt, payload, replay} = msg;
+    const {jobId, taskId, type, attempt, payload, replay, parents} = msg;
     const handler = handlers.byType.get(type);
     const controller = new AbortController();
     controllers.set(jobId, controller);
@@ -108,6 +111,7 @@ async function main(): Promise<void> {
       attempt,
       payload,
       ...(replay === undefined ? {} : {replay}),
+      parents: parents ?? {},
       signal: controller.signal,
       logger: logger.child({taskId, type, attempt}),
       progress(percent: number, note?: string): void {

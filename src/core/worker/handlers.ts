@@ -3,6 +3,8 @@ import {parseDuration} from '../duration.js';
 import type {Logger} from '../log.js';
 import {type ForcedReplay, POOLS, type JsonObject, type JsonValue, type PoolName} from '../task/model.js';
 import {validateTypeName} from '../task/validate.js';
+import type {ParentInfo} from '../task/links.js';
+export type {ParentInfo} from '../task/links.js';
 import {encodeResult} from './results.js';
 
 /** A failed attempt: retried with backoff, or dead at once when unrecoverable. */
@@ -71,6 +73,12 @@ export interface TaskContext {
    * a string of at most 200 characters (nothing is recorded then).
    */
   progress(percent: number, note?: string): void;
+  /**
+   * The task's parents by id (TaskSpec.after): their type, how they ended and their result. Empty
+   * for a task without parents. A parent ended dead or cancelled appears only for a task submitted
+   * with `onParentFailure: 'run'` (otherwise the task was cancelled).
+   */
+  parents: Readonly<Record<string, ParentInfo>>;
 }
 
 export interface HandlerDefinition {

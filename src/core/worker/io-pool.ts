@@ -52,6 +52,9 @@ function abortEntry(e: Entry, reason: DOMException, now: number): void {
   e.controller?.abort(reason);
 }
 
+/** The parents of a task without parents (frozen: shared by every such context). */
+const NO_PARENTS: Readonly<Record<string, never>> = Object.freeze({});
+
 /**
  * The context of one attempt. `signal`, `logger` and `progress` are made on first use: an
  * AbortController and a child logger per task were most of the pool's CPU per no-op task
@@ -67,6 +70,7 @@ function taskContext(job: PoolJob, e: Entry, parent: Logger, onProgress: Progres
     attempt: job.attempt,
     payload: job.payload,
     ...(job.replay === undefined ? {} : {replay: job.replay}),
+    parents: job.parents ?? NO_PARENTS,
     get signal(): AbortSignal {
       if (!e.controller) {
         e.controller = new AbortController();

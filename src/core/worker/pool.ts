@@ -2,6 +2,7 @@ import type {ForcedReplay, JsonObject, PoolName, Priority} from '../task/model.j
 import type {RunOutcome} from './handlers.js';
 import type {ProgressReport} from './results.js';
 import type {AttemptSpan} from '../trace-context.js';
+import type {ParentInfo} from '../task/links.js';
 
 /** The `aborted` message of a job that never started before drain's deadline (see ExecutionPool.drain). */
 export const NOT_STARTED = 'not started';
@@ -26,6 +27,8 @@ export interface PoolJob {
    * active (the handler's own spans are its children); the CPU pool's threads do not see it.
    */
   span?: AttemptSpan;
+  /** ctx.parents of a task with parents; absent (an empty object to the handler) otherwise. */
+  parents?: Record<string, ParentInfo>;
 }
 
 /** Told of a running job's progress report (checked: see results.ts checkProgress). */

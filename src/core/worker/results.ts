@@ -8,7 +8,6 @@
 /** The largest result, serialized as JSON (UTF-8 bytes). */
 export const RESULT_LIMIT_BYTES = 64 * 1024;
 
-
 /** A result as stored: its JSON text, or why it cannot be stored (the attempt then fails unrecoverably). */
 export type EncodedResult = {ok: true; json: string | undefined} | {ok: false; message: string};
 

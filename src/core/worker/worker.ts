@@ -12,6 +12,7 @@ import {graceDeadline, Periodic, type Service, type StopOptions} from '../lifecy
 import {countWorkerEvents, logTaskFailures, type WorkerStats} from './subscribers.js';
 import {countTypeStats, type TypeStats} from './type-stats.js';
 import type {HandlerMap} from './handlers.js';
+import {LINK_DEPENDENTS, LINK_PARENTS, type ParentInfo, parentsOf} from '../task/links.js';
 import {decideOutcome, type Held, type NotStarted} from './outcome.js';
 import {type ExecutionPool, type JobResult, NOT_STARTED, type PoolJob, type ProgressListener, WITHDRAWN} from './pool.js';
 import {ProgressWriter} from './progress.js';
@@ -24,7 +25,10 @@ import {CancelWatch} from './cancel.js';
 import {tracing} from '../trace.js';
 
 /** What a worker needs of the task database: the hot path, its registry row and flow control. */
-export type WorkerStore = Pick<HotPathStore, 'tasksClaim' | 'leasesRenew' | 'outcomesApply' | 'doorbellsMark' | 'progressWrite'> &
+export type WorkerStore = Pick<
+  HotPathStore,
+  'tasksClaim' | 'leasesRenew' | 'outcomesApply' | 'doorbellsMark' | 'progressWrite' | 'parentsOf'
+> &
   Pick<WorkerRegistryStore, 'workersUpsert' | 'workersStop'> &
   GateStore;
 
@@ -95,6 +99,8 @@ interface HeldTask extends Held {
   /** Monotonic ms: handed to the pool, and the attempt's end. */
   startedAt: number;
   endedAt: number;
+  /** The claim's link flags and batch (ClaimedTask.links, batchId), carried to the outcome. */
+  links?: {links?: number; batchId?: string};
 }
 
 /** The wait before a store call's next try (claims, outcomes): 100 ms doubling to 5 s, no jitter. */
@@ -409,6 +415,7 @@ export class Worker implements Service {
     const order = new Map([...byId.keys()].map((id, i) => [id, i]));
     const at = (t: ClaimedTask): number => order.get(t.via ?? t.id) ?? 0;
     const claimed = [...result.claimed].sort((a, b) => at(a) - at(b));
+    const parents = await this.parentsOf(claimed);
     for (const t of claimed) {
       this.ch.claimed.emit({id: t.id, type: t.type, attempt: t.attempt, pool: t.pool, lateMs: t.lateMs});
       const bell = t.via ?? t.id;
@@ -417,7 +424,7 @@ export class Worker implements Service {
       if (parts.length > 1) this.events.emit('doorbell:duplicate', {id: bell, type: t.type, extra: parts.length - 1});
       for (const p of parts) p.d.ack();
       for (const p of parts.slice(1)) p.lane.done();
-      this.dispatch(t, this.gate.version === seen ? parts[0]?.type : undefined, parts[0]?.lane);
+      this.dispatch(t, this.gate.version === seen ? parts[0]?.type : undefined, parts[0]?.lane, parents?.get(t.id));
     }
     // Tasks whose doorbell fair dispatch lent to another: rung again (else the scheduler rings them).
     if (result.unrung) this.track(this.ringLent(result.unrung));
@@ -498,7 +505,7 @@ export class Worker implements Service {
    * Runs a claimed task; `admitted` is the type the admission step let through before the claim
    * (undefined when the flow snapshot changed since: decided again here), `lane` the one its delivery took.
    */
-  private dispatch(t: ClaimedTask, admitted?: string, lane?: Lane): void {
+  private dispatch(t: ClaimedTask, admitted?: string, lane?: Lane, parents?: Record<string, ParentInfo>): void {
     const h = this.o.handlers.byType.get(t.type);
     const startedAt = this.o.clock.monotonic();
     const heldTask: HeldTask = {
@@ -514,6 +521,7 @@ export class Worker implements Service {
       lane,
       startedAt,
       endedAt: startedAt,
+      ...(t.links === undefined && t.batchId === undefined ? {} : {links: {links: t.links, batchId: t.batchId}}),
     };
     this.held.set(t.id, heldTask);
     // The admission step again when the row's type is not the doorbell's it decided on (a stray
@@ -552,6 +560,7 @@ export class Worker implements Service {
       timeoutMs: t.timeoutMs ?? h.timeoutMs ?? this.o.defaultTimeoutMs,
       ...(t.replay ? {replay: t.replay} : {}),
       ...(span ? {span} : {}),
+      ...(parents ? {parents} : {}),
     });
     if (!run) span?.end(false, 'not started');
     if (!run) {
@@ -622,8 +631,32 @@ export class Worker implements Service {
     t.endedAt = this.o.clock.monotonic();
     // The attempt's last report not yet written goes with its outcome, in the same UPDATE.
     const last = this.progress.size > 0 ? this.progress.take(t.id) : undefined;
-    const o = decideOutcome(t, r, this.o.backoff, this.o.random);
-    this.outcomes.push(last ? {...o, type: t.type, progress: {percent: last.percent, note: last.note}} : {...o, type: t.type});
+    const o: Outcome = {...decideOutcome(t, r, this.o.backoff, this.o.random), type: t.type};
+    if (last) o.progress = {percent: last.percent, note: last.note};
+    if (t.links?.links !== undefined) o.links = t.links.links;
+    if (t.links?.batchId !== undefined) o.batchId = t.links.batchId;
+    // A parent's outcome makes its dependents due: written at once, not after the batching wait.
+    if (((o.links ?? 0) & LINK_DEPENDENTS) !== 0) this.outcomes.pushNow(o);
+    else this.outcomes.push(o);
+  }
+
+  /**
+   * ctx.parents of the claimed tasks that have parents (one read for the claim's batch; nothing
+   * for tasks without). On a failed read they run without it after a warning: their parents all
+   * ended (they were due), only the details are missing.
+   */
+  private async parentsOf(claimed: readonly ClaimedTask[]): Promise<Map<string, Record<string, ParentInfo>> | undefined> {
+    const ids = claimed.filter((t) => ((t.links ?? 0) & LINK_PARENTS) !== 0).map((t) => t.id);
+    if (ids.length === 0) return undefined;
+    try {
+      return parentsOf(await this.o.store.parentsOf(ids));
+    } catch (e) {
+      this.log.warn('could not read the parents of claimed tasks: ctx.parents is empty for them', {
+        tasks: ids.length,
+        error: errorMessage(e),
+      });
+      return undefined;
+    }
   }
 
   private async writeOutcomes(batch: Outcome[]): Promise<void> {
@@ -643,6 +676,8 @@ export class Worker implements Service {
             released.push({id: o.id, type: held.type, pool: o.pool ?? held.queue, priority: held.priority, fence: o.fence});
           this.emitOutcome(o, held);
         }
+        // Dependents and batch callbacks these outcomes made due: rung now (else the scheduler rings them).
+        if (res.due) released.push(...res.due.map((d) => ({id: d.id, type: d.type, pool: d.pool, priority: d.priority, fence: d.fence})));
         if (released.length > 0) await this.ringAgain(released);
         return;
       } catch (e) {

@@ -8,6 +8,7 @@ import type {FastifyInstance} from 'fastify';
 import {isAxError} from '../../core/errors.js';
 import type {TaskRecord} from '../../core/task/model.js';
 import {WebError} from '../errors.js';
+import {batchJson} from '../../cli/batches.js';
 import {ERRORS, type Handler, reader, type RouteContext, S} from './context.js';
 
 /** Payloads longer than this (JSON characters) are left out of lists and the task page. */
@@ -147,11 +148,15 @@ export function registerReads(app: FastifyInstance, ctx: RouteContext): void {
       params: S.body({id: S.id}, ['id']),
       querystring: S.query(),
       response: {
-        200: S.obj({task: {type: 'object', additionalProperties: true}, history: {type: 'array'}, archived: {type: 'boolean'}}, [
-          'task',
-          'history',
-          'archived',
-        ]),
+        200: S.obj(
+          {
+            task: {type: 'object', additionalProperties: true},
+            history: {type: 'array'},
+            archived: {type: 'boolean'},
+            links: {type: 'object', additionalProperties: true},
+          },
+          ['task', 'history', 'archived'],
+        ),
       },
     },
     async (req) => {
@@ -159,7 +164,7 @@ export function registerReads(app: FastifyInstance, ctx: RouteContext): void {
       const admin = reader(ctx, req);
       try {
         const d = await admin.tasks.show(id);
-        return {task: taskJson(d.task), history: d.history, archived: false};
+        return {task: taskJson(d.task), history: d.history, archived: false, ...(d.links ? {links: d.links} : {})};
       } catch (e) {
         if (!isAxError(e, 'not_found') || !e.details?.archived) throw e;
         const found = await admin.archive.show(id);
@@ -201,6 +206,43 @@ export function registerReads(app: FastifyInstance, ctx: RouteContext): void {
       response: {200: {type: 'object', additionalProperties: true}},
     },
     async (req) => (await reader(ctx, req).tasks.show((req.params as {id: string}).id, {archive: false})).task.payload,
+  );
+
+  const BATCH = S.obj(
+    {
+      id: {type: 'string'},
+      total: {type: 'integer'},
+      done: {type: 'integer'},
+      succeeded: {type: 'integer'},
+      dead: {type: 'integer'},
+      cancelled: {type: 'integer'},
+      callbackId: {type: 'string'},
+      callbackState: {type: 'string', nullable: true},
+      createdAt: {type: 'string'},
+      doneAt: {type: 'string', nullable: true},
+    },
+    ['id', 'total', 'done', 'succeeded', 'dead', 'cancelled', 'callbackId', 'callbackState', 'createdAt', 'doneAt'],
+  );
+  get(
+    '/api/v1/batches',
+    {
+      tags: ['batches'],
+      summary: 'Batches with a callback, newest first: done/total, counts, the callback state',
+      querystring: S.query({limit: S.int(1, 1000)}),
+      response: {200: S.obj({batches: {type: 'array', items: BATCH}}, ['batches'])},
+    },
+    async (req) => ({batches: (await reader(ctx, req).batches.list({limit: (req.query as {limit?: number}).limit ?? 50})).map(batchJson)}),
+  );
+  get(
+    '/api/v1/batches/:id',
+    {
+      tags: ['batches'],
+      summary: "A batch's progress",
+      params: S.body({id: S.id}, ['id']),
+      querystring: S.query(),
+      response: {200: BATCH},
+    },
+    async (req) => batchJson(await reader(ctx, req).batches.show((req.params as {id: string}).id)),
   );
 
   const DEAD_FILTER = {type: S.str(128), since: SINCE, until: S.str(40), error: S.str(200)};

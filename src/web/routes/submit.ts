@@ -59,6 +59,8 @@ const SPEC = {
     debounce: GATE,
     throttle: GATE,
     id: S.id,
+    after: {type: 'array', items: S.id, maxItems: 100, description: 'ids of tasks (this cell) to wait for'},
+    onParentFailure: {type: 'string', enum: ['cancel', 'run']},
   },
 };
 
@@ -103,6 +105,38 @@ export function registerSubmit(app: FastifyInstance, ctx: RouteContext): void {
       const r = await reader(ctx, req).producer.submit(specs, {pinned: (req.query as {cell?: string}).cell !== undefined});
       const counts = {inserted: r.inserted, existing: r.existing, ...(r.throttled ? {throttled: r.throttled} : {})};
       return reply.code(201).send(batch ? {ids: r.ids, ...counts} : {id: r.ids[0], ...counts});
+    },
+  );
+  app.post(
+    '/api/v1/batches',
+    {
+      config: {access: 'producer'},
+      schema: {
+        tags: ['batches'],
+        summary: `Submit {"tasks": [...], "callback": {...}} (at most ${MAX_HTTP_BATCH} tasks) as one batch; 201 when durable`,
+        querystring: S.query(),
+        body: {
+          type: 'object',
+          required: ['tasks', 'callback'],
+          properties: {tasks: {type: 'array', items: SPEC, minItems: 1}, callback: SPEC},
+          additionalProperties: false,
+        },
+        response: {
+          ...ERRORS,
+          201: S.obj({batchId: {type: 'string'}, callbackId: {type: 'string'}, ids: {type: 'array', items: {type: 'string'}}}),
+        },
+      },
+    },
+    async (req, reply) => {
+      const body = req.body as {tasks: TaskSpec[]; callback: TaskSpec};
+      if (body.tasks.length > MAX_HTTP_BATCH)
+        throw new WebError('invalid_input', `at most ${MAX_HTTP_BATCH} tasks per request (got ${body.tasks.length})`);
+      const r = await reader(ctx, req).producer.submitBatch(body.tasks, {
+        callback: body.callback,
+        pinned: (req.query as {cell?: string}).cell !== undefined,
+      });
+      if (r.conflicts.length > 0) throw new WebError('conflict', r.conflicts.map((c) => c.reason).join('; '));
+      return reply.code(201).send({batchId: r.batchId, callbackId: r.callbackId, ids: r.ids});
     },
   );
 }

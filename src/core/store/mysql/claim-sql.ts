@@ -7,7 +7,7 @@ import {PAYLOAD_BODY_LOCKED} from './payloads.js';
  * task_payloads for those only). Params: n ids, cell. Index: PRIMARY (a range of n points).
  */
 export const claimSelectSql = (n: number): string =>
-  `SELECT id, type, pool, task_key, priority, state, attempt, max_retries, retry_base, fence, timeout_ms, replay, payload, ${PAYLOAD_BODY_LOCKED}, parked, traceparent, tracestate,
+  `SELECT id, type, pool, task_key, priority, state, attempt, max_retries, retry_base, fence, timeout_ms, replay, payload, ${PAYLOAD_BODY_LOCKED}, parked, traceparent, tracestate, links, batch_id,
           run_at <= NOW(3) AS due,
           TIMESTAMPDIFF(MICROSECOND, run_at, NOW(3)) AS late_us
      FROM tasks WHERE id IN (${marks(n)}) AND cell = ? FOR UPDATE`;

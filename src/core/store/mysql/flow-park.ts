@@ -1,7 +1,8 @@
 /** FlowStore's parked backlog on MySQL (`tasks.parked`): tasksDefer parks unclaimed tasks, parkedRelease makes them due again. */
 import {TRANSITIONS, type TaskState} from '../../task/state.js';
 import type {DispatchRef, ParkedKind, ParkedReleaseParams, TasksDeferParams, TasksDeferResult} from '../types.js';
-import {type Db, exec, marks, select, tx} from './db.js';
+import {type Db, type Row, exec, marks, select, tx} from './db.js';
+import {endedOf, resolveEnded} from './links.js';
 import {type FencedRef, MARK_LEFT_UNRUNG, guardedWhere, inList} from './guards.js';
 import {pickThenLock} from './pick-lock.js';
 import {clipError, historyInsert, type HistoryRow} from './rows.js';
@@ -17,7 +18,7 @@ export async function tasksDefer(db: Db, cell: string, p: TasksDeferParams): Pro
     const rows = await select(
       db,
       c,
-      `SELECT id, type, state, attempt, fence, parked, parked_at < NOW(3) - INTERVAL ? MICROSECOND AS overdue
+      `SELECT id, type, state, attempt, fence, parked, parked_at < NOW(3) - INTERVAL ? MICROSECOND AS overdue, links, batch_id
          FROM tasks WHERE id IN (${marks(ids.length)}) AND cell = ? FOR UPDATE`,
       [p.unhandledDeadAfterMs * 1000, ...ids, cell],
     );
@@ -111,6 +112,12 @@ export async function tasksDefer(db: Db, cell: string, p: TasksDeferParams): Pro
         where.params,
       );
       out.dead.push(...dead.map(({id, type}) => ({id, type})));
+      // Their dependents and batches (links.ts); what that makes due is rung by the scheduler.
+      const ended = endedOf(
+        dead.map((d) => found.get(d.id) as Row & {id: string}),
+        'dead',
+      );
+      if (ended.length > 0) await resolveEnded(db, c, cell, ended, p.actor);
     }
     if (history.length > 0) {
       const h = historyInsert(history);

@@ -508,6 +508,48 @@ export const MIGRATIONS: Migration[] = [
     ],
   },
   {
+    version: 22,
+    name: 'task dependencies and batches with a callback',
+    statements: [
+      {
+        // deps_left: parents a waiting task still waits for (> 0 only while it waits; its run_at is
+        // then WAITING_RUN_AT, which no due scan reaches). links: bit flags, read by the claim so an
+        // outcome touches task_deps/task_batches only for the rows that have any (core/store/mysql/
+        // links.ts): 1 has dependents, 2 has parents, 4 batch member, 8 batch callback. batch_id:
+        // the batch of a member or callback. Last columns, with defaults: instant.
+        sql: `ALTER TABLE tasks ADD COLUMN deps_left SMALLINT UNSIGNED NOT NULL DEFAULT 0, ADD COLUMN links TINYINT UNSIGNED NOT NULL DEFAULT 0,
+                ADD COLUMN batch_id CHAR(36) CHARACTER SET ascii COLLATE ascii_bin NULL, ALGORITHM=INSTANT`,
+        unless: columnExists('tasks', 'links'),
+      },
+      // One row per edge parent → child. state: waiting until the parent ends, then how it ended
+      // (set by the guarded UPDATE of the parent's outcome transaction, once: a replayed parent that
+      // ends again finds no waiting edge). run_on_failure: the child's onParentFailure is 'run'.
+      `CREATE TABLE IF NOT EXISTS task_deps (
+        parent         CHAR(36) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        child          CHAR(36) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        run_on_failure TINYINT UNSIGNED NOT NULL DEFAULT 0,
+        state          ENUM('waiting','succeeded','dead','cancelled') NOT NULL DEFAULT 'waiting',
+        PRIMARY KEY (parent, child),
+        KEY idx_task_deps_child (child)
+      ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+      // A batch: its members' terminal counts, bumped in their outcome transactions; the callback is
+      // released (done_at set) in the transaction where the counts reach total.
+      `CREATE TABLE IF NOT EXISTS task_batches (
+        id          CHAR(36) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        cell        VARCHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        callback_id CHAR(36) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        total       INT UNSIGNED NOT NULL,
+        succeeded   INT UNSIGNED NOT NULL DEFAULT 0,
+        dead        INT UNSIGNED NOT NULL DEFAULT 0,
+        cancelled   INT UNSIGNED NOT NULL DEFAULT 0,
+        created_at  DATETIME(3) NOT NULL,
+        done_at     DATETIME(3) NULL,
+        PRIMARY KEY (id),
+        KEY idx_task_batches_cell (cell, created_at)
+      ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+    ],
+  },
+  {
     version: 23,
     name: 'trace context of tasks',
     statements: [

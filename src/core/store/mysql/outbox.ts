@@ -32,7 +32,7 @@ import {
  */
 const columns = (present: ReadonlySet<string>): string => {
   const added = (c: string): string => (present.has(c) ? c : `NULL AS ${c}`);
-  return `id, task_id, type, payload, run_at, delay_ms, pool, ${added('priority')}, max_retries, timeout_ms, dedup_key, ${added('task_key')}, ${added('traceparent')}, ${added('tracestate')}, created_at, attempts, last_error, failed_at`;
+  return `id, task_id, type, payload, run_at, delay_ms, pool, ${added('priority')}, max_retries, timeout_ms, dedup_key, ${added('task_key')}, ${added('traceparent')}, ${added('tracestate')}, ${added('deps')}, created_at, attempts, last_error, failed_at`;
 };
 const ALL_ADDED: ReadonlySet<string> = new Set(OUTBOX_ADDED_COLUMNS.map((c) => c.name));
 
@@ -74,6 +74,7 @@ function toRow(r: Row): OutboxRow {
     key: (r.task_key as string | null) ?? null,
     traceparent: (r.traceparent as string | null) ?? null,
     tracestate: (r.tracestate as string | null) ?? null,
+    deps: (r.deps as string | null | undefined) ?? null,
     createdAt: r.created_at as Date,
     attempts: Number(r.attempts),
     lastError: (r.last_error as string | null) ?? null,

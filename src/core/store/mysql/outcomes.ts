@@ -5,11 +5,12 @@
  * moved, goes through a locking read first (applyCareful).
  */
 import {TRANSITIONS, guardOf, type TaskState, type TransitionName} from '../../task/state.js';
-import type {Outcome, OutcomeKind, OutcomeResult} from '../types.js';
+import type {DueTask, Outcome, OutcomeKind, OutcomeResult} from '../types.js';
 import {AxError} from '../../errors.js';
 import {type Db, type PoolConnection, exec, marks, select, tx} from './db.js';
 import {GuardMismatch, expectAffected, guardedWhere, txGuarded} from './guards.js';
 import {caseById, clipError, clipStack, historyInsert, type HistoryRow} from './rows.js';
+import {type EndedTask, LINK_DEPENDENTS, resolveEnded} from './links.js';
 
 /** The transition each outcome kind makes: the same names as the table. */
 const TRANSITION_OF: Record<OutcomeKind, TransitionName> = {
@@ -116,14 +117,34 @@ function setClause(t: TransitionName, group: Outcome[]): {sql: string; params: u
   }
 }
 
-/** One outcome transition's UPDATE over `group` (non-empty), guarded from the table. Exported for tests. */
-export function outcomeUpdateSql(t: TransitionName, group: Outcome[]): {sql: string; params: unknown[]} {
+/** The states an outcome ends a task in: dependents and batches are updated for those (links.ts). */
+const ENDING: ReadonlySet<TransitionName> = new Set(['complete', 'deadLetter', 'rescueDeadLetter']);
+
+/**
+ * One outcome transition's UPDATE over `group` (non-empty), guarded from the table. Exported for
+ * tests. `claimedLinks` (the fast path, which has not read the rows): an ending transition also
+ * requires the rows whose claim saw no dependents to have none still — a dependent submitted since
+ * the claim flagged its parent, and the mismatch sends the batch to the careful path, which reads.
+ */
+export function outcomeUpdateSql(t: TransitionName, group: Outcome[], claimedLinks = false): {sql: string; params: unknown[]} {
   const set = setClause(t, group);
   const progress = progressClause(group);
   const where = guardedWhere(t, group);
+  let links = '';
+  const params: unknown[] = [];
+  if (claimedLinks && ENDING.has(t)) {
+    const flagged = group.filter((o) => ((o.links ?? 0) & LINK_DEPENDENTS) !== 0).map((o) => o.id);
+    links =
+      flagged.length === 0
+        ? ` AND (links & ${LINK_DEPENDENTS}) = 0`
+        : flagged.length === group.length
+          ? ''
+          : ` AND ((links & ${LINK_DEPENDENTS}) = 0 OR id IN (${marks(flagged.length)}))`;
+    if (flagged.length < group.length) params.push(...flagged);
+  }
   return {
-    sql: `UPDATE tasks SET ${set.sql}${progress.sql} WHERE ${where.sql}`,
-    params: [...set.params, ...progress.params, ...where.params],
+    sql: `UPDATE tasks SET ${set.sql}${progress.sql} WHERE ${where.sql}${links}`,
+    params: [...set.params, ...progress.params, ...where.params, ...params],
   };
 }
 
@@ -147,6 +168,23 @@ function progressClause(group: readonly Outcome[]): {sql: string; params: unknow
     sql: `, progress = ${percent.sql}, progress_note = ${note.sql}, progress_at = IF(${at.sql} = 1, NOW(3), progress_at)`,
     params: [...percent.params, ...note.params, ...at.params],
   };
+}
+
+/** The tasks `groups` end that have link flags (`linksOf` each: the claim's, or the locking read's). */
+function endedOf(
+  groups: ReadonlyMap<TransitionName, Outcome[]>,
+  linksOf: (o: Outcome) => {links: number; batchId: string | null},
+): EndedTask[] {
+  const out: EndedTask[] = [];
+  for (const [t, group] of groups) {
+    if (!ENDING.has(t)) continue;
+    const to = TRANSITIONS[t].to as EndedTask['to'];
+    for (const o of group) {
+      const l = linksOf(o);
+      if (l.links !== 0) out.push({id: o.id, to, ...l});
+    }
+  }
+  return out;
 }
 
 /**
@@ -191,9 +229,10 @@ async function writeOutcomes(
   groups: ReadonlyMap<TransitionName, Outcome[]>,
   history: {sql: string; params: unknown[]} | null,
   typeOf: (o: Outcome) => string,
-): Promise<string[]> {
+  linksOf: ((o: Outcome) => {links: number; batchId: string | null}) | null,
+): Promise<{applied: string[]; due: DueTask[]}> {
   for (const [t, group] of groups) {
-    const q = outcomeUpdateSql(t, group);
+    const q = outcomeUpdateSql(t, group, linksOf === null);
     expectAffected(await exec(db, c, q.sql, q.params), group.length, `outcomes (${t})`);
   }
   if (history) await exec(db, c, history.sql, history.params);
@@ -210,8 +249,14 @@ async function writeOutcomes(
     const q = outcomeCountsUpsert(cell, actor, counts);
     await exec(db, c, q.sql, q.params);
   }
-  return [...groups.values()].flat().map((o) => o.id);
+  const ended = endedOf(groups, linksOf ?? ((o) => ({links: o.links ?? 0, batchId: o.batchId ?? null})));
+  const due = ended.length === 0 ? [] : await resolveEnded(db, c, cell, ended, actor);
+  return {applied: [...groups.values()].flat().map((o) => o.id), due};
 }
+
+/** An OutcomeResult, with `due` only when the outcomes made any task due. */
+const resultOf = (w: {applied: string[]; due: DueTask[]}, stale: string[]): OutcomeResult =>
+  w.due.length === 0 ? {applied: w.applied, stale} : {applied: w.applied, stale, due: w.due};
 
 /**
  * The careful path: in one transaction, a locking read decides which outcomes are current (and the
@@ -227,7 +272,7 @@ async function applyCareful(db: Db, cell: string, outcomes: readonly Outcome[], 
     const rows = await select(
       db,
       c,
-      `SELECT id, type, state, fence, attempt, worker, started_at, lease_until < NOW(3) AS expired FROM tasks WHERE id IN (${marks(ids.length)}) FOR UPDATE`,
+      `SELECT id, type, state, fence, attempt, worker, started_at, lease_until < NOW(3) AS expired, links, batch_id FROM tasks WHERE id IN (${marks(ids.length)}) FOR UPDATE`,
       ids,
     );
     const current = new Map(rows.map((r) => [r.id as string, r]));
@@ -258,7 +303,11 @@ async function applyCareful(db: Db, cell: string, outcomes: readonly Outcome[], 
       history.push([id, r.state as TaskState, TRANSITIONS[t].to, attempt, ranOn, clipError(e.error), clipStack(e.stack), startedAt]);
     }
     const typeOf = (o: Outcome) => current.get(o.id)!.type as string;
-    const applied = await writeOutcomes(
+    const linksOf = (o: Outcome) => {
+      const r = current.get(o.id)!;
+      return {links: Number(r.links), batchId: (r.batch_id as string | null) ?? null};
+    };
+    const w = await writeOutcomes(
       db,
       c,
       cell,
@@ -266,8 +315,9 @@ async function applyCareful(db: Db, cell: string, outcomes: readonly Outcome[], 
       byTransition(applicable),
       history.length > 0 ? historyInsert(history) : null,
       typeOf,
+      linksOf,
     );
-    return {applied, stale};
+    return resultOf(w, stale);
   });
 }
 
@@ -286,10 +336,9 @@ function fastEligible(o: Outcome): boolean {
  */
 async function applyFast(db: Db, cell: string, outcomes: readonly Outcome[], actor: string): Promise<OutcomeResult | null> {
   try {
-    return await tx(db, async (c) => ({
-      applied: await writeOutcomes(db, c, cell, actor, byTransition(outcomes), historyFromRows(outcomes, actor), (o) => o.type!),
-      stale: [],
-    }));
+    return await tx(db, async (c) =>
+      resultOf(await writeOutcomes(db, c, cell, actor, byTransition(outcomes), historyFromRows(outcomes, actor), (o) => o.type!, null), []),
+    );
   } catch (e) {
     if (e instanceof GuardMismatch) return null;
     throw e;

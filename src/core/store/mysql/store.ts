@@ -47,6 +47,7 @@ import type {
   TasksGetParams,
   TasksCreatedCountParams,
   TasksInsertParams,
+  TasksInsertLinkedParams,
   WorkersListParams,
   WorkersStopParams,
   WorkersUpsertParams,
@@ -75,6 +76,8 @@ import * as rescue from './rescue.js';
 import * as cancel from './tasks-cancel.js';
 import {tasksClaim} from './tasks-claim.js';
 import {tasksInsert} from './tasks-insert.js';
+import {tasksInsertLinked} from './links-insert.js';
+import * as links from './links-read.js';
 import * as workers from './workers.js';
 import {invalid} from '../../errors.js';
 import {DEFAULT_PAYLOAD_INLINE_BYTES} from '../../config/config.js';
@@ -152,6 +155,21 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
   }
   resultsOf(ids: readonly string[]) {
     return results.resultsOf(this.db, this.cell, ids);
+  }
+  tasksInsertLinked(p: TasksInsertLinkedParams) {
+    return tasksInsertLinked(this.db, this.cell, p, this.localNow(), this.inlineBytes);
+  }
+  parentsOf(children: readonly string[]) {
+    return links.parentsOf(this.db, children);
+  }
+  taskLinks(id: string) {
+    return links.taskLinks(this.db, this.cell, id);
+  }
+  batchesList(p: {limit: number}) {
+    return links.batchesList(this.db, this.cell, p.limit);
+  }
+  batchGet(id: string) {
+    return links.batchGet(this.db, this.cell, id);
   }
   holdsTake(p: HoldsTakeParams) {
     return holds.holdsTake(this.db, this.cell, p);

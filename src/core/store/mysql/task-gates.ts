@@ -20,7 +20,8 @@ import {AxError} from '../../errors.js';
 import type {NewTask} from '../../task/model.js';
 import {TRANSITIONS} from '../../task/state.js';
 import type {InsertResult} from '../types.js';
-import {type Db, type PoolConnection, exec, marks, select} from './db.js';
+import {type Db, type PoolConnection, type Row, exec, marks, select} from './db.js';
+import {type EndedTask, endedOf, resolveEnded} from './links.js';
 import {MARK_LEFT_UNRUNG, guardedWhere} from './guards.js';
 import {type HistoryRow, clipError, historyInsert} from './rows.js';
 
@@ -54,6 +55,8 @@ interface GateState {
   taskId: string;
   /** Throttle: its window is open. Debounce: its task has not started (may still be replaced). */
   open: boolean;
+  /** Debounce: the kept task's dependents/batch flags (links.ts), when it has any. */
+  linked?: EndedTask;
 }
 
 /** The note of a replaced task's history row (shown by `ax tasks show`). */
@@ -88,6 +91,8 @@ export async function writeGated(
 
   const throttled: Array<{id: string; keptId: string; key: string}> = [];
   const replaced: Array<{id: string; by: string; key: string}> = [];
+  /** Replaced tasks of earlier submits that have dependents or a batch (links.ts). */
+  const endedLinked: EndedTask[] = [];
   /** The gates to write: the task each now keeps. */
   const kept = new Map<string, {g: GateRef; t: NewTask}>();
   for (const t of tasks) {
@@ -107,6 +112,7 @@ export async function writeGated(
         continue;
       }
       replaced.push({id: s.taskId, by: t.id, key: g.key});
+      if (s.linked) endedLinked.push(s.linked);
     }
     gates.set(id, {taskId: t.id, open: true});
     kept.set(id, {g, t});
@@ -114,7 +120,11 @@ export async function writeGated(
 
   const skip = new Set(throttled.map((x) => x.id));
   await write(skip.size === 0 ? [...tasks] : tasks.filter((t) => !skip.has(t.id)));
-  if (replaced.length > 0) await cancelReplaced(db, c, cell, replaced, actor);
+  if (replaced.length > 0) {
+    await cancelReplaced(db, c, cell, replaced, actor);
+    // A replaced task that had dependents or a batch (a parent named by a later submit): settled too.
+    if (endedLinked.length > 0) await resolveEnded(db, c, cell, endedLinked, actor);
+  }
   if (kept.size > 0) await writeGates(db, c, cell, [...kept.values()], localNowMs);
   const own = new Set(tasks.map((t) => t.id));
   return {throttled, replaced: replaced.filter((r) => own.has(r.id))};
@@ -152,17 +162,22 @@ async function lockGates(db: Db, c: PoolConnection, cell: string, sorted: readon
     if (g.kind === 'debounce' && taskId !== '') debounced.push(taskId);
   }
   if (debounced.length > 0) {
-    const waiting = new Set(
+    const waiting = new Map(
       (
         await select(
           db,
           c,
-          `SELECT id FROM tasks WHERE id IN (${marks(debounced.length)}) AND cell = ? AND state = 'submitted' AND attempt = 0 FOR UPDATE`,
+          `SELECT id, links, batch_id FROM tasks WHERE id IN (${marks(debounced.length)}) AND cell = ? AND state = 'submitted' AND attempt = 0 FOR UPDATE`,
           [...debounced, cell],
         )
-      ).map((r) => r.id as string),
+      ).map((r) => [r.id as string, endedOf([r as Row & {id: string}], 'cancelled')[0]] as const),
     );
-    for (const s of out.values()) if (waiting.has(s.taskId)) s.open = true;
+    for (const s of out.values())
+      if (waiting.has(s.taskId)) {
+        s.open = true;
+        const linked = waiting.get(s.taskId);
+        if (linked) s.linked = linked;
+      }
   }
   return out;
 }

@@ -1,4 +1,5 @@
 /** InspectStore.tasksCancel, tasksCancelMany and tasksCancelIds on MySQL: guarded cancels with history and audit rows. */
+import {endedOf, resolveEnded} from './links.js';
 import {TRANSITIONS, guardOf, type TaskState} from '../../task/state.js';
 import type {CancelledTask, StoppedAttempt, TasksCancelIdsParams, TasksCancelManyParams, TasksCancelParams} from '../types.js';
 import {type Db, type PoolConnection, type Row, exec, marks, select, tx} from './db.js';
@@ -73,7 +74,7 @@ function lockAndCancel(
     const rows = await select(
       db,
       c,
-      `SELECT id, state, attempt, fence, worker, started_at FROM tasks WHERE ${where} ORDER BY id FOR UPDATE`,
+      `SELECT id, state, attempt, fence, worker, started_at, links, batch_id FROM tasks WHERE ${where} ORDER BY id FOR UPDATE`,
       params,
     );
     if (rows.length === 0) return [];
@@ -139,6 +140,8 @@ async function cancelRows(
   }
   const h = historyInsert(history);
   await exec(db, c, h.sql, h.params);
+  // Dependents are cancelled or counted, batches counted (links.ts); what that makes due is rung by the scheduler.
+  await resolveEnded(db, c, cell, endedOf(rows as Array<Row & {id: string}>, 'cancelled'), who.actor);
   return out;
 }
 
@@ -156,7 +159,7 @@ export async function tasksCancel(
     const rows = await select(
       db,
       c,
-      'SELECT id, state, attempt, fence, worker, started_at FROM tasks WHERE id = ? AND cell = ? FOR UPDATE',
+      'SELECT id, state, attempt, fence, worker, started_at, links, batch_id FROM tasks WHERE id = ? AND cell = ? FOR UPDATE',
       [id, cell],
     );
     const r = rows[0];

@@ -135,6 +135,9 @@ function toClaimed(r: Row): ClaimedTask {
     replay: parseReplay(r.replay as string | null),
     // Only a row with a trace context has one (a malformed one, written by hand, is left out).
     ...(r.traceparent === null ? {} : traceField(r)),
+    // Dependencies and batches (links.ts): carried to the outcome; absent on plain tasks.
+    ...(Number(r.links ?? 0) === 0 ? {} : {links: Number(r.links)}),
+    ...(r.batch_id === null || r.batch_id === undefined ? {} : {batchId: r.batch_id as string}),
   };
 }
 

@@ -6,6 +6,7 @@ import {type Conn, type Db, type PoolConnection, driverCode, exec, isDataError, 
 import {AxError, errorMessage} from '../../errors.js';
 import {PAYLOAD_APART, bodiesUpserts, chunkByBytes, packBig} from './payloads.js';
 import {isGated, writeGated} from './task-gates.js';
+import {WAITING_RUN_AT} from './links.js';
 
 const MAX_DUP_RETRIES = 3;
 
@@ -66,7 +67,7 @@ export async function tasksInsert(
   }
 }
 
-async function insertOnce(
+export async function insertOnce(
   db: Db,
   c: PoolConnection,
   cell: string,
@@ -188,11 +189,16 @@ async function writeRows(
     const traced = chunk.some((t) => t.trace);
     const values: string[] = [];
     const params: unknown[] = [];
+    // Dependencies and batches (links.ts) write three more columns; plain rows keep the plain INSERT.
+    const linked = chunk.some((t) => t.linked !== undefined);
     for (const t of chunk) {
-      // run_at: an absolute time as given, or the remaining delay added to the database clock.
+      // run_at: an absolute time as given, or the remaining delay added to the database clock; a
+      // waiting task (parents or batch members left) WAITING_RUN_AT, which no due scan reaches.
       let runAtSql = 'NOW(3)';
       const runAtParams: unknown[] = [];
-      if (t.runAtMs !== null) {
+      if (t.linked && t.linked.depsLeft > 0) {
+        runAtSql = `'${WAITING_RUN_AT}'`;
+      } else if (t.runAtMs !== null) {
         runAtSql = '?';
         runAtParams.push(new Date(t.runAtMs));
       } else {
@@ -204,7 +210,7 @@ async function writeRows(
       }
       const publishedSql = marked.has(t.id) ? 'NOW(3)' : 'NULL';
       values.push(
-        `(?, ?, ?, ?, ?, 'submitted', 0, ?, ${runAtSql}, ?, 0, ?, ?, ?, NOW(3), NOW(3), ${publishedSql}, ?, ?, ?${traced ? ', ?, ?' : ''})`,
+        `(?, ?, ?, ?, ?, 'submitted', 0, ?, ${runAtSql}, ?, 0, ?, ?, ?, NOW(3), NOW(3), ${publishedSql}, ?, ?, ?${traced ? ', ?, ?' : ''}${linked ? ', ?, ?, ?' : ''})`,
       );
       params.push(
         t.id,
@@ -223,13 +229,14 @@ async function writeRows(
         t.key,
       );
       if (traced) params.push(t.trace?.traceparent ?? null, t.trace?.tracestate ?? null);
+      if (linked) params.push(t.linked?.depsLeft ?? 0, t.linked?.links ?? 0, t.linked?.batchId ?? null);
       const body = bodies.get(t);
       if (body) apart.push([t.id, body]);
     }
     await exec(
       db,
       c,
-      `INSERT INTO tasks (id, cell, type, pool, priority, state, attempt, max_retries, run_at, timeout_ms, fence, dedup_key, schedule_name, content_hash, created_at, updated_at, published_at, payload, submitted_by, task_key${traced ? ', traceparent, tracestate' : ''}) VALUES ${values.join(', ')}`,
+      `INSERT INTO tasks (id, cell, type, pool, priority, state, attempt, max_retries, run_at, timeout_ms, fence, dedup_key, schedule_name, content_hash, created_at, updated_at, published_at, payload, submitted_by, task_key${traced ? ', traceparent, tracestate' : ''}${linked ? ', deps_left, links, batch_id' : ''}) VALUES ${values.join(', ')}`,
       params,
     );
   }

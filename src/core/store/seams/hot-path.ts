@@ -7,7 +7,8 @@
 import type {ForcedReplay, JsonValue, NewTask, PoolName, Priority} from '../../task/model.js';
 import type {TaskState} from '../../task/state.js';
 import type {TraceContext} from '../../trace-context.js';
-import type {ParkedKind, RungRef} from './common.js';
+import type {ParentRow} from '../../task/links.js';
+import type {DispatchRef, ParkedKind, RungRef} from './common.js';
 
 /** Result of writing a batch of new tasks. Every input id appears in exactly one list. */
 export interface InsertResult {
@@ -57,6 +58,10 @@ export interface ClaimedTask {
   via?: string;
   /** The trace context of its submit (see NewTask.trace): present only when the row has one. */
   trace?: TraceContext;
+  /** The row's link flags (tasks.links: dependents, parents, batch member, callback); absent when 0. */
+  links?: number;
+  /** The batch of a member or callback; absent otherwise. */
+  batchId?: string;
 }
 
 export interface ClaimResult {
@@ -103,6 +108,13 @@ interface OutcomeBase {
    * by the outcome's own UPDATE. Absent: the progress columns are left as they are.
    */
   progress?: {percent: number; note: string | null};
+  /**
+   * The link flags and batch the claim read (ClaimedTask.links, batchId): with them an ending
+   * outcome updates the task's dependents and batch in its transaction (mysql/links.ts). A row
+   * that gained dependents since the claim is caught by the write (it falls back to a locking read).
+   */
+  links?: number;
+  batchId?: string;
 }
 
 /** A failed attempt's error as recorded: the message, and the first lines of its stack when known. */
@@ -151,6 +163,52 @@ export interface OutcomeResult {
   applied: string[];
   /** Outcomes whose row had moved on (other fence, not running, lease renewed): nothing written. */
   stale: string[];
+  /**
+   * Dependents and batch callbacks the outcomes made due (their last parent or member ended), left
+   * unrung: the caller rings them and marks them (doorbellsMark at `fence`), else the scheduler
+   * rings them. Absent when none.
+   */
+  due?: DueTask[];
+}
+
+/** A task made due by a transaction, to ring after its commit. */
+export type DueTask = DispatchRef & {fence: number};
+
+/** Tasks with dependencies (NewTask.after), or a batch (`tasks` its members) with its callback. */
+export interface TasksInsertLinkedParams {
+  tasks: NewTask[];
+  batch?: {id: string; callback: NewTask};
+  actor: string;
+}
+
+/** InsertResult and the tasks due at once (unrung): the caller rings and marks them. */
+export interface LinkedInsertResult extends InsertResult {
+  due: DueTask[];
+}
+
+/** A task's place in dependencies and batches, for `ctx.parents`, `ax tasks show` and the API. */
+export interface TaskLinks {
+  parents: Array<{id: string; type: string; state: TaskState; edge: 'waiting' | 'succeeded' | 'dead' | 'cancelled'}>;
+  dependents: Array<{id: string; type: string; state: TaskState}>;
+  /** Parents still waited for (> 0: the task waits and is not due). */
+  waitingFor: number;
+  /** The batch it is a member or the callback of. */
+  batch: BatchInfo | null;
+  onParentFailure: 'cancel' | 'run' | null;
+}
+
+/** A batch's progress. */
+export interface BatchInfo {
+  id: string;
+  callbackId: string;
+  callbackState: TaskState | null;
+  total: number;
+  succeeded: number;
+  dead: number;
+  cancelled: number;
+  createdAt: Date;
+  /** When the counters reached the total (the callback was released then). */
+  doneAt: Date | null;
 }
 
 export interface TasksInsertParams {
@@ -280,4 +338,17 @@ export interface HotPathStore {
    * not found are absent from the map). For dependents' ctx.parents.
    */
   resultsOf(ids: readonly string[]): Promise<Map<string, StoredResult>>;
+  /**
+   * Writes tasks with dependencies, or a batch with its callback, in one transaction (see
+   * mysql/links-insert.ts). Throws invalid_input, nothing written, for a parent unknown in this
+   * cell or a batch task already stored.
+   */
+  tasksInsertLinked(p: TasksInsertLinkedParams): Promise<LinkedInsertResult>;
+  /** The parents of these tasks (rows per edge: child, parent, the parent's type and state). */
+  parentsOf(children: readonly string[]): Promise<ParentRow[]>;
+  /** A task's parents (with their states) and dependents, waiting count and batch; null: unknown id. */
+  taskLinks(id: string): Promise<TaskLinks | null>;
+  /** Batches of this cell, newest first (at most `limit`), or one by id (null: unknown). */
+  batchesList(p: {limit: number}): Promise<BatchInfo[]>;
+  batchGet(id: string): Promise<BatchInfo | null>;
 }

@@ -25,6 +25,8 @@ export interface OutboxRow {
   /** The W3C trace context written with the row (enqueueInTransaction); the relay ignores a malformed one. Null on a table without the columns. */
   traceparent: string | null;
   tracestate: string | null;
+  /** deps as written: JSON {after, onParentFailure} (TaskSpec.after); null without, or on a table without the column. */
+  deps: string | null;
   createdAt: Date;
   attempts: number;
   lastError: string | null;
