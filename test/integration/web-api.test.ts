@@ -413,6 +413,22 @@ describe('embedded from the SDK', () => {
   });
 });
 
+describe('batches', () => {
+  // The batch endpoints' behaviour is tested in web-workflows.test.ts; here each answers once, so
+  // the OpenAPI check below covers them.
+  it('POST /api/v1/batches writes a batch with its callback; GET lists and shows it', async () => {
+    const batch = await call(c, 'POST', '/api/v1/batches', {
+      token: producer,
+      body: {tasks: [{type: 'web_batch_member'}], callback: {type: 'web_batch_done'}},
+    });
+    expect(batch.status).toBe(201);
+    const id = batch.body.batchId as string;
+    expect((await call(c, 'GET', `/api/v1/batches/${id}`, {token: viewer})).body).toMatchObject({id, total: 1, done: 0});
+    const list = await call(c, 'GET', '/api/v1/batches', {token: viewer});
+    expect(list.body.batches.map((b: {id: string}) => b.id)).toContain(id);
+  });
+});
+
 describe('the OpenAPI document', () => {
   it('describes every answer the live server gave in this file, and every operation was exercised', async () => {
     const doc = (await call(c, 'GET', '/api/v1/openapi.json')).body;

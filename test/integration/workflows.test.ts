@@ -99,12 +99,12 @@ describe('dependencies', () => {
     runs().length = 0;
   });
 
-  it('runs a diamond in order: D after B and C, which start after A; D sees its parents', async () => {
+  it('runs a diamond in order: D after B and C, which start after A; D sees its parents and their results', async () => {
     const [a, b, c, d] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
     const r = await client.submitBatch([
       {id: d, type: 'wf_step', after: [b, c]},
-      {id: b, type: 'wf_step', payload: {ms: 20}, after: [a]},
-      {id: c, type: 'wf_step', payload: {ms: 80}, after: [a]},
+      {id: b, type: 'wf_step', payload: {ms: 20, result: {from: 'b', rows: [1, 2]}}, after: [a]},
+      {id: c, type: 'wf_step', payload: {ms: 80, result: 'c done'}, after: [a]},
       {id: a, type: 'wf_step', payload: {ms: 30}},
     ]);
     expect(r.ids).toEqual([d, b, c, a]);
@@ -117,8 +117,8 @@ describe('dependencies', () => {
     expect(at(d, 'start')).toBeGreaterThan(Math.max(at(b, 'end'), at(c, 'end')));
     const dRun = runs().find((x) => x.id === d)!;
     expect(dRun.parents).toEqual({
-      [b]: {type: 'wf_step', state: 'succeeded', result: null},
-      [c]: {type: 'wf_step', state: 'succeeded', result: null},
+      [b]: {type: 'wf_step', state: 'succeeded', result: {from: 'b', rows: [1, 2]}},
+      [c]: {type: 'wf_step', state: 'succeeded', result: 'c done'},
     });
     expect(runs().find((x) => x.id === a)!.parents).toEqual({});
     const links = await (await env.store()).taskLinks(a);
