@@ -11,7 +11,7 @@ import {defineHandlers, isHandlerMap, type ResolvedHandler} from '../worker/hand
 import {backoffOf, runAttempt, type TaskRun} from './attempt.js';
 import {createTestClock} from './clock.js';
 import type {ParentInfo} from './context.js';
-import {checkLinks, splitDependencies, type ParentFailurePolicy} from './links.js';
+import {checkLinks, dependenciesOf, type ParentFailurePolicy} from './links.js';
 import type {
   DrainReport,
   TestBatchInfo,
@@ -152,8 +152,8 @@ export function createTestClient(opts: TestClientOptions): TestClient {
 
   const submit = async (spec: TestTaskSpec): Promise<string> => {
     if (closed) throw new AxError('closed', 'the test client is closed');
-    const deps = splitDependencies(spec);
-    const n = validateTaskSpec(deps.rest, defaults, clock.now(), newId);
+    const n = validateTaskSpec(spec, defaults, clock.now(), newId);
+    const deps = dependenciesOf(n);
     checkLinks(new Map([[n.id, deps.after]]), (id) => tasks.has(id));
     const old = tasks.get(n.id);
     if (old) {
@@ -168,8 +168,8 @@ export function createTestClient(opts: TestClientOptions): TestClient {
   /** One task of a submitBatch, validated; invalid_input prefixed with `what`. */
   const linkedTask = (spec: unknown, what: string, now: number): {n: NewTask; after: string[]; policy: ParentFailurePolicy} => {
     try {
-      const d = splitDependencies(spec);
-      const n = validateTaskSpec(d.rest, defaults, now, newId);
+      const n = validateTaskSpec(spec, defaults, now, newId);
+      const d = dependenciesOf(n);
       if (n.debounce || n.throttle)
         throw invalid('debounce and throttle are not for submitBatch (a gate could drop a task the others count on)');
       return {n, after: d.after, policy: d.policy};

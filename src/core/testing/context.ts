@@ -5,27 +5,15 @@ import {validateProgress} from '../task/progress.js';
 import {isTaskId} from '../task/id.js';
 import {validateTypeName} from '../task/validate.js';
 import type {TaskContext} from '../worker/handlers.js';
+import type {ParentInfo} from '../task/links.js';
 
-/** How a parent of a task ended, as its dependent's handler sees it in `ctx.parents`. */
-export interface ParentInfo {
-  type: string;
-  state: 'succeeded' | 'dead' | 'cancelled';
-  /** The parent's result (what its handler returned with its success), or null. */
-  result: JsonValue | null;
-}
+export type {ParentInfo} from '../task/links.js';
 
 /** The parents of a task by id: empty when it has none. */
 export type Parents = Readonly<Record<string, ParentInfo>>;
 
-/**
- * The context a handler gets from the test kit: the worker's TaskContext with the progress
- * reporter and the parents' outcomes (the fields every attempt has).
- */
-export type TestTaskContext = TaskContext & {
-  /** Reports progress: validated as the worker does (validateProgress), recorded by the kit. */
-  progress(percent: number, note?: string): void;
-  parents: Parents;
-};
+/** The context a handler gets from the test kit: the worker's own TaskContext. */
+export type TestTaskContext = TaskContext;
 
 /** One line a handler logged through `ctx.logger`: its level, message and fields (a child's fields merged in). */
 export interface LogLine {

@@ -4,42 +4,14 @@
  * client's own submit.
  */
 import {invalid} from '../errors.js';
-import {isTaskId} from '../task/id.js';
+import type {NewTask} from '../task/model.js';
 
 /** What a parent ending dead or cancelled does to its dependents: cancel them (default) or run them anyway. */
 export type ParentFailurePolicy = 'cancel' | 'run';
 
-/** The most parents a task may wait for. */
-export const MAX_TEST_PARENTS = 100;
-
-/** A spec without its dependency fields, and those fields checked (no `after`: an empty list). */
-export interface SplitSpec {
-  rest: unknown;
-  after: string[];
-  policy: ParentFailurePolicy;
-}
-
-/**
- * Takes `after` and `onParentFailure` out of a spec and checks them as the real submit does: a
- * non-empty list of at most MAX_TEST_PARENTS distinct task ids, exclusive with delay, runAt,
- * debounce and throttle; a policy only with `after`, `cancel` or `run`. Throws invalid_input.
- */
-export function splitDependencies(spec: unknown): SplitSpec {
-  if (spec === null || typeof spec !== 'object' || Array.isArray(spec)) return {rest: spec, after: [], policy: 'cancel'};
-  const {after, onParentFailure, ...rest} = spec as Record<string, unknown>;
-  if (after === undefined) {
-    if (onParentFailure !== undefined) throw invalid('onParentFailure is only for a task with after');
-    return {rest, after: [], policy: 'cancel'};
-  }
-  if (!Array.isArray(after) || after.length === 0) throw invalid('after must be a non-empty list of task ids');
-  if (after.length > MAX_TEST_PARENTS) throw invalid(`after names ${after.length} tasks: a task waits for at most ${MAX_TEST_PARENTS}`);
-  for (const a of after as unknown[]) if (!isTaskId(a)) throw invalid(`after: "${String(a)}" is not a task id (a lower-case UUID)`);
-  if (new Set(after).size !== after.length) throw invalid('after names a task twice');
-  for (const f of ['delay', 'runAt', 'debounce', 'throttle'])
-    if (rest[f] !== undefined) throw invalid(`give either after or ${f}, not both: a dependent is due when its last parent succeeded`);
-  const policy = onParentFailure ?? 'cancel';
-  if (policy !== 'cancel' && policy !== 'run') throw invalid('onParentFailure must be cancel or run');
-  return {rest, after: [...(after as string[])], policy};
+/** A validated task's parents and policy (checked by validateTaskSpec, as in the real submit); none: an empty list. */
+export function dependenciesOf(n: NewTask): {after: string[]; policy: ParentFailurePolicy} {
+  return {after: n.after ?? [], policy: n.onParentFailure ?? 'cancel'};
 }
 
 /**
