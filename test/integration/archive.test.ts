@@ -9,7 +9,9 @@ import {chmod, mkdtemp, rm, writeFile} from 'node:fs/promises';
 import {tmpdir} from 'node:os';
 import {join} from 'node:path';
 import {afterAll, beforeAll, describe, expect, it} from 'vitest';
-import {createArchiver} from '../../src/compose.js';
+import {createArchiver, createRuntime, openStore} from '../../src/compose.js';
+import {loadConfig} from '../../src/core/config/config.js';
+import {createLogger} from '../../src/core/log.js';
 import {findArchived, listArchive, restoreArchived, showArchived} from '../../src/core/archive/admin.js';
 import {DirectoryArchiveTarget} from '../../src/core/archive/files.js';
 import type {ArchiveTarget} from '../../src/core/archive/target.js';
@@ -152,6 +154,27 @@ describe('archiver', () => {
     const after = await archivedIds();
     expect(after).toEqual([...before, ...ids].sort());
     expect(new Set(after).size).toBe(after.length);
+  });
+
+  it('a batch whose parts take longer to write than AX_DB_IDLE_TX_TIMEOUT still commits: its transaction waits on its files by design', async () => {
+    const config = loadConfig({env: {...env.env, AX_DB_IDLE_TX_TIMEOUT: '1s'}, cwd: '/nonexistent'});
+    const slow = await openStore(createRuntime(config, createLogger('error')));
+    try {
+      const ids = await finished(slow, 'arch_slow', 3, 'complete');
+      await env.sql(`${ageSql(40)} WHERE id IN (?)`, [ids]);
+      const res = await slow.archiveBatch({
+        state: 'succeeded',
+        finishedBefore: new Date(Date.now() - 30 * 86_400_000),
+        after: null,
+        limit: 100,
+        // A slow target: the session is idle in its transaction for longer than its timeout.
+        write: () => new Promise((r) => setTimeout(r, 2500)),
+      });
+      expect([...res.deleted].sort()).toEqual([...ids].sort());
+      expect(await env.sql('SELECT id FROM tasks WHERE id IN (?)', [ids])).toEqual([]);
+    } finally {
+      await slow.close();
+    }
   });
 
   it('a crash after the part was committed but before the delete: the next run deletes the rows once', async () => {

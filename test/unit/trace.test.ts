@@ -12,6 +12,7 @@ import type {Db} from '../../src/core/store/mysql/db.js';
 import {tasksInsert} from '../../src/core/store/mysql/tasks-insert.js';
 import {validateTaskSpec} from '../../src/core/task/validate.js';
 import type {TraceContext} from '../../src/core/trace-context.js';
+import type {HistoryEntry, TaskRecord} from '../../src/core/task/model.js';
 
 const TP = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
 
@@ -138,5 +139,60 @@ describe('the batched INSERT of tasks', () => {
     const traced = await statementOf({traceparent: TP, tracestate: 'k=v'});
     expect(traced.sql).toMatch(/task_key, traceparent, tracestate\) VALUES/);
     expect(traced.params).toEqual([...plain.params, TP, 'k=v']);
+  });
+});
+
+describe('traceOf with links', () => {
+  it("shows a task's links: the parents it waited for at its insert, the dependents and the batch its end settled", () => {
+    const at = (s: number): Date => new Date(Date.UTC(2026, 11, 7, 12, 0, s));
+    const id = '0190f1c2-7d3e-7a41-9b2c-5e6f7a8b9c0d';
+    const [p, d] = ['0190f1c2-0000-7a41-9b2c-000000000001', '0190f1c2-0000-7a41-9b2c-000000000002'];
+    const task = {
+      id,
+      type: 'order_step',
+      state: 'succeeded',
+      attempt: 1,
+      worker: 'w1',
+      startedAt: at(2),
+      submittedBy: 'app:1',
+      publishedAt: null,
+      createdAt: at(0),
+      finishedAt: at(3),
+    } as unknown as TaskRecord;
+    const rows: HistoryEntry[] = [
+      {taskId: id, from: 'running', to: 'succeeded', attempt: 1, worker: 'w1', at: at(3), error: null, stack: null, startedAt: at(2)},
+    ];
+    const batch = {
+      id: 'b1',
+      callbackId: 'cb1',
+      callbackState: 'submitted' as const,
+      total: 1,
+      succeeded: 1,
+      dead: 0,
+      cancelled: 0,
+      createdAt: at(0),
+      doneAt: at(3),
+    };
+    const t = traceOf(task, rows, undefined, {
+      parents: [{id: p, type: 'order_fetch', state: 'succeeded', edge: 'succeeded'}],
+      dependents: [{id: d, type: 'order_send', state: 'submitted'}],
+      waitingFor: 0,
+      batch,
+      onParentFailure: 'cancel',
+    });
+    expect(t.events.filter((e) => e.stage === 'dependents').map((e) => [e.at.toISOString(), e.what])).toEqual([
+      [at(0).toISOString(), `waits for 1 parent(s): ${p} (order_fetch, succeeded)`],
+      [at(3).toISOString(), `dependent ${d} (order_send) settled by this end: now submitted`],
+      [at(3).toISOString(), 'batch b1 complete with this end: callback cb1 released'],
+    ]);
+    // Not ended yet: nothing settled by it.
+    const waiting = traceOf({...task, state: 'running', finishedAt: null} as TaskRecord, [], undefined, {
+      parents: [],
+      dependents: [{id: d, type: 'order_send', state: 'submitted'}],
+      waitingFor: 0,
+      batch: null,
+      onParentFailure: null,
+    });
+    expect(waiting.events.filter((e) => e.stage === 'dependents')).toEqual([]);
   });
 });

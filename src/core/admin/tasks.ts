@@ -105,7 +105,7 @@ export function createTasksAdmin(s: AdminSession, dlq: DlqAdmin): TasksAdmin {
       checkTraceId(id);
       const store = await s.store();
       const task = await store.tasksGet({id});
-      if (task) return traceOf(task, await store.historyList({taskId: id}));
+      if (task) return traceOf(task, await store.historyList({taskId: id}), undefined, await store.taskLinks(id));
       let found;
       try {
         found = await showArchived(s.archiveTarget(), ctx.config.cell, id);

@@ -2,7 +2,8 @@
  * `ax trace <id>`: one task's path through ax as one timeline, from what ax stores — the task row
  * (its creation: by a producer or relayed from the outbox by a relay; its latest doorbell), its
  * history (claims, attempts, every other transition: timeline.ts), and the archive when the task
- * has been moved there — with the W3C trace context its submit carried (traceparent, trace id),
+ * has been moved there, and its links (the parents it waited for, the dependents and batch its end
+ * settled: docs/workflows.md) — with the W3C trace context its submit carried (traceparent, trace id),
  * which names the trace an OpenTelemetry backend holds for it.
  *
  * What ax does not store is not shown: an outbox row's own times (the business database's rows
@@ -10,7 +11,7 @@
  * deferral in the history, shown as a transition).
  */
 import {AxError, invalid} from '../errors.js';
-import type {ArchivedTask, ArchivedValue} from '../store/types.js';
+import type {ArchivedTask, ArchivedValue, TaskLinks} from '../store/types.js';
 import {isTaskId} from '../task/id.js';
 import type {HistoryEntry, TaskRecord} from '../task/model.js';
 import type {TaskState} from '../task/state.js';
@@ -18,7 +19,7 @@ import {type TraceContext, traceContextOf, traceIdOf} from '../trace-context.js'
 import {timeline} from './timeline.js';
 
 /** Where an event of the trace comes from in ax's path. */
-export type TraceStage = 'outbox' | 'insert' | 'publish' | 'claim' | 'attempt' | 'transition' | 'archive';
+export type TraceStage = 'outbox' | 'insert' | 'publish' | 'claim' | 'attempt' | 'transition' | 'dependents' | 'archive';
 
 export interface TraceEvent {
   at: Date;
@@ -52,9 +53,16 @@ const isRelay = (by: string | null): boolean => by !== null && by.startsWith('re
 
 /**
  * The trace of a task from its row and stored history rows (see the module comment); `archived`
- * says where the archive holds it (its `day/part` and when the part was written).
+ * says where the archive holds it (its `day/part` and when the part was written); `links` (live
+ * tasks only) adds the parents it waited for, and the dependents and batch its end settled, in the
+ * transaction of that end.
  */
-export function traceOf(task: TaskRecord, rows: readonly HistoryEntry[], archived?: {at: Date; part: string}): TaskTrace {
+export function traceOf(
+  task: TaskRecord,
+  rows: readonly HistoryEntry[],
+  archived?: {at: Date; part: string},
+  links?: TaskLinks | null,
+): TaskTrace {
   const events: TraceEvent[] = [];
   const ev = (at: Date, stage: TraceStage, what: string, by: string | null, attempt: number | null = null, error: string | null = null) =>
     events.push({at, stage, what, by, attempt, error});
@@ -68,6 +76,7 @@ export function traceOf(task: TaskRecord, rows: readonly HistoryEntry[], archive
     else ev(h.at, 'transition', `${h.from ?? '(none)'} → ${h.to}`, h.worker, h.from === 'running' ? h.attempt : null, h.error);
   }
   if (task.publishedAt !== null) ev(task.publishedAt, 'publish', 'doorbell published (the latest)', null);
+  if (links) linkEvents(task, links, ev);
   if (archived) ev(archived.at, 'archive', `archived (${archived.part})`, null);
   // Stable: events at the same instant keep the order the path gives them.
   const order = events.map((e, i) => ({e, i})).sort((a, b) => a.e.at.getTime() - b.e.at.getTime() || a.i - b.i);
@@ -81,6 +90,21 @@ export function traceOf(task: TaskRecord, rows: readonly HistoryEntry[], archive
     archived: archived?.part ?? null,
     events: order.map((x) => x.e),
   };
+}
+
+/** The events of a task's links: its parents at its insert, its dependents and batch at its end. */
+function linkEvents(task: TaskRecord, links: TaskLinks, ev: (at: Date, stage: TraceStage, what: string, by: string | null) => void): void {
+  if (links.parents.length > 0) {
+    const list = links.parents.map((p) => `${p.id} (${p.type}, ${p.edge})`).join(', ');
+    ev(task.createdAt, 'dependents', `waits for ${links.parents.length} parent(s): ${list}`, null);
+  }
+  // A dependent or batch is settled in the transaction that ends the task: at its finish.
+  if (task.finishedAt === null) return;
+  for (const d of links.dependents)
+    ev(task.finishedAt, 'dependents', `dependent ${d.id} (${d.type}) settled by this end: now ${d.state}`, null);
+  const b = links.batch;
+  if (b && b.doneAt !== null && b.callbackId !== task.id && Math.abs(b.doneAt.getTime() - task.finishedAt.getTime()) < 1)
+    ev(b.doneAt, 'dependents', `batch ${b.id} complete with this end: callback ${b.callbackId} released`, null);
 }
 
 const date = (v: ArchivedValue | undefined): Date | null => (typeof v === 'string' ? new Date(v) : null);

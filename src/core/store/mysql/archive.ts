@@ -19,7 +19,7 @@ import {
   type ArchiveRestoreParams,
 } from '../seams/archive.js';
 import {auditInsert} from './audit.js';
-import {type Conn, type Db, driverCode, exec, marks, type Row, select, tx} from './db.js';
+import {type Conn, type Db, driverCode, exec, marks, type Row, select, tx, withLongIdle} from './db.js';
 import {PAYLOAD_APART, PAYLOAD_BODY_LOCKED, bodiesUpserts, packBig, payloadText} from './payloads.js';
 
 /**
@@ -176,6 +176,9 @@ export function archiveCandidatesSql(
   };
 }
 
+/** How long an archive batch's transaction may wait for its parts (write and verify), seconds. */
+const ARCHIVE_WRITE_IDLE_S = 600;
+
 /**
  * One archive batch (see ArchiveStore.archiveBatch). Candidates: a range of idx_tasks_due
  * (cell, state, run_at < finishedBefore, then type, id) past the cursor, filtered by finished_at, in index
@@ -200,7 +203,9 @@ export async function archiveBatch(db: Db, cell: string, p: ArchiveBatchParams):
     if (rows.length === 0) return [];
     const kept = rows.map((r) => r.id as string);
     const tasks = await withHistory(db, c, rows);
-    await p.write(tasks);
+    // The rows stay locked while their parts are written and read back: this session may be idle
+    // that long (finished rows' locks hold up nobody but a replay of them).
+    await withLongIdle(db, c, ARCHIVE_WRITE_IDLE_S, () => p.write(tasks));
     await deleteRows(db, c, kept);
     return kept;
   });

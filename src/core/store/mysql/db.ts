@@ -29,6 +29,8 @@ export interface Db {
   pool: Pool;
   database: string;
   queryTimeoutMs: number;
+  /** The sessions' idle_transaction_timeout in seconds (DbOptions.idleTxTimeoutMs); absent: the default. */
+  idleTxTimeoutS?: number;
   url: string;
 }
 
@@ -189,7 +191,7 @@ export async function openDb(opts: DbOptions): Promise<Db> {
       throw e;
     }
     probe.release();
-    return {pool, database: t.database, queryTimeoutMs: opts.queryTimeoutMs, url: opts.url};
+    return {pool, database: t.database, queryTimeoutMs: opts.queryTimeoutMs, idleTxTimeoutS: idleS, url: opts.url};
   } catch (e) {
     // A pool that failed its first query must not keep sockets (and the process) alive: the
     // caller may retry in a loop.
@@ -215,6 +217,22 @@ export async function exec(db: Db, c: Conn, sql: string, params: unknown[] = [])
     return res;
   } catch (e) {
     throw mapDbError(e, db.url);
+  }
+}
+
+/**
+ * Runs `fn` with the idle_transaction_timeout of `c`'s session raised to `seconds` (MariaDB; a user
+ * variable only on MySQL), for a transaction that waits on something other than the database by
+ * design — the archiver writes and verifies its parts with the rows locked — and restores the
+ * pool's value after, whatever `fn` does.
+ */
+export async function withLongIdle<T>(db: Db, c: Conn, seconds: number, fn: () => Promise<T>): Promise<T> {
+  const set = (s: number): Promise<unknown> => exec(db, c, `SET @ax_idle = ${s} /*M!100300 , SESSION idle_transaction_timeout = ${s} */`);
+  await set(seconds);
+  try {
+    return await fn();
+  } finally {
+    await set(db.idleTxTimeoutS ?? Math.ceil(DEFAULT_IDLE_TX_TIMEOUT_MS / 1000)).catch(() => undefined);
   }
 }
 
