@@ -343,4 +343,31 @@ describe('dependencies', () => {
     await refused(client.submitBatch([{type: 'wf_step'}, {type: 'Bad'}]), /task 1: /);
     expect(await counts()).toEqual(before);
   });
+  it('archiving finished tasks takes their links along: the edges of an archived child, the batch of an archived callback', async () => {
+    const [p, c] = [randomUUID(), randomUUID()];
+    await client.submitBatch([
+      {id: p, type: 'wf_step'},
+      {id: c, type: 'wf_step', after: [p]},
+    ]);
+    const b = await client.submitBatch([{type: 'wf_step'}], {callback: {type: 'wf_callback'}});
+    const all = [p, c, ...b.ids, b.callbackId!];
+    await ended(all);
+    const before = await counts();
+    await env.sql('UPDATE tasks SET finished_at = NOW(3) - INTERVAL 40 DAY, run_at = NOW(3) - INTERVAL 40 DAY WHERE id IN (?)', [all]);
+    const store = await env.store();
+    const lines: Array<Record<string, unknown>> = [];
+    for (;;) {
+      const r = await store.archiveBatch({
+        state: 'succeeded',
+        finishedBefore: new Date(Date.now() - 30 * 86_400_000),
+        after: null,
+        limit: 1000,
+        write: async (tasks) => void lines.push(...tasks.map((t) => t.task)),
+      });
+      if (r.deleted.length === 0) break;
+    }
+    expect(lines.map((t) => t.id).sort()).toEqual([...all].sort());
+    expect(lines.find((t) => t.id === c)).toMatchObject({links: 2});
+    expect(await counts()).toEqual({tasks: before.tasks - all.length, deps: before.deps - 1, batches: before.batches - 1});
+  });
 });

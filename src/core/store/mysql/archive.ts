@@ -19,6 +19,7 @@ import {
   type ArchiveRestoreParams,
 } from '../seams/archive.js';
 import {auditInsert} from './audit.js';
+import {LINK_CALLBACK, LINK_PARENTS} from '../../task/links.js';
 import {type Conn, type Db, driverCode, exec, marks, type Row, select, tx, withLongIdle} from './db.js';
 import {PAYLOAD_APART, PAYLOAD_BODY_LOCKED, bodiesUpserts, packBig, payloadText} from './payloads.js';
 
@@ -62,6 +63,9 @@ export const ARCHIVE_TASK_COLUMNS = [
   'progress',
   'progress_note',
   'progress_at',
+  'deps_left',
+  'links',
+  'batch_id',
   'payload',
 ] as const;
 
@@ -206,7 +210,7 @@ export async function archiveBatch(db: Db, cell: string, p: ArchiveBatchParams):
     // The rows stay locked while their parts are written and read back: this session may be idle
     // that long (finished rows' locks hold up nobody but a replay of them).
     await withLongIdle(db, c, ARCHIVE_WRITE_IDLE_S, () => p.write(tasks));
-    await deleteRows(db, c, kept);
+    await deleteRows(db, c, rows);
     return kept;
   });
   return {deleted, next};
@@ -235,7 +239,20 @@ async function withHistory(db: Db, c: Conn, rows: Row[]): Promise<ArchivedTask[]
 }
 
 /** Deletes tasks, their history and stored-apart payloads; rolls back (throws) unless exactly these task rows went. */
-async function deleteRows(db: Db, c: Conn, ids: string[]): Promise<void> {
+/**
+ * Deletes locked task rows (id, links, batch_id read) with their history, stored-apart payloads and
+ * links: the edges to their parents (a finished child's are settled) and the batch whose callback
+ * they are. A row without link flags costs no statement for them.
+ */
+async function deleteRows(db: Db, c: Conn, rows: readonly Row[]): Promise<void> {
+  const ids = rows.map((r) => r.id as string);
+  const flagged = (bit: number) => rows.filter((r) => (Number(r.links ?? 0) & bit) !== 0);
+  const children = flagged(LINK_PARENTS).map((r) => r.id as string);
+  if (children.length > 0) await exec(db, c, `DELETE FROM task_deps WHERE child IN (${marks(children.length)})`, children);
+  const batches = flagged(LINK_CALLBACK)
+    .map((r) => r.batch_id as string | null)
+    .filter((b): b is string => b !== null);
+  if (batches.length > 0) await exec(db, c, `DELETE FROM task_batches WHERE id IN (${marks(batches.length)})`, batches);
   await exec(db, c, `DELETE FROM task_history WHERE task_id IN (${marks(ids.length)})`, ids);
   await exec(db, c, `DELETE FROM task_payloads WHERE task_id IN (${marks(ids.length)})`, ids);
   const res = await exec(db, c, `DELETE FROM tasks WHERE id IN (${marks(ids.length)})`, ids);
@@ -248,10 +265,12 @@ export async function archiveDeleteArchived(db: Db, cell: string, snaps: Archive
   if (snaps.length === 0) return {deleted: [], movedOn: [], missing: []};
   const ids = snaps.map((s) => s.id);
   return tx(db, async (c) => {
-    const rows = await select(db, c, `SELECT id, state, updated_at FROM tasks WHERE id IN (${marks(ids.length)}) AND cell = ? FOR UPDATE`, [
-      ...ids,
-      cell,
-    ]);
+    const rows = await select(
+      db,
+      c,
+      `SELECT id, state, updated_at, links, batch_id FROM tasks WHERE id IN (${marks(ids.length)}) AND cell = ? FOR UPDATE`,
+      [...ids, cell],
+    );
     const found = new Map(rows.map((r) => [r.id as string, r]));
     const out: ArchiveDeleteResult = {deleted: [], movedOn: [], missing: []};
     for (const s of snaps) {
@@ -260,7 +279,12 @@ export async function archiveDeleteArchived(db: Db, cell: string, snaps: Archive
       else if (r.state === s.state && (r.updated_at as Date).toISOString() === s.updatedAt) out.deleted.push(s.id);
       else out.movedOn.push(s.id);
     }
-    if (out.deleted.length > 0) await deleteRows(db, c, out.deleted);
+    if (out.deleted.length > 0)
+      await deleteRows(
+        db,
+        c,
+        out.deleted.map((id) => found.get(id)!),
+      );
     return out;
   });
 }
