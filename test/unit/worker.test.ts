@@ -48,7 +48,15 @@ const settle = async (): Promise<void> => {
  * `registry` is what the flow refresh reads (edit it, then advance the clock 1 s); `onClaim` runs
  * inside each claim, before it returns (a refresh that reads a pause committed meanwhile).
  */
-function harness(o: {capacity?: number; onClaim?: (p: TasksClaimParams) => Promise<void>; clockAheadMs?: number} = {}) {
+function harness(
+  o: {
+    capacity?: number;
+    onClaim?: (p: TasksClaimParams) => Promise<void>;
+    clockAheadMs?: number;
+    /** A dependent (id, type) each task's outcome makes due, as the store's links do (ClaimResult.due). */
+    dependents?: Record<string, {id: string; type: string}>;
+  } = {},
+) {
   const clock = fakeClock(T0);
   const registry: {types: TypeRecord[]} = {types: []};
   const rows = new Map<string, {type: string; state: TaskState; fence: number}>();
@@ -56,6 +64,7 @@ function harness(o: {capacity?: number; onClaim?: (p: TasksClaimParams) => Promi
   const deferredTasks: Array<{id: string; parked: string | null; reason: string}> = [];
   const outcomes: Outcome[] = [];
   const acked: string[] = [];
+  const published: string[] = [];
   const gates = new Map<string, Deferred>();
   const started: string[] = [];
   const gate = (id: string): Deferred => gates.get(id) ?? (gates.set(id, deferred()), gates.get(id)!);
@@ -103,7 +112,13 @@ function harness(o: {capacity?: number; onClaim?: (p: TasksClaimParams) => Promi
     outcomesApply: (p) => {
       outcomes.push(...p.outcomes);
       for (const out of p.outcomes) rows.get(out.id)!.state = out.kind === 'complete' ? 'succeeded' : 'submitted';
-      return Promise.resolve({applied: p.outcomes.map((x) => x.id), stale: []});
+      const due = p.outcomes.flatMap((x) => {
+        const d = o.dependents?.[x.id];
+        if (!d) return [];
+        rows.set(d.id, {type: d.type, state: 'submitted', fence: 0});
+        return [{id: d.id, type: d.type, pool: 'io' as const, priority: 'normal' as const, fence: 0}];
+      });
+      return Promise.resolve({applied: p.outcomes.map((x) => x.id), stale: [], ...(due.length > 0 ? {due} : {})});
     },
     leasesRenew: (p) => Promise.resolve(p.held.map((h) => h.id)),
     progressWrite: (p) => {
@@ -128,7 +143,7 @@ function harness(o: {capacity?: number; onClaim?: (p: TasksClaimParams) => Promi
       return Promise.resolve({cancel: () => Promise.resolve()});
     },
     consumeControl: () => Promise.resolve({cancel: () => Promise.resolve()}),
-    publish: () => Promise.resolve(),
+    publish: (m: Array<{id: string}>) => Promise.resolve(void published.push(...m.map((x) => x.id))),
     poison: () => Promise.resolve(),
   } as unknown as Broker;
 
@@ -189,7 +204,23 @@ function harness(o: {capacity?: number; onClaim?: (p: TasksClaimParams) => Promi
   const pause = (type: string): void => {
     registry.types = [typeRecord(type, new Date(clock.now()), {paused: true, pausedBy: 'ops', pausedReason: 'downstream down'})];
   };
-  return {clock, worker, flow, rows, claims, deferredTasks, outcomes, acked, started, gate, ring, pause, heartbeats, progressWrites};
+  return {
+    clock,
+    worker,
+    flow,
+    rows,
+    claims,
+    deferredTasks,
+    outcomes,
+    acked,
+    published,
+    started,
+    gate,
+    ring,
+    pause,
+    heartbeats,
+    progressWrites,
+  };
 }
 
 describe('worker: admission before the claim', () => {
@@ -363,4 +394,31 @@ describe("worker: its clock against the database's", () => {
       await h.worker.stop({graceMs: 0});
     });
   }
+});
+
+describe('worker: tasks its outcomes make due (a chain, a batch callback)', () => {
+  it('claims a dependent it has a handler and room for itself, without a doorbell', async () => {
+    const h = harness({dependents: {parent: {id: 'child', type: 'order_notify'}}});
+    await h.worker.start();
+    h.ring('parent');
+    await settle();
+    h.gate('parent').resolve();
+    await h.clock.advanceAsync(10); // the outcome batch's wait
+    await settle();
+    expect(h.claims).toEqual([['parent'], ['child']]);
+    expect(h.started).toEqual(['parent', 'child']);
+    expect(h.published).toEqual([]);
+  });
+
+  it('rings a dependent of a type it has no handler for', async () => {
+    const h = harness({dependents: {parent: {id: 'child', type: 'report_build'}}});
+    await h.worker.start();
+    h.ring('parent');
+    await settle();
+    h.gate('parent').resolve();
+    await h.clock.advanceAsync(10);
+    await settle();
+    expect(h.claims).toEqual([['parent']]);
+    expect(h.published).toEqual(['child']);
+  });
 });

@@ -32,6 +32,17 @@ export class Lane {
     } else this.waiting.push({n, admit});
   }
 
+  /**
+   * Takes `n` tasks now (calls `admit`) only if they fit without waiting behind queued doorbells;
+   * returns whether it did (a hand-off the lane has no room for goes to RabbitMQ instead).
+   */
+  take(n: number, admit: () => void): boolean {
+    if (this.waiting.length > 0 || !this.fits(n)) return false;
+    this.outstanding += n;
+    admit();
+    return true;
+  }
+
   /** `n` tasks of the lane are finished (or were never claimed): admits the doorbells that now fit. */
   done(n = 1): void {
     this.outstanding = Math.max(0, this.outstanding - n);

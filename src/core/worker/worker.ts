@@ -3,7 +3,16 @@ import {errorMessage} from '../errors.js';
 import type {Logger} from '../log.js';
 import {type Broker, type Delivery, type Subscription, type TaskMessage, decodeMessage, splitDelivery} from '../broker/types.js';
 import {type BackoffOptions, type BackoffShape, backoffMs} from '../retry/backoff.js';
-import type {ClaimedTask, ClaimResult, HotPathStore, Outcome, ParkedKind, WorkerRegistryStore, WorkerStatsDoc} from '../store/types.js';
+import type {
+  ClaimedTask,
+  ClaimResult,
+  DueTask,
+  HotPathStore,
+  Outcome,
+  ParkedKind,
+  WorkerRegistryStore,
+  WorkerStatsDoc,
+} from '../store/types.js';
 import {PRIORITIES, type JsonObject, type PoolName, type Priority} from '../task/model.js';
 import {type Clock, type Random, sleep} from '../time.js';
 import {MicroBatcher} from '../batcher.js';
@@ -109,6 +118,9 @@ export const STORE_RETRY: BackoffShape = {firstMs: 100, maxMs: 5000};
 /** The stack of a failed attempt, as an optional event field. */
 const stackOf = (o: Outcome): {stack?: string} => ('stack' in o && typeof o.stack === 'string' ? {stack: o.stack} : {});
 
+/** The delivery of a task handed off within the worker (Worker.handOff): nothing to acknowledge. */
+const HANDED_OFF: Delivery = {body: Buffer.alloc(0), redelivered: false, ack: () => undefined};
+
 interface Pending {
   id: string;
   type: string;
@@ -143,6 +155,8 @@ export class Worker implements Service {
   private readonly subs: Subscription[] = [];
   /** Per pool queue and level: the tasks taken in and not yet finished (see intake.ts). */
   private readonly lanes: Lane[] = [];
+  /** The lane of each pool queue and level (`pool/level`), for hand-offs. */
+  private readonly laneOf = new Map<string, Lane>();
   private readonly claims: MicroBatcher<Pending>;
   private readonly outcomes: MicroBatcher<Outcome>;
   /** Handlers' progress reports, written at most once a second (see progress.ts). */
@@ -295,6 +309,7 @@ export class Worker implements Service {
       for (const level of PRIORITIES) {
         const lane = new Lane(room);
         this.lanes.push(lane);
+        this.laneOf.set(`${name}/${level}`, lane);
         this.subs.push(await this.o.broker.consume(name, prefetch, (d) => this.onDelivery(d, lane), level));
       }
     }
@@ -676,8 +691,9 @@ export class Worker implements Service {
             released.push({id: o.id, type: held.type, pool: o.pool ?? held.queue, priority: held.priority, fence: o.fence});
           this.emitOutcome(o, held);
         }
-        // Dependents and batch callbacks these outcomes made due: rung now (else the scheduler rings them).
-        if (res.due) released.push(...res.due.map((d) => ({id: d.id, type: d.type, pool: d.pool, priority: d.priority, fence: d.fence})));
+        // Dependents and batch callbacks these outcomes made due: claimed here when this worker has
+        // room for them, else rung now (else the scheduler rings them).
+        if (res.due) released.push(...this.handOff(res.due));
         if (released.length > 0) await this.ringAgain(released);
         return;
       } catch (e) {
@@ -713,6 +729,24 @@ export class Worker implements Service {
       case 'rescueDeadLetter':
         return this.ch.dead.emit({...base, error: o.error, ...stackOf(o)});
     }
+  }
+
+  /**
+   * Claims here, without a doorbell, the tasks an outcome of this worker made due (a chain's next
+   * step, a batch's callback) that it has a handler and room for: the claim is the same as a
+   * delivery's (admission, fence), only the round trip through RabbitMQ is saved — a chain step
+   * otherwise waits for the publish, its confirm and the delivery. Returns the rest, to ring. A task
+   * handed off but not claimed (its claim failed, the worker stopped) has no doorbell mark
+   * (published_at NULL): the scheduler's due scan rings it.
+   */
+  private handOff(due: readonly DueTask[]): Array<TaskMessage & {fence: number}> {
+    const rest: Array<TaskMessage & {fence: number}> = [];
+    for (const t of due) {
+      const lane = this.state === 'running' && this.o.handlers.byType.has(t.type) ? this.laneOf.get(`${t.pool}/${t.priority}`) : undefined;
+      if (lane?.take(1, () => this.claims.push({id: t.id, type: t.type, d: HANDED_OFF, lane}))) continue;
+      rest.push({id: t.id, type: t.type, pool: t.pool, priority: t.priority, fence: t.fence});
+    }
+    return rest;
   }
 
   /** Released tasks are due at once: ring for them so another worker takes them. */
