@@ -1,6 +1,7 @@
 /** The shapes of the test kit's in-process client (createTestClient in ./client.ts). */
 import type {AxClient} from '../client.js';
 import type {FlushReport} from '../producer/producer.js';
+import type {BatchInfo} from '../store/types.js';
 import type {JsonObject, JsonValue, PoolName, Priority, TaskSpec} from '../task/model.js';
 import type {TaskState} from '../task/state.js';
 import type {HandlerDefinition, HandlerMap} from '../worker/handlers.js';
@@ -68,19 +69,8 @@ export interface TestBatchResult {
   existing: number;
 }
 
-/** A batch's progress. */
-export interface TestBatchInfo {
-  id: string;
-  callbackId: string;
-  callbackState: TaskState | null;
-  total: number;
-  succeeded: number;
-  dead: number;
-  cancelled: number;
-  createdAt: Date;
-  /** When every task of the batch had ended (its callback was released then). */
-  doneAt: Date | null;
-}
+/** A batch's progress, as the real client's `batch(id)` gives it. */
+export type TestBatchInfo = BatchInfo;
 
 /** Options of createTestClient. */
 export interface TestClientOptions extends RetryPolicy {
