@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
 import {table, when} from '../../cli/render.js';
-import {batchJson, type BatchJson} from '../../cli/batches.js';
+import {batchJson, type BatchJson} from '../../core/admin/batches.js';
 import {MAX_BATCHES_LIST} from '../../core/admin/batches.js';
 
 export interface BatchesListResult {

@@ -1,7 +1,7 @@
 import {Args} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
 import {when} from '../../cli/render.js';
-import {batchJson, type BatchJson} from '../../cli/batches.js';
+import {batchJson, type BatchJson} from '../../core/admin/batches.js';
 
 export default class BatchesShow extends AxCommand {
   static override readOnly = true;

@@ -34,3 +34,35 @@ export function createBatchesAdmin(s: AdminSession): BatchesAdmin {
     },
   };
 }
+
+/** A batch as the CLI's --json and the HTTP API give it (dates as ISO strings, `done` = ended members). */
+export interface BatchJson {
+  id: string;
+  total: number;
+  /** Members ended so far (succeeded + dead + cancelled). */
+  done: number;
+  succeeded: number;
+  dead: number;
+  cancelled: number;
+  callbackId: string;
+  /** The callback's state now; null when its row is gone (archived). */
+  callbackState: string | null;
+  createdAt: string;
+  /** When the last member ended (the callback was released then); null while members are left. */
+  doneAt: string | null;
+}
+
+export function batchJson(b: BatchInfo): BatchJson {
+  return {
+    id: b.id,
+    total: b.total,
+    done: b.succeeded + b.dead + b.cancelled,
+    succeeded: b.succeeded,
+    dead: b.dead,
+    cancelled: b.cancelled,
+    callbackId: b.callbackId,
+    callbackState: b.callbackState,
+    createdAt: b.createdAt.toISOString(),
+    doneAt: b.doneAt === null ? null : b.doneAt.toISOString(),
+  };
+}

@@ -3,16 +3,7 @@ import {errorMessage} from '../errors.js';
 import type {Logger} from '../log.js';
 import {type Broker, type Delivery, type Subscription, type TaskMessage, decodeMessage, splitDelivery} from '../broker/types.js';
 import {type BackoffOptions, type BackoffShape, backoffMs} from '../retry/backoff.js';
-import type {
-  ClaimedTask,
-  ClaimResult,
-  DueTask,
-  HotPathStore,
-  Outcome,
-  ParkedKind,
-  WorkerRegistryStore,
-  WorkerStatsDoc,
-} from '../store/types.js';
+import type {ClaimedTask, DueTask, HotPathStore, Outcome, ParkedKind, WorkerRegistryStore, WorkerStatsDoc} from '../store/types.js';
 import {PRIORITIES, type JsonObject, type PoolName, type Priority} from '../task/model.js';
 import {type Clock, type Random, sleep} from '../time.js';
 import {MicroBatcher} from '../batcher.js';
@@ -442,7 +433,7 @@ export class Worker implements Service {
       this.dispatch(t, this.gate.version === seen ? parts[0]?.type : undefined, parts[0]?.lane, parents?.get(t.id));
     }
     // Tasks whose doorbell fair dispatch lent to another: rung again (else the scheduler rings them).
-    if (result.unrung) this.track(this.ringLent(result.unrung));
+    if (result.unrung) this.track(this.ringAgain(result.unrung, 'whose doorbell fair dispatch lent'));
     // Doorbells fair dispatch lent to a task it then deferred: their tasks stay due (the row decides).
     for (const [id, parts] of byId)
       if (!handled.has(id))
@@ -450,19 +441,6 @@ export class Worker implements Service {
           p.d.ack();
           p.lane.done();
         }
-  }
-
-  /** Rings the tasks whose doorbell fair dispatch lent (ClaimResult.unrung) and marks them; on failure the scheduler rings them. */
-  private async ringLent(refs: NonNullable<ClaimResult['unrung']>): Promise<void> {
-    try {
-      await this.o.broker.publish(refs.map(({id, type, pool, priority}) => ({id, type, pool, priority})));
-      await this.o.store.doorbellsMark({rung: refs.map(({id, fence}) => ({id, fence}))});
-    } catch (e) {
-      this.log.warn('could not ring the tasks whose doorbell fair dispatch lent: the scheduler rings them', {
-        tasks: refs.length,
-        error: errorMessage(e),
-      });
-    }
   }
 
   /**
@@ -694,7 +672,7 @@ export class Worker implements Service {
         // Dependents and batch callbacks these outcomes made due: claimed here when this worker has
         // room for them, else rung now (else the scheduler rings them).
         if (res.due) released.push(...this.handOff(res.due));
-        if (released.length > 0) await this.ringAgain(released);
+        if (released.length > 0) await this.ringAgain(released, 'released or made due');
         return;
       } catch (e) {
         // Keep the leases alive meanwhile; if we never get through, the rescuer takes over.
@@ -749,16 +727,19 @@ export class Worker implements Service {
     return rest;
   }
 
-  /** Released tasks are due at once: ring for them so another worker takes them. */
-  private async ringAgain(refs: Array<TaskMessage & {fence: number}>): Promise<void> {
+  /**
+   * Rings tasks due now that have no doorbell (released, made due by an outcome, or whose doorbell
+   * fair dispatch lent), so a worker takes them, and marks them at the fence given: the mark lands
+   * only if nobody claimed the task since. On failure the scheduler or the reconciler rings them.
+   */
+  private async ringAgain(refs: ReadonlyArray<TaskMessage & {fence: number}>, what: string): Promise<void> {
     try {
       await this.o.broker.publish(refs.map((r) => ({id: r.id, type: r.type, pool: r.pool, priority: r.priority})));
-      // A release keeps the claim's fence: the mark lands only if nobody claimed the task since.
       await this.o.store.doorbellsMark({rung: refs.map((r) => ({id: r.id, fence: r.fence}))});
       const ids = refs.map((r) => r.id);
       this.events.emit('doorbell:published', {by: 'worker', count: ids.length, ids});
     } catch (e) {
-      this.log.warn('could not ring for released tasks; the scheduler or reconciler will', {tasks: refs.length, error: errorMessage(e)});
+      this.log.warn(`could not ring for tasks ${what}; the scheduler or reconciler will`, {tasks: refs.length, error: errorMessage(e)});
     }
   }
 

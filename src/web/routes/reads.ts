@@ -8,7 +8,7 @@ import type {FastifyInstance} from 'fastify';
 import {isAxError} from '../../core/errors.js';
 import type {TaskRecord} from '../../core/task/model.js';
 import {WebError} from '../errors.js';
-import {batchJson} from '../../cli/batches.js';
+import {batchJson} from '../../core/admin/batches.js';
 import {ERRORS, type Handler, reader, type RouteContext, S} from './context.js';
 
 /** Payloads longer than this (JSON characters) are left out of lists and the task page. */

@@ -209,15 +209,20 @@ async function bumpBatches(db: Db, c: PoolConnection, members: readonly EndedTas
     counts.set(m.batchId!, n);
   }
   const ids = [...counts.keys()].sort();
-  for (const id of ids) {
-    const n = counts.get(id)!;
-    await exec(db, c, 'UPDATE task_batches SET succeeded = succeeded + ?, dead = dead + ?, cancelled = cancelled + ? WHERE id = ?', [
-      n.succeeded,
-      n.dead,
-      n.cancelled,
-      id,
-    ]);
-  }
+  // One UPDATE for every batch the outcome batch touched (rows locked in primary-key order).
+  const by = (k: 'succeeded' | 'dead' | 'cancelled') =>
+    caseById(
+      ids.map((id) => [id, counts.get(id)![k]]),
+      '0',
+    );
+  const [ok, dead, cancelled] = [by('succeeded'), by('dead'), by('cancelled')];
+  await exec(
+    db,
+    c,
+    `UPDATE task_batches SET succeeded = succeeded + ${ok.sql}, dead = dead + ${dead.sql}, cancelled = cancelled + ${cancelled.sql}
+      WHERE id IN (${marks(ids.length)})`,
+    [...ok.params, ...dead.params, ...cancelled.params, ...ids],
+  );
   const done = await select(
     db,
     c,
