@@ -10,6 +10,7 @@ import {HOT_SQL} from '../../src/core/store/mysql/hot-sql.js';
 import {tasksListQuery} from '../../src/core/store/mysql/inspect.js';
 import {outcomeUpdateSql} from '../../src/core/store/mysql/outcomes.js';
 import {claimSelectSql, claimUpdateSql} from '../../src/core/store/mysql/tasks-claim.js';
+import {claimFastUpdateSql, claimReadSql} from '../../src/core/store/mysql/claim-sql.js';
 import {doorbellsForgetSql, doorbellsMarkSql} from '../../src/core/store/mysql/doorbells.js';
 import {holdsTakeSql} from '../../src/core/store/mysql/holds.js';
 import {keysCountSql, keysTopSql} from '../../src/core/store/mysql/keys.js';
@@ -66,6 +67,21 @@ describe('query plans of the hot statements', () => {
     // The stored-apart payloads come with it: one primary-key lookup in task_payloads per row.
     const rows = await env.sql<Plan & {table: string; select_type: string}>(`EXPLAIN ${claimSelectSql(2)}`, [...ids, 'default']);
     expect(rows.find((r) => r.table === 'p')).toMatchObject({select_type: 'DEPENDENT SUBQUERY', type: 'eq_ref', key: 'PRIMARY'});
+  });
+
+  it("the fast claim: a plain read by primary key; its UPDATE by primary key, each row's type by the registry's primary key", async () => {
+    const ids = ['00000001-0000-7000-8000-000000000000', '00000002-0000-7000-8000-000000000000'];
+    const read = await env.sql<Plan & {table: string}>(`EXPLAIN ${claimReadSql(2)}`, [...ids, 'default']);
+    expect(read).toMatchObject([{table: 'tasks', key: 'PRIMARY', type: 'range'}]);
+    const q = claimFastUpdateSql(
+      ids.map((id) => ({id, fence: 1})),
+      'w1',
+      30_000,
+      'default',
+    );
+    const plan = await env.sql<Plan & {table: string; select_type: string}>(`EXPLAIN ${q.sql}`, q.params);
+    expect(plan.find((r) => r.table === 'tasks')).toMatchObject({key: 'PRIMARY', type: 'range'});
+    expect(plan.find((r) => r.table === 'y')).toMatchObject({select_type: 'DEPENDENT SUBQUERY', key: 'PRIMARY'});
   });
 
   it('claim UPDATE and not-due reset with their guards (fence read, due): primary-key lookups', async () => {

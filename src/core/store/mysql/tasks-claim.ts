@@ -4,32 +4,20 @@ import type {ClaimResult, ClaimedTask, TasksClaimParams} from '../types.js';
 import {type Db, type PoolConnection, type Row, exec, select} from './db.js';
 import {admitClaim, type ClaimRow} from './admit-claim.js';
 import {clipError, historyInsert, parseReplay, traceField, type HistoryRow} from './rows.js';
-import {type FencedRef, MARK_LEFT_UNRUNG, expectAffected, guardedWhere, txGuarded} from './guards.js';
+import {type FencedRef, expectAffected, txGuarded} from './guards.js';
 import {payloadText} from './payloads.js';
-import {claimSelectSql} from './claim-sql.js';
+import {claimSelectSql, claimUpdateSql} from './claim-sql.js';
+import {claimFast} from './claim-fast.js';
 import {doorbellsForgetSql} from './doorbells.js';
 import type {FairPermit} from './fair-claim.js';
 
-export {claimSelectSql};
+export {claimSelectSql, claimUpdateSql};
 
 /**
- * The claim's UPDATE over the rows its read found claimable, each at the fence the read saw
- * (`fence` of `rows` is the fence before the claim). Guard from the table: source states, that
- * fence, and run_at due. It records the attempt's start on the row (worker, started_at): no
- * history row is written for a claim; the attempt's outcome row copies them. Exported for tests.
- */
-export function claimUpdateSql(rows: readonly FencedRef[], worker: string, leaseMs: number): {sql: string; params: unknown[]} {
-  const where = guardedWhere('claim', rows);
-  return {
-    sql: `UPDATE tasks SET state = '${TRANSITIONS.claim.to}', attempt = attempt + 1, fence = fence + 1, worker = ?, started_at = NOW(3),
-                lease_until = NOW(3) + INTERVAL ? MICROSECOND, updated_at = NOW(3), parked = NULL, parked_at = NULL, ${MARK_LEFT_UNRUNG}
-          WHERE ${where.sql}`,
-    params: [worker, leaseMs * 1000, ...where.params],
-  };
-}
-
-/**
- * Claims due submitted/failed tasks among `ids` (see HotPathStore.tasksClaim). One transaction: a locking
+ * Claims due submitted/failed tasks among `ids` (see HotPathStore.tasksClaim). A batch with no type
+ * in `lockTypes` or `fairTypes` first tries the fast path (claim-fast.ts: a plain read and one
+ * autocommit UPDATE that decides pause and breaker itself); what it leaves goes to the full claim.
+ * The full claim is one transaction: a locking
  * SELECT (rows in primary-key order, so concurrent claimers cannot deadlock on each other), the
  * flow step (admitClaim: the types' registry rows read with a shared lock, or for update for
  * `lockTypes`; fair dispatch for `fairTypes`, which may claim other tasks of the type on the
@@ -45,10 +33,32 @@ export async function tasksClaim(
   cell: string,
   {ids, worker, leaseMs, lockTypes, fairTypes, admission}: TasksClaimParams,
 ): Promise<ClaimResult> {
-  const unique = [...new Set(ids)].sort();
-  if (unique.length === 0) return {claimed: [], skipped: []};
+  if (ids.length === 0) return {claimed: [], skipped: []};
   const locked = new Set(lockTypes ?? []);
   const fair = new Set(fairTypes ?? []);
+  if (locked.size === 0 && fair.size === 0) {
+    const fast = await claimFast(db, cell, [...new Set(ids)], worker, leaseMs, toClaimed);
+    if (fast && fast.rest.length === 0) return fast.result;
+    if (fast) {
+      const more = await claimFull(db, cell, fast.rest, worker, leaseMs, locked, fair, admission);
+      return {...more, claimed: [...fast.result.claimed, ...more.claimed], skipped: [...fast.result.skipped, ...more.skipped]};
+    }
+  }
+  return claimFull(db, cell, ids, worker, leaseMs, locked, fair, admission);
+}
+
+/** The full claim, in one transaction (see tasksClaim). */
+function claimFull(
+  db: Db,
+  cell: string,
+  ids: readonly string[],
+  worker: string,
+  leaseMs: number,
+  locked: ReadonlySet<string>,
+  fair: ReadonlySet<string>,
+  admission: TasksClaimParams['admission'],
+): Promise<ClaimResult> {
+  const unique = [...new Set(ids)].sort();
   return txGuarded(db, 'claim', async (c) => {
     const rows = await select(db, c, claimSelectSql(unique.length), [...unique, cell]);
     const found = new Map(rows.map((r) => [r.id as string, r]));
