@@ -143,6 +143,43 @@ describe('producer', () => {
     await takeRung(env, 'cpu');
   });
 
+  it('publishes the due doorbells once the rows are written, before the COMMIT, and rings each task once', async () => {
+    let inHook = false;
+    const publishedInHook: boolean[] = [];
+    const hooked: TaskStore = Object.create(store, {
+      tasksInsert: {
+        value: (p: TasksInsertParams) =>
+          store.tasksInsert({
+            ...p,
+            ...(p.beforeCommit
+              ? {
+                  beforeCommit: (r: Parameters<NonNullable<TasksInsertParams['beforeCommit']>>[0]) => {
+                    inHook = true;
+                    try {
+                      p.beforeCommit!(r);
+                    } finally {
+                      inHook = false;
+                    }
+                  },
+                }
+              : {}),
+          }),
+      },
+    });
+    const spy: Broker = Object.create(broker, {
+      publish: {value: (m: Parameters<Broker['publish']>[0]) => (publishedInHook.push(inHook), broker.publish(m))},
+    });
+    const p = producer({store: hooked, broker: spy});
+    const ids = await Promise.all(Array.from({length: 30}, (_, i) => p.submit({type: 'order_notify', payload: {early: i}})));
+    const later = await p.submit({type: 'order_notify', payload: {early: 'later'}, delay: 60_000});
+    expect(await p.flush()).toMatchObject({inserted: 31, unpublished: 0});
+    expect(publishedInHook.length).toBeGreaterThan(0);
+    expect(publishedInHook.every(Boolean)).toBe(true);
+    const rung = await takeRung(env, 'io');
+    expect(rung.ids.sort()).toEqual([...ids].sort());
+    expect(await count('id = ? AND published_at IS NULL', [later])).toBe(1);
+  });
+
   it('keeps tasks whose doorbell failed; the reconciler rings for them', async () => {
     const down: Broker = Object.create(broker, {
       publish: {value: () => Promise.reject(new AxError('unavailable', 'RabbitMQ down (test)'))},

@@ -73,12 +73,18 @@ interface Queued {
   task: NewTask;
 }
 
-/** A batch's INSERT as it went: the result, the ids it marked published, whether an attempt failed first. */
+/**
+ * A batch's INSERT as it went: the result, the ids it marked published, whether an attempt failed
+ * first, and the publish started before its COMMIT (first attempt only): the ids it sent, or why not.
+ */
 interface Written {
   result: InsertResult;
   dueIds: string[];
   retried: boolean;
+  early?: Promise<EarlyPublish>;
 }
+
+type EarlyPublish = {sent: ReadonlySet<string>} | {error: unknown};
 
 interface Batch {
   lo: number;
@@ -95,8 +101,9 @@ interface Batch {
  * task that waited that long goes even while another insert is in flight, up to
  * `maxConcurrentBatches` writes. Under load the batches fill by themselves (the tasks that arrive
  * during one commit), so throughput is kept; at ordinary load a task is written within
- * milliseconds. A batch is written as one transaction (tasks + history) in which the rows due now are written already
- * marked published, then those are published with confirms. When the publish fails or is not
+ * milliseconds. A batch is written as one transaction in which the rows due now are written already
+ * marked published; their doorbells are published with confirms once the rows are written and
+ * locked, while the transaction commits (a claim that arrives first waits for the row lock). When the publish fails or is not
  * confirmed their mark is undone (doorbellsForget: one guarded UPDATE) so the scheduler rings them;
  * if the process dies between the commit and the confirm, the reconciler rings them once the mark
  * is older than republishAfter (no statement per batch is spent on the usual, successful case). A write that fails because MySQL is unavailable is retried with backoff
@@ -318,9 +325,24 @@ export class Producer {
       // that falls due while the batch is written is unmarked, and the scheduler rings it.
       const nowMs = this.o.clock.now();
       const dueIds = tasks.filter((t) => (t.runAtMs === null ? t.submittedAtMs + t.delayMs <= nowMs : t.runAtMs <= nowMs)).map((t) => t.id);
+      // The first attempt rings its due rows once they are written and locked, alongside the
+      // COMMIT (the broker's fsync and MySQL's overlap; issue 22). A claim that gets there first
+      // waits for the row lock; a rolled-back row is found by nobody, and a retry rings again.
+      let early: Promise<EarlyPublish> | undefined;
+      const beforeCommit =
+        attempt === 1 && dueIds.length > 0
+          ? (r: InsertResult): void => {
+              early ??= this.publishEarly(this.dueOf(tasks, {result: r, dueIds, retried: false}));
+            }
+          : undefined;
       try {
-        const result = await this.o.store.tasksInsert({tasks, actor: this.o.actor, ...(dueIds.length > 0 ? {markPublished: dueIds} : {})});
-        return {result, dueIds, retried};
+        const result = await this.o.store.tasksInsert({
+          tasks,
+          actor: this.o.actor,
+          ...(dueIds.length > 0 ? {markPublished: dueIds} : {}),
+          ...(beforeCommit ? {beforeCommit} : {}),
+        });
+        return {result, dueIds, retried, ...(early ? {early} : {})};
       } catch (e) {
         const transient = isAxError(e, 'unavailable') || isAxError(e, 'timeout');
         const expired = this.o.giveUpAfterMs !== undefined && this.o.clock.monotonic() - started >= this.o.giveUpAfterMs;
@@ -342,11 +364,36 @@ export class Producer {
     }
   }
 
-  /** Reports a written batch and rings its due tasks (undoing their mark when the publish fails). */
-  private async ring(
-    tasks: NewTask[],
-    {result, dueIds, retried}: {result: InsertResult; dueIds: string[]; retried: boolean},
-  ): Promise<void> {
+  /** Publishes `due` before the COMMIT of their rows; never rejects. */
+  private publishEarly(due: NewTask[]): Promise<EarlyPublish> {
+    return this.o.broker.publish(due.map((t) => ({id: t.id, type: t.type, pool: t.pool, priority: t.priority}))).then(
+      () => ({sent: new Set(due.map((t) => t.id))}),
+      (error: unknown) => ({error}),
+    );
+  }
+
+  /**
+   * The tasks of a written batch to ring: rows this batch inserted, marked by its INSERT. After a
+   * failed attempt, also its own rows found existing, still unclaimed: that attempt may have
+   * committed (the connection died around COMMIT) with them marked, and nobody rang them. A
+   * debounced task replaced in its own batch is written cancelled: not rung.
+   */
+  private dueOf(tasks: NewTask[], {result, dueIds, retried}: Written): NewTask[] {
+    const inserted = new Set(result.inserted);
+    const marked = new Set(dueIds);
+    const ambiguous = new Set(
+      retried ? result.existing.filter((e) => e.existingId === e.id && e.state === 'submitted' && e.fence === 0).map((e) => e.id) : [],
+    );
+    const replaced = new Set(result.replaced?.map((r) => r.id));
+    return tasks.filter((t) => marked.has(t.id) && (inserted.has(t.id) || ambiguous.has(t.id)) && !replaced.has(t.id));
+  }
+
+  /**
+   * Reports a written batch and rings its due tasks: those the early publish did not send, and
+   * undoes their mark when a publish failed.
+   */
+  private async ring(tasks: NewTask[], written: Written): Promise<void> {
+    const {result} = written;
     this.report.inserted += result.inserted.length;
     this.report.existing += result.existing.length;
     this.report.conflicts.push(...result.conflicts);
@@ -357,19 +404,13 @@ export class Producer {
       for (const t of tasks) if (inserted.has(t.id)) perType.set(t.type, (perType.get(t.type) ?? 0) + 1);
       for (const [type, count] of perType) this.events.emit('task:submitted', {type, count});
     }
-    const marked = new Set(dueIds);
-    // Rows this batch inserted, marked by its INSERT. After a failed attempt, also its own rows found
-    // existing, still unclaimed: that attempt may have committed (the connection died around
-    // COMMIT) with them marked, and nobody rang them.
-    const ambiguous = new Set(
-      retried ? result.existing.filter((e) => e.existingId === e.id && e.state === 'submitted' && e.fence === 0).map((e) => e.id) : [],
-    );
-    // A debounced task replaced in its own batch is written cancelled: not rung.
-    const replaced = new Set(result.replaced?.map((r) => r.id));
-    const due = tasks.filter((t) => marked.has(t.id) && (inserted.has(t.id) || ambiguous.has(t.id)) && !replaced.has(t.id));
+    const due = this.dueOf(tasks, written);
+    const early = written.early ? await written.early : {sent: new Set<string>()};
     if (due.length === 0) return;
     try {
-      await this.o.broker.publish(due.map((t) => ({id: t.id, type: t.type, pool: t.pool, priority: t.priority})));
+      if ('error' in early) throw early.error;
+      const rest = due.filter((t) => !early.sent.has(t.id));
+      if (rest.length > 0) await this.o.broker.publish(rest.map((t) => ({id: t.id, type: t.type, pool: t.pool, priority: t.priority})));
       if (this.events.has('doorbell:published'))
         this.events.emit('doorbell:published', {by: 'producer', count: due.length, ids: due.map((t) => t.id)});
     } catch (e) {

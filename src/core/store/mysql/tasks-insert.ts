@@ -24,7 +24,7 @@ const rowBytes = (t: NewTask): number => t.payload.length + 256;
 export async function tasksInsert(
   db: Db,
   cell: string,
-  {tasks, actor, markPublished}: TasksInsertParams,
+  {tasks, actor, markPublished, beforeCommit}: TasksInsertParams,
   localNowMs: number,
   inlineBytes: number,
 ): Promise<InsertResult> {
@@ -43,7 +43,10 @@ export async function tasksInsert(
   // trips fewer than START TRANSACTION … COMMIT — a quarter of a lone task's write at ordinary
   // load (issue 22). Whatever it runs into, nothing was written, and the transaction takes over.
   // A debounce or throttle is decided under its gate's row lock (task-gates.ts): in the transaction.
-  const oneStatement = bodies.size === 0 && chunkByBytes(tasks, rowBytes).length === 1 && !tasks.some(isGated);
+  // A caller that starts work before the commit (beforeCommit) needs the rows locked and not yet
+  // committed: a transaction.
+  const oneStatement =
+    beforeCommit === undefined && bodies.size === 0 && chunkByBytes(tasks, rowBytes).length === 1 && !tasks.some(isGated);
   for (let attempt = 1; ; attempt++) {
     const autocommit = attempt === 1 && optimistic && oneStatement;
     try {
@@ -51,7 +54,11 @@ export async function tasksInsert(
         await writeRows(db, db.pool, cell, tasks, actor, localNowMs, bodies, marked);
         return {inserted: tasks.map((t) => t.id), existing: [], conflicts: []};
       }
-      return await tx(db, (c) => insertOnce(db, c, cell, tasks, actor, localNowMs, optimistic, bodies, marked));
+      return await tx(db, async (c) => {
+        const result = await insertOnce(db, c, cell, tasks, actor, localNowMs, optimistic, bodies, marked);
+        beforeCommit?.(result);
+        return result;
+      });
     } catch (e) {
       const code = driverCode(e);
       // Some id/key exists, or a concurrent producer inserted one between our SELECT and INSERT: re-read.

@@ -224,6 +224,15 @@ export interface TasksInsertParams {
    * touched. Absent: every row is written unpublished.
    */
   markPublished?: readonly string[];
+  /**
+   * Called with the batch's result once its rows are written and locked, just before COMMIT (the
+   * write then runs in a transaction, never as a lone autocommit statement). What it starts runs
+   * alongside the commit: the producer publishes the doorbells of `markPublished` rows there, so
+   * the broker's fsync and the commit's overlap. Safe because a claim that reads a row not yet
+   * committed waits for its lock (tasksClaim) and finds nothing if it rolls back. Called again, with
+   * that attempt's result, when the transaction is retried; it must not throw.
+   */
+  beforeCommit?: (result: InsertResult) => void;
 }
 
 export interface DoorbellsMarkParams {
