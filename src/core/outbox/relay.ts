@@ -55,8 +55,10 @@ export interface RelayOptions {
 /** A doorbell to ring: the task's id in ax and the fence it is rung for. */
 type Ring = {id: string; type: string; pool: NewTask['pool']; priority: NewTask['priority']; fence: number};
 const ringOf = (t: NewTask, id: string, fence: number): Ring => ({id, type: t.type, pool: t.pool, priority: t.priority, fence});
-/** Due at `nowMs` (the relay's clock): no run_at (now), or one already past. */
-/** Due now: not waiting for parents (a dependent becomes due, and is rung, when its last parent succeeds). */
+/**
+ * Due at `nowMs` (the relay's clock): no run_at (now) or one already past, and not waiting for
+ * parents (a dependent becomes due, and is rung, when its last parent succeeds).
+ */
 const isDue = (t: NewTask, nowMs: number): boolean => t.after === undefined && (t.runAtMs === null || t.runAtMs <= nowMs);
 
 /** Runs of a batch at most handed to the other passes' claims (each is a condition of theirs). */
