@@ -580,7 +580,7 @@ describe('transactional outbox', () => {
     expect(await drain(relay)).toBe(3);
   });
 
-  it('is not ready while its publishes fail, even when a pass finds nothing to do', async () => {
+  it('is not ready while its publishes fail, even when a pass finds nothing to do or a batch nothing to ring', async () => {
     const run = newRun('ready');
     const realBroker = await env.broker();
     let down = true;
@@ -599,14 +599,28 @@ describe('transactional outbox', () => {
       id: `relay-test-${++relaySeq}`,
     });
     manual.push(r);
+    let failedAt: number | null = null;
+    let okAfterFailure = false;
+    r.events.on('relay:pass', (e) => {
+      if (e.error !== null) failedAt ??= e.at;
+      else if (failedAt !== null) okAfterFailure = true;
+    });
     await insertLedger(biz, run, 1);
-    r.start();
-    // One loop keeps failing to publish the row; the other keeps finding nothing (the row is claimed).
-    await eventually(async () => r.stats.transientErrors >= 2 && r.stats.lastSuccessAt !== null, 10_000, 'failed publishes');
+    await r.start();
+    // A loop fails to publish the row; a pass after that (another loop's, or one after the backoff)
+    // succeeds, finding nothing or the row again.
+    await eventually(async () => okAfterFailure, 10_000, 'a failed publish, then a pass that went through');
     expect(r.ready()).toBe(false);
+    // The failed publish undid the task's mark: the scheduler rings it, a worker runs it, and a pass
+    // sends the row with nothing left to ring. The relay has still published nothing: not ready.
+    await eventually(async () => (await outboxCounts(biz, run)).sent === 1, 20_000, 'the row to be sent by a batch with nothing to ring');
+    expect((await tasksOf(run))[0]).toMatchObject({state: 'succeeded'});
+    expect(r.stats.published).toBe(0);
+    expect(r.ready()).toBe(false);
+    // RabbitMQ takes publishes again: with nothing of its own to ring, the relay learns it by ringing
+    // the failed doorbell again (a stale one for the worker) within an interval.
     down = false;
-    await eventually(async () => (await outboxCounts(biz, run)).sent === 1, 20_000, 'the row to be sent once RabbitMQ is back');
-    expect(r.ready()).toBe(true);
+    await eventually(async () => r.ready(), 5_000, 'ready once RabbitMQ takes publishes again');
     await r.stop();
   });
 

@@ -46,6 +46,8 @@ function harness(
   const forgotten: RungRef[][] = [];
   const sent: number[][] = [];
   const tasks = new Map<string, {fence: number; published: boolean}>();
+  /** Tasks run meanwhile (rung by a scheduler): tasksInsert finds them succeeded. */
+  const ran = new Set<string>();
   const listeners = new Map<string, Array<(info?: unknown) => void>>();
   const {publish, claimFails, onInsert, ...rest} = o;
   const outbox: RelayOptions['outbox'] = {
@@ -80,7 +82,7 @@ function harness(
       const r: InsertResult = {inserted: [], existing: [], conflicts: []};
       for (const t of p.tasks) {
         const e = tasks.get(t.id);
-        if (e) r.existing.push({id: t.id, existingId: t.id, state: 'submitted', fence: e.fence});
+        if (e) r.existing.push({id: t.id, existingId: t.id, state: ran.has(t.id) ? 'succeeded' : 'submitted', fence: e.fence});
         else {
           tasks.set(t.id, {fence: 0, published: marked.has(t.id)});
           r.inserted.push(t.id);
@@ -134,7 +136,7 @@ function harness(
   };
   /** The times (ms since T0) of claims in [from, to). */
   const claimTimes = (from = 0, to = Infinity): number[] => claims.filter((c) => c.at >= from && c.at < to).map((c) => c.at);
-  return {clock, relay, rows, claims, skips, claimTimes, inserts, published, marks, forgotten, sent, tasks, add, emit};
+  return {clock, relay, rows, claims, skips, claimTimes, inserts, published, marks, forgotten, sent, tasks, ran, add, emit};
 }
 
 /** n evenly spaced times: from, from + step, … */
@@ -333,6 +335,64 @@ describe('relay batches', () => {
       ],
     ]);
     expect(h.sent).toEqual([[1, 2]]);
+  });
+
+  it('stays not ready after a failed publish when the retried batch has nothing to ring, until a doorbell is confirmed', async () => {
+    let down = true;
+    const h = harness({publish: () => (down ? Promise.reject(new AxError('unavailable', 'RabbitMQ down (test)')) : Promise.resolve())});
+    h.add(1);
+    await h.relay.start();
+    await h.clock.advanceAsync(0);
+    const [a] = h.inserts[0]!.ids;
+    expect(h.published).toEqual([[a]]);
+    expect(h.forgotten).toEqual([[{id: a, fence: 0}]]);
+    // A scheduler rings the forgotten task and a worker runs it before the pass after the backoff:
+    // that pass sends the row with nothing to ring. RabbitMQ still refuses this relay's publishes.
+    h.ran.add(a!);
+    const retry = backoffMs(1, PASS_BACKOFF, () => 0.5);
+    await h.clock.advanceAsync(retry);
+    expect(h.sent).toEqual([[1]]);
+    expect(h.published).toEqual([[a]]);
+    expect(h.relay.stats.lastSuccessAt).toBe(T0 + retry);
+    expect(h.relay.ready()).toBe(false);
+    // An interval after the failure a pass rings the failed doorbell again: refused, still not ready.
+    await h.clock.advanceAsync(INTERVAL - retry);
+    expect(h.published).toEqual([[a], [a]]);
+    expect(h.relay.ready()).toBe(false);
+    // RabbitMQ takes publishes again: the next probe, an interval later, is confirmed.
+    down = false;
+    await h.clock.advanceAsync(INTERVAL - 1);
+    expect(h.published).toHaveLength(2);
+    expect(h.relay.ready()).toBe(false);
+    await h.clock.advanceAsync(1);
+    expect(h.published).toEqual([[a], [a], [a]]);
+    expect(h.relay.ready()).toBe(true);
+    // A probe marks nothing, and once one is confirmed there is nothing more to probe.
+    await h.clock.advanceAsync(3 * INTERVAL);
+    expect(h.published).toHaveLength(3);
+    expect(h.marks).toEqual([]);
+    expect(h.relay.stats).toMatchObject({relayed: 1, published: 0, transientErrors: 1});
+    await h.relay.stop();
+  });
+
+  it('does not probe while disconnected; a new connection makes a relay whose publish failed ready again', async () => {
+    const h = harness({publish: () => Promise.reject(new AxError('unavailable', 'RabbitMQ down (test)'))});
+    h.add(1);
+    await h.relay.start();
+    await h.clock.advanceAsync(0);
+    const [a] = h.inserts[0]!.ids;
+    h.ran.add(a!);
+    h.emit('disconnected');
+    await h.clock.advanceAsync(2 * INTERVAL);
+    expect(h.sent).toEqual([[1]]);
+    expect(h.published).toEqual([[a]]);
+    expect(h.relay.ready()).toBe(false);
+    // A new connection is a new start: ready again, and nothing left to probe.
+    h.emit('connected');
+    expect(h.relay.ready()).toBe(true);
+    await h.clock.advanceAsync(3 * INTERVAL);
+    expect(h.published).toEqual([[a]]);
+    await h.relay.stop();
   });
 
   it("has the other passes' claims skip the id runs of a batch in flight, until its rows are sent", async () => {

@@ -55,8 +55,10 @@ export interface RelayOptions {
 /** A doorbell to ring: the task's id in ax and the fence it is rung for. */
 type Ring = {id: string; type: string; pool: NewTask['pool']; priority: NewTask['priority']; fence: number};
 const ringOf = (t: NewTask, id: string, fence: number): Ring => ({id, type: t.type, pool: t.pool, priority: t.priority, fence});
-/** Due at `nowMs` (the relay's clock): no run_at (now), or one already past. */
-/** Due now: not waiting for parents (a dependent becomes due, and is rung, when its last parent succeeds). */
+/**
+ * Due at `nowMs` (the relay's clock): no run_at (now) or one already past, and not waiting for
+ * parents (a dependent becomes due, and is rung, when its last parent succeeds).
+ */
 const isDue = (t: NewTask, nowMs: number): boolean => t.after === undefined && (t.runAtMs === null || t.runAtMs <= nowMs);
 
 /** Runs of a batch at most handed to the other passes' claims (each is a condition of theirs). */
@@ -113,8 +115,16 @@ export class Relay implements Service {
   /** Set by stop(): a purge in progress ends after its statement. */
   private stopped = false;
   private brokerUp = true;
-  /** The last publish failed and none has succeeded since. */
+  /**
+   * The last publish failed and none has succeeded since (nor has a new connection been made). Only
+   * RabbitMQ's answer to a publish of this relay clears it: a batch that had nothing to ring says
+   * nothing about RabbitMQ, any more than a pass that found no rows.
+   */
   private publishFailing = false;
+  /** A doorbell whose publish failed, rung again by `probe` while publishFailing. */
+  private failedRing: Ring | undefined;
+  /** When `probe` may ring next: an interval after the failure, then once per interval, whichever loop gets there. */
+  private nextProbeAt = 0;
   private readonly passes: Periodic[];
   private readonly pacing: RelayPacing;
   /** The id runs of the batches in flight (heldRuns), skipped by the other passes' claims. */
@@ -138,7 +148,7 @@ export class Relay implements Service {
       this.brokerUp = true;
       // A new connection is a new start: an alarm or a failed publish on the old one is over.
       if (this.stats.blocked) this.events.emit('relay:blocked', {blocked: false});
-      this.publishFailing = false;
+      this.publishSucceeded();
     });
     const loops = o.concurrency ?? 3;
     this.pacing = new RelayPacing({clock: o.clock, intervalMs: o.intervalMs, loops});
@@ -174,6 +184,7 @@ export class Relay implements Service {
       run: async () => {
         if (this.stats.blocked) return this.o.intervalMs;
         const n = await this.once();
+        await this.probe();
         errors = 0;
         this.events.emit('relay:pass', {at: this.o.clock.now(), error: null});
         return this.pacing.afterPass(i, n);
@@ -191,7 +202,9 @@ export class Relay implements Service {
 
   /**
    * Ready: a pass succeeded recently, RabbitMQ is connected and not blocking publishers, and the
-   * last publish did not fail (a pass that finds no rows says nothing about RabbitMQ).
+   * last publish did not fail. A pass that finds no rows, or a batch with nothing to ring (a
+   * scheduler rang its tasks meanwhile), says nothing about RabbitMQ: after a failed publish only a
+   * confirmed one (a batch's, or `probe`'s) or a new connection makes the relay ready again.
    */
   ready(maxAgeMs = 5 * this.o.intervalMs + 30_000): boolean {
     const {lastSuccessAt, blocked} = this.stats;
@@ -252,10 +265,37 @@ export class Relay implements Service {
     } finally {
       this.held.delete(runs);
     }
-    // A batch went all the way through: whatever publish failed before is behind us, even when this
-    // batch had nothing to publish (its tasks were rung meanwhile by a scheduler).
-    this.publishFailing = false;
     return rows.length;
+  }
+
+  /**
+   * While the last publish failed and RabbitMQ is connected, rings the doorbell of that publish
+   * again, at most once per interval: how a relay with nothing of its own to ring finds out that
+   * RabbitMQ takes its publishes again (the rows whose publish failed may all have been sent
+   * meanwhile, their tasks rung by a scheduler, and a quiet outbox may bring no new ones for long).
+   * A doorbell is only a hint: one for a task already run is dropped as stale by the worker, one for
+   * a task still waiting rings it. Its failure only keeps the relay not ready; the pass is not
+   * failed for it (its batch, if any, went through).
+   */
+  private async probe(): Promise<void> {
+    const ring = this.failedRing;
+    const now = this.o.clock.now();
+    if (!this.publishFailing || !this.brokerUp || ring === undefined || now < this.nextProbeAt) return;
+    this.nextProbeAt = now + this.o.intervalMs;
+    try {
+      await this.o.broker.publish([ring]);
+    } catch (e) {
+      this.log.debug('relay: RabbitMQ still refuses publishes', {error: errorMessage(e)});
+      return;
+    }
+    // Confirmed after any publish queued before it (the broker confirms in order): evidence enough.
+    if (this.publishFailing) this.log.info('relay: RabbitMQ takes publishes again');
+    this.publishSucceeded();
+  }
+
+  private publishSucceeded(): void {
+    this.publishFailing = false;
+    this.failedRing = undefined;
   }
 
   private async relay(rows: OutboxRow[]): Promise<void> {
@@ -331,11 +371,13 @@ export class Relay implements Service {
         await this.o.broker.publish([...due.values()]);
       } catch (e) {
         this.publishFailing = true;
+        this.failedRing = due.values().next().value;
+        this.nextProbeAt = this.o.clock.now() + this.o.intervalMs;
         // The batch is handed back either way, and its next pass rings them.
         await forgetUnconfirmed({store: this.o.store, logger: this.log}, [...marked], e);
         throw e;
       }
-      this.publishFailing = false;
+      this.publishSucceeded();
       published = due.size;
       const ids = [...due.keys()];
       this.events.emit('doorbell:published', {by: 'relay', count: ids.length, ids});
