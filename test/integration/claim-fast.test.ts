@@ -48,6 +48,16 @@ async function counted<T>(fn: () => Promise<T>): Promise<{out: T; statements: nu
   }
 }
 
+/** Resolves once a statement of the test database matching `like` has run for 200 ms (it waits for a lock). */
+const waitingStatement = (like: string, what: string) =>
+  eventually(
+    async () =>
+      (await env.sql('SELECT 1 FROM information_schema.PROCESSLIST WHERE db = DATABASE() AND info LIKE ? AND time_ms > 200', [like]))
+        .length > 0,
+    10_000,
+    what,
+  );
+
 const pause = (type: string, paused: boolean) =>
   store.typeSetPaused({type, paused, operator: 'op', reason: 'test', audit: {operator: 'op', command: 'types pause', filter: {type}}});
 
@@ -92,16 +102,7 @@ describe('the fast claim', () => {
       await conn.query('START TRANSACTION');
       await conn.query(`INSERT INTO tasks (${cols}) SELECT ${cols} FROM fresh`);
       const claim = store.tasksClaim({ids: [id, 'no-such-id'], worker: 'w:u', leaseMs: 30_000});
-      await eventually(
-        async () =>
-          (
-            await env.sql(
-              "SELECT 1 FROM information_schema.PROCESSLIST WHERE db = DATABASE() AND info LIKE 'SELECT id, type, pool,%FOR UPDATE' AND time_ms > 200",
-            )
-          ).length > 0,
-        10_000,
-        'the full claim waiting for the uncommitted row',
-      );
+      await waitingStatement('SELECT id, type, pool,%FOR UPDATE', 'the full claim waiting for the uncommitted row');
       await conn.query('COMMIT');
       const out = await claim;
       expect(out.claimed.map((c) => c.id)).toEqual([id]);
@@ -131,16 +132,7 @@ describe('the fast claim', () => {
       await conn.query('START TRANSACTION');
       await conn.query("UPDATE task_types SET paused = 1 WHERE cell = 'default' AND type = 'fast_pausing'");
       const claim = store.tasksClaim({ids: [t.id], worker: 'w:race', leaseMs: 30_000});
-      await eventually(
-        async () =>
-          (
-            await env.sql(
-              "SELECT 1 FROM information_schema.PROCESSLIST WHERE db = DATABASE() AND info LIKE 'UPDATE tasks SET state%' AND time_ms > 200",
-            )
-          ).length > 0,
-        10_000,
-        "the claim's UPDATE waiting for the type's row",
-      );
+      await waitingStatement('UPDATE tasks SET state%', "the claim's UPDATE waiting for the type's row");
       await conn.query('COMMIT');
       const out = await claim;
       expect(out.claimed).toEqual([]);
