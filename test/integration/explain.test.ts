@@ -8,6 +8,7 @@ import {failureGroupsSql} from '../../src/core/store/mysql/failures.js';
 import {runningCountSql} from '../../src/core/store/mysql/admit-claim.js';
 import {HOT_SQL} from '../../src/core/store/mysql/hot-sql.js';
 import {tasksListQuery} from '../../src/core/store/mysql/inspect.js';
+import {searchSliceQueries, searchSlices} from '../../src/core/store/mysql/tasks-search.js';
 import {outcomeUpdateSql} from '../../src/core/store/mysql/outcomes.js';
 import {claimSelectSql, claimUpdateSql} from '../../src/core/store/mysql/tasks-claim.js';
 import {claimFastUpdateSql, claimReadSql} from '../../src/core/store/mysql/claim-sql.js';
@@ -227,6 +228,35 @@ describe('query plans of the hot statements', () => {
       const q = tasksListQuery('default', {after, dedupKey: 'explain-k', limit: 50}, 'id');
       const [plan] = (await c.query(`EXPLAIN ${q.sql}`, q.params)) as unknown as [Plan[]];
       expect(plan[0]!.key).toBe('uq_tasks_dedup');
+    } finally {
+      await c.end();
+    }
+  });
+
+  it('payload search over a window: each slice a primary-key range, and the ids outside it index-only from idx_tasks_created, then by primary key', async () => {
+    const now = (await env.sql<{now: Date}>('SELECT NOW(3) AS now'))[0]!.now.getTime();
+    const c = await mysql.createConnection({uri: env.config.mysqlUrl, timezone: 'Z'});
+    try {
+      await c.query("SET time_zone = '+00:00'");
+      for (const f of [
+        {since: new Date(now - 3_600_000), payload: {path: '$.orderId', value: '7'}, limit: 50},
+        {since: new Date(now - 7_200_000), until: new Date(now - 3_600_000), errorContains: 'boom', state: 'succeeded' as const, limit: 50},
+      ]) {
+        const slices = searchSlices(f, now);
+        expect(slices.length).toBeGreaterThan(1);
+        for (const s of [slices[0]!, slices.at(-1)!]) {
+          const q = searchSliceQueries('default', f, 'id', s, now, 50);
+          expect(q.inRange).toHaveLength(2);
+          for (const r of q.inRange) {
+            const [inRange] = (await c.query(`EXPLAIN ${r.sql}`, r.params)) as unknown as [Plan[]];
+            expect(inRange[0]).toMatchObject({key: 'PRIMARY', type: 'range'});
+          }
+          const [outside] = (await c.query(`EXPLAIN ${q.outside.sql}`, q.outside.params)) as unknown as [Plan[]];
+          expect(outside[0]).toMatchObject({key: 'idx_tasks_created', type: 'range'});
+          expect(outside[0]!.Extra).toContain('Using index');
+          expect(outside[1]).toMatchObject({key: 'PRIMARY', type: 'eq_ref'});
+        }
+      }
     } finally {
       await c.end();
     }

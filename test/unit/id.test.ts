@@ -1,6 +1,6 @@
 /** Task ids: UUIDv7 with a per-millisecond counter (RFC 9562 §6.2 method 1) and CSPRNG random bits. */
 import {describe, expect, it} from 'vitest';
-import {COUNTER_BITS, createIdGenerator, isTaskId, nextIdClock, type ByteSource} from '../../src/core/task/id.js';
+import {COUNTER_BITS, createIdGenerator, isTaskId, nextIdClock, v7PrefixAt, type ByteSource} from '../../src/core/task/id.js';
 
 const T0 = 1_700_000_000_000;
 /** The 48-bit millisecond timestamp of a UUIDv7. */
@@ -98,5 +98,25 @@ describe('task ids', () => {
     const b = createIdGenerator(() => T0);
     const ids = new Set([...Array.from({length: 100}, a), ...Array.from({length: 100}, b)]);
     expect(ids.size).toBe(200);
+  });
+
+  it('v7PrefixAt: every id of a millisecond starts with its prefix and sorts (as text) between it and the next one', () => {
+    for (const ms of [T0, T0 + 0xfff, 0x0fffffffffff, 0x1000000]) {
+      const ids = [
+        createIdGenerator(() => ms, constantBytes(0)),
+        createIdGenerator(() => ms, constantBytes(0xff)),
+        createIdGenerator(() => ms),
+      ].map((g) => g());
+      for (const id of ids) {
+        expect(id.slice(0, 13)).toBe(v7PrefixAt(ms));
+        expect(id >= v7PrefixAt(ms) && id < v7PrefixAt(ms + 1)).toBe(true);
+        expect(id >= v7PrefixAt(ms - 1)).toBe(true);
+        expect(id < v7PrefixAt(ms)).toBe(false);
+      }
+    }
+    // Fractions round down; out-of-range times clamp to the 48 bits.
+    expect(v7PrefixAt(T0 + 0.9)).toBe(v7PrefixAt(T0));
+    expect(v7PrefixAt(-5)).toBe('00000000-0000');
+    expect(v7PrefixAt(2 ** 60)).toBe('ffffffff-ffff');
   });
 });

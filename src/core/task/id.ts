@@ -96,6 +96,22 @@ export function createIdGenerator(now: () => number, bytes: ByteSource = cryptoB
   };
 }
 
+/** The largest millisecond a UUIDv7 holds (48 bits). */
+const V7_MAX_MS = 2 ** 48 - 1;
+
+/**
+ * The first 13 characters (`xxxxxxxx-xxxx`, lower-case) of every UUIDv7 made at Unix millisecond
+ * `ms` (clamped to 0 … 2^48 − 1): such ids compare as text at or above it and below the prefix of
+ * `ms + 1`, so `id >= v7PrefixAt(a) AND id < v7PrefixAt(b)` holds every v7 id made in [a, b) (and
+ * any other lower-case UUID that happens to start within that range).
+ */
+export function v7PrefixAt(ms: number): string {
+  const h = Math.min(V7_MAX_MS, Math.max(0, Math.floor(ms)))
+    .toString(16)
+    .padStart(12, '0');
+  return `${h.slice(0, 8)}-${h.slice(8)}`;
+}
+
 /**
  * The id of a task identified by a dedup key and no explicit id: a name-based UUID (version 8) of
  * the cell and key, so every producer that submits the same key gets the same id back at once.

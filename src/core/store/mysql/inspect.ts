@@ -1,6 +1,5 @@
 /** InspectStore's reads on MySQL (its cancels: tasks-cancel.ts; failure groups: failures.ts; the audit trail: audit.ts). */
 import type {HistoryEntry, TaskRecord} from '../../task/model.js';
-import {Where} from './where.js';
 import type {
   BacklogByState,
   BacklogRow,
@@ -15,11 +14,11 @@ import type {
   TasksCreatedCountParams,
 } from '../types.js';
 import type {TaskState} from '../../task/state.js';
-import {type Db, marks, select} from './db.js';
+import {type Db, type Row, marks, select} from './db.js';
+import {searchesByIdRange, tasksSearch} from './tasks-search.js';
+import {PILING_STATES, listWhere} from './list-filter.js';
 import {TASK_COLUMNS, TASK_RESULT_COLUMNS, toHistoryEntry, toTaskRecord} from './rows.js';
-import {PAYLOAD_TEXT_SQL} from './payloads.js';
 import {clockNow} from './clock.js';
-import {LAST_ERROR_CONTAINS, likeLiteral} from './where.js';
 
 /** Reads of InspectStore that run all the time (checked by explain.test.ts through HOT_SQL, hot-sql.ts). */
 export const INSPECT_SQL = {
@@ -96,26 +95,29 @@ export async function historyList(db: Db, id: string): Promise<HistoryEntry[]> {
  * Newest tasks first ((created_at, id) descending), filtered by state/type/creation time, dedup
  * key (uq_tasks_dedup), task key, a substring of the last error and a payload field (the last
  * three checked on each row the index range yields). The cursor `after` is a keyset bound in that order: `created_at <= c
- * AND (created_at < c OR id < i)`. All filter values are bound parameters. See tasksListQuery for
- * the index each filter reads.
+ * AND (created_at < c OR id < i)`. All filter values are bound parameters. A text search (payload,
+ * error) with `since` reads the window by id ranges (tasks-search.ts); other filters run
+ * tasksListQuery, whose comment names the index each reads.
  */
-export async function tasksList(db: Db, cell: string, f: ListFilter): Promise<TaskRecord[]> {
-  const q = tasksListQuery(cell, f, TASK_COLUMNS);
-  return (await select(db, db.pool, q.sql, q.params)).map(toTaskRecord);
+export async function tasksList(db: Db, cell: string, f: ListFilter, nowMs: number): Promise<TaskRecord[]> {
+  return (await listRows(db, cell, f, TASK_COLUMNS, nowMs)).map(toTaskRecord);
 }
 
 /** See InspectStore.tasksListRefs: tasksList's statement with three columns. */
-export async function tasksListRefs(db: Db, cell: string, f: ListFilter): Promise<TaskRef[]> {
-  const q = tasksListQuery(cell, f, 'id, state, created_at');
-  return (await select(db, db.pool, q.sql, q.params)).map((r) => ({
+export async function tasksListRefs(db: Db, cell: string, f: ListFilter, nowMs: number): Promise<TaskRef[]> {
+  return (await listRows(db, cell, f, 'id, state, created_at', nowMs)).map((r) => ({
     id: r.id as string,
     state: r.state as TaskState,
     createdAt: r.created_at as Date,
   }));
 }
 
-/** States whose rows pile up (kept for the retention period): idx_tasks_due finds them no faster. */
-const PILING_STATES: readonly (TaskState | undefined)[] = [undefined, 'succeeded', 'cancelled'];
+/** The rows of tasksList: by id ranges for a text search over a window (`nowMs`: the app's clock, see tasksSearch), else one statement. */
+async function listRows(db: Db, cell: string, f: ListFilter, columns: string, nowMs: number): Promise<Row[]> {
+  if (searchesByIdRange(f)) return tasksSearch(db, cell, f, columns, nowMs);
+  const q = tasksListQuery(cell, f, columns);
+  return select(db, db.pool, q.sql, q.params);
+}
 
 /**
  * The statement of tasksList (explain.test.ts checks its plans). With a bound on the creation time
@@ -129,18 +131,7 @@ const PILING_STATES: readonly (TaskState | undefined)[] = [undefined, 'succeeded
  * plan, which the optimizer picks. Params: the filter's, limit.
  */
 export function tasksListQuery(cell: string, f: ListFilter, columns: string): {sql: string; params: unknown[]} {
-  const where = new Where()
-    .and('cell = ?', cell)
-    .if(Boolean(f.state), 'state = ?', f.state)
-    .if(Boolean(f.type), 'type = ?', f.type)
-    .if(Boolean(f.since), 'created_at >= ?', f.since)
-    .if(Boolean(f.until), 'created_at < ?', f.until)
-    .if(f.after !== undefined, 'created_at <= ? AND (created_at < ? OR id < ?)', f.after?.createdAt, f.after?.createdAt, f.after?.id)
-    .if(f.dedupKey !== undefined, 'dedup_key = ?', f.dedupKey)
-    .if(f.key !== undefined, 'task_key = ?', f.key)
-    .if(f.errorContains !== undefined, LAST_ERROR_CONTAINS, likeLiteral(f.errorContains ?? ''))
-    // Parsed per row: callers bound the scan with `since` (parseListFilter requires it).
-    .if(f.payload !== undefined, `JSON_VALUE(${PAYLOAD_TEXT_SQL}, ?) = ?`, f.payload?.path, f.payload?.value);
+  const where = listWhere(cell, f);
   const bounded = f.since !== undefined || f.until !== undefined || f.after !== undefined;
   const force = bounded && f.dedupKey === undefined && PILING_STATES.includes(f.state);
   return {

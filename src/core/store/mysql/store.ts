@@ -226,11 +226,11 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
     return inspect.historyList(this.db, p.taskId);
   }
   tasksList(p: ListFilter) {
-    return inspect.tasksList(this.db, this.cell, p);
+    return inspect.tasksList(this.db, this.cell, p, this.localNow());
   }
 
   tasksListRefs(p: ListFilter) {
-    return inspect.tasksListRefs(this.db, this.cell, p);
+    return inspect.tasksListRefs(this.db, this.cell, p, this.localNow());
   }
   tasksStats() {
     return inspect.tasksStats(this.db, this.cell);
