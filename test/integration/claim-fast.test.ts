@@ -162,6 +162,14 @@ describe('the fast claim', () => {
     expect(out.skipped).toEqual([{id: later!.id, state: 'submitted', notDue: true}]);
   });
 
+  it('a batch of more than 64 ids (a backlog, not a latency) takes the full claim', async () => {
+    const ts = Array.from({length: 65}, () => task('fast_big'));
+    await store.tasksInsert({tasks: ts, actor: 't'});
+    const {out, transactions} = await counted(() => store.tasksClaim({ids: ts.map((t) => t.id), worker: 'w:big', leaseMs: 30_000}));
+    expect(transactions).toBe(1);
+    expect(out.claimed).toHaveLength(65);
+  });
+
   it('a type the caller locks (limits) skips the fast path', async () => {
     const t = task('fast_locked');
     await store.tasksInsert({tasks: [t], actor: 't'});
