@@ -59,7 +59,13 @@ const waitingStatement = (like: string, what: string) =>
   );
 
 const pause = (type: string, paused: boolean) =>
-  store.typeSetPaused({type, paused, operator: 'op', reason: 'test', audit: {operator: 'op', command: 'types pause', filter: {type}}});
+  store.typeSetPaused({
+    type,
+    paused,
+    operator: 'op',
+    reason: 'test',
+    audit: {operator: 'op', command: 'types pause', filter: {type}, reason: 'test'},
+  });
 
 describe('the fast claim', () => {
   it('claims a due batch with a plain read and one UPDATE, no transaction, in delivery order', async () => {
