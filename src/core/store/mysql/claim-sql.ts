@@ -4,22 +4,21 @@ import {marks} from './db.js';
 import {type FencedRef, MARK_LEFT_UNRUNG, guardedWhere} from './guards.js';
 import {PAYLOAD_BODY_LOCKED} from './payloads.js';
 
+/** The columns a claim reads of each row, with `extra` (the stored-apart body, or nothing). */
+const claimColumns = (extra: string): string =>
+  `id, type, pool, task_key, priority, state, attempt, max_retries, retry_base, fence, timeout_ms, replay, payload, ${extra}parked, traceparent, tracestate, links, batch_id,
+          run_at <= NOW(3) AS due,
+          TIMESTAMPDIFF(MICROSECOND, run_at, NOW(3)) AS late_us`;
+
 /**
  * The claim's locking read, with the stored-apart payloads of the rows (a primary-key lookup in
  * task_payloads for those only). Params: n ids, cell. Index: PRIMARY (a range of n points).
  */
 export const claimSelectSql = (n: number): string =>
-  `SELECT id, type, pool, task_key, priority, state, attempt, max_retries, retry_base, fence, timeout_ms, replay, payload, ${PAYLOAD_BODY_LOCKED}, parked, traceparent, tracestate, links, batch_id,
-          run_at <= NOW(3) AS due,
-          TIMESTAMPDIFF(MICROSECOND, run_at, NOW(3)) AS late_us
-     FROM tasks WHERE id IN (${marks(n)}) AND cell = ? FOR UPDATE`;
+  `SELECT ${claimColumns(`${PAYLOAD_BODY_LOCKED}, `)} FROM tasks WHERE id IN (${marks(n)}) AND cell = ? FOR UPDATE`;
 
 /** The fast claim's plain read (params: n ids, cell): claimSelectSql's columns but the stored-apart body, which takes the full claim. */
-export const claimReadSql = (n: number): string =>
-  `SELECT id, type, pool, task_key, priority, state, attempt, max_retries, retry_base, fence, timeout_ms, replay, payload, parked, traceparent, tracestate, links, batch_id,
-          run_at <= NOW(3) AS due,
-          TIMESTAMPDIFF(MICROSECOND, run_at, NOW(3)) AS late_us
-     FROM tasks WHERE id IN (${marks(n)}) AND cell = ?`;
+export const claimReadSql = (n: number): string => `SELECT ${claimColumns('')} FROM tasks WHERE id IN (${marks(n)}) AND cell = ?`;
 
 /**
  * The claim's UPDATE over the rows its read found claimable, each at the fence the read saw
