@@ -17,12 +17,14 @@
  * (PAYLOAD_BODY_LOCKED), so a body rewritten under a row lock is read as committed; a plain read
  * could return the older one, which no column of the row would tell.
  *
- * Only for a batch with no type the caller locks or shares fairly (tasksClaim decides). Returns
- * undefined (nothing written) when a row is not yet due: its doorbell must be forgotten, which the
- * full claim does. When the UPDATE changed
- * fewer rows than the read decided on (a pause, an open breaker, a row that moved), the rows it did
- * claim are told apart by a re-read (ours: running, at the read's fence + 1, with this worker) and
- * the rest go to the full claim, whose flow step defers them with why.
+ * Only for a batch of at most FAST_CLAIM_MAX ids with no type the caller locks or shares fairly
+ * (tasksClaim decides). Returns undefined (nothing written) when a row is not found (its INSERT may
+ * not be committed yet: the full claim's locking read waits for it), not yet due (its doorbell must
+ * be forgotten, which the full claim does), has its payload stored apart, or when the UPDATE lost a
+ * lock race (deadlock, lock wait timeout). When the UPDATE changed fewer rows than the read decided
+ * on (a pause, an open breaker, a row that moved), the rows it did claim are told apart by a re-read
+ * (ours: running, at the read's fence + 1, with this worker) and the rest go to the full claim,
+ * whose flow step defers them with why.
  */
 import {guardOf, type TaskState} from '../../task/state.js';
 import type {ClaimResult, ClaimedTask} from '../types.js';
@@ -39,8 +41,8 @@ export interface FastClaim {
 
 /**
  * Tries the fast path for `ids` (unique, in the caller's order: `claimed` keeps it); see the module
- * comment. `toClaimed` turns a read
- * row into the task the worker runs. Undefined: nothing was written, use the full claim.
+ * comment. `toClaimed` turns a read row into the task the worker runs. Undefined: nothing was
+ * written, use the full claim.
  */
 export async function claimFast(
   db: Db,
