@@ -42,7 +42,7 @@ const GOALS = {100: {p50: 5, p99: 25}, 2000: {p50: 10, p99: 50}};
 const defaultLog = (msg) => process.stderr.write(`[latency ${String(Math.round(performance.now() / 1000)).padStart(4)} s] ${msg}\n`);
 
 /** The databases, queues, producers, relay parts and consumers of one benchmark; `dispose()` removes them all. */
-async function environment(log) {
+async function environment(log, queueType) {
   const tag = `ax_bench_lat_${randomBytes(3).toString('hex')}`;
   const biz = `${tag}_biz`;
   const disposers = [];
@@ -63,7 +63,7 @@ async function environment(log) {
     const {createRuntime, openBroker, openDatabase, openOutbox, openStore} = await import('./lib/ax.js');
     const {createClient} = await import('../dist/core/client.js');
     const m = await import('../dist/core/store/mysql/migrate.js');
-    const overrides = {mysqlUrl: `${MYSQL_ROOT}/${tag}`, amqpUrl: AMQP_URL, amqpPrefix: tag};
+    const overrides = {mysqlUrl: `${MYSQL_ROOT}/${tag}`, amqpUrl: AMQP_URL, amqpPrefix: tag, queueType};
     const rt = createRuntime(await axConfig({...overrides, outboxMysqlUrl: `${MYSQL_ROOT}/${biz}`}));
     const db = await openDatabase(rt);
     disposers.push(() => db.pool.end());
@@ -126,7 +126,7 @@ async function environment(log) {
       return createRelayService({...rt, outbox, store: relayStore, broker: relayBroker});
     };
     const {openRawFloor} = await import('./lib/latency-raw.js');
-    const raw = await openRawFloor({mysqlUrl: `${MYSQL_ROOT}/${tag}`, amqpUrl: AMQP_URL, queue: `${tag}.rawfloor`});
+    const raw = await openRawFloor({mysqlUrl: `${MYSQL_ROOT}/${tag}`, amqpUrl: AMQP_URL, queue: `${tag}.rawfloor`, queueType});
     disposers.push(() => raw.dispose());
     return {tag, rt, client, trace, axWorker, queue, bullWorker, raw, bizPool, truncate, relay, dispose};
   } catch (e) {
@@ -231,11 +231,19 @@ async function measureOutbox(e, rate, seconds, log) {
  * result}, bullmq: {rate: result}, outbox}], breakdown: {rate: …}, ok, markdown}. Throws when the
  * environment cannot be set up; a failed measurement is reported in its result (ok false, error).
  */
-export async function runLatencyBench({quick = false, seconds, rates = [100, 2000], runs = 1, outboxRate = 100, log = defaultLog} = {}) {
+export async function runLatencyBench({
+  quick = false,
+  seconds,
+  rates = [100, 2000],
+  runs = 1,
+  outboxRate = 100,
+  queueType = 'quorum',
+  log = defaultLog,
+} = {}) {
   seconds ??= quick ? 5 : 30;
-  const e = await environment(log);
+  const e = await environment(log, queueType);
   try {
-    log(`database ${e.tag}; ${runs} run(s) of ${seconds} s per rate (${rates.join(', ')}/s); warm-up first`);
+    log(`database ${e.tag}, ${queueType} queues; ${runs} run(s) of ${seconds} s per rate (${rates.join(', ')}/s); warm-up first`);
     await measureAx(e, 100, 2, () => undefined);
     await measureBull(e, 100, 2, () => undefined);
     const out = [];
@@ -285,6 +293,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       rates: {type: 'string'},
       runs: {type: 'string'},
       'outbox-rate': {type: 'string'},
+      'queue-type': {type: 'string', default: 'quorum'},
       help: {type: 'boolean', short: 'h', default: false},
     },
   });
@@ -297,6 +306,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   --rates R,…      tasks per second (default 100,2000)
   --runs N         rounds, each system at each rate once per round (default 1)
   --outbox-rate R  rows per second of the outbox part (default 100; 0 skips it)
+  --queue-type Q   quorum (ax's default) or classic: ax's queues and the floor's (default quorum)
   --json           print the JSON result instead of Markdown`);
     process.exit(0);
   }
@@ -309,12 +319,17 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     }
     return x;
   };
+  if (!['quorum', 'classic'].includes(values['queue-type'])) {
+    console.error(`--queue-type: quorum or classic, got ${JSON.stringify(values['queue-type'])}`);
+    process.exit(2);
+  }
   const r = await runLatencyBench({
     quick: values.quick,
     seconds: num('seconds', values.seconds, 2),
     rates: values.rates?.split(',').map((x) => num('rates', x.trim(), 1)),
     runs: num('runs', values.runs, 1),
     outboxRate: num('outbox-rate', values['outbox-rate'], 0),
+    queueType: values['queue-type'],
   });
   console.log(values.json ? JSON.stringify(r, null, 2) : r.markdown);
   process.exit(r.ok ? 0 : 1);

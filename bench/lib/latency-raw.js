@@ -1,7 +1,7 @@
 // The durable floor of the latency benchmark (bench/latency.js): what submit → start costs on this
 // machine with the fewest durable steps a MySQL + RabbitMQ queue can take, written with the raw
-// drivers — one autocommit INSERT of the row, one publish awaited for its confirm (quorum queue,
-// persistent), and on delivery one autocommit claim UPDATE guarded by the state, then "start".
+// drivers — one autocommit INSERT of the row, one publish awaited for its confirm (a quorum queue
+// unless told otherwise, persistent), and on delivery one autocommit claim UPDATE guarded by the state, then "start".
 // No batching, no flow step, no history, a three-column table, the consumer in the bench process:
 // each choice makes it faster than ax can be, so it bounds ax from below. Same handle as the
 // consumers (arm, count, latencies) so measure() runs it like the others.
@@ -10,13 +10,13 @@ import mysql from 'mysql2/promise';
 import {epochMs} from './latency-sink.js';
 
 /** Opens the floor's table (in `mysqlUrl`'s database) and queue; `dispose()` removes both. */
-export async function openRawFloor({mysqlUrl, amqpUrl, queue}) {
+export async function openRawFloor({mysqlUrl, amqpUrl, queue, queueType = 'quorum'}) {
   const pool = mysql.createPool({uri: mysqlUrl, connectionLimit: 8});
   await pool.query('CREATE TABLE raw_lat (id BIGINT PRIMARY KEY, state VARCHAR(16) NOT NULL, payload JSON NOT NULL) ENGINE=InnoDB');
   // TCP_NODELAY as ax's broker sets it: without it, Nagle holds each lone publish and ack ~40 ms.
   const conn = await amqp.connect(amqpUrl, {noDelay: true});
   const pub = await conn.createConfirmChannel();
-  await pub.assertQueue(queue, {durable: true, arguments: {'x-queue-type': 'quorum'}});
+  await pub.assertQueue(queue, {durable: true, arguments: {'x-queue-type': queueType}});
   const sub = await conn.createChannel();
   await sub.prefetch(500);
   let starts = [];

@@ -1,6 +1,6 @@
 import {AxError, errorMessage, invalid, isAxError} from '../errors.js';
 import type {Logger} from '../log.js';
-import type {Broker} from '../broker/types.js';
+import type {Broker, TaskMessage} from '../broker/types.js';
 import type {HotPathStore, InsertResult} from '../store/types.js';
 import {createIdGenerator} from '../task/id.js';
 import type {NewTask, TaskSpec} from '../task/model.js';
@@ -366,7 +366,7 @@ export class Producer {
 
   /** Publishes `due` before the COMMIT of their rows; never rejects. */
   private publishEarly(due: NewTask[]): Promise<EarlyPublish> {
-    return this.o.broker.publish(due.map((t) => ({id: t.id, type: t.type, pool: t.pool, priority: t.priority}))).then(
+    return this.o.broker.publish(doorbellsOf(due)).then(
       () => ({sent: new Set(due.map((t) => t.id))}),
       (error: unknown) => ({error}),
     );
@@ -410,7 +410,7 @@ export class Producer {
     try {
       if ('error' in early) throw early.error;
       const rest = due.filter((t) => !early.sent.has(t.id));
-      if (rest.length > 0) await this.o.broker.publish(rest.map((t) => ({id: t.id, type: t.type, pool: t.pool, priority: t.priority})));
+      if (rest.length > 0) await this.o.broker.publish(doorbellsOf(rest));
       if (this.events.has('doorbell:published'))
         this.events.emit('doorbell:published', {by: 'producer', count: due.length, ids: due.map((t) => t.id)});
     } catch (e) {
@@ -422,4 +422,9 @@ export class Producer {
       );
     }
   }
+}
+
+/** The doorbell messages of `tasks`: what a worker needs to route and claim them. */
+function doorbellsOf(tasks: NewTask[]): TaskMessage[] {
+  return tasks.map((t) => ({id: t.id, type: t.type, pool: t.pool, priority: t.priority}));
 }

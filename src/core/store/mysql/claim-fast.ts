@@ -28,7 +28,7 @@
  */
 import {guardOf, type TaskState} from '../../task/state.js';
 import type {ClaimResult, ClaimedTask} from '../types.js';
-import {type Db, type ResultSetHeader, type Row, driverCode, exec, marks, select} from './db.js';
+import {type Db, type ResultSetHeader, type Row, exec, isLockRace, marks, select} from './db.js';
 import {claimFastUpdateSql, claimReadSql} from './claim-sql.js';
 import {PAYLOAD_APART} from './payloads.js';
 
@@ -83,8 +83,7 @@ export async function claimFast(
     res = await exec(db, db.pool, q.sql, q.params);
   } catch (e) {
     // A lost lock race (with a pause, say) rolled the lone statement back: the full claim retries its own.
-    const code = driverCode(e);
-    if (code === 'ER_LOCK_DEADLOCK' || code === 'ER_LOCK_WAIT_TIMEOUT') return undefined;
+    if (isLockRace(e)) return undefined;
     throw e;
   }
   if (res.affectedRows === candidates.length) return {result: {claimed: candidates.map(toClaimed), skipped}, rest: []};

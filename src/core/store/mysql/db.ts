@@ -236,7 +236,15 @@ export async function withLongIdle<T>(db: Db, c: Conn, seconds: number, fn: () =
   }
 }
 
-const RETRYABLE = new Set(['ER_LOCK_DEADLOCK', 'ER_LOCK_WAIT_TIMEOUT']);
+/**
+ * True when `e` is a lost lock race — a deadlock (1213) or a lock-wait timeout (1205). The server
+ * rolled the statement (a lone one) or the whole transaction back; running it again is safe.
+ */
+export function isLockRace(e: unknown): boolean {
+  const code = driverCode(e);
+  return code === 'ER_LOCK_DEADLOCK' || code === 'ER_LOCK_WAIT_TIMEOUT';
+}
+
 const MAX_TX_ATTEMPTS = 5;
 
 /**
@@ -255,8 +263,7 @@ export async function tx<T>(db: Db, fn: (c: PoolConnection) => Promise<T>): Prom
       return out;
     } catch (e) {
       if (conn) await conn.query('ROLLBACK').catch(() => undefined);
-      const code = (e as {code?: string}).code ?? (e as {cause?: {code?: string}}).cause?.code;
-      if (code && RETRYABLE.has(code) && attempt < MAX_TX_ATTEMPTS) continue;
+      if (isLockRace(e) && attempt < MAX_TX_ATTEMPTS) continue;
       throw mapDbError(e, db.url);
     } finally {
       conn?.release();

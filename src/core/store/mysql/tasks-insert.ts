@@ -2,7 +2,7 @@
 import type {NewTask} from '../../task/model.js';
 import {type TaskState} from '../../task/state.js';
 import type {InsertResult, TasksInsertParams} from '../types.js';
-import {type Conn, type Db, type PoolConnection, driverCode, exec, isDataError, marks, select, tx} from './db.js';
+import {type Conn, type Db, type PoolConnection, driverCode, exec, isDataError, isLockRace, marks, select, tx} from './db.js';
 import {AxError, errorMessage} from '../../errors.js';
 import {PAYLOAD_APART, bodiesUpserts, chunkByBytes, packBig} from './payloads.js';
 import {isGated, writeGated} from './task-gates.js';
@@ -67,7 +67,7 @@ export async function tasksInsert(
         continue;
       }
       // The lone statement lost a lock race: the transaction, which retries its own, goes next.
-      if (autocommit && (code === 'ER_LOCK_DEADLOCK' || code === 'ER_LOCK_WAIT_TIMEOUT')) continue;
+      if (autocommit && isLockRace(e)) continue;
       if (isDataError(e)) throw new AxError('invalid_input', `ax's database refused a task of the batch: ${errorMessage(e)}`, {cause: e});
       throw e;
     }
