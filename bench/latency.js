@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Latency at ordinary load (P10 in shared/design/performance.md), runnable alone:
-//   node bench/latency.js [--quick] [--json] [--seconds S] [--rates 100,2000] [--runs N]   (after npm run build)
+//   node bench/latency.js [--quick] [--json] [--seconds S] [--rates 100,2000] [--runs N] [--queue-type Q]   (after npm run build)
 // and called by bench/run.js --latency (or --only latency). In its own ax database, business
 // database, AMQP prefix and Redis key prefix, each run (ax and BullMQ alternating which goes first):
 //   - submit → handler start at each steady rate (default 100/s and 2,000/s, 30 s each; --quick 5 s):

@@ -102,7 +102,7 @@ if (argv.help) {
                        concurrency 50) alternating, --runs rounds; outbox commit → start at 100/s through
                        one relay; and where ax's time goes per step (buffer, INSERT, publish, delivery,
                        claim, start). Also alone: node bench/latency.js [--quick] [--json] [--seconds S]
-                       [--rates 100,2000] [--runs N]
+                       [--rates 100,2000] [--runs N] [--queue-type quorum|classic]
   --backlog            run bench/backlog.js: the backlog query at 5M terminal rows (off by default:
                        the fill takes ~10 minutes; with --quick 200k rows)
   --p6-far-future N    P6: far-future rows in the table (default 1000000; quick 100000)
