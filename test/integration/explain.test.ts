@@ -245,8 +245,8 @@ describe('query plans of the hot statements', () => {
         const slices = searchSlices(f, now);
         expect(slices.length).toBeGreaterThan(1);
         for (const s of [slices[0]!, slices.at(-1)!]) {
-          const q = searchSliceQueries('default', f, 'id', s, now, 50);
-          expect(q.inRange).toHaveLength(2);
+          const q = searchSliceQueries('default', f, 'id', s, now, 50, 3);
+          expect(q.inRange).toHaveLength(3);
           for (const r of q.inRange) {
             const [inRange] = (await c.query(`EXPLAIN ${r.sql}`, r.params)) as unknown as [Plan[]];
             expect(inRange[0]).toMatchObject({key: 'PRIMARY', type: 'range'});

@@ -10,7 +10,14 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest';
 import type {ListFilter} from '../../src/core/store/types.js';
 import type {AxStore} from '../../src/core/store/types.js';
 import {tasksListQuery} from '../../src/core/store/mysql/inspect.js';
-import {ID_SKEW_AFTER_MS, ID_SKEW_BEFORE_MS, searchSlices, searchesByIdRange} from '../../src/core/store/mysql/tasks-search.js';
+import {
+  ID_SKEW_AFTER_MS,
+  ID_SKEW_BEFORE_MS,
+  SEARCH_PARALLELISM,
+  searchSliceQueries,
+  searchSlices,
+  searchesByIdRange,
+} from '../../src/core/store/mysql/tasks-search.js';
 import {createIdGenerator, idFromDedupKey} from '../../src/core/task/id.js';
 import {createTestEnv, type TestEnv} from '../helpers/env.js';
 
@@ -175,6 +182,26 @@ describe('task search by id ranges', () => {
     expect(searchSlices({since: new Date(now - 1000), limit: 50}, now)).toHaveLength(1);
     expect(ID_SKEW_BEFORE_MS).toBeGreaterThan(0);
     expect(ID_SKEW_AFTER_MS).toBeGreaterThan(0);
+  });
+
+  it("reads a slice's id range as contiguous pieces, newest first, that the ids outside it complement", () => {
+    const f: ListFilter = {since: new Date(now - 3_600_000), payload: {path: '$.orderId', value: '1'}, limit: 50};
+    const s = searchSlices(f, now).at(-1)!;
+    const one = searchSliceQueries('default', f, 'id', s, now, 50);
+    expect(one.inRange).toHaveLength(1);
+    const [lo, hi] = one.inRange[0]!.params as [string, string];
+    const q = searchSliceQueries('default', f, 'id', s, now, 50, SEARCH_PARALLELISM - 1);
+    expect(q.inRange).toHaveLength(SEARCH_PARALLELISM - 1);
+    const ranges = q.inRange.map((r) => r.params.slice(0, 2) as [string, string]).reverse();
+    expect(ranges[0]![0]).toBe(lo);
+    expect(ranges.at(-1)![1]).toBe(hi);
+    for (let i = 1; i < ranges.length; i++) {
+      expect(ranges[i]![0]).toBe(ranges[i - 1]![1]);
+      expect(ranges[i]![0] < ranges[i]![1]).toBe(true);
+    }
+    // The ids outside are those below the first piece and from the end of the last (after cell, from, to).
+    expect(s.to).not.toBeNull();
+    expect(q.outside.params.slice(3, 5)).toEqual([lo, hi]);
   });
 
   it('keeps the single statement for filters that are not a text search over a window', () => {

@@ -11,7 +11,7 @@
  * Exact whatever the ids are: ids are only a way to reach the rows. The window is cut into slices of
  * creation time, newest first; each slice is read by statements whose union is exactly the slice's
  * rows:
- *   - `inRange`: the primary-key range (read as two halves) of the ids a v7 generator makes over the
+ *   - `inRange`: the primary-key range (read as one or more pieces) of the ids a v7 generator makes over the
  *     slice, widened by ID_SKEW_BEFORE_MS below and ID_SKEW_AFTER_MS above, with every condition of the filter (the
  *     creation-time bounds included), so a row of another time whose id falls in the range is left out;
  *   - `outside`: the slice's entries of idx_tasks_created (index-only: the entry holds the id) whose id
@@ -23,9 +23,15 @@
  * costs one primary-key lookup, as every row did before. Each statement is sorted and limited like
  * tasksListQuery's; the slices go newest first and stop once the page is full, so a frequent match
  * reads the newest slices only, and a rare one the whole window once (plus the margins' overlap).
- * The three statements of a slice run at once on three connections of the pool (two cores, more
- * page reads in flight; with fewer connections they wait their turn). A statement's error rejects
- * the search with it (the others are left to finish); nothing is written.
+ *
+ * A slice's statements run at once, SEARCH_PARALLELISM of them: its id range cut into that many
+ * less one pieces of equal time, and the ids outside. One statement reads its pages one after another
+ * and waits for each; over P11's hour (1M rows, 250 MB, a 128 MiB buffer pool) the id range read as
+ * one statement took 1.3 s and as eight at once 0.5–0.65 s, both cores then busy. The whole search
+ * is then bound by the CPU that reads the rows and their JSON: six statements a slice against three
+ * measured 1.10 against 1.13 s for a rare match, but 62–93 against 102–165 ms for a frequent one
+ * (docs/benchmarks.md). A statement's error rejects the search with it, once the slice's other
+ * statements have ended; nothing is written.
  *
  * Used when searchesByIdRange(f): a payload or error filter with `since`, no dedup key, a state of
  * the piling set (or none). Other filters keep tasksListQuery (idx_tasks_created read backwards,
@@ -44,6 +50,8 @@ export const ID_SKEW_AFTER_MS = 1_000;
 const FIRST_SLICE_FRACTION = 1 / 64;
 /** …and at least this long, so that the margins stay small beside a slice. */
 const MIN_SLICE_MS = 60_000;
+/** Statements of a slice at once, of the pool's connections (10 by default): see the module comment. */
+export const SEARCH_PARALLELISM = 6;
 
 /** Whether tasksList reads `f` by id ranges (tasksSearch) rather than tasksListQuery. */
 export function searchesByIdRange(f: ListFilter): boolean {
@@ -83,7 +91,10 @@ export function searchSlices(f: ListFilter, nowMs: number): Slice[] {
   return slices;
 }
 
-/** The statements of a slice (explain.test.ts checks their plans): the id range's two halves and the ids outside it. Params bound; `limit` rows each. */
+/**
+ * The statements of a slice (explain.test.ts checks their plans): its id range cut into `pieces`
+ * ranges of equal time (at least 1), and the ids outside that range. Params bound; `limit` rows each.
+ */
 export function searchSliceQueries(
   cell: string,
   f: ListFilter,
@@ -91,11 +102,14 @@ export function searchSliceQueries(
   s: Slice,
   nowMs: number,
   limit: number,
+  pieces = 1,
 ): {inRange: Array<{sql: string; params: unknown[]}>; outside: {sql: string; params: unknown[]}} {
   const where = listWhere(cell, f);
   const loMs = s.from.getTime() - ID_SKEW_BEFORE_MS;
   const hiMs = (s.to?.getTime() ?? nowMs) + ID_SKEW_AFTER_MS + 1;
-  const [lo, mid, hi] = [loMs, Math.floor((loMs + hiMs) / 2), hiMs].map(v7PrefixAt) as [string, string, string];
+  const n = Math.max(1, Math.floor(pieces));
+  const cuts = Array.from({length: n + 1}, (_, i) => v7PrefixAt(i === n ? hiMs : Math.floor(loMs + ((hiMs - loMs) * i) / n)));
+  const [lo, hi] = [cuts[0]!, cuts[n]!];
   const upper = s.to === null ? '' : ' AND created_at < ?';
   const bounds = s.to === null ? [s.from] : [s.from, s.to];
   const order = 'ORDER BY created_at DESC, id DESC LIMIT ?';
@@ -104,8 +118,11 @@ export function searchSliceQueries(
     params: [from, to, ...where.params, ...bounds, limit],
   });
   return {
-    // Two halves, read at once: two cores, two streams of page reads.
-    inRange: [range(mid, hi), range(lo, mid)],
+    // Newest piece first: the order they are started in.
+    inRange: cuts
+      .slice(0, n)
+      .map((from, i) => range(from, cuts[i + 1]!))
+      .reverse(),
     outside: {
       // The derived table is merged (a self-join): its rows come index-only from idx_tasks_created,
       // and only those left are read by primary key. It names its column `oid` so that the outer
@@ -129,16 +146,26 @@ function newestFirst(a: Row, b: Row): number {
  * The rows tasksListQuery would return for `f` (same order, same limit, same columns, which must
  * include id and created_at), read slice by slice as the module comment says. `nowMs`: the app's
  * clock, sizing a window open above and the newest id range (a row beyond it is still found, through
- * `outside`). Rejects with the database's error when a statement fails.
+ * `outside`). `parallelism`: statements of a slice at once. Rejects with the database's error when a
+ * statement fails.
  */
-export async function tasksSearch(db: Db, cell: string, f: ListFilter, columns: string, nowMs: number): Promise<Row[]> {
+export async function tasksSearch(
+  db: Db,
+  cell: string,
+  f: ListFilter,
+  columns: string,
+  nowMs: number,
+  parallelism = SEARCH_PARALLELISM,
+): Promise<Row[]> {
   const out: Row[] = [];
   for (const s of searchSlices(f, nowMs)) {
-    const q = searchSliceQueries(cell, f, columns, s, nowMs, f.limit - out.length);
-    const parts = await Promise.all([...q.inRange, q.outside].map((x) => select(db, db.pool, x.sql, x.params)));
+    const q = searchSliceQueries(cell, f, columns, s, nowMs, f.limit - out.length, parallelism - 1);
+    const parts = await Promise.allSettled([...q.inRange, q.outside].map((x) => select(db, db.pool, x.sql, x.params)));
+    const failed = parts.find((p) => p.status === 'rejected');
+    if (failed) throw failed.reason;
     out.push(
       ...parts
-        .flat()
+        .flatMap((p) => (p.status === 'fulfilled' ? p.value : []))
         .sort(newestFirst)
         .slice(0, f.limit - out.length),
     );
