@@ -112,6 +112,51 @@ describe('the console in a browser', () => {
     await ctx.close();
   });
 
+  it("shows what a waiting task waits for, its parents and dependents as links, and a batch callback's progress", async () => {
+    const {id: parent} = await submit({type: 'test_noop', payload: {}, delay: '1h'});
+    const {id: child} = await submit({type: 'test_noop', payload: {}, after: [parent]});
+    const b = await call(c, 'POST', '/api/v1/batches', {
+      token: c.tokens.alice,
+      body: {
+        tasks: [
+          {type: 'test_noop', payload: {}, delay: '1h'},
+          {type: 'test_noop', payload: {}, delay: '1h'},
+        ],
+        callback: {type: 'test_noop'},
+      },
+    });
+    expect(b.status).toBe(201);
+    const ctx = await browser.newContext();
+    const page = await signIn(ctx, c.tokens.alice as string);
+    await page.goto(`${c.url}/#/tasks/${child}`);
+    await page.getByText('(waiting for 1 parent to succeed)').waitFor();
+    // Not its run_at of year 9999: it is due when its parent succeeds.
+    expect(await page.getByText('not due until it stops waiting').count()).toBe(1);
+    expect(await page.getByText('9999').count()).toBe(0);
+    await screenshot(page, 'task-waiting');
+    await page
+      .getByRole('table', {name: /^Parents/})
+      .getByRole('link', {name: parent})
+      .click();
+    await page.getByRole('heading', {level: 1, name: new RegExp(parent)}).waitFor();
+    await page
+      .getByRole('table', {name: /^Dependents/})
+      .getByRole('link', {name: child})
+      .waitFor();
+    expect(await page.getByText(/waiting for/).count()).toBe(0); // the parent itself is only delayed
+    // In the list, its run_at is "waiting", not a date.
+    await page.goto(`${c.url}/#/tasks?state=submitted&type=test_noop`);
+    const row = page.getByRole('row').filter({has: page.getByRole('link', {name: child})});
+    await expect
+      .poll(async () => (await row.count()) === 1 && (await row.getByRole('cell', {name: 'waiting', exact: true}).count()))
+      .toBe(1);
+    await page.goto(`${c.url}/#/tasks/${b.body.callbackId}`);
+    await page.getByText('(waiting for its batch: 0 of 2 ended)').waitFor();
+    const members = page.getByRole('definition').filter({hasText: 'succeeded,'});
+    expect((await members.textContent())?.replace(/\s+/g, ' ')).toBe('0 of 2 (0 succeeded, 0 dead, 0 cancelled)');
+    await ctx.close();
+  });
+
   it('replays a dead task, which then succeeds', async () => {
     const flag = join(dir, 'down');
     writeFileSync(flag, '');

@@ -81,3 +81,11 @@ export function pretty(v: unknown): string {
     return String(v);
   }
 }
+
+/**
+ * A submitted task that waits for parents or for its batch: ax keeps its run_at at year 9999 until
+ * it is released (WAITING_RUN_AT in src/core/store/mysql/links.ts), as `ax tasks list` shows it.
+ */
+export function isWaiting(t: {state: string; runAt: string}): boolean {
+  return t.state === 'submitted' && t.runAt.startsWith('9999-');
+}

@@ -162,8 +162,30 @@ export interface HistoryEntry {
   startedAt: string | null;
 }
 
+/** A task's parents, dependents and batch (TaskLinks of src/core/store/seams/hot-path.ts, dates as ISO strings). */
+export interface TaskLinks {
+  parents: Array<{id: string; type: string; state: TaskState; edge: 'waiting' | 'succeeded' | 'dead' | 'cancelled'}>;
+  dependents: Array<{id: string; type: string; state: TaskState}>;
+  /** Parents still waited for (> 0: the task waits and is not due). */
+  waitingFor: number;
+  batch: {
+    id: string;
+    callbackId: string;
+    callbackState: TaskState | null;
+    total: number;
+    succeeded: number;
+    dead: number;
+    cancelled: number;
+    createdAt: string;
+    doneAt: string | null;
+  } | null;
+  onParentFailure: 'cancel' | 'run' | null;
+}
+
 export interface TaskDetail {
   task: TaskRecord;
+  /** Absent for a task with no parents, dependents or batch. */
+  links?: TaskLinks;
   timeline?: HistoryEntry[];
   /** TaskDetail of src/core/inspect/inspect.ts names it `history`; either is read. */
   history?: HistoryEntry[];

@@ -9,6 +9,7 @@ import {useApp} from '../session';
 import type {TaskDetail, TaskState} from '../types';
 import {Timeline} from './Timeline';
 import {TaskActionDialog, type TaskAction} from './TaskActionDialog';
+import {LinksPanel, waitingText} from './TaskLinks';
 
 const CANCELLABLE: readonly TaskState[] = ['submitted', 'failed', 'running'];
 const FORCEABLE: readonly TaskState[] = ['succeeded', 'cancelled', 'dead'];
@@ -36,6 +37,7 @@ export function Task({id}: {id: string}) {
   const archived = data?.archived === true;
   const history = data?.timeline ?? data?.history ?? [];
   const notFound = error instanceof ApiError && error.code === 'not_found';
+  const waiting = t ? waitingText(t, data?.links) : null;
 
   return (
     <>
@@ -71,6 +73,7 @@ export function Task({id}: {id: string}) {
               <dt>State</dt>
               <dd>
                 <StateBadge state={t.state} />
+                {waiting && <span className="muted"> ({waiting})</span>}
               </dd>
               <dt>Attempt</dt>
               <dd>
@@ -78,9 +81,7 @@ export function Task({id}: {id: string}) {
                 {t.retryBase > 0 && <span className="muted"> ({t.attempt - t.retryBase} since the latest replay)</span>}
               </dd>
               <dt>Run at</dt>
-              <dd>
-                <Time at={t.runAt} />
-              </dd>
+              <dd>{waiting ? <span className="muted">not due until it stops waiting</span> : <Time at={t.runAt} />}</dd>
               <dt>Worker</dt>
               <dd className="mono">{t.worker ?? '—'}</dd>
               <dt>Dedup key</dt>
@@ -149,6 +150,7 @@ export function Task({id}: {id: string}) {
             )}
             <ErrorAlert error={payloadError} />
           </section>
+          {data?.links && <LinksPanel links={data.links} id={t.id} />}
           <section className="panel">
             <h2>Timeline</h2>
             <Timeline entries={history} />

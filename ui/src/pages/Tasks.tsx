@@ -4,6 +4,7 @@ import {ErrorAlert} from '../components/ErrorAlert';
 import {TaskLink} from '../components/Link';
 import {StateBadge} from '../components/StateBadge';
 import {EmptyRow, TimeCell} from '../components/Time';
+import {isWaiting} from '../format';
 import {hrefOf, navigate} from '../router';
 import {usePoll} from '../poll';
 import {useApp} from '../session';
@@ -140,7 +141,13 @@ export function Tasks() {
                     {t.attempt}/{t.maxRetries + 1}
                   </td>
                   <TimeCell at={t.createdAt} />
-                  <TimeCell at={t.runAt} />
+                  {isWaiting(t) ? (
+                    <td className="muted" title="Due when its parents succeed, or its batch ends">
+                      waiting
+                    </td>
+                  ) : (
+                    <TimeCell at={t.runAt} />
+                  )}
                   <td className="clip err-col" title={t.lastError ?? undefined}>
                     {t.lastError ?? ''}
                   </td>
