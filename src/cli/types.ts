@@ -64,7 +64,7 @@ export function typesTable(types: TypeView[]): string[] {
       t.type,
       t.noHandler ? 'no handler' : `${t.workers.length} worker${t.workers.length === 1 ? '' : 's'}`,
       String(t.due),
-      String(t.delayed),
+      t.waiting > 0 ? `${t.delayed} (${t.waiting} waiting)` : String(t.delayed),
       String(t.running),
       parkedText(t),
       t.failureRate1m === null ? '-' : `${Math.round(t.failureRate1m * 100)}%`,

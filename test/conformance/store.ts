@@ -969,19 +969,21 @@ export function storeConformance(name: string, make: () => Promise<StoreHarness>
       expect(sum('dead')).toBe(report.rows.reduce((n, r) => n + r.dead, 0));
     });
 
-    it('reports the backlog per type: due, delayed, running, dead and the oldest due run_at', async () => {
+    it('reports the backlog per type: due, delayed (of them waiting for a parent), running, dead and the oldest due run_at', async () => {
       const type = 'backlog_probe';
       const past = Date.now() - 4000;
       const [old, due, run, dead] = [past, past + 2000, past, past].map((at) => task({type, payload: {}, runAt: new Date(at)}));
       const later = task({type, payload: {}, delay: '1h'});
       await s.tasksInsert({tasks: [old!, due!, run!, dead!, later], actor: 'test'});
+      // Waits for `later`: not due until it succeeds, counted among the delayed and as waiting.
+      await s.tasksInsertLinked({tasks: [task({type, payload: {}, after: [later.id]})], actor: 'test'});
       await s.tasksClaim({ids: [run!.id], worker: 'w1', leaseMs: 30_000});
       const [c] = (await s.tasksClaim({ids: [dead!.id], worker: 'w1', leaseMs: 30_000})).claimed;
       await s.outcomesApply({outcomes: [{kind: 'deadLetter', id: dead!.id, fence: c!.fence, error: 'x'}], actor: 'w1'});
       const report = await s.backlog();
       expect(report.at).toBeInstanceOf(Date);
       const row = report.rows.find((r) => r.type === type);
-      expect(row).toMatchObject({due: 2, delayed: 1, running: 1, dead: 1});
+      expect(row).toMatchObject({due: 2, delayed: 2, waiting: 1, running: 1, dead: 1});
       expect(Math.abs(row!.oldestDueAt!.getTime() - past)).toBeLessThan(1000);
       expect(report.rows.map((r) => r.type)).toEqual([...report.rows.map((r) => r.type)].sort((a, b) => a.localeCompare(b)));
     });

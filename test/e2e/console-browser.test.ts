@@ -151,6 +151,10 @@ describe('the console in a browser', () => {
       .toBe(1);
     await page.goto(`${c.url}/#/tasks/${b.body.callbackId}`);
     await page.getByText('(waiting for its batch: 0 of 2 ended)').waitFor();
+    // The types page counts both (the dependent and the callback) among the delayed, as waiting.
+    await page.goto(`${c.url}/#/types`);
+    await expect.poll(() => page.getByRole('row').filter({hasText: 'test_noop'}).textContent()).toContain('(2 waiting)');
+    await page.goto(`${c.url}/#/tasks/${b.body.callbackId}`);
     const members = page.getByRole('definition').filter({hasText: 'succeeded,'});
     expect((await members.textContent())?.replace(/\s+/g, ' ')).toBe('0 of 2 (0 succeeded, 0 dead, 0 cancelled)');
     await ctx.close();

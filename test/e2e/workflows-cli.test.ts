@@ -1,7 +1,7 @@
 /**
  * Dependencies and batches through the built CLI (`node bin/run.js …`; run `npm run build` first)
  * against the real MariaDB and RabbitMQ: `ax submit --after`, a waiting task as `ax tasks show`
- * prints it, `ax batches list/show`, and bad input (exit 2, nothing written). No worker runs.
+ * prints it (and `ax types list` counts it), `ax batches list/show`, and bad input (exit 2, nothing written). No worker runs.
  */
 import {existsSync, mkdtempSync, rmSync} from 'node:fs';
 import {tmpdir} from 'node:os';
@@ -52,6 +52,11 @@ describe('ax submit --after, ax batches', () => {
     const listed = (await ok(['tasks', 'list', '--type', 'order_ship'])).stdout;
     expect(listed).toMatch(new RegExp(`${c}.*waiting`));
     expect((await ok(['tasks', 'show', a, '--json'])).json.links.dependents).toEqual([{id: c, type: 'order_ship', state: 'submitted'}]);
+    // The types' backlog counts it among the delayed, and says it waits.
+    expect((await ok(['types', 'list'])).stdout).toMatch(/^order_ship +no handler +0 +1 \(1 waiting\) +0 /m);
+    const types = (await ok(['types', 'list', '--json'])).json as {types: Array<{type: string; delayed: number; waiting: number}>};
+    expect(types.types.find((t) => t.type === 'order_ship')).toMatchObject({delayed: 1, waiting: 1});
+    expect(types.types.find((t) => t.type === 'order_pack')).toMatchObject({waiting: 0});
   });
 
   test('bad input: exit 2 and nothing written', async () => {

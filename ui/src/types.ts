@@ -76,6 +76,8 @@ export interface TypeView {
   noHandler: boolean;
   due: number;
   delayed: number;
+  /** Of `delayed`: waiting for their parents or their batch (absent from older servers). */
+  waiting?: number;
   running: number;
   dead: number;
   oldestDueAt: string | null;

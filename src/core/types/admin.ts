@@ -41,6 +41,8 @@ export interface TypeView {
   noHandler: boolean;
   due: number;
   delayed: number;
+  /** Of `delayed`: tasks waiting for their parents or their batch (not due until released). */
+  waiting: number;
   running: number;
   dead: number;
   oldestDueAt: Date | null;
@@ -197,6 +199,7 @@ export function createTypesAdmin(o: TypesAdminOptions): TypesAdmin {
         noHandler: workers.length === 0,
         due: b?.due ?? 0,
         delayed: b?.delayed ?? 0,
+        waiting: b?.waiting ?? 0,
         running: b?.running ?? 0,
         dead: b?.dead ?? 0,
         oldestDueAt: b?.oldestDueAt ?? null,

@@ -27,7 +27,9 @@ export function TypeDetail({type}: {type: string}) {
       <ErrorAlert error={error} />
       {data && (
         <p>
-          {num(data.due)} due · {num(data.delayed)} delayed · {num(data.running)} running · {num(data.dead)} dead ·{' '}
+          {num(data.due)} due · {num(data.delayed)} delayed
+          {data.waiting ? ` (${num(data.waiting)} waiting for their parents or batch)` : ''} · {num(data.running)} running ·{' '}
+          {num(data.dead)} dead ·{' '}
           <Link to="/tasks" params={{type}}>
             its tasks
           </Link>

@@ -94,7 +94,10 @@ export function Types() {
                     <td className="num" title={t.oldestDueAt ? `oldest due since ${t.oldestDueAt}` : undefined}>
                       {num(t.due)}
                     </td>
-                    <td className="num">{num(t.delayed)}</td>
+                    <td className="num">
+                      {num(t.delayed)}
+                      {t.waiting ? <span className="muted small"> ({num(t.waiting)} waiting)</span> : null}
+                    </td>
                     <td className="num" title={parked.detail || undefined}>
                       {num(parked.total)}
                     </td>

@@ -19,6 +19,7 @@ import {searchesByIdRange, tasksSearch} from './tasks-search.js';
 import {PILING_STATES, listWhere} from './list-filter.js';
 import {TASK_COLUMNS, TASK_RESULT_COLUMNS, toHistoryEntry, toTaskRecord} from './rows.js';
 import {clockNow} from './clock.js';
+import {WAITING_RUN_AT} from './links.js';
 
 /** Reads of InspectStore that run all the time (checked by explain.test.ts through HOT_SQL, hot-sql.ts). */
 export const INSPECT_SQL = {
@@ -29,7 +30,7 @@ export const INSPECT_SQL = {
    * live states and the dead one (no row lookup), grouped in a small temporary table (a row per
    * state × type). Cost: one index entry per live or dead task; the finished tasks are never read.
    */
-  backlog: `SELECT state, type, COUNT(*) AS n, SUM(run_at <= NOW(3)) AS due,
+  backlog: `SELECT state, type, COUNT(*) AS n, SUM(run_at <= NOW(3)) AS due, SUM(run_at = '${WAITING_RUN_AT}') AS waiting,
         IF(MIN(run_at) <= NOW(3), MIN(run_at), NULL) AS oldest_due
       FROM tasks WHERE cell = ? AND state IN ('submitted', 'failed', 'running', 'dead') GROUP BY state, type ORDER BY NULL`,
   /**
@@ -154,7 +155,7 @@ export async function backlog(db: Db, cell: string): Promise<BacklogByState> {
   for (const g of groups) {
     const type = g.type as string;
     let r = rows.get(type);
-    if (!r) rows.set(type, (r = {type, due: 0, delayed: 0, running: 0, dead: 0, oldestDueAt: null}));
+    if (!r) rows.set(type, (r = {type, due: 0, delayed: 0, waiting: 0, running: 0, dead: 0, oldestDueAt: null}));
     const n = Number(g.n);
     states[g.state as BacklogState] += n;
     if (g.state === 'running') r.running += n;
@@ -163,6 +164,7 @@ export async function backlog(db: Db, cell: string): Promise<BacklogByState> {
       const due = Number(g.due);
       r.due += due;
       r.delayed += n - due;
+      r.waiting = (r.waiting ?? 0) + Number(g.waiting ?? 0);
       const oldest = (g.oldest_due as Date | null) ?? null;
       if (oldest && (!r.oldestDueAt || oldest < r.oldestDueAt)) r.oldestDueAt = oldest;
     }

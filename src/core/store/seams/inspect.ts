@@ -52,6 +52,11 @@ export interface BacklogRow {
   due: number;
   /** submitted or failed with run_at > now: delayed tasks and backed-off retries. */
   delayed: number;
+  /**
+   * Of `delayed`: submitted tasks that wait for their parents or for their batch to end (docs/workflows.md):
+   * not due until released. Absent: not counted.
+   */
+  waiting?: number;
   running: number;
   /** Dead now (the dead-letter queue), whenever they died. */
   dead: number;
