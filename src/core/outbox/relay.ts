@@ -116,12 +116,10 @@ export class Relay implements Service {
   private stopped = false;
   private brokerUp = true;
   /**
-   * The last publish failed and none has succeeded since (nor has a new connection been made). Only
-   * RabbitMQ's answer to a publish of this relay clears it: a batch that had nothing to ring says
-   * nothing about RabbitMQ, any more than a pass that found no rows.
+   * Set when a publish fails: a doorbell of it, which `probe` rings again. While set, the relay is
+   * not ready. Only RabbitMQ's answer to a publish of this relay (or a new connection) clears it: a
+   * batch that had nothing to ring says nothing about RabbitMQ, any more than a pass that found no rows.
    */
-  private publishFailing = false;
-  /** A doorbell whose publish failed, rung again by `probe` while publishFailing. */
   private failedRing: Ring | undefined;
   /** When `probe` may ring next: an interval after the failure, then once per interval, whichever loop gets there. */
   private nextProbeAt = 0;
@@ -212,7 +210,7 @@ export class Relay implements Service {
       this.running &&
       this.brokerUp &&
       !blocked &&
-      !this.publishFailing &&
+      this.failedRing === undefined &&
       lastSuccessAt !== null &&
       this.o.clock.now() - lastSuccessAt < maxAgeMs
     );
@@ -269,7 +267,7 @@ export class Relay implements Service {
   }
 
   /**
-   * While the last publish failed and RabbitMQ is connected, rings the doorbell of that publish
+   * While the last publish failed (failedRing) and RabbitMQ is connected, rings that doorbell
    * again, at most once per interval: how a relay with nothing of its own to ring finds out that
    * RabbitMQ takes its publishes again (the rows whose publish failed may all have been sent
    * meanwhile, their tasks rung by a scheduler, and a quiet outbox may bring no new ones for long).
@@ -280,7 +278,7 @@ export class Relay implements Service {
   private async probe(): Promise<void> {
     const ring = this.failedRing;
     const now = this.o.clock.now();
-    if (!this.publishFailing || !this.brokerUp || ring === undefined || now < this.nextProbeAt) return;
+    if (ring === undefined || !this.brokerUp || now < this.nextProbeAt) return;
     this.nextProbeAt = now + this.o.intervalMs;
     try {
       await this.o.broker.publish([ring]);
@@ -289,12 +287,12 @@ export class Relay implements Service {
       return;
     }
     // Confirmed after any publish queued before it (the broker confirms in order): evidence enough.
-    if (this.publishFailing) this.log.info('relay: RabbitMQ takes publishes again');
+    // Another loop's batch may have cleared it meanwhile.
+    if (this.failedRing !== undefined) this.log.info('relay: RabbitMQ takes publishes again');
     this.publishSucceeded();
   }
 
   private publishSucceeded(): void {
-    this.publishFailing = false;
     this.failedRing = undefined;
   }
 
@@ -370,7 +368,6 @@ export class Relay implements Service {
       try {
         await this.o.broker.publish([...due.values()]);
       } catch (e) {
-        this.publishFailing = true;
         this.failedRing = due.values().next().value;
         this.nextProbeAt = this.o.clock.now() + this.o.intervalMs;
         // The batch is handed back either way, and its next pass rings them.
