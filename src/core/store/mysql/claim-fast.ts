@@ -26,7 +26,7 @@
  * (ours: running, at the read's fence + 1, with this worker) and the rest go to the full claim,
  * whose flow step defers them with why.
  */
-import {guardOf, type TaskState} from '../../task/state.js';
+import {TRANSITIONS, guardOf, type TaskState} from '../../task/state.js';
 import type {ClaimResult, ClaimedTask} from '../types.js';
 import {type Db, type ResultSetHeader, type Row, exec, isLockRace, marks, select} from './db.js';
 import {claimFastUpdateSql, claimReadSql} from './claim-sql.js';
@@ -96,7 +96,9 @@ export async function claimFast(
   );
   const ours = new Set(
     after
-      .filter((a) => a.state === 'running' && a.worker === worker && Number(a.fence) === Number(found.get(a.id as string)!.fence) + 1)
+      .filter(
+        (a) => a.state === TRANSITIONS.claim.to && a.worker === worker && Number(a.fence) === Number(found.get(a.id as string)!.fence) + 1,
+      )
       .map((a) => a.id as string),
   );
   return {

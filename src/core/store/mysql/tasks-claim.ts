@@ -22,11 +22,10 @@ const FAST_CLAIM_MAX = 64;
 
 /**
  * Claims due submitted/failed tasks among `ids` (see HotPathStore.tasksClaim). A batch of at most
- * FAST_CLAIM_MAX ids with no type in `lockTypes` or `fairTypes` first tries the fast path (claim-fast.ts: a plain read and one
- * autocommit UPDATE that decides pause and breaker itself); what it leaves goes to the full claim.
- * The full claim is one transaction: a locking
- * SELECT (rows in primary-key order, so concurrent claimers cannot deadlock on each other), the
- * flow step (admitClaim: the types' registry rows read with a shared lock, or for update for
+ * FAST_CLAIM_MAX ids with no type in `lockTypes` or `fairTypes` first tries the fast path
+ * (claim-fast.ts: a plain read and one autocommit UPDATE that decides pause and breaker itself);
+ * what it leaves goes to the full claim. The full claim is one transaction: a locking SELECT (rows
+ * in primary-key order, so concurrent claimers cannot deadlock on each other), the flow step (admitClaim: the types' registry rows read with a shared lock, or for update for
  * `lockTypes`; fair dispatch for `fairTypes`, which may claim other tasks of the type on the
  * batch's keyed doorbells; pause, breaker and limits decided from the rows; the refused rows
  * deferred, each with a defer history row), one UPDATE (which records each attempt's start on its
@@ -45,8 +44,8 @@ export async function tasksClaim(
   const fair = new Set(fairTypes ?? []);
   if (locked.size === 0 && fair.size === 0 && ids.length <= FAST_CLAIM_MAX) {
     const fast = await claimFast(db, cell, [...new Set(ids)], worker, leaseMs, toClaimed);
-    if (fast && fast.rest.length === 0) return fast.result;
     if (fast) {
+      if (fast.rest.length === 0) return fast.result;
       const more = await claimFull(db, cell, fast.rest, worker, leaseMs, locked, fair, admission);
       return {...more, claimed: [...fast.result.claimed, ...more.claimed], skipped: [...fast.result.skipped, ...more.skipped]};
     }
