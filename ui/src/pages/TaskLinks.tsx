@@ -1,3 +1,4 @@
+import type {ReactNode} from 'react';
 import {TaskLink} from '../components/Link';
 import {StateBadge} from '../components/StateBadge';
 import {Time} from '../components/Time';
@@ -17,73 +18,70 @@ export function waitingText(t: TaskRecord, links: TaskLinks | undefined): string
   return null;
 }
 
+/** Linked tasks as a table: each a link to its page, its type and state, and `extra`'s column when given. */
+function LinkedTasks<T extends {id: string; type: string; state: string}>({
+  label,
+  caption,
+  tasks,
+  extra,
+}: {
+  label: string;
+  caption: ReactNode;
+  tasks: readonly T[];
+  extra?: {head: string; cell: (t: T) => string};
+}) {
+  if (tasks.length === 0) return null;
+  return (
+    <div className="table-wrap">
+      <table aria-label={label}>
+        <caption>{caption}</caption>
+        <thead>
+          <tr>
+            <th scope="col">Task</th>
+            <th scope="col">Type</th>
+            <th scope="col">State</th>
+            {extra && <th scope="col">{extra.head}</th>}
+          </tr>
+        </thead>
+        <tbody>
+          {tasks.map((t) => (
+            <tr key={t.id}>
+              <td>
+                <TaskLink id={t.id} />
+              </td>
+              <td className="mono">{t.type}</td>
+              <td>
+                <StateBadge state={t.state} />
+              </td>
+              {extra && <td>{extra.cell(t)}</td>}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
 /** A task's parents, dependents and batch (docs/workflows.md): each task a link to its page. */
 export function LinksPanel({links, id}: {links: TaskLinks; id: string}) {
   const b = links.batch;
   return (
     <section className="panel" aria-labelledby="links-heading">
       <h2 id="links-heading">Dependencies and batch</h2>
-      {links.parents.length > 0 && (
-        <div className="table-wrap">
-          <table aria-label="Parents: the tasks it waits for">
-            <caption>
-              Parents{' '}
-              <span className="muted small">
-                (when one ends dead or cancelled: {links.onParentFailure === 'run' ? 'run anyway' : 'this task is cancelled'})
-              </span>
-            </caption>
-            <thead>
-              <tr>
-                <th scope="col">Task</th>
-                <th scope="col">Type</th>
-                <th scope="col">State</th>
-                <th scope="col">For this task</th>
-              </tr>
-            </thead>
-            <tbody>
-              {links.parents.map((p) => (
-                <tr key={p.id}>
-                  <td>
-                    <TaskLink id={p.id} />
-                  </td>
-                  <td className="mono">{p.type}</td>
-                  <td>
-                    <StateBadge state={p.state} />
-                  </td>
-                  <td>{p.edge === 'waiting' ? 'waited for' : p.edge}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-      {links.dependents.length > 0 && (
-        <div className="table-wrap">
-          <table aria-label="Dependents: the tasks that wait for it">
-            <caption>Dependents</caption>
-            <thead>
-              <tr>
-                <th scope="col">Task</th>
-                <th scope="col">Type</th>
-                <th scope="col">State</th>
-              </tr>
-            </thead>
-            <tbody>
-              {links.dependents.map((d) => (
-                <tr key={d.id}>
-                  <td>
-                    <TaskLink id={d.id} />
-                  </td>
-                  <td className="mono">{d.type}</td>
-                  <td>
-                    <StateBadge state={d.state} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
+      <LinkedTasks
+        label="Parents: the tasks it waits for"
+        caption={
+          <>
+            Parents{' '}
+            <span className="muted small">
+              (when one ends dead or cancelled: {links.onParentFailure === 'run' ? 'run anyway' : 'this task is cancelled'})
+            </span>
+          </>
+        }
+        tasks={links.parents}
+        extra={{head: 'For this task', cell: (p) => (p.edge === 'waiting' ? 'waited for' : p.edge)}}
+      />
+      <LinkedTasks label="Dependents: the tasks that wait for it" caption="Dependents" tasks={links.dependents} />
       {b && (
         <dl className="fields" aria-label="Batch">
           <dt>Batch</dt>
