@@ -20,6 +20,7 @@ import {
 } from '../../src/core/store/mysql/tasks-search.js';
 import {createIdGenerator, idFromDedupKey} from '../../src/core/task/id.js';
 import {createTestEnv, type TestEnv} from '../helpers/env.js';
+import {idsOfAllPages} from '../helpers/pages.js';
 
 /** A v7 id made at `ms`. */
 const v7At = (ms: number): string => createIdGenerator(() => ms)();
@@ -145,15 +146,7 @@ describe('task search by id ranges', () => {
     const f: ListFilter = {since, payload: {path: '$.g', value: '4'}, limit: 37};
     const want = await reference({...f, limit: 100_000});
     expect(want.length).toBeGreaterThan(500);
-    const got: string[] = [];
-    let after: ListFilter['after'];
-    for (;;) {
-      const page = await store.tasksList({...f, ...(after ? {after} : {})});
-      got.push(...page.map((t) => t.id));
-      const last = page.at(-1);
-      if (page.length < f.limit || !last) break;
-      after = {createdAt: last.createdAt, id: last.id};
-    }
+    const got = await idsOfAllPages(store, f);
     expect(got).toEqual(want);
     // A cursor on a tie (two tasks created in the same millisecond): the other one follows.
     const tie = 4_001; // created at the time of row 4,000

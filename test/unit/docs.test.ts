@@ -72,7 +72,7 @@ describe('the generated reference', () => {
   it('lists exactly the read-only commands (static readOnly) in docs/reference/cli.md', () => {
     const page = readDoc('docs/reference/cli.md');
     const para = page.slice(page.indexOf('Read-only commands never create a database'));
-    const spans = [...para.slice(0, para.indexOf(';')).matchAll(/`ax ([a-z ]+?)(?: ([a-z|]+))?`/g)];
+    const spans = [...para.slice(0, para.indexOf(';')).matchAll(/`ax ([a-z]+(?:[ -][a-z]+)*?)(?: ([a-z|]+))?`/g)];
     const listed = spans.flatMap((m) => (m[2] ? m[2].split('|').map((sub) => `${m[1]} ${sub}`) : [m[1]!])).filter((c) => c !== 'migrate');
     const readOnly = commandIds().filter((id) =>
       /static (?:override )?readOnly = true/.test(readFileSync(`${ROOT}src/commands/${id.split(' ').join('/')}.ts`, 'utf8')),

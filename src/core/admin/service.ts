@@ -23,6 +23,7 @@ import {createBatchesAdmin, type BatchesAdmin} from './batches.js';
 import {createTypesService, type TypesAdmin} from './types.js';
 import {createCellsAdmin, type CellsAdmin} from './cells.js';
 import {createDoctorAdmin, type DoctorAdmin} from './doctor.js';
+import {createPayloadIndexAdmin, type PayloadIndexAdmin} from './payload-index.js';
 import {createProducerAdmin, type ProducerAdmin} from './producer.js';
 import {createQueuesAdmin, type QueuesAdmin} from './queues.js';
 import {createReconcileAdmin, type ReconcileAdmin} from './reconcile.js';
@@ -68,6 +69,8 @@ export interface Admin extends AsyncDisposable {
   readonly schema: SchemaAdmin;
   /** Submitting tasks through a one-shot producer (ax submit), routed to their types' cells. */
   readonly producer: ProducerAdmin;
+  /** The payload fields searched by index (ax payload-index). */
+  readonly payloadIndexes: PayloadIndexAdmin;
   /**
    * The admin service of another cell (AX_CELLS), sharing this one's lifetime: closed by this
    * one's close(). Throws invalid_input for an unknown cell.
@@ -147,6 +150,7 @@ function assemble(session: AdminSession, r: Routing): Admin {
     reconcile: createReconcileAdmin(session),
     schema: createSchemaAdmin(session),
     producer: createProducerAdmin(session),
+    payloadIndexes: createPayloadIndexAdmin(session),
     forCell: (c) => (c === cell ? admin : r.other(c)),
     as: (operator) => actingAs(session, r, checkOperator(operator)),
     close: r.close,

@@ -13,6 +13,17 @@ export const MAX_SEARCH_TEXT = 1000;
 /** A `--payload` field: a dotted path of up to 8 names (letters, digits, _; not starting with a digit). */
 const PAYLOAD_PATH = /^[A-Za-z_][A-Za-z0-9_]{0,63}(?:\.[A-Za-z_][A-Za-z0-9_]{0,63}){0,7}$/;
 
+/**
+ * `field` (`orderId`, `customer.id`: names of letters, digits and _, dots for nested fields, at most
+ * 8 deep) trimmed, as `--payload field=value` and `ax payload-index` take it; throws invalid_input.
+ */
+export function validatePayloadField(field: string): string {
+  const f = typeof field === 'string' ? field.trim() : '';
+  if (!PAYLOAD_PATH.test(f))
+    throw invalid(`payload field "${String(field)}" is not a field name of letters, digits and _ (dots for nested fields, at most 8 deep)`);
+  return f;
+}
+
 export interface ListInput {
   state?: string;
   type?: string;

@@ -16,6 +16,7 @@ import type {
 import type {TaskState} from '../../task/state.js';
 import {type Db, type Row, marks, select} from './db.js';
 import {searchesByIdRange, tasksSearch} from './tasks-search.js';
+import {payloadIndexSearch} from './payload-index.js';
 import {PILING_STATES, listWhere} from './list-filter.js';
 import {TASK_COLUMNS, TASK_RESULT_COLUMNS, toHistoryEntry, toTaskRecord} from './rows.js';
 import {clockNow} from './clock.js';
@@ -97,7 +98,8 @@ export async function historyList(db: Db, id: string): Promise<HistoryEntry[]> {
  * key (uq_tasks_dedup), task key, a substring of the last error and a payload field (the last
  * three checked on each row the index range yields). The cursor `after` is a keyset bound in that order: `created_at <= c
  * AND (created_at < c OR id < i)`. All filter values are bound parameters. A text search (payload,
- * error) with `since` reads the window by id ranges (tasks-search.ts); other filters run
+ * error) with `since` reads the window by id ranges (tasks-search.ts), a payload field with an
+ * index (ax payload-index) that index (payload-index.ts); other filters run
  * tasksListQuery, whose comment names the index each reads.
  */
 export async function tasksList(db: Db, cell: string, f: ListFilter, nowMs: number): Promise<TaskRecord[]> {
@@ -113,8 +115,10 @@ export async function tasksListRefs(db: Db, cell: string, f: ListFilter, nowMs: 
   }));
 }
 
-/** The rows of tasksList: by id ranges for a text search over a window (`nowMs`: the app's clock, see tasksSearch), else one statement. */
+/** The rows of tasksList: by a payload field's index when it has one (payload-index.ts), by id ranges for a text search over a window (`nowMs`: the app's clock, see tasksSearch), else one statement. */
 async function listRows(db: Db, cell: string, f: ListFilter, columns: string, nowMs: number): Promise<Row[]> {
+  const indexed = f.payload ? await payloadIndexSearch(db, cell, f, columns) : undefined;
+  if (indexed) return indexed;
   if (searchesByIdRange(f)) return tasksSearch(db, cell, f, columns, nowMs);
   const q = tasksListQuery(cell, f, columns);
   return select(db, db.pool, q.sql, q.params);

@@ -562,6 +562,24 @@ export const MIGRATIONS: Migration[] = [
       },
     ],
   },
+  {
+    version: 24,
+    name: 'indexed payload fields',
+    statements: [
+      // The payload fields operators search by, each a virtual column and an index of tasks and of
+      // task_payloads, added and dropped by `ax payload-index` (payload-index.ts), not here: every
+      // task pays for each at insert. building until both indexes exist, then ready.
+      `CREATE TABLE IF NOT EXISTS payload_indexes (
+        id         SMALLINT UNSIGNED NOT NULL AUTO_INCREMENT,
+        field      VARCHAR(600) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+        state      ENUM('building','ready') NOT NULL,
+        created_at DATETIME(3) NOT NULL,
+        created_by VARCHAR(128) NULL,
+        PRIMARY KEY (id),
+        UNIQUE KEY uq_payload_indexes_field (field)
+      ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+    ],
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.reduce((m, x) => Math.max(m, x.version), 0);

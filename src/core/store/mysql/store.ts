@@ -5,6 +5,7 @@ import type {
   ArchiveCountParams,
   ArchivedSnapshot,
   ArchiveRestoreParams,
+  AuditContext,
   AuditListParams,
   DeadFilter,
   DeadReplayParams,
@@ -55,6 +56,7 @@ import type {
 } from '../types.js';
 import * as archive from './archive.js';
 import * as audit from './audit.js';
+import * as payloadIndex from './payload-index.js';
 import {clockNow} from './clock.js';
 import * as cron from './cron.js';
 import {type Db, type DbOptions, openDb} from './db.js';
@@ -191,6 +193,15 @@ export class MysqlTaskStore implements TaskStore, ScheduleStore {
   }
   tasksCancelIds(p: TasksCancelIdsParams) {
     return cancel.tasksCancelIds(this.db, this.cell, p);
+  }
+  payloadIndexes() {
+    return payloadIndex.payloadIndexes(this.db);
+  }
+  payloadIndexAdd(p: {field: string; audit: AuditContext}) {
+    return payloadIndex.payloadIndexAdd(this.db, this.cell, p.field, p.audit);
+  }
+  payloadIndexRemove(p: {field: string; audit: AuditContext}) {
+    return payloadIndex.payloadIndexRemove(this.db, this.cell, p.field, p.audit);
   }
   auditList(p: AuditListParams) {
     return audit.auditList(this.db, this.cell, p);

@@ -264,4 +264,26 @@ export interface InspectStore extends DbClockStore {
    * the retried failures, rescued leases and the attempts a full pool queue handed back.
    */
   transitionBuckets(p: BucketParams): Promise<TransitionBucketRow[]>;
+  /** The indexed payload fields of the database (every cell in it), oldest first (mysql/payload-index.ts). */
+  payloadIndexes(): Promise<PayloadIndexInfo[]>;
+  /**
+   * Indexes payload field `field` (letters, digits, _ and dots, checked by the caller): online DDL
+   * that takes about the time of a scan of the table; then the searches of that field read the
+   * index. Audited once ready. created false: it was declared before (a half-built one is finished).
+   * Throws conflict past the store's maximum of fields.
+   */
+  payloadIndexAdd(p: {field: string; audit: AuditContext}): Promise<{field: PayloadIndexInfo; created: boolean}>;
+  /** Drops the index of `field` (instant); false, nothing changed, when it has none. Audited. */
+  payloadIndexRemove(p: {field: string; audit: AuditContext}): Promise<boolean>;
+}
+
+/** A payload field with an index (`ax payload-index`). */
+export interface PayloadIndexInfo {
+  id: number;
+  /** The field as in `--payload field=value`: `orderId`, `customer.id`. */
+  field: string;
+  /** building: its DDL has not finished (searches read the rows, as without an index); ready: searches use it. */
+  state: 'building' | 'ready';
+  createdAt: Date;
+  createdBy: string | null;
 }
