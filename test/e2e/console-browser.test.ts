@@ -11,6 +11,7 @@ import {tmpdir} from 'node:os';
 import {join} from 'node:path';
 import type {Browser, BrowserContext, Page} from 'playwright-core';
 import {afterAll, beforeAll, describe, expect, it} from 'vitest';
+import {openAdmin} from '../../src/compose.js';
 import type {AxStore} from '../../src/core/store/types.js';
 import {createIdGenerator} from '../../src/core/task/id.js';
 import {validateTaskSpec} from '../../src/core/task/validate.js';
@@ -106,7 +107,16 @@ describe('the console in a browser', () => {
     const link = page.getByRole('link', {name: id});
     await link.waitFor();
     await expect.poll(() => page.locator('tbody tr').count()).toBe(1);
+    await page.getByText('Reads every task since Since (no field is indexed).').waitFor();
     await screenshot(page, 'tasks');
+    // With the field indexed, the form says so, and the same search (now by the index) finds it.
+    await using admin = openAdmin(env.rt);
+    await admin.payloadIndexes.add('order.id');
+    await page.reload();
+    await page.getByText('Indexed: order.id. Other fields read every task since Since.').waitFor();
+    await link.waitFor();
+    await expect.poll(() => page.locator('tbody tr').count()).toBe(1);
+    await admin.payloadIndexes.remove('order.id');
     await link.click();
     await page.getByRole('heading', {level: 1, name: new RegExp(id)}).waitFor();
     await ctx.close();

@@ -270,7 +270,7 @@ describe('reads', () => {
     expect(dlq.body.tasks).toHaveLength(2);
     const groups = await call(c, 'GET', '/api/v1/dlq/groups?type=web_reads', {token: viewer});
     expect(groups.body.groups).toMatchObject([{type: 'web_reads', signature: 'order <n> missing', count: 2}]);
-    for (const path of ['/api/v1/cron', '/api/v1/workers', '/api/v1/doctor?since=5m', '/api/v1/audit?limit=5']) {
+    for (const path of ['/api/v1/cron', '/api/v1/workers', '/api/v1/doctor?since=5m', '/api/v1/audit?limit=5', '/api/v1/payload-indexes']) {
       expect({path, status: (await call(c, 'GET', path, {token: viewer})).status}).toEqual({path, status: 200});
     }
     const doc = await call(c, 'GET', '/api/v1/openapi.json');

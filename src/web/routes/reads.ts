@@ -355,6 +355,33 @@ export function registerReads(app: FastifyInstance, ctx: RouteContext): void {
     },
   );
   get(
+    '/api/v1/payload-indexes',
+    {
+      tags: ['tasks'],
+      summary: 'The payload fields searched by index (ax payload-index): a search by one of them reads only its matches',
+      querystring: S.query(),
+      response: {
+        200: S.obj(
+          {
+            fields: {
+              type: 'array',
+              items: S.obj({field: {type: 'string'}, state: {type: 'string', enum: ['building', 'ready']}}, ['field', 'state']),
+            },
+          },
+          ['fields'],
+        ),
+      },
+    },
+    async (req) => ({
+      fields: (await reader(ctx, req).payloadIndexes.list()).map((x) => ({
+        field: x.field,
+        state: x.state,
+        createdAt: x.createdAt.toISOString(),
+        createdBy: x.createdBy,
+      })),
+    }),
+  );
+  get(
     '/api/v1/jobs/:id',
     {
       tags: ['jobs'],

@@ -1,5 +1,7 @@
 import {useState, type FormEvent} from 'react';
 import {SelectField, TextField} from '../components/Field';
+import {usePoll} from '../poll';
+import {useApp} from '../session';
 import {TASK_STATES} from '../types';
 
 /** The filter of GET /tasks (and of a bulk action on "all matching"), as the route's query holds it. */
@@ -42,6 +44,10 @@ export function TaskSearch({
   const [id, setId] = useState('');
   const [f, setF] = useState<TaskFilter>(initial);
   const set = (k: keyof TaskFilter) => (v: string) => setF((x) => ({...x, [k]: v}));
+  const {api} = useApp();
+  // Which fields a payload search finds through an index (ax payload-index): rarely changes.
+  const indexes = usePoll(() => api.get<{fields: Array<{field: string; state: string}>}>('/payload-indexes'), 60_000, []);
+  const indexed = (indexes.data?.fields ?? []).filter((x) => x.state === 'ready').map((x) => x.field);
 
   const submit = (e: FormEvent): void => {
     e.preventDefault();
@@ -66,7 +72,18 @@ export function TaskSearch({
       <SelectField label="State" value={f.state ?? ''} onChange={set('state')} options={STATE_OPTIONS} />
       <TextField label="Since" value={f.since ?? ''} onChange={set('since')} placeholder="15m, 2d or ISO time" />
       <TextField label="Until" value={f.until ?? ''} onChange={set('until')} placeholder="15m, 2d or ISO time" />
-      <TextField label="Payload field=value" value={f.payload ?? ''} onChange={set('payload')} mono placeholder="orderId=42" />
+      <TextField
+        label="Payload field=value"
+        value={f.payload ?? ''}
+        onChange={set('payload')}
+        mono
+        placeholder="orderId=42"
+        hint={
+          indexed.length > 0
+            ? `Indexed: ${indexed.join(', ')}. Other fields read every task since Since.`
+            : 'Reads every task since Since (no field is indexed).'
+        }
+      />
       <TextField label="Error text" value={f.error ?? ''} onChange={set('error')} />
       <TextField label="Dedup key" value={f.dedupKey ?? ''} onChange={set('dedupKey')} mono />
       <div className="field submit">
