@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The console's reads with a big table (P11 in issue 23), runnable alone after `npm run build`:
-//   node bench/console.js [--rows 5000000] [--hour 1000000] [--searches 7] [--keep] [--json]
+//   node bench/console.js [--rows 5000000] [--hour 1000000] [--searches 7] [--index] [--keep] [--json]
 // In its own database (ax_bench_console, kept between runs with --keep: filling 5M rows takes
 // minutes), with `rows` finished tasks (succeeded, one attempt row each in task_history), `hour` of
 // them created within the last hour with a payload {orderId, customer: {id}}, it starts the console
@@ -9,6 +9,9 @@
 //   - GET /api/v1/tasks?since=<the hour's start>&payload=orderId=<n>: search by payload over the hour's
 //     tasks (one match: every task of the hour is read), `searches` requests (goal ≤ 1 s), alternating
 //     with the statement of the plan before (idx_tasks_created, a row lookup per entry) sent directly;
+//   - with --index: `ax payload-index add orderId` on the full table (its build time), then the same
+//     search by the index, alternating with the search without it (tasksSearch, the id-range reading,
+//     called directly) — and the index dropped again;
 //   - what five browsers cost: five clients polling the overview every 2 s for 20 s against the
 //     console's shared reading (one database read per 1.5 s whatever the number of browsers), as the
 //     database time per second they cause.
@@ -21,6 +24,7 @@ import {schemaMigrate} from '../dist/core/store/mysql/migrate.js';
 import {openDb, select} from '../dist/core/store/mysql/db.js';
 import {TASK_COLUMNS} from '../dist/core/store/mysql/rows.js';
 import {PAYLOAD_TEXT_SQL} from '../dist/core/store/mysql/payloads.js';
+import {tasksSearch} from '../dist/core/store/mysql/tasks-search.js';
 import {createLogger} from '../dist/core/log.js';
 import {consoleOptions} from '../dist/web/console.js';
 import {createOverviewProvider} from '../dist/web/overview.js';
@@ -34,6 +38,7 @@ const {values: argv} = parseArgs({
     keep: {type: 'boolean'},
     json: {type: 'boolean'},
     searches: {type: 'string', default: '7'},
+    index: {type: 'boolean', default: false},
   },
 });
 const ROWS = Number(argv.rows);
@@ -165,6 +170,40 @@ for (const [path, ms] of [
   results.reads.push({path, n: ms.length, p50, p95, first: ms[0]});
 }
 
+if (argv.index) {
+  log('ax payload-index add orderId');
+  const t = performance.now();
+  const added = await admin.payloadIndexes.add('orderId');
+  results.indexBuildMs = performance.now() - t;
+  log(`built in ${Math.round(results.indexBuildMs)} ms (created ${added.created})`);
+  const indexedMs = [];
+  const scanMs = [];
+  // A pool as large as the console's (10): tasksSearch reads a slice as six statements at once.
+  const scanDb = await openDb({url: config.mysqlUrl, queryTimeoutMs: 600_000, connectionLimit: 10});
+  const filter = {since: new Date(hourStart), payload: {path: '$.orderId', value: String(target)}, limit: 50};
+  for (let i = 0; i < SEARCHES; i++) {
+    let t1 = performance.now();
+    const res = await fetch(server.url + searchPath);
+    const body = await res.json();
+    if (res.status !== 200 || body.tasks?.length !== 1 || body.tasks[0].payload.orderId !== target)
+      throw new Error(`indexed search: ${res.status} ${JSON.stringify(body).slice(0, 300)}`);
+    indexedMs.push(performance.now() - t1);
+    t1 = performance.now();
+    const rows = await tasksSearch(scanDb, 'default', filter, TASK_COLUMNS, Date.now());
+    if (rows.length !== 1 || rows[0].id !== body.tasks[0].id) throw new Error(`search without the index: ${rows.length} rows`);
+    scanMs.push(performance.now() - t1);
+  }
+  for (const [path, ms] of [
+    [`${searchPath} (orderId indexed)`, indexedMs],
+    ['(without the index, tasksSearch) same filter', scanMs],
+  ]) {
+    const {p50, p95} = percentiles(Float64Array.from(ms), [50, 95]);
+    results.reads.push({path, n: ms.length, p50, p95, first: ms[0]});
+  }
+  await admin.payloadIndexes.remove('orderId');
+  await scanDb.pool.end();
+}
+
 // Five browsers on the overview, through the shared reading (the console's default 1.5 s).
 const shared = await consoleServer();
 const [[before]] = await root.query("SHOW GLOBAL STATUS LIKE 'Questions'");
@@ -202,6 +241,8 @@ else {
     console.log(
       `  ${r.path.padEnd(70)} p50 ${r.p50.toFixed(1)} ms  p95 ${r.p95.toFixed(1)} ms  (first ${r.first.toFixed(0)} ms, n=${r.n})`,
     );
+  if (results.indexBuildMs !== undefined)
+    console.log(`  ax payload-index add orderId over the table: ${(results.indexBuildMs / 1000).toFixed(1)} s`);
   const f = results.fiveBrowsers;
   console.log(
     `  five browsers polling the overview every 2 s: ${f.requests} requests in ${f.seconds.toFixed(0)} s, ${f.statementsPerS.toFixed(1)} statements/s on MariaDB`,

@@ -68,6 +68,7 @@ const {values: argv} = parseArgs({
     compare: {type: 'string'},
     metrics: {type: 'boolean', default: false},
     'fair-keys': {type: 'string'},
+    'payload-index': {type: 'boolean', default: false},
     console: {type: 'string'},
     'big-table': {type: 'string'},
     archive: {type: 'string'},
@@ -123,6 +124,8 @@ if (argv.help) {
   --fair-keys N        P1 twice per round, as is and with its tasks keyed over N keys (tenant:i mod N) and
                        bench_noop set --fair (order alternating): p1f.<qt> and ratio.p1f.<qt>/p1.<qt>
                        (issue 25's goal with N = 1000: ≥ 0.8)
+  --payload-index      P1 twice per round, as is and with its payload field n indexed (ax payload-index add
+                       n: every task has it; order alternating): p1x.<qt> and ratio.p1x.<qt>/p1.<qt>
   --console N          P1 twice per round, without and with the console open in N browsers (ax web as its
                        own process, N clients polling the overview every 2 s; order alternating):
                        p1w.<qt>, ratio.p1w.<qt>/p1.<qt> and the CPU per task pair cpuRatio.p1.<qt>/p1w.<qt>
@@ -849,6 +852,28 @@ try {
         );
         record(`p1f.${qt}`, r, round);
       };
+      // --payload-index: the same P1 with the payload field n indexed (payload-index.ts's DDL, as
+      // `ax payload-index add n` runs it), before P1 in odd rounds and after it in even ones.
+      const p1Indexed = async () => {
+        const {payloadIndexDdl, payloadIndexNames} = await import('../dist/core/store/mysql/payload-index.js');
+        for (const step of payloadIndexDdl(1, 'n')) await sql(step.sql);
+        let r;
+        try {
+          r = await runPhase(`p1x.${qt}`, () => wP1(qt, n));
+        } finally {
+          const x = payloadIndexNames(1);
+          await sql(`ALTER TABLE tasks DROP INDEX ${x.tasksIndex}, DROP COLUMN ${x.column}`);
+          await sql(`ALTER TABLE task_payloads DROP INDEX ${x.payloadsIndex}, DROP COLUMN ${x.column}`);
+        }
+        show(
+          `P1 ax end to end, payload field n indexed (${qt})`,
+          r,
+          'tasks/s',
+          `; lost ${r.correctness.lost}, duplicates ${r.correctness.duplicates}`,
+        );
+        record(`p1x.${qt}`, r, round);
+      };
+      if (argv['payload-index'] && round % 2 === 1) await p1Indexed();
       if (argv['fair-keys'] && round % 2 === 0) await p1Fair();
       if (bigTable && round % 2 === 1) await p1Big();
       if (argv.console && round % 2 === 0) await p1Console();
@@ -863,6 +888,7 @@ try {
       record(`p1.${qt}`, p1, round);
       if (argv.metrics && round % 2 === 1) await p1Metrics();
       if (argv['fair-keys'] && round % 2 === 1) await p1Fair();
+      if (argv['payload-index'] && round % 2 === 0) await p1Indexed();
       if (argv.console && round % 2 === 1) await p1Console();
       if (bigTable && round % 2 === 0) await p1Big();
     }
@@ -1016,6 +1042,10 @@ try {
     if (argv['fair-keys']) {
       report.summary[`ratio.p1f.${qt}/p1.${qt}`] = summary(paired(`p1f.${qt}`, `p1.${qt}`));
       report.summary[`cpuRatio.p1.${qt}/p1f.${qt}`] = summary(paired(`p1.${qt}`, `p1f.${qt}`, (r) => r.cpuPerItem.total));
+    }
+    if (argv['payload-index']) {
+      report.summary[`ratio.p1x.${qt}/p1.${qt}`] = summary(paired(`p1x.${qt}`, `p1.${qt}`));
+      report.summary[`cpuRatio.p1.${qt}/p1x.${qt}`] = summary(paired(`p1.${qt}`, `p1x.${qt}`, (r) => r.cpuPerItem.total));
     }
     if (argv.metrics) {
       report.summary[`ratio.p1m.${qt}/p1.${qt}`] = summary(paired(`p1m.${qt}`, `p1.${qt}`));

@@ -162,6 +162,11 @@ export function renderMarkdown(report, opts) {
       `| P1 | … row latency insert → succeeded, p50 / p99 (a throughput run: mostly queueing) | ${fmtSummary(lat50, 0)} / ${fmtSummary(lat, 0)} ms | – | |`,
       `| P7 | … CPU per task, ax + MariaDB + RabbitMQ (${qt}) | ${fmtSummary(s[`p1.${qt}.cpuTotal`], 3)} core-ms | ≤ 0.2 | ${against(s[`p1.${qt}.cpuTotal`].median, (x) => x <= GOALS.cpuPerTask)} |`,
     );
+    const indexed = s[`ratio.p1x.${qt}/p1.${qt}`];
+    if (indexed)
+      lines.push(
+        `| P1 | … with its payload field n indexed (--payload-index; ${qt}): paired ratio to P1 / CPU per task of P1 ÷ of it | ${times(indexed)} / ${times(s[`cpuRatio.p1.${qt}/p1x.${qt}`])} | – | |`,
+      );
     const big = s[`ratio.p1big.${qt}/p1.${qt}`];
     if (big) {
       const sizes = Object.entries(report.bigTable?.sizes ?? {})
