@@ -14,6 +14,7 @@ import type {AxStore} from '../../src/core/store/types.js';
 import {
   MAX_PAYLOAD_INDEXES,
   VALUE_CHARS,
+  payloadIndexAdd,
   payloadIndexDdl,
   payloadIndexNames,
   payloadIndexQueries,
@@ -21,7 +22,7 @@ import {
 } from '../../src/core/store/mysql/payload-index.js';
 import type {MysqlTaskStore} from '../../src/core/store/mysql/store.js';
 import {createIdGenerator} from '../../src/core/task/id.js';
-import {createTestEnv, type TestEnv} from '../helpers/env.js';
+import {createTestEnv, mysql, type TestEnv} from '../helpers/env.js';
 import {idsOfAllPages} from '../helpers/pages.js';
 import {ROOT, runCli} from '../helpers/spawn.js';
 
@@ -205,6 +206,26 @@ describe('indexed payload fields', () => {
     );
     expect(have.map((x) => x.k).sort()).toEqual([`task_payloads.${names.payloadsIndex}`, `tasks.${names.tasksIndex}`]);
     expect(await admin.payloadIndexes.remove('half')).toBe(true);
+  });
+
+  it('stops with timeout when a transaction holds the table, leaving the field building; add again finishes it', async () => {
+    const holder = await mysql.createConnection({uri: env.config.mysqlUrl});
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT id FROM tasks LIMIT 1'); // its metadata lock lasts until the transaction ends
+      const audit = {operator: 'ops-test', command: 'payload-index add', filter: {field: 'held'}, reason: null};
+      await expect(payloadIndexAdd(db(), 'default', 'held', audit, 1)).rejects.toMatchObject({
+        code: 'timeout',
+        message: expect.stringMatching(/a transaction held the table for more than 1 s/),
+      });
+      await holder.query('COMMIT');
+      await using admin = openAdmin(env.rt);
+      expect((await admin.payloadIndexes.list()).find((x) => x.field === 'held')?.state).toBe('building');
+      expect(await admin.payloadIndexes.add('held')).toMatchObject({created: false, field: {state: 'ready'}});
+      expect(await admin.payloadIndexes.remove('held')).toBe(true);
+    } finally {
+      await holder.end();
+    }
   });
 
   it('a search whose index is gone reads the rows instead; rm drops columns and indexes, and searches answer as before', async () => {

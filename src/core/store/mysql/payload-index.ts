@@ -19,14 +19,15 @@
  *
  * Cost: every task pays one more index entry at insert, whether it has the field or not (the
  * virtual column is NULL then). `ax payload-index add` is for the fields operators search by.
- * Failure modes: the ALTERs are online (INPLACE, LOCK=NONE: submits and claims go on) but wait for
- * the metadata lock of `tasks` like any DDL, so a long transaction delays them; a crash half-way
- * leaves the field `building` (not searched by index), and `add` again finishes it.
+ * Failure modes: the ALTERs are online (INPLACE, LOCK=NONE: submits and claims go on) but need the
+ * metadata lock of their table for a moment, like any DDL: one held by a long transaction fails the
+ * command after DDL_LOCK_WAIT_S (timeout). A failure or crash half-way leaves the field `building`
+ * (not searched by index), and `add` again finishes it.
  */
 import {AxError} from '../../errors.js';
 import type {AuditContext, ListFilter, PayloadIndexInfo} from '../types.js';
 import {auditInsert} from './audit.js';
-import {type Db, type Row, exec, select, tx} from './db.js';
+import {type Db, type Row, exec, mapDbError, select, tx} from './db.js';
 import {listWhere} from './list-filter.js';
 import {newestFirst} from './tasks-search.js';
 
@@ -58,12 +59,43 @@ export function payloadIndexDdl(id: number, field: string): Array<{sql: string; 
   ];
 }
 
-/** Runs DDL, taking the MySQL error `done` (the column or index is there: an earlier or concurrent run) as success. */
-async function ddl(db: Db, sql: string, done: string): Promise<void> {
+/** How long one DDL statement may run: the index build reads the whole table (about 6 s per million tasks here). */
+const DDL_TIMEOUT_MS = 6 * 3_600_000;
+/**
+ * How long a DDL statement waits for the metadata lock of its table (held by any open transaction
+ * that touched it) instead of the server's default of a year: while it waits, every new statement on
+ * the table queues behind it, so a long transaction would stall submits and claims.
+ */
+const DDL_LOCK_WAIT_S = 10;
+
+/**
+ * Runs `steps` in order on a connection of their own (DDL_TIMEOUT_MS, DDL_LOCK_WAIT_S), taking a
+ * step's MySQL error `done` (the column or index is there already: an earlier or concurrent run) as
+ * success. Throws AxError('timeout') when a metadata lock is not granted in time; the steps before it
+ * stand (the field stays `building`).
+ */
+async function runDdl(db: Db, steps: ReadonlyArray<{sql: string; done: string}>, lockWaitS = DDL_LOCK_WAIT_S): Promise<void> {
+  const c = await db.pool.getConnection();
   try {
-    await exec(db, db.pool, sql);
-  } catch (e) {
-    if ((e as {code?: string}).code !== done) throw e;
+    await c.query(`SET SESSION lock_wait_timeout = ${Math.max(1, Math.floor(lockWaitS))}`);
+    for (const step of steps) {
+      try {
+        await c.query({sql: step.sql, timeout: DDL_TIMEOUT_MS});
+      } catch (e) {
+        const code = (e as {code?: string}).code;
+        if (code === step.done) continue;
+        if (code === 'ER_LOCK_WAIT_TIMEOUT')
+          throw new AxError(
+            'timeout',
+            `a transaction held the table for more than ${lockWaitS} s, so \`${step.sql.slice(0, 60)}…\` could not start (other statements on the table waited as long). Run the command again once it has ended (open transactions: information_schema.INNODB_TRX)`,
+            {cause: e},
+          );
+        throw mapDbError(e, db.url);
+      }
+    }
+  } finally {
+    // The session setting goes with the connection: it is not given back to the pool.
+    c.destroy();
   }
 }
 
@@ -90,13 +122,15 @@ export async function payloadIndexOf(db: Db, path: string): Promise<number | und
  * Declares `field` and builds its columns and indexes (see the module comment), then marks it
  * ready; audited (in `cell`'s trail) once it is. Returns whether this call declared it (false: it was
  * declared before; a `building` one is finished). Throws conflict past MAX_PAYLOAD_INDEXES, and the
- * database's error when a DDL fails (the field stays `building`: run it again).
+ * database's error when a DDL fails, timeout when a table's metadata lock is not granted within
+ * `lockWaitS` (the field stays `building`: run it again).
  */
 export async function payloadIndexAdd(
   db: Db,
   cell: string,
   field: string,
   audit: AuditContext,
+  lockWaitS = DDL_LOCK_WAIT_S,
 ): Promise<{field: PayloadIndexInfo; created: boolean}> {
   const known = (await payloadIndexes(db)).find((x) => x.field === field);
   if (known?.state === 'ready') return {field: known, created: false};
@@ -116,7 +150,7 @@ export async function payloadIndexAdd(
     );
     id = Number(r.insertId);
   }
-  for (const step of payloadIndexDdl(id, field)) await ddl(db, step.sql, step.done);
+  await runDdl(db, payloadIndexDdl(id, field), lockWaitS);
   await tx(db, async (c) => {
     await exec(db, c, "UPDATE payload_indexes SET state = 'ready' WHERE id = ?", [id]);
     await auditInsert(db, c, cell, audit, []);
@@ -135,10 +169,13 @@ export async function payloadIndexRemove(db: Db, cell: string, field: string, au
   if (!known) return false;
   await exec(db, db.pool, "UPDATE payload_indexes SET state = 'building' WHERE id = ?", [known.id]);
   const n = payloadIndexNames(known.id);
-  await ddl(db, `ALTER TABLE tasks DROP INDEX ${n.tasksIndex}`, 'ER_CANT_DROP_FIELD_OR_KEY');
-  await ddl(db, `ALTER TABLE task_payloads DROP INDEX ${n.payloadsIndex}`, 'ER_CANT_DROP_FIELD_OR_KEY');
-  await ddl(db, `ALTER TABLE tasks DROP COLUMN ${n.column}`, 'ER_CANT_DROP_FIELD_OR_KEY');
-  await ddl(db, `ALTER TABLE task_payloads DROP COLUMN ${n.column}`, 'ER_CANT_DROP_FIELD_OR_KEY');
+  const gone = 'ER_CANT_DROP_FIELD_OR_KEY';
+  await runDdl(db, [
+    {sql: `ALTER TABLE tasks DROP INDEX ${n.tasksIndex}`, done: gone},
+    {sql: `ALTER TABLE task_payloads DROP INDEX ${n.payloadsIndex}`, done: gone},
+    {sql: `ALTER TABLE tasks DROP COLUMN ${n.column}`, done: gone},
+    {sql: `ALTER TABLE task_payloads DROP COLUMN ${n.column}`, done: gone},
+  ]);
   await tx(db, async (c) => {
     await exec(db, c, 'DELETE FROM payload_indexes WHERE id = ?', [known.id]);
     await auditInsert(db, c, cell, audit, []);
