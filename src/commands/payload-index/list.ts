@@ -13,7 +13,7 @@ export interface PayloadIndexListResult {
 export default class PayloadIndexList extends AxCommand {
   static override readOnly = true;
   static override summary = 'List the payload fields searched by index.';
-  static override description = `A search by payload (ax tasks list --payload field=value, the console's Tasks page) reads every task created in its window unless the field is indexed (ax payload-index add). STATE is ready once the index is built; a building field is searched as if it had none (an add that stopped half-way: run it again).
+  static override description = `A search by payload (ax tasks list --payload field=value, the console's Tasks page) reads every task created in its window unless the field is indexed (ax payload-index add). STATE is ready once the index is built; a building field is searched as if it had none (an add or rm that stopped half-way: run the same command again).
 
 Exit codes: 5 MySQL unavailable.`;
   static override examples = [

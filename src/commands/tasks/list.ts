@@ -65,7 +65,7 @@ export default class TasksList extends AxCommand {
     key: Flags.string({description: 'only tasks with this key (who the task is for, e.g. tenant:42; ax submit --key)'}),
     payload: Flags.string({
       description:
-        'only tasks whose payload field equals a value, as field=value (orderId=42, customer.id=7; the value compared as text); needs --since: the payload of every task created since then is read, unless the field is indexed (ax payload-index add)',
+        'only tasks whose payload field equals a value, as field=value (orderId=42, customer.id=7; the value compared as text); needs --since: the payload of every task created since then is read (an indexed field, see ax payload-index add, reads only its matches, whatever the window)',
     }),
     limit: limitFlag({char: 'n', max: MAX_LIST_LIMIT, what: 'tasks shown', defaultText: '50'}),
   };

@@ -17,12 +17,17 @@ export interface PayloadIndexAdmin {
   list(): Promise<PayloadIndexInfo[]>;
   /**
    * Indexes `field`: returns once the index is built (about the time of a scan of the tasks table:
-   * seconds per million tasks), submits and claims going on meanwhile. created false: it was indexed
-   * already (nothing changed), or half-built and now finished. Throws invalid_input for a malformed
-   * field, conflict when the most fields allowed are indexed.
+   * seconds per million tasks), submits and claims going on meanwhile. created false: it was declared
+   * already; built: this call ran the build (false: it was ready, nothing changed; true with created
+   * false: a half-built one was finished). Throws invalid_input for a malformed field, conflict when
+   * the most fields allowed are indexed, timeout when a transaction holds a table's metadata lock
+   * past 10 s (the field stays building).
    */
-  add(field: string): Promise<{field: PayloadIndexInfo; created: boolean}>;
-  /** Drops `field`'s index (instant): its searches read the rows again. False when it had none (nothing changed). */
+  add(field: string): Promise<{field: PayloadIndexInfo; created: boolean; built: boolean}>;
+  /**
+   * Drops `field`'s index (instant): its searches read the rows again. False when it had none
+   * (nothing changed). Throws timeout as add does (the field is then listed as building: rm again).
+   */
   remove(field: string): Promise<boolean>;
 }
 

@@ -47,7 +47,14 @@ export function TaskSearch({
   const {api} = useApp();
   // Which fields a payload search finds through an index (ax payload-index): rarely changes.
   const indexes = usePoll(() => api.get<{fields: Array<{field: string; state: string}>}>('/payload-indexes'), 60_000, []);
-  const indexed = (indexes.data?.fields ?? []).filter((x) => x.state === 'ready').map((x) => x.field);
+  // Nothing said until the list has loaded (nor when it cannot be read): a guess would mislead.
+  const indexed = indexes.data?.fields.filter((x) => x.state === 'ready').map((x) => x.field);
+  const payloadHint =
+    indexed === undefined
+      ? undefined
+      : indexed.length > 0
+        ? `Indexed: ${indexed.join(', ')}. Other fields read every task since Since.`
+        : 'Reads every task since Since (no field is indexed).';
 
   const submit = (e: FormEvent): void => {
     e.preventDefault();
@@ -78,11 +85,7 @@ export function TaskSearch({
         onChange={set('payload')}
         mono
         placeholder="orderId=42"
-        hint={
-          indexed.length > 0
-            ? `Indexed: ${indexed.join(', ')}. Other fields read every task since Since.`
-            : 'Reads every task since Since (no field is indexed).'
-        }
+        hint={payloadHint}
       />
       <TextField label="Error text" value={f.error ?? ''} onChange={set('error')} />
       <TextField label="Dedup key" value={f.dedupKey ?? ''} onChange={set('dedupKey')} mono />

@@ -29,7 +29,6 @@ import type {AuditContext, ListFilter, PayloadIndexInfo} from '../types.js';
 import {auditInsert} from './audit.js';
 import {type Db, type Row, exec, mapDbError, select, tx} from './db.js';
 import {listWhere} from './list-filter.js';
-import {newestFirst} from './tasks-search.js';
 
 /** Characters of a field's value in its index entry (utf8mb4: 760 bytes); a longer value is checked on its row. */
 export const VALUE_CHARS = 190;
@@ -87,7 +86,7 @@ async function runDdl(db: Db, steps: ReadonlyArray<{sql: string; done: string}>,
         if (code === 'ER_LOCK_WAIT_TIMEOUT')
           throw new AxError(
             'timeout',
-            `a transaction held the table for more than ${lockWaitS} s, so \`${step.sql.slice(0, 60)}…\` could not start (other statements on the table waited as long). Run the command again once it has ended (open transactions: information_schema.INNODB_TRX)`,
+            `a transaction held the table for more than ${lockWaitS} s, so \`${step.sql.slice(0, 60)}…\` could not start or finish (other statements on the table waited as long meanwhile). Run the command again once it has ended (open transactions: information_schema.INNODB_TRX)`,
             {cause: e},
           );
         throw mapDbError(e, db.url);
@@ -121,7 +120,8 @@ export async function payloadIndexOf(db: Db, path: string): Promise<number | und
 /**
  * Declares `field` and builds its columns and indexes (see the module comment), then marks it
  * ready; audited (in `cell`'s trail) once it is. Returns whether this call declared it (false: it was
- * declared before; a `building` one is finished). Throws conflict past MAX_PAYLOAD_INDEXES, and the
+ * declared before) and whether it ran the DDL (false: it was ready; true with created false: a
+ * `building` one was finished). Throws conflict past MAX_PAYLOAD_INDEXES, and the
  * database's error when a DDL fails, timeout when a table's metadata lock is not granted within
  * `lockWaitS` (the field stays `building`: run it again).
  */
@@ -131,9 +131,9 @@ export async function payloadIndexAdd(
   field: string,
   audit: AuditContext,
   lockWaitS = DDL_LOCK_WAIT_S,
-): Promise<{field: PayloadIndexInfo; created: boolean}> {
+): Promise<{field: PayloadIndexInfo; created: boolean; built: boolean}> {
   const known = (await payloadIndexes(db)).find((x) => x.field === field);
-  if (known?.state === 'ready') return {field: known, created: false};
+  if (known?.state === 'ready') return {field: known, created: false, built: false};
   let id = known?.id;
   if (id === undefined) {
     const count = (await payloadIndexes(db)).length;
@@ -157,7 +157,7 @@ export async function payloadIndexAdd(
   });
   const info = (await payloadIndexes(db)).find((x) => x.id === id);
   if (!info) throw new Error(`payload_indexes lost the row of ${field} while it was built (removed meanwhile?)`);
-  return {field: info, created: known === undefined};
+  return {field: info, created: known === undefined, built: true};
 }
 
 /**
@@ -184,49 +184,48 @@ export async function payloadIndexRemove(db: Db, cell: string, field: string, au
 }
 
 /**
- * The statements of a payload search of `f` (f.payload set) by the ready index `id` (explain.test.ts
- * checks their plans): the tasks whose inline payload's column matches, by idx_tasks_pf_<id> read
- * backwards from the newest, and those whose payload is stored apart, by idx_task_payloads_pf_<id>.
- * Each keeps every condition of the filter (the exact JSON_VALUE comparison among them), is sorted
- * and limited as tasksListQuery. Params bound.
+ * The statement of a payload search of `f` (f.payload set) by the ready index `id` (payload-index.test.ts
+ * checks its plan): the tasks whose inline payload's column matches, by idx_tasks_pf_<id> read
+ * backwards from the newest, and those whose payload is stored apart, by idx_task_payloads_pf_<id>,
+ * each sorted and limited as tasksListQuery, then merged. One statement, so one snapshot: a replay's
+ * patch that moves a payload between inline and apart meanwhile cannot make a task missed or listed
+ * twice. Each part keeps every condition of the filter (the exact JSON_VALUE comparison among them);
+ * the value is cut to VALUE_CHARS characters in SQL, as the column is. Params bound.
  */
-export function payloadIndexQueries(cell: string, f: ListFilter, columns: string, id: number): Array<{sql: string; params: unknown[]}> {
+export function payloadIndexQuery(cell: string, f: ListFilter, columns: string, id: number): {sql: string; params: unknown[]} {
   const where = listWhere(cell, f);
   const n = payloadIndexNames(id);
-  const value = (f.payload as {value: string}).value.slice(0, VALUE_CHARS);
+  const value = (f.payload as {value: string}).value;
   const order = 'ORDER BY created_at DESC, id DESC LIMIT ?';
-  return [
-    {
-      sql: `SELECT ${columns} FROM tasks FORCE INDEX (${n.tasksIndex}) WHERE tasks.${n.column} = ? AND ${where.sql} ${order}`,
-      params: [value, ...where.params, f.limit],
-    },
-    {
-      sql: `SELECT ${columns} FROM task_payloads tp FORCE INDEX (${n.payloadsIndex}) STRAIGHT_JOIN tasks ON tasks.id = tp.task_id
-        WHERE tp.${n.column} = ? AND tasks.payload = '' AND ${where.sql} ${order}`,
-      params: [value, ...where.params, f.limit],
-    },
-  ];
+  const part = [value, ...where.params, f.limit];
+  return {
+    sql: `(SELECT ${columns} FROM tasks FORCE INDEX (${n.tasksIndex})
+        WHERE tasks.${n.column} = LEFT(?, ${VALUE_CHARS}) AND ${where.sql} ${order})
+      UNION ALL
+      (SELECT ${columns} FROM task_payloads tp FORCE INDEX (${n.payloadsIndex}) STRAIGHT_JOIN tasks ON tasks.id = tp.task_id
+        WHERE tp.${n.column} = LEFT(?, ${VALUE_CHARS}) AND tasks.payload = '' AND ${where.sql} ${order})
+      ${order}`,
+    params: [...part, ...part, f.limit],
+  };
 }
 
 /** MySQL's error for an index named in FORCE INDEX that is not there (dropped by `remove` meanwhile). */
 const NO_SUCH_INDEX = 'ER_KEY_DOES_NOT_EXITS';
 
 /**
- * The rows of tasksList for a payload filter on an indexed field (the two statements of
- * payloadIndexQueries at once, merged newest first), or undefined when the field has no ready index
- * — or lost it while this ran — so the caller searches without it. Rejects with the database's error
- * otherwise.
+ * The rows of tasksList for a payload filter on an indexed field (payloadIndexQuery), or undefined
+ * when the field has no ready index — or lost it while this ran — so the caller searches without
+ * it. Rejects with the database's error otherwise.
  */
 export async function payloadIndexSearch(db: Db, cell: string, f: ListFilter, columns: string): Promise<Row[] | undefined> {
   if (!f.payload) return undefined;
   const id = await payloadIndexOf(db, f.payload.path);
   if (id === undefined) return undefined;
-  const parts = await Promise.allSettled(payloadIndexQueries(cell, f, columns, id).map((q) => select(db, db.pool, q.sql, q.params)));
-  const rows: Row[] = [];
-  for (const p of parts) {
-    if (p.status === 'fulfilled') rows.push(...p.value);
-    else if ((p.reason as {code?: string}).code === NO_SUCH_INDEX) return undefined;
-    else throw p.reason;
+  const q = payloadIndexQuery(cell, f, columns, id);
+  try {
+    return await select(db, db.pool, q.sql, q.params);
+  } catch (e) {
+    if ((e as {code?: string}).code === NO_SUCH_INDEX) return undefined;
+    throw e;
   }
-  return rows.sort(newestFirst).slice(0, f.limit);
 }

@@ -136,7 +136,7 @@ export function searchSliceQueries(
 }
 
 /** Newest first: created_at, then id (ascii_bin: the code-unit order of the id text). */
-export function newestFirst(a: Row, b: Row): number {
+function newestFirst(a: Row, b: Row): number {
   const d = (b.created_at as Date).getTime() - (a.created_at as Date).getTime();
   if (d !== 0) return d;
   return a.id === b.id ? 0 : (a.id as string) < (b.id as string) ? 1 : -1;

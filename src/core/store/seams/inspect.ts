@@ -272,7 +272,7 @@ export interface InspectStore extends DbClockStore {
    * index. Audited once ready. created false: it was declared before (a half-built one is finished).
    * Throws conflict past the store's maximum of fields.
    */
-  payloadIndexAdd(p: {field: string; audit: AuditContext}): Promise<{field: PayloadIndexInfo; created: boolean}>;
+  payloadIndexAdd(p: {field: string; audit: AuditContext}): Promise<{field: PayloadIndexInfo; created: boolean; built: boolean}>;
   /** Drops the index of `field` (instant); false, nothing changed, when it has none. Audited. */
   payloadIndexRemove(p: {field: string; audit: AuditContext}): Promise<boolean>;
 }
