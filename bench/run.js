@@ -855,15 +855,13 @@ try {
       // --payload-index: the same P1 with the payload field n indexed (payload-index.ts's DDL, as
       // `ax payload-index add n` runs it), before P1 in odd rounds and after it in even ones.
       const p1Indexed = async () => {
-        const {payloadIndexDdl, payloadIndexNames} = await import('../dist/core/store/mysql/payload-index.js');
+        const {payloadIndexDdl, payloadIndexDropDdl} = await import('../dist/core/store/mysql/payload-index.js');
         for (const step of payloadIndexDdl(1, 'n')) await sql(step.sql);
         let r;
         try {
           r = await runPhase(`p1x.${qt}`, () => wP1(qt, n));
         } finally {
-          const x = payloadIndexNames(1);
-          await sql(`ALTER TABLE tasks DROP INDEX ${x.tasksIndex}, DROP COLUMN ${x.column}`);
-          await sql(`ALTER TABLE task_payloads DROP INDEX ${x.payloadsIndex}, DROP COLUMN ${x.column}`);
+          for (const step of payloadIndexDropDdl(1)) await sql(step.sql);
         }
         show(
           `P1 ax end to end, payload field n indexed (${qt})`,

@@ -2,7 +2,7 @@ import {Args} from '@oclif/core';
 import {AxCommand} from '../../cli/base.js';
 import {iso} from '../../cli/render.js';
 import {validatePayloadField} from '../../core/inspect/inspect.js';
-import type {PayloadIndexItem} from './list.js';
+import {payloadIndexItem, type PayloadIndexItem} from './list.js';
 
 export interface PayloadIndexAddResult {
   field: PayloadIndexItem;
@@ -45,6 +45,6 @@ Exit codes: 2 malformed field, 4 already 8 fields indexed, 5 MySQL unavailable, 
             ? `finished the build of ${field}'s index, left half-way before, in ${ms} ms: searches by it now read the index`
             : `${field} is indexed already (since ${iso(r.field.createdAt)} by ${r.field.createdBy ?? '?'}): nothing changed`,
       );
-    return {field: {...r.field, createdAt: iso(r.field.createdAt) as string}, created: r.created, built: r.built, ms};
+    return {field: payloadIndexItem(r.field), created: r.created, built: r.built, ms};
   }
 }

@@ -35,6 +35,11 @@ Exit codes: 5 MySQL unavailable.`;
         ))
           this.log(line);
     }
-    return {count: rows.length, fields: rows.map((r) => ({...r, createdAt: iso(r.createdAt) as string}))};
+    return {count: rows.length, fields: rows.map(payloadIndexItem)};
   }
+}
+
+/** An indexed field as the commands' --json shows it: its time as an ISO string. */
+export function payloadIndexItem(r: PayloadIndexInfo): PayloadIndexItem {
+  return {...r, createdAt: iso(r.createdAt) as string};
 }

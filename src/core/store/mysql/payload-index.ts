@@ -58,6 +58,18 @@ export function payloadIndexDdl(id: number, field: string): Array<{sql: string; 
   ];
 }
 
+/** The DDL that undoes payloadIndexDdl(id, …), in order (indexes, then their columns); each instant. */
+export function payloadIndexDropDdl(id: number): Array<{sql: string; done: string}> {
+  const n = payloadIndexNames(id);
+  const done = 'ER_CANT_DROP_FIELD_OR_KEY';
+  return [
+    {sql: `ALTER TABLE tasks DROP INDEX ${n.tasksIndex}`, done},
+    {sql: `ALTER TABLE task_payloads DROP INDEX ${n.payloadsIndex}`, done},
+    {sql: `ALTER TABLE tasks DROP COLUMN ${n.column}`, done},
+    {sql: `ALTER TABLE task_payloads DROP COLUMN ${n.column}`, done},
+  ];
+}
+
 /** How long one DDL statement may run: the index build reads the whole table (about 6 s per million tasks here). */
 const DDL_TIMEOUT_MS = 6 * 3_600_000;
 /**
@@ -132,15 +144,15 @@ export async function payloadIndexAdd(
   audit: AuditContext,
   lockWaitS = DDL_LOCK_WAIT_S,
 ): Promise<{field: PayloadIndexInfo; created: boolean; built: boolean}> {
-  const known = (await payloadIndexes(db)).find((x) => x.field === field);
+  const all = await payloadIndexes(db);
+  const known = all.find((x) => x.field === field);
   if (known?.state === 'ready') return {field: known, created: false, built: false};
   let id = known?.id;
   if (id === undefined) {
-    const count = (await payloadIndexes(db)).length;
-    if (count >= MAX_PAYLOAD_INDEXES)
+    if (all.length >= MAX_PAYLOAD_INDEXES)
       throw new AxError(
         'conflict',
-        `${count} payload fields are indexed already, the most ax allows: remove one first (ax payload-index rm)`,
+        `${all.length} payload fields are indexed already, the most ax allows: remove one first (ax payload-index rm)`,
       );
     const r = await exec(
       db,
@@ -168,14 +180,7 @@ export async function payloadIndexRemove(db: Db, cell: string, field: string, au
   const known = (await payloadIndexes(db)).find((x) => x.field === field);
   if (!known) return false;
   await exec(db, db.pool, "UPDATE payload_indexes SET state = 'building' WHERE id = ?", [known.id]);
-  const n = payloadIndexNames(known.id);
-  const gone = 'ER_CANT_DROP_FIELD_OR_KEY';
-  await runDdl(db, [
-    {sql: `ALTER TABLE tasks DROP INDEX ${n.tasksIndex}`, done: gone},
-    {sql: `ALTER TABLE task_payloads DROP INDEX ${n.payloadsIndex}`, done: gone},
-    {sql: `ALTER TABLE tasks DROP COLUMN ${n.column}`, done: gone},
-    {sql: `ALTER TABLE task_payloads DROP COLUMN ${n.column}`, done: gone},
-  ]);
+  await runDdl(db, payloadIndexDropDdl(known.id));
   await tx(db, async (c) => {
     await exec(db, c, 'DELETE FROM payload_indexes WHERE id = ?', [known.id]);
     await auditInsert(db, c, cell, audit, []);

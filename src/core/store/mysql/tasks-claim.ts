@@ -25,10 +25,11 @@ const FAST_CLAIM_MAX = 64;
  * FAST_CLAIM_MAX ids with no type in `lockTypes` or `fairTypes` first tries the fast path
  * (claim-fast.ts: a plain read and one autocommit UPDATE that decides pause and breaker itself);
  * what it leaves goes to the full claim. The full claim is one transaction: a locking SELECT (rows
- * in primary-key order, so concurrent claimers cannot deadlock on each other), the flow step (admitClaim: the types' registry rows read with a shared lock, or for update for
- * `lockTypes`; fair dispatch for `fairTypes`, which may claim other tasks of the type on the
- * batch's keyed doorbells; pause, breaker and limits decided from the rows; the refused rows
- * deferred, each with a defer history row), one UPDATE (which records each attempt's start on its
+ * in primary-key order, so concurrent claimers cannot deadlock on each other), the flow step
+ * (admitClaim: the types' registry rows read with a shared lock, or for update for `lockTypes`;
+ * fair dispatch for `fairTypes`, which may claim other tasks of the type on the batch's keyed
+ * doorbells; pause, breaker and limits decided from the rows; the refused rows deferred, each with
+ * a defer history row), one UPDATE (which records each attempt's start on its
  * row: an attempt's history row is written with its outcome), and a history INSERT only when rows
  * were deferred (or an early ring reset). The UPDATE carries its own guard (state, the fence read,
  * due), and must change exactly the rows the read decided on; otherwise the transaction rolls back

@@ -269,11 +269,13 @@ export interface InspectStore extends DbClockStore {
   /**
    * Indexes payload field `field` (letters, digits, _ and dots, checked by the caller): online DDL
    * that takes about the time of a scan of the table; then the searches of that field read the
-   * index. Audited once ready. created false: it was declared before (a half-built one is finished).
-   * Throws conflict past the store's maximum of fields.
+   * index. Audited once ready. created false: it was declared before; built: this call ran the DDL
+   * (false: it was ready, nothing changed; true with created false: a half-built one was finished).
+   * Throws conflict past the store's maximum of fields, timeout when a transaction holds a table's
+   * metadata lock too long (the field stays building).
    */
   payloadIndexAdd(p: {field: string; audit: AuditContext}): Promise<{field: PayloadIndexInfo; created: boolean; built: boolean}>;
-  /** Drops the index of `field` (instant); false, nothing changed, when it has none. Audited. */
+  /** Drops the index of `field` (instant); false, nothing changed, when it has none. Audited. Throws timeout as add does. */
   payloadIndexRemove(p: {field: string; audit: AuditContext}): Promise<boolean>;
 }
 
